@@ -1,0 +1,42 @@
+# Multi-head attention workbench. `make help` lists the targets.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+HOST   ?= 127.0.0.1
+PORT   ?= 8000
+
+.DEFAULT_GOAL := help
+.PHONY: help run test lint bench migrate clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	@touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[dev]'
+	@touch $(VENV)/.installed $@
+
+run: $(VENV)/.installed ## Set up, migrate the embedded SQLite database, serve on http://$(HOST):$(PORT)/
+	$(BIN)/workbench serve --host $(HOST) --port $(PORT)
+
+migrate: $(VENV)/.installed ## Apply database migrations (WORKBENCH_DATABASE_URL, default SQLite under var/)
+	$(BIN)/workbench db upgrade
+
+test: $(VENV)/.installed-dev ## Set up with the dev extra and run every test
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(VENV)/.installed-dev ## ruff over service/, tests/, bench/
+	$(BIN)/ruff check service tests bench
+
+bench: $(VENV)/.installed-dev ## Run the benchmarks and rewrite docs/performance.md
+	$(BIN)/python bench/run_all.py
+
+clean: ## Remove the virtualenv and local data
+	rm -rf $(VENV) var .pytest_cache .hypothesis

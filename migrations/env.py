@@ -1,0 +1,42 @@
+"""Alembic environment: the models' metadata, batch mode on SQLite."""
+
+from alembic import context
+from sqlalchemy import create_engine, pool
+
+from service.db import models  # noqa: F401  (registers every table on Base.metadata)
+from service.db.base import Base
+
+config = context.config
+target_metadata = Base.metadata
+
+
+def run_migrations() -> None:
+    url = config.get_main_option("sqlalchemy.url")
+    connectable = config.attributes.get("connection")
+    if connectable is not None:
+        _run(connectable, url)
+        return
+    engine = create_engine(url, poolclass=pool.NullPool)
+    with engine.connect() as connection:
+        _run(connection, url)
+    engine.dispose()
+
+
+def _run(connection, url: str) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=target_metadata,
+        render_as_batch=url.startswith("sqlite"),
+        compare_type=True,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+if context.is_offline_mode():
+    context.configure(url=config.get_main_option("sqlalchemy.url"), target_metadata=target_metadata,
+                      literal_binds=True)
+    with context.begin_transaction():
+        context.run_migrations()
+else:
+    run_migrations()

@@ -1,0 +1,33 @@
+"""`create_app(config=None)`: settings, extensions, blueprints, front end. No work at import time."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from flask import Flask
+
+from . import db
+from .compute.allocator import retain_freed_memory
+from .config import Settings
+
+
+def create_app(config: Mapping[str, Any] | None = None) -> Flask:
+    settings = Settings.load(config)
+    app = Flask(__name__, static_folder=None)
+    app.config.update(
+        SECRET_KEY=settings.secret_key,
+        MAX_CONTENT_LENGTH=settings.max_content_length,
+        DEBUG=settings.debug,
+        TESTING=settings.env == "testing",
+        **settings.extra,
+    )
+    app.extensions["settings"] = settings
+    if settings.retain_freed_memory:
+        retain_freed_memory()  # large traces otherwise re-fault their buffers on every request
+
+    from .api import init_app as init_api
+
+    db.init_app(app)
+    init_api(app)
+    return app

@@ -1,0 +1,114 @@
+"""The validated configuration of one attention computation (shapes, mask, RoPE, failure mode)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .errors import AttentionInputError
+
+FAILURE_MODES: dict[str, str] = {
+    "reuse_first_slice": "every head reads slice 0 of Q, K and V",
+    "interleaved_split": "head h takes features h, h+H, h+2H, ... instead of a contiguous slice",
+    "no_scaling": "scores are not divided by sqrt(d_head)",
+    "scale_by_d_model": "scores are divided by sqrt(d_model) instead of sqrt(d_head)",
+    "mask_after_softmax": "softmax over all positions, then future weights set to 0",
+    "swapped_head_order": "head outputs are concatenated in reverse order",
+    "no_output_projection": "stops at concatenation: W_O is ignored",
+}
+
+ROPE_STYLES: dict[str, str] = {
+    "half": "GPT-NeoX / Llama 'rotate half': feature i pairs with feature i + d_head/2",
+    "interleaved": "GPT-J / RoFormer: adjacent features (2i, 2i+1) form a pair",
+}
+
+DEFAULT_ROPE_BASE = 10000.0
+
+
+@dataclass(frozen=True)
+class RopeConfig:
+    style: str = "half"
+    base: float = DEFAULT_ROPE_BASE
+
+    def __post_init__(self) -> None:
+        if self.style not in ROPE_STYLES:
+            raise AttentionInputError(
+                f"unknown RoPE style {self.style!r}; expected one of {sorted(ROPE_STYLES)}",
+                field="rope.style",
+            )
+        if not (math.isfinite(self.base) and self.base > 1.0):
+            raise AttentionInputError(
+                f"RoPE base must be a finite number above 1, got {self.base}", field="rope.base"
+            )
+
+    @classmethod
+    def coerce(cls, rope: RopeConfig | dict | str | None) -> RopeConfig | None:
+        if rope is None or isinstance(rope, RopeConfig):
+            return rope
+        if isinstance(rope, str):
+            return cls(style=rope)
+        if isinstance(rope, dict):
+            return cls(style=rope.get("style", "half"), base=float(rope.get("base", DEFAULT_ROPE_BASE)))
+        raise AttentionInputError(f"rope must be a style name or a mapping, got {type(rope).__name__}", field="rope")
+
+
+@dataclass(frozen=True)
+class AttentionConfig:
+    """Shapes and switches of one call; validates itself once, on construction."""
+
+    n: int
+    d_model: int
+    heads: int
+    kv_heads: int
+    causal: bool = True
+    rope: RopeConfig | None = None
+    failure_mode: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("n", "d_model", "heads", "kv_heads"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise AttentionInputError(f"{name} must be a positive integer, got {value!r}", field=_field(name))
+        if self.d_model % self.heads:
+            raise AttentionInputError(
+                f"d_model {self.d_model} is not divisible by heads {self.heads}", field="heads"
+            )
+        if self.heads % self.kv_heads:
+            raise AttentionInputError(
+                f"heads {self.heads} is not divisible by kv_heads {self.kv_heads}", field="kv_heads"
+            )
+        if self.rope is not None and self.d_head % 2:
+            raise AttentionInputError(
+                f"RoPE needs an even d_head, but d_model {self.d_model} / heads {self.heads} = {self.d_head}",
+                field="rope",
+            )
+        if self.failure_mode is not None and self.failure_mode not in FAILURE_MODES:
+            raise AttentionInputError(
+                f"unknown failure mode {self.failure_mode!r}; expected one of {sorted(FAILURE_MODES)}",
+                field="failure_mode",
+            )
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.heads
+
+    @property
+    def kv_width(self) -> int:
+        return self.kv_heads * self.d_head
+
+    @property
+    def group_size(self) -> int:
+        """How many query heads share one key/value head."""
+        return self.heads // self.kv_heads
+
+    @property
+    def scale(self) -> float:
+        if self.failure_mode == "no_scaling":
+            return 1.0
+        if self.failure_mode == "scale_by_d_model":
+            return 1.0 / math.sqrt(self.d_model)
+        return 1.0 / math.sqrt(self.d_head)
+
+
+def _field(name: str) -> str:
+    return "tokens" if name in ("n", "d_model") else name

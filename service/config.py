@@ -1,0 +1,105 @@
+"""Settings: typed defaults, then WORKBENCH_* environment variables, then a mapping; validated once."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_SECRET = "dev-only-insecure-secret"
+
+
+class ConfigError(ValueError):
+    """A setting is missing, malformed or unsafe; raised at start-up, never later."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    env: str = "development"  # development | production | testing
+    database_url: str = f"sqlite:///{ROOT / 'var' / 'workbench.db'}"
+    secret_key: str = DEFAULT_SECRET
+    debug: bool = False
+    host: str = "127.0.0.1"
+    port: int = 8000
+    content_dir: str = str(ROOT / "content" / "lessons")
+    # Request limits, checked on raw input before any allocation.
+    max_content_length: int = 4 * 1024 * 1024
+    max_tokens: int = 1024  # n
+    max_d_model: int = 1024
+    max_heads: int = 64
+    max_score_cells: int = 8 * 1024 * 1024  # heads * n * n
+    max_batch_events: int = 500
+    # Platforms' origins allowed by CORS (comma separated in the environment).
+    cors_origins: tuple[str, ...] = ()
+    # Who may frame the workbench (CSP frame-ancestors), besides the origin itself.
+    frame_ancestors: tuple[str, ...] = ()
+    ratelimit_storage_uri: str = "memory://"
+    ratelimit_key: str = "600/minute"
+    ratelimit_learner: str = "300/minute"
+    ratelimit_enabled: bool = True
+    sqlite_busy_timeout_ms: int = 5000
+    k_anonymity: int = 5
+    metrics_token: str = ""
+    proxy_hops: int = 0
+    retain_freed_memory: bool = True  # glibc malloc thresholds, see service/compute/allocator.py
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, mapping: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> Settings:
+        environ = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name == "extra":
+                continue
+            raw = environ.get(f"WORKBENCH_{f.name.upper()}")
+            if raw is not None:
+                values[f.name] = _parse(f.name, f.type, raw)
+        extra: dict[str, Any] = {}
+        for key, value in (mapping or {}).items():
+            name = key.lower()
+            if name in {f.name for f in fields(cls)} and name != "extra":
+                values[name] = tuple(value) if isinstance(value, list) else value
+            else:
+                extra[key] = value
+        settings = replace(cls(), **values, extra=extra)
+        settings.validate()
+        return settings
+
+    def validate(self) -> None:
+        if self.env not in ("development", "production", "testing"):
+            raise ConfigError(f"WORKBENCH_ENV must be development, production or testing, got {self.env!r}")
+        for name in ("max_tokens", "max_d_model", "max_heads", "max_score_cells", "max_content_length",
+                     "max_batch_events", "k_anonymity"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"WORKBENCH_{name.upper()} must be at least 1")
+        if not self.database_url.startswith(("sqlite", "postgresql")):
+            raise ConfigError(f"WORKBENCH_DATABASE_URL must be sqlite:// or postgresql+psycopg://, got {self.database_url!r}")
+        if self.env == "production":
+            if self.secret_key == DEFAULT_SECRET or len(self.secret_key) < 32:
+                raise ConfigError("production needs WORKBENCH_SECRET_KEY: at least 32 random characters, not the default")
+            if self.debug:
+                raise ConfigError("WORKBENCH_DEBUG must be off in production")
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+
+def _parse(name: str, kind: Any, raw: str) -> Any:
+    kind = str(kind)
+    try:
+        if kind == "bool":
+            lowered = raw.strip().lower()
+            if lowered not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+                raise ValueError(raw)
+            return lowered in ("1", "true", "yes", "on")
+        if kind == "int":
+            return int(raw)
+        if kind.startswith("tuple"):
+            return tuple(part.strip() for part in raw.split(",") if part.strip())
+    except ValueError:
+        raise ConfigError(f"WORKBENCH_{name.upper()}={raw!r} is not a valid {kind}") from None
+    return raw

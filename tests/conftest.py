@@ -1,0 +1,90 @@
+"""Fixtures in the flaskr style: `app`, `client`, `runner`, `db`; SQLite always, PostgreSQL when
+WORKBENCH_TEST_DATABASE_URL is set (each DB-backed test then runs on both)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from service.app import create_app
+from service.db.migrate import upgrade
+
+PG_URL = os.environ.get("WORKBENCH_TEST_DATABASE_URL", "")
+BACKENDS = ["sqlite", "postgresql"]
+
+
+def _reset_postgres(url: str) -> None:
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
+        conn.execute(text("CREATE SCHEMA public"))
+    engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    if not PG_URL:
+        pytest.skip("PostgreSQL tests need WORKBENCH_TEST_DATABASE_URL (set by .ci/run)")
+    _reset_postgres(PG_URL)
+    upgrade(PG_URL)
+    return PG_URL
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory) -> str:
+    path = tmp_path_factory.mktemp("db") / "template.db"
+    upgrade(f"sqlite:///{path}")
+    return str(path)
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request, tmp_path, sqlite_template) -> str:
+    if request.param == "sqlite":
+        import shutil
+
+        path = tmp_path / "workbench.db"
+        shutil.copy(sqlite_template, path)
+        yield f"sqlite:///{path}"
+        return
+    url = request.getfixturevalue("postgres_url")
+    yield url
+    _truncate_postgres(url)
+
+
+def _truncate_postgres(url: str) -> None:
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        tables = [r[0] for r in conn.execute(text(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename != 'alembic_version'"))]
+        if tables:
+            conn.execute(text("TRUNCATE " + ", ".join(f'"{t}"' for t in tables) + " RESTART IDENTITY CASCADE"))
+    engine.dispose()
+
+
+@pytest.fixture
+def app_config(database_url) -> dict:
+    return {"env": "testing", "database_url": database_url, "ratelimit_enabled": False}
+
+
+@pytest.fixture
+def app(app_config):
+    app = create_app(app_config)
+    yield app
+    app.extensions["db"].dispose()
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+@pytest.fixture
+def runner(app):
+    return app.test_cli_runner()
+
+
+@pytest.fixture
+def db(app):
+    return app.extensions["db"]
