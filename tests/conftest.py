@@ -39,9 +39,15 @@ def sqlite_template(tmp_path_factory) -> str:
     return str(path)
 
 
-@pytest.fixture(params=BACKENDS)
+def pytest_generate_tests(metafunc):
+    """Tests marked `databases` run once per backend; everything else on SQLite only."""
+    if "database_url" in metafunc.fixturenames and metafunc.definition.get_closest_marker("databases"):
+        metafunc.parametrize("database_url", BACKENDS, indirect=True)
+
+
+@pytest.fixture
 def database_url(request, tmp_path, sqlite_template) -> str:
-    if request.param == "sqlite":
+    if getattr(request, "param", "sqlite") == "sqlite":
         import shutil
 
         path = tmp_path / "workbench.db"

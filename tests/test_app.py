@@ -12,6 +12,7 @@ def test_healthz_answers_without_the_database():
     assert response.status_code == 200 and response.json == {"status": "ok"}
 
 
+@pytest.mark.databases
 def test_readyz_is_ready_when_the_database_answers(client):
     response = client.get("/readyz")
     assert response.status_code == 200

@@ -3,13 +3,43 @@
 from __future__ import annotations
 
 from flask import Flask
+from flask_cors import CORS
 
-from . import errors, health
+from . import attention, docs, errors, health, presets
+from .core import Api
 from .jsonio import OrjsonProvider
 
 
-def init_app(app: Flask) -> None:
+def init_app(app: Flask) -> Api:
+    settings = app.extensions["settings"]
     app.json_provider_class = OrjsonProvider
     app.json = OrjsonProvider(app)
+    app.config.update(
+        API_TITLE="Multi-head attention workbench",
+        API_VERSION="1.0",
+        OPENAPI_VERSION="3.0.3",
+        OPENAPI_URL_PREFIX="/api/v1",
+        OPENAPI_JSON_PATH="openapi.json",
+        API_SPEC_OPTIONS={
+            "info": {
+                "description": "Compute multi-head attention with every intermediate, read the lesson, "
+                "record and analyse learner progress. Errors are application/problem+json (RFC 9457). "
+                "Numerical conventions: see each response's `conventions` block.",
+            },
+        },
+    )
+    api = Api(app)
     errors.init_app(app)
+    for module in (attention, presets):
+        api.register_blueprint(module.blp)
     app.register_blueprint(health.blp)
+    app.register_blueprint(docs.blp)
+    CORS(
+        app,
+        resources={r"/api/v1/*": {"origins": list(settings.cors_origins)}},
+        expose_headers=["Retry-After", "Location", "X-Request-Id"],
+        supports_credentials=False,
+        max_age=600,
+    )
+    app.extensions["api"] = api
+    return api

@@ -22,6 +22,8 @@ def http_problem(error: HTTPException) -> Problem:
             if isinstance(fields, dict):
                 flat.update(fields if location == "json" else {f"{location}.{k}": v for k, v in fields.items()})
         messages = flat
+    if isinstance(messages, dict):
+        messages = flatten_errors(messages)
     status = error.code or 500
     detail = data.get("message") or error.description or error.name
     if messages and status == 422:
@@ -30,6 +32,18 @@ def http_problem(error: HTTPException) -> Problem:
     if status == 405 and hasattr(error, "valid_methods") and error.valid_methods:
         headers["Allow"] = ", ".join(error.valid_methods)
     return Problem(status, detail, errors=messages if isinstance(messages, dict) else None, headers=headers)
+
+
+def flatten_errors(errors: dict, prefix: str = "") -> dict[str, list]:
+    """{"projections": {"query": [...]}} -> {"projections.query": [...]}: one level, dotted names."""
+    flat: dict[str, list] = {}
+    for key, value in errors.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten_errors(value, f"{name}."))
+        else:
+            flat[name] = value if isinstance(value, list) else [value]
+    return flat
 
 
 def unavailable(detail: str) -> Problem:

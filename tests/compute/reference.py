@@ -37,38 +37,61 @@ def rotate(rows, style, base):
     return out
 
 
-def reference_mha(x, heads, causal=True, w_q=None, w_k=None, w_v=None, w_o=None, kv_heads=None, rope=None):
+def head_columns(h, heads, d_head, failure_mode):
+    """Which projected features head h reads, as the (possibly broken) code would."""
+    if failure_mode == "reuse_first_slice":
+        return list(range(d_head))
+    if failure_mode == "interleaved_split":
+        return [h + heads * t for t in range(d_head)]
+    return list(range(h * d_head, (h + 1) * d_head))
+
+
+def reference_mha(x, heads, causal=True, w_q=None, w_k=None, w_v=None, w_o=None, kv_heads=None, rope=None,
+                  failure_mode=None):
     n, d_model = len(x), len(x[0])
     d_head = d_model // heads
     kv = kv_heads or heads
     group = heads // kv
+    divisor = {"no_scaling": 1.0, "scale_by_d_model": math.sqrt(d_model)}.get(failure_mode, math.sqrt(d_head))
     q_all = matmul(x, w_q if w_q is not None else identity(d_model, d_model))
     k_all = matmul(x, w_k if w_k is not None else identity(d_model, kv * d_head))
     v_all = matmul(x, w_v if w_v is not None else identity(d_model, kv * d_head))
     result = {"query": [], "key": [], "value": [], "scores": [], "weights": [], "head_outputs": []}
     for h in range(heads):
         g = h // group
-        q = [row[h * d_head:(h + 1) * d_head] for row in q_all]
-        k = [row[g * d_head:(g + 1) * d_head] for row in k_all]
-        v = [row[g * d_head:(g + 1) * d_head] for row in v_all]
+        q_cols = head_columns(h, heads, d_head, failure_mode)
+        kv_cols = head_columns(g, kv, d_head, failure_mode)
+        q = [[row[c] for c in q_cols] for row in q_all]
+        k = [[row[c] for c in kv_cols] for row in k_all]
+        v = [[row[c] for c in kv_cols] for row in v_all]
         if rope is not None:
             q = rotate(q, rope["style"], rope.get("base", 10000.0))
             k = rotate(k, rope["style"], rope.get("base", 10000.0))
         scores, weights = [], []
         for i in range(n):
-            row = [sum(q[i][t] * k[j][t] for t in range(d_head)) / math.sqrt(d_head) for j in range(n)]
-            visible = [j for j in range(n) if not (causal and j > i)]
-            top = max(row[j] for j in visible)
-            exps = [math.exp(row[j] - top) if j in visible else 0.0 for j in range(n)]
-            total = sum(exps)
+            row = [sum(q[i][t] * k[j][t] for t in range(d_head)) / divisor for j in range(n)]
+            future = [causal and j > i for j in range(n)]
+            if failure_mode == "mask_after_softmax":  # normalise over everything, then zero the future
+                top = max(row)
+                exps = [math.exp(s - top) for s in row]
+                total = sum(exps)
+                weights.append([0.0 if future[j] else exps[j] / total for j in range(n)])
+            else:
+                top = max(row[j] for j in range(n) if not future[j])
+                exps = [0.0 if future[j] else math.exp(row[j] - top) for j in range(n)]
+                total = sum(exps)
+                weights.append([e / total for e in exps])
             scores.append(row)
-            weights.append([e / total for e in exps])
         out = [[sum(weights[i][j] * v[j][t] for j in range(n)) for t in range(d_head)] for i in range(n)]
         for key, value in (("query", q), ("key", k), ("value", v), ("scores", scores),
                            ("weights", weights), ("head_outputs", out)):
             result[key].append(value)
-    concat = [sum((result["head_outputs"][h][i] for h in range(heads)), []) for i in range(n)]
-    output = matmul(concat, w_o if w_o is not None else identity(d_model, d_model))
+    order = list(range(heads))[::-1] if failure_mode == "swapped_head_order" else list(range(heads))
+    concat = [sum((result["head_outputs"][h][i] for h in order), []) for i in range(n)]
+    if failure_mode == "no_output_projection":
+        output = [list(row) for row in concat]
+    else:
+        output = matmul(concat, w_o if w_o is not None else identity(d_model, d_model))
     result["concat"] = concat
     result["output"] = output
     result["residual"] = [[x[i][j] + output[i][j] for j in range(d_model)] for i in range(n)]

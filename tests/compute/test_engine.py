@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from service.compute import AttentionInputError, multi_head_attention
+from service.compute import FAILURE_MODES, AttentionInputError, multi_head_attention
 
 from .reference import reference_mha
 
@@ -170,3 +170,18 @@ def test_large_but_finite_logits_stay_finite():
     trace = multi_head_attention(x, 2)
     assert np.isfinite(trace.weights).all() and np.isfinite(trace.output).all()
     np.testing.assert_allclose(trace.weights.sum(-1), 1.0)
+
+
+@pytest.mark.parametrize("mode", sorted(FAILURE_MODES))
+@pytest.mark.parametrize("kv_heads", [None, 1])
+def test_each_failure_mode_equals_the_loop_written_the_broken_way(mode, kv_heads):
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(5, 8))
+    kv_width = (kv_heads or 2) * 4
+    weights = {"w_q": rng.normal(size=(8, 8)), "w_k": rng.normal(size=(8, kv_width)),
+               "w_v": rng.normal(size=(8, kv_width)), "w_o": rng.normal(size=(8, 8))}
+    trace = multi_head_attention(x, 2, kv_heads=kv_heads, failure_mode=mode, **weights)
+    ref = reference_mha(x.tolist(), 2, kv_heads=kv_heads, failure_mode=mode,
+                        **{k: v.tolist() for k, v in weights.items()})
+    for name in ("scores", "weights", "head_outputs", "concat", "output", "residual"):
+        np.testing.assert_allclose(getattr(trace, name), np.array(ref[name]), rtol=0, atol=1e-12, err_msg=name)

@@ -1,0 +1,33 @@
+"""Ready request bodies: `GET /presets`, `GET /presets/{id}`."""
+
+from __future__ import annotations
+
+from flask.views import MethodView
+
+from ..presets import presets
+from .core import Blueprint
+from .problems import Problem
+from .schemas import PresetListSchema, PresetSchema
+
+blp = Blueprint("presets", __name__, url_prefix="/api/v1/presets",
+                description="Ready request bodies for POST /attention.")
+
+
+@blp.route("")
+class Presets(MethodView):
+    @blp.response(200, PresetListSchema)
+    def get(self):
+        """List the presets"""
+        return {"presets": [{k: p[k] for k in ("id", "title", "description")} for p in presets().values()]}
+
+
+@blp.route("/<string:preset_id>")
+class Preset(MethodView):
+    @blp.response(200, PresetSchema)
+    @blp.problems(404)
+    def get(self, preset_id):
+        """One preset: a request body ready for POST /attention"""
+        preset = presets().get(preset_id)
+        if preset is None:
+            raise Problem(404, f"no preset {preset_id!r}; presets are {sorted(presets())}")
+        return preset

@@ -1,0 +1,84 @@
+"""An `AttentionTrace` as the JSON the API returns (numpy arrays go straight to orjson)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..compute import AttentionTrace
+from ..compute.conventions import conventions
+
+HEAD_PARTS = ("query", "key", "value", "scores", "masked_scores", "weights", "output", "summary")
+TOP_PARTS = ("concat", "output", "residual")
+INCLUDE_CHOICES = sorted({*(f"heads.{p}" for p in HEAD_PARTS), *TOP_PARTS, *HEAD_PARTS})
+
+
+def shape(trace: AttentionTrace) -> dict[str, int]:
+    cfg = trace.config
+    return {"n": cfg.n, "d_model": cfg.d_model, "heads": cfg.heads, "d_head": cfg.d_head, "kv_heads": cfg.kv_heads}
+
+
+def head_summary(weights: np.ndarray) -> dict[str, Any]:
+    """Row entropy (nats), argmax and max weight per row, share of attention each key receives."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        plogp = np.where(weights > 0, weights * np.log(weights), 0.0)  # [n, n], 0 log 0 = 0
+    return {
+        "row_entropy": -plogp.sum(axis=1),  # [n]
+        "argmax": weights.argmax(axis=1),  # [n]
+        "max_weight": weights.max(axis=1),  # [n]
+        "column_mass": weights.sum(axis=0) / weights.shape[0],  # [n], sums to 1 when rows do
+    }
+
+
+def trace_json(trace: AttentionTrace, include: set[str] | None = None, precision: int | None = None) -> dict:
+    wanted = _normalise(include)
+    rnd = (lambda a: a) if precision is None else (lambda a: np.round(a, precision) + 0.0)  # +0.0: no -0.0
+    heads = []
+    ranges = trace.feature_ranges
+    for h in range(trace.config.heads):
+        item: dict[str, Any] = {
+            "index": h,
+            "features": list(ranges[h]) if ranges[h] is not None else None,
+            "feature_indices": trace.features[h],
+            "kv_head": int(trace.kv_head[h]),
+        }
+        for part, array in (("query", trace.query[h]), ("key", trace.key[h]), ("value", trace.value[h]),
+                            ("scores", trace.scores[h]), ("weights", trace.weights[h]),
+                            ("output", trace.head_outputs[h])):
+            if part in wanted["heads"]:
+                item[part] = rnd(array)
+        if "masked_scores" in wanted["heads"]:
+            item["masked_scores"] = _masked(rnd(trace.scores[h]), trace.mask)
+        if "summary" in wanted["heads"]:
+            item["summary"] = {k: (rnd(v) if v.dtype.kind == "f" else v) for k, v in head_summary(trace.weights[h]).items()}
+        heads.append(item)
+    body: dict[str, Any] = {"shape": shape(trace), "conventions": conventions(trace.config), "heads": heads}
+    for part in TOP_PARTS:
+        if part in wanted["top"]:
+            body[part] = rnd(getattr(trace, part))
+    return body
+
+
+def _masked(scores: np.ndarray, mask: np.ndarray) -> list[list[float | None]]:
+    rows = scores.tolist()
+    if mask.any():
+        for i, row in enumerate(rows):
+            masked = np.flatnonzero(mask[i])
+            if masked.size and masked[0] + masked.size == len(row):  # a tail, as the causal mask
+                row[masked[0]:] = [None] * masked.size
+            else:
+                for j in masked:
+                    row[j] = None
+    return rows
+
+
+def _normalise(include: set[str] | None) -> dict[str, set[str]]:
+    if not include:
+        return {"heads": set(HEAD_PARTS), "top": set(TOP_PARTS)}
+    heads = {p.removeprefix("heads.") for p in include if p.startswith("heads.")}
+    top = {p for p in include if p in TOP_PARTS}
+    # A bare head part name ("weights", "scores") means the per-head array;
+    # "output" alone is the top-level output, "heads.output" the per-head one.
+    heads |= {p for p in include if p in HEAD_PARTS and p not in TOP_PARTS}
+    return {"heads": heads, "top": top}

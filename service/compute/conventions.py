@@ -1,0 +1,53 @@
+"""The conventions that applied to one computation, as plain data (see docs/conventions.md)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .config import FAILURE_MODES, ROPE_STYLES, AttentionConfig
+
+
+def conventions(cfg: AttentionConfig) -> dict[str, Any]:
+    mode = cfg.failure_mode
+    scale_text = {
+        "no_scaling": "scores are not scaled (failure mode no_scaling)",
+        "scale_by_d_model": f"scores divided by sqrt(d_model) = sqrt({cfg.d_model}) (failure mode scale_by_d_model)",
+    }.get(mode, f"scores divided by sqrt(d_head) = sqrt({cfg.d_head})")
+    split = {
+        "reuse_first_slice": "every head reads features [0, d_head) (failure mode reuse_first_slice)",
+        "interleaved_split": "head h reads features h, h+H, h+2H, ... (failure mode interleaved_split)",
+    }.get(mode, "contiguous: head h owns features [h*d_head, (h+1)*d_head)")
+    if mode == "mask_after_softmax" and cfg.causal:
+        mask = "softmax over every position, then future weights set to 0 (failure mode mask_after_softmax)"
+    elif cfg.causal:
+        mask = "causal, top-left aligned: query i sees keys j <= i; future scores set to -inf before the softmax"
+    else:
+        mask = "none: every query sees every key"
+    return {
+        "vectors": "row vectors: Q = X @ W_Q; weights are [in][out]",
+        "dtype": "float64",
+        "head_split": split,
+        "scale": scale_text,
+        "scale_value": cfg.scale,
+        "mask": mask,
+        "masked_scores": "null where masked",
+        "fully_masked_rows": "all-zero weights, never NaN (as PyTorch SDPA)",
+        "softmax": "per row, numerically stable (row max subtracted)",
+        "concatenation": "reverse head order (failure mode swapped_head_order)"
+        if mode == "swapped_head_order" else "head order: [O_0 | O_1 | ...]",
+        "output_projection": "skipped: output = concat (failure mode no_output_projection)"
+        if mode == "no_output_projection" else "output = concat @ W_O; residual = tokens + output",
+        "projections_default": "identity",
+        "rope": None if cfg.rope is None else {
+            "style": cfg.rope.style,
+            "description": ROPE_STYLES[cfg.rope.style],
+            "base": cfg.rope.base,
+            "applied_to": "query and key, after the head split; position = token index",
+        },
+        "grouped_query": None if cfg.kv_heads == cfg.heads else (
+            f"{cfg.kv_heads} key/value heads; query head h uses kv head h // {cfg.group_size}"
+        ),
+        "failure_mode": None if mode is None else {"id": mode, "description": FAILURE_MODES[mode]},
+        "entropy_unit": f"nats (a uniform row over k keys has entropy ln k; ln {cfg.n} = {math.log(cfg.n):.4f})",
+    }

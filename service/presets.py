@@ -1,0 +1,84 @@
+"""Ready request bodies for `POST /api/v1/attention`: the workbench, the lesson's split, four heads.
+
+`four-heads` is built, not tuned by hand: learned-looking small random projections (seeded,
+two decimals) plus one deliberate circuit per head, so each head's pattern has a reason a
+reader can see in the matrices: recency, first-token bias, diffuse, bimodal.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+WORKBENCH_TOKENS = [
+    [1.0, 0.5, -0.5, 1.0],
+    [0.2, 1.0, 1.5, -0.3],
+    [-1.0, 0.3, 0.8, 0.6],
+]
+
+
+def _four_heads() -> dict[str, Any]:
+    n, d_model = 6, 8  # 4 heads of width 2
+    rng = np.random.default_rng(11)
+    x = np.zeros((n, d_model))
+    x[:, 0] = 1.0  # constant feature
+    x[:, 1] = np.arange(n) / (n - 1)  # position ramp 0 .. 1
+    x[0, 2] = 1.0  # "first token" flag
+    x[:, 3:] = np.round(rng.normal(size=(n, 5)) * 0.5, 2)  # content
+    w_q = np.round(rng.normal(size=(d_model, d_model)) * 0.05, 2)
+    w_k = np.round(rng.normal(size=(d_model, d_model)) * 0.05, 2)
+    # Head 0, recency: a constant query against keys that grow with position.
+    w_q[0, 0] += 2.0
+    w_k[1, 0] += 6.0
+    # Head 1, first-token bias: a constant query against the first-token flag.
+    w_q[0, 2] += 2.5
+    w_k[2, 2] += 5.0
+    # Head 2, diffuse: queries near zero, so every visible key scores about the same.
+    w_q[:, 4:6] = np.round(w_q[:, 4:6] * 0.2, 3)
+    # Head 3, bimodal: the first-token flag and the position ramp, equally strong.
+    w_q[0, 6] += 2.0
+    w_k[2, 6] += 7.0
+    w_k[1, 6] += 7.0
+    w_v = np.round(rng.normal(size=(d_model, d_model)) * 0.5, 2)
+    w_o = np.round(rng.normal(size=(d_model, d_model)) * 0.35, 2)
+    return {
+        "tokens": np.round(x, 3).tolist(),
+        "heads": 4,
+        "causal": True,
+        "projections": {
+            "query": np.round(w_q, 3).tolist(),
+            "key": np.round(w_k, 3).tolist(),
+            "value": w_v.tolist(),
+            "output": w_o.tolist(),
+        },
+    }
+
+
+@lru_cache(maxsize=1)
+def presets() -> dict[str, dict[str, Any]]:
+    return {
+        "workbench": {
+            "id": "workbench",
+            "title": "Two-head causal attention workbench",
+            "description": "Three 4-d tokens, two heads of width 2, identity projections, causal mask: "
+            "head 1 reads coordinates 0-1 and head 2 reads coordinates 2-3.",
+            "request": {"tokens": WORKBENCH_TOKENS, "heads": 2, "causal": True},
+        },
+        "seed-split": {
+            "id": "seed-split",
+            "title": "The lesson's split of [1, 2, 10, 20]",
+            "description": "One projected token split into two contiguous heads: [1, 2] and [10, 20]; "
+            "concatenation restores [1, 2, 10, 20].",
+            "request": {"tokens": [[1.0, 2.0, 10.0, 20.0]], "heads": 2, "causal": True},
+        },
+        "four-heads": {
+            "id": "four-heads",
+            "title": "Four heads over six positions",
+            "description": "Projections that give four distinct patterns: head 0 recency (latest "
+            "position), head 1 first-token bias, head 2 diffuse, head 3 bimodal (first and latest).",
+            "patterns": ["recency", "first-token", "diffuse", "bimodal"],
+            "request": _four_heads(),
+        },
+    }

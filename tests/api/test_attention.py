@@ -1,0 +1,136 @@
+"""POST /attention and /attention/compare: the numbers equal the plain-loop reference."""
+
+import numpy as np
+import pytest
+
+from service.compute import FAILURE_MODES
+
+from ..compute.reference import reference_mha
+
+pytestmark = pytest.mark.usefixtures("app")
+
+RNG = np.random.default_rng(2024)
+X = RNG.normal(size=(4, 8)).round(3)
+W = {name: RNG.normal(size=(8, 8)).round(3) for name in ("query", "key", "value", "output")}
+
+
+def post(client, body, path="/api/v1/attention"):
+    response = client.post(path, json=body)
+    assert response.status_code == 200, response.json
+    assert response.mimetype == "application/json"
+    return response.json
+
+
+def assert_matches(body, ref):
+    for h, head in enumerate(body["heads"]):
+        for part, ref_part in (("query", "query"), ("key", "key"), ("value", "value"), ("scores", "scores"),
+                               ("weights", "weights"), ("output", "head_outputs")):
+            np.testing.assert_allclose(head[part], ref[ref_part][h], rtol=0, atol=1e-12, err_msg=f"{h} {part}")
+    for part in ("concat", "output", "residual"):
+        np.testing.assert_allclose(body[part], ref[part], rtol=0, atol=1e-12, err_msg=part)
+
+
+OPTIONS = [
+    pytest.param({}, {}, id="defaults"),
+    pytest.param({"causal": False}, {"causal": False}, id="no-mask"),
+    pytest.param({"projections": W}, {"w_q": W["query"], "w_k": W["key"], "w_v": W["value"], "w_o": W["output"]},
+                 id="projections"),
+    pytest.param({"heads": 4, "kv_heads": 2, "projections": {"key": W["key"][:, :4], "value": W["value"][:, :4]}},
+                 {"heads": 4, "kv_heads": 2, "w_k": W["key"][:, :4], "w_v": W["value"][:, :4]}, id="gqa"),
+    pytest.param({"rope": {"style": "half"}}, {"rope": {"style": "half"}}, id="rope-half"),
+    pytest.param({"rope": {"style": "interleaved", "base": 100.0}}, {"rope": {"style": "interleaved", "base": 100.0}},
+                 id="rope-interleaved"),
+    *[pytest.param({"failure_mode": m, "projections": W},
+                   {"failure_mode": m, "w_q": W["query"], "w_k": W["key"], "w_v": W["value"], "w_o": W["output"]},
+                   id=m) for m in sorted(FAILURE_MODES)],
+]
+
+
+@pytest.mark.parametrize("options, ref_options", OPTIONS)
+def test_every_option_matches_the_loop_reference(client, options, ref_options):
+    body = {"tokens": X.tolist(), "heads": 2, **_jsonable(options)}
+    ref_kwargs = {"heads": 2, **ref_options}
+    heads = ref_kwargs.pop("heads")
+    ref = reference_mha(X.tolist(), heads, **{k: (v.tolist() if isinstance(v, np.ndarray) else v)
+                                              for k, v in ref_kwargs.items()})
+    assert_matches(post(client, body), ref)
+
+
+def _jsonable(obj):
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, dict):
+        return {k: _jsonable(v) for k, v in obj.items()}
+    return obj
+
+
+def test_response_describes_shape_features_and_conventions(client):
+    body = post(client, {"tokens": [[1, 2, 10, 20]], "heads": 2})
+    assert body["shape"] == {"n": 1, "d_model": 4, "heads": 2, "d_head": 2, "kv_heads": 2}
+    assert [h["features"] for h in body["heads"]] == [[0, 2], [2, 4]]
+    assert body["heads"][0]["query"] == [[1, 2]] and body["heads"][1]["query"] == [[10, 20]]
+    assert body["concat"] == [[1, 2, 10, 20]]
+    conventions = body["conventions"]
+    assert conventions["dtype"] == "float64"
+    assert "sqrt(d_head) = sqrt(2)" in conventions["scale"]
+    assert "-inf before the softmax" in conventions["mask"]
+    assert conventions["rope"] is None and conventions["failure_mode"] is None
+
+
+def test_masked_scores_are_null_exactly_where_masked(client):
+    body = post(client, {"tokens": X.tolist(), "heads": 2})
+    for head in body["heads"]:
+        for i, row in enumerate(head["masked_scores"]):
+            assert row[: i + 1] == head["scores"][i][: i + 1]
+            assert row[i + 1:] == [None] * (len(row) - i - 1)
+
+
+def test_summary_matches_the_weights(client):
+    body = post(client, {"tokens": X.tolist(), "heads": 2, "causal": False})
+    for head in body["heads"]:
+        w = np.array(head["weights"])
+        summary = head["summary"]
+        assert summary["argmax"] == w.argmax(axis=1).tolist()
+        np.testing.assert_allclose(summary["max_weight"], w.max(axis=1))
+        np.testing.assert_allclose(summary["row_entropy"], [-sum(p * np.log(p) for p in row if p > 0) for row in w])
+        np.testing.assert_allclose(summary["column_mass"], w.mean(axis=0))
+        assert abs(sum(summary["column_mass"]) - 1) < 1e-12
+
+
+def test_include_and_precision_shape_the_response(client):
+    body = post(client, {"tokens": X.tolist(), "heads": 2, "include": ["weights", "concat"], "precision": 3})
+    assert set(body) == {"shape", "conventions", "heads", "concat"}
+    assert set(body["heads"][0]) == {"index", "features", "feature_indices", "kv_head", "weights"}
+    full = post(client, {"tokens": X.tolist(), "heads": 2})
+    np.testing.assert_allclose(body["heads"][1]["weights"], np.round(full["heads"][1]["weights"], 3))
+    assert all(len(repr(v).split(".")[-1]) <= 3 for row in body["concat"] for v in row)
+
+
+def test_include_distinguishes_head_outputs_from_the_final_output(client):
+    body = post(client, {"tokens": X.tolist(), "heads": 2, "include": ["heads.output"]})
+    assert "output" in body["heads"][0] and "output" not in body
+    body = post(client, {"tokens": X.tolist(), "heads": 2, "include": ["output"]})
+    assert "output" in body and "output" not in body["heads"][0]
+
+
+@pytest.mark.parametrize("mode", sorted(FAILURE_MODES))
+def test_compare_returns_both_and_their_differences(client, mode):
+    body = {"tokens": X.tolist(), "heads": 2, "projections": _jsonable(W), "failure_mode": mode}
+    result = post(client, body, "/api/v1/attention/compare")
+    correct = post(client, {k: v for k, v in body.items() if k != "failure_mode"})
+    broken = post(client, body)
+    assert result["failure_mode"]["id"] == mode and result["failure_mode"]["description"]
+    np.testing.assert_array_equal(result["correct"]["output"], correct["output"])
+    np.testing.assert_array_equal(result["broken"]["output"], broken["output"])
+    expected = np.array(broken["concat"]) - np.array(correct["concat"])
+    np.testing.assert_allclose(result["differences"]["concat"], expected, atol=1e-15)
+    weights_diff = np.array([h["weights"] for h in broken["heads"]]) - np.array([h["weights"] for h in correct["heads"]])
+    np.testing.assert_allclose(result["differences"]["weights"], weights_diff, atol=1e-15)
+    assert result["differences"]["max_abs"]["output"] == pytest.approx(
+        np.abs(np.array(broken["output"]) - np.array(correct["output"])).max())
+
+
+def test_compare_requires_a_failure_mode(client):
+    response = client.post("/api/v1/attention/compare", json={"tokens": X.tolist(), "heads": 2})
+    assert response.status_code == 422
+    assert "failure_mode" in response.json["errors"]
