@@ -21,6 +21,7 @@ BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 
 BENCHMARKS = [
     ["bench/compute.py"],
+    ["bench/compute.py", "--default-allocator"],
     ["bench/api.py"],
     ["bench/ingest.py"],
     ["bench/analytics.py"],

@@ -47,7 +47,7 @@ def json_response(body: dict) -> Any:
 
 @blp.route("")
 class Attention(MethodView):
-    @blp.arguments(AttentionRequestSchema)
+    @blp.arguments(AttentionRequestSchema())
     @blp.response(200, AttentionResponseSchema)
     @blp.problems(*JSON_BODY_ERRORS)
     def post(self, args):
@@ -58,7 +58,7 @@ class Attention(MethodView):
 
 @blp.route("/compare")
 class Compare(MethodView):
-    @blp.arguments(CompareRequestSchema)
+    @blp.arguments(CompareRequestSchema())
     @blp.response(200, CompareResponseSchema)
     @blp.problems(*JSON_BODY_ERRORS)
     def post(self, args):

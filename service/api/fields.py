@@ -74,6 +74,9 @@ class Matrix(fields.Field):
         return None if value is None else np.asarray(value).tolist()
 
 
+_NUMBER_TYPES = {int, float}
+
+
 def parse_matrix(value: Any) -> np.ndarray:
     if not isinstance(value, list) or not value:
         raise ValidationError(f"must be a non-empty list of rows, got {_json_type(value)}")
@@ -85,10 +88,9 @@ def parse_matrix(value: Any) -> np.ndarray:
             width = len(row)
         elif len(row) != width:
             raise ValidationError(f"row {i} has {len(row)} numbers; row 0 has {width}: rows must be the same length")
-        for j, cell in enumerate(row):
-            kind = type(cell)
-            if kind is not float and kind is not int:
-                raise ValidationError(f"[{i}][{j}] must be a number, got {_json_type(cell)}")
+        if not set(map(type, row)) <= _NUMBER_TYPES:  # exact types: bool is not a number here
+            j, cell = next((j, c) for j, c in enumerate(row) if type(c) not in _NUMBER_TYPES)
+            raise ValidationError(f"[{i}][{j}] must be a number, got {_json_type(cell)}")
     matrix = np.array(value, dtype=np.float64)
     if not np.isfinite(matrix).all():  # orjson never yields these; defence for other callers
         i, j = (int(t) for t in np.argwhere(~np.isfinite(matrix))[0])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import orjson
 
 from ..compute import AttentionTrace
 from ..compute.conventions import conventions
@@ -36,6 +37,7 @@ def trace_json(trace: AttentionTrace, include: set[str] | None = None, precision
     rnd = (lambda a: a) if precision is None else (lambda a: np.round(a, precision) + 0.0)  # +0.0: no -0.0
     heads = []
     ranges = trace.feature_ranges
+    causal = bool(trace.config.causal) and trace.mask.any()
     for h in range(trace.config.heads):
         item: dict[str, Any] = {
             "index": h,
@@ -49,7 +51,7 @@ def trace_json(trace: AttentionTrace, include: set[str] | None = None, precision
             if part in wanted["heads"]:
                 item[part] = rnd(array)
         if "masked_scores" in wanted["heads"]:
-            item["masked_scores"] = _masked(rnd(trace.scores[h]), trace.mask)
+            item["masked_scores"] = _masked(rnd(trace.scores[h]), trace.mask, causal)
         if "summary" in wanted["heads"]:
             item["summary"] = {k: (rnd(v) if v.dtype.kind == "f" else v) for k, v in head_summary(trace.weights[h]).items()}
         heads.append(item)
@@ -60,16 +62,16 @@ def trace_json(trace: AttentionTrace, include: set[str] | None = None, precision
     return body
 
 
-def _masked(scores: np.ndarray, mask: np.ndarray) -> list[list[float | None]]:
-    rows = scores.tolist()
-    if mask.any():
-        for i, row in enumerate(rows):
-            masked = np.flatnonzero(mask[i])
-            if masked.size and masked[0] + masked.size == len(row):  # a tail, as the causal mask
-                row[masked[0]:] = [None] * masked.size
-            else:
-                for j in masked:
-                    row[j] = None
+def _masked(scores: np.ndarray, mask: np.ndarray, causal: bool) -> Any:
+    """Scores with null where masked (the engine's only mask is causal). Rows are encoded as
+    JSON fragments (visible prefix by orjson's numpy path, then nulls), not Python lists."""
+    if not causal:
+        return scores
+    n = scores.shape[-1]
+    rows = []
+    for i in range(n):
+        visible = orjson.dumps(np.ascontiguousarray(scores[i, : i + 1]), option=orjson.OPT_SERIALIZE_NUMPY)
+        rows.append(orjson.Fragment(visible[:-1] + b",null" * (n - i - 1) + b"]"))
     return rows
 
 

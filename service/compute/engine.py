@@ -12,6 +12,7 @@ from .errors import AttentionInputError
 
 # Any |score| bound below this cannot have overflowed on the way (float64 max is 1.8e308).
 _SAFE_BOUND = 1e300
+_SCAN_DIRECTLY = 4096  # score cells below which a direct scan beats computing the bound
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,14 +95,20 @@ def _compute(x, heads, causal, w_q, w_k, w_v, w_o, kv_heads, rope, failure_mode)
     w_v = as_weight(w_v, (d_model, cfg.kv_width), "projections.value")
     w_o = as_weight(w_o, (d_model, d_model), "projections.output")
 
-    q = _finite(ops.project(x, w_q), "the query projection X @ W_Q")  # [n, d_model]
-    k = _finite(ops.project(x, w_k, cfg.kv_width), "the key projection X @ W_K")  # [n, kv*d_head]
-    v = _finite(ops.project(x, w_v, cfg.kv_width), "the value projection X @ W_V")  # [n, kv*d_head]
+    # Identity projections of finite tokens are finite: only real matmuls are checked.
+    q = _finite(ops.project(x, w_q), "the query projection X @ W_Q", w_q)  # [n, d_model]
+    k = _finite(ops.project(x, w_k, cfg.kv_width), "the key projection X @ W_K", w_k)  # [n, kv*d_head]
+    v = _finite(ops.project(x, w_v, cfg.kv_width), "the value projection X @ W_V", w_v)  # [n, kv*d_head]
 
     features, kv_features = head_features(cfg)
-    qh = _split(q, cfg.heads, features)  # [n, d_model] -> [H, n, d_head]
-    kh = _split(k, cfg.kv_heads, kv_features)  # [n, kv*d_head] -> [kv, n, d_head]
-    vh = _split(v, cfg.kv_heads, kv_features)  # [n, kv*d_head] -> [kv, n, d_head]
+    if cfg.failure_mode in ("reuse_first_slice", "interleaved_split"):
+        qh = ops.gather_heads(q, features)  # [n, d_model] -> [H, n, d_head]
+        kh = ops.gather_heads(k, kv_features)  # [n, kv*d_head] -> [kv, n, d_head]
+        vh = ops.gather_heads(v, kv_features)  # [n, kv*d_head] -> [kv, n, d_head]
+    else:
+        qh = ops.split_heads(q, cfg.heads)  # [n, d_model] -> [H, n, d_head]
+        kh = ops.split_heads(k, cfg.kv_heads)  # [n, kv*d_head] -> [kv, n, d_head]
+        vh = ops.split_heads(v, cfg.kv_heads)  # [n, kv*d_head] -> [kv, n, d_head]
     if cfg.rope is not None:
         qh = ops.rope(qh, cfg.rope.style, cfg.rope.base)
         kh = ops.rope(kh, cfg.rope.style, cfg.rope.base)
@@ -125,7 +132,7 @@ def _compute(x, heads, causal, w_q, w_k, w_v, w_o, kv_heads, rope, failure_mode)
     if cfg.failure_mode == "no_output_projection":
         output = concat
     else:
-        output = _finite(ops.project(concat, w_o), "the output projection concat @ W_O")  # [n, d_model]
+        output = _finite(ops.project(concat, w_o), "the output projection concat @ W_O", w_o)  # [n, d_model]
     residual = _finite(x + output, "the residual X + output")  # [n, d_model]
 
     kv_head = np.arange(cfg.heads) // cfg.group_size  # [H]
@@ -198,13 +205,8 @@ def as_weight(value, shape: tuple[int, int], field: str) -> np.ndarray | None:
     return w
 
 
-def _split(x: np.ndarray, heads: int, features: np.ndarray) -> np.ndarray:
-    contiguous = np.array_equal(features, ops.contiguous_features(*features.shape))
-    return ops.split_heads(x, heads) if contiguous else ops.gather_heads(x, features)
-
-
-def _finite(a: np.ndarray, what: str) -> np.ndarray:
-    if not np.isfinite(a).all():
+def _finite(a: np.ndarray, what: str, weight: object = True) -> np.ndarray:
+    if weight is not None and not np.isfinite(a).all():
         i, j = (int(t) for t in np.argwhere(~np.isfinite(a))[0])
         raise AttentionInputError(
             f"{what} overflowed float64 at row {i}, column {j}; the inputs are too large to compute",
@@ -215,9 +217,11 @@ def _finite(a: np.ndarray, what: str) -> np.ndarray:
 
 def _check_scores(scores: np.ndarray, q: np.ndarray, k: np.ndarray, scale: float) -> None:
     """Cauchy-Schwarz bounds |q_i . k_j| by |q_i| |k_j|: a full scan only when that bound is huge."""
-    with np.errstate(over="ignore"):
-        bound = scale * np.sqrt(np.einsum("hnd,hnd->hn", q, q).max()) * np.sqrt(np.einsum("hnd,hnd->hn", k, k).max())
-    if np.isfinite(bound) and bound < _SAFE_BOUND:
+    if scores.size <= _SCAN_DIRECTLY:
+        bound = np.inf  # small: scanning is cheaper than bounding
+    else:
+        bound = _norm_bound(q, k, scale)
+    if bound < _SAFE_BOUND:
         return
     bad = ~np.isfinite(scores)
     if bad.any():
@@ -227,6 +231,12 @@ def _check_scores(scores: np.ndarray, q: np.ndarray, k: np.ndarray, scale: float
             "the inputs or projections are too large to compute",
             field="tokens",
         )
+
+
+def _norm_bound(q: np.ndarray, k: np.ndarray, scale: float) -> float:
+    with np.errstate(over="ignore"):
+        bound = scale * np.sqrt(np.einsum("hnd,hnd->hn", q, q).max()) * np.sqrt(np.einsum("hnd,hnd->hn", k, k).max())
+    return float(bound) if np.isfinite(bound) else np.inf
 
 
 def _frozen(trace: AttentionTrace) -> AttentionTrace:

@@ -1,0 +1,108 @@
+"""API throughput and large-trace latency, each against a baseline measured in the same run.
+
+1. The workbench request (3 tokens x 4 dims, 2 heads, everything returned) served by gunicorn
+   with 2 workers, against the most trivial Flask JSON endpoint served the same way; wrk
+   drives both, alternating. Budget: ratio >= 0.85.
+2. A large trace (n=256, d_model=512, H=8, everything returned) end to end over HTTP against
+   the engine alone in this process. Budget: ratio <= 2.0.
+
+    python bench/api.py [--seconds 5] [--rounds 3] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import orjson
+import requests
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.common import Gunicorn, emit, migrated_sqlite, wrk_post  # noqa: E402
+from service.compute import multi_head_attention  # noqa: E402
+from service.compute.allocator import retain_freed_memory  # noqa: E402
+from service.presets import presets  # noqa: E402
+
+
+def throughput(seconds: int, rounds: int) -> dict:
+    body = presets()["workbench"]["request"]
+    env = {"WORKBENCH_DATABASE_URL": migrated_sqlite(), "WORKBENCH_RATELIMIT_ENABLED": "0"}
+    ours, base = [], []
+    with Gunicorn("service.app:create_app()", env) as app, \
+            Gunicorn("trivial_app:app", cwd=Path(__file__).parent, health="/") as trivial:
+        wrk_post(app.url + "/api/v1/attention", body, seconds=1)  # warm up
+        wrk_post(trivial.url + "/echo", body, seconds=1)
+        for _ in range(rounds):
+            base.append(wrk_post(trivial.url + "/echo", body, seconds))
+            ours.append(wrk_post(app.url + "/api/v1/attention", body, seconds))
+    if any(r["non_2xx"] for r in ours + base):
+        raise RuntimeError(f"non-2xx responses during the benchmark: {ours} {base}")
+    ratios = [o["rps"] / b["rps"] for o, b in zip(ours, base, strict=True)]
+    ratio = statistics.median(ratios)
+    return {
+        "name": "POST /attention, workbench case, gunicorn 2 workers",
+        "figure": round(statistics.median(o["rps"] for o in ours)),
+        "unit": "requests/s",
+        "baseline": "trivial Flask JSON endpoint, same gunicorn",
+        "baseline_figure": round(statistics.median(b["rps"] for b in base)),
+        "ratio": round(ratio, 3),
+        "ratio_range": [round(min(ratios), 3), round(max(ratios), 3)],
+        "budget": "ratio >= 0.85",
+        "ok": ratio >= 0.85,
+    }
+
+
+def large_trace(repeats: int = 15) -> dict:
+    retain_freed_memory()
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(256, 512)).round(6)
+    # The client sends pre-encoded bytes and only reads the answer: the figure is the service's.
+    body = orjson.dumps({"tokens": x, "heads": 8}, option=orjson.OPT_SERIALIZE_NUMPY)
+    headers = {"Content-Type": "application/json"}
+    env = {"WORKBENCH_DATABASE_URL": migrated_sqlite(), "WORKBENCH_RATELIMIT_ENABLED": "0"}
+    with Gunicorn("service.app:create_app()", env, workers=1) as app:
+        session = requests.Session()
+        url = app.url + "/api/v1/attention"
+        size = len(session.post(url, data=body, headers=headers).content)
+        http_times, engine_times = [], []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            response = session.post(url, data=body, headers=headers)
+            assert response.status_code == 200 and len(response.content) == size
+            http_times.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            multi_head_attention(x, 8)
+            engine_times.append(time.perf_counter() - start)
+    http_ms = statistics.median(http_times) * 1e3
+    engine_ms = statistics.median(engine_times) * 1e3
+    return {
+        "name": f"large trace n=256 d_model=512 H=8, everything returned ({size / 1e6:.1f} MB JSON), end to end",
+        "figure": round(http_ms, 1),
+        "unit": "ms (median)",
+        "baseline": "engine alone, in process",
+        "baseline_figure": round(engine_ms, 2),
+        "ratio": round(http_ms / engine_ms, 2),
+        "budget": "ratio <= 2.0",
+        "ok": http_ms / engine_ms <= 2.0,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    try:
+        emit(throughput(args.seconds, args.rounds), args.json)
+    except FileNotFoundError as exc:
+        emit({"name": "POST /attention vs trivial endpoint", "skipped": str(exc), "budget": "ratio >= 0.85"}, True)
+    emit(large_trace(), args.json)
+
+
+if __name__ == "__main__":
+    main()
