@@ -5,6 +5,7 @@ from sqlalchemy import create_engine, pool
 
 from service.db import models  # noqa: F401  (registers every table on Base.metadata)
 from service.db.base import Base
+from service.db.types import UTCDateTime
 
 config = context.config
 target_metadata = Base.metadata
@@ -22,12 +23,20 @@ def run_migrations() -> None:
     engine.dispose()
 
 
+def _render_item(type_, obj, autogen_context):
+    """Render our column types as plain SQLAlchemy ones, so migrations import nothing of ours."""
+    if type_ == "type" and isinstance(obj, UTCDateTime):
+        return "sa.DateTime(timezone=True)"
+    return False
+
+
 def _run(connection, url: str) -> None:
     context.configure(
         connection=connection,
         target_metadata=target_metadata,
         render_as_batch=url.startswith("sqlite"),
         compare_type=True,
+        render_item=_render_item,
     )
     with context.begin_transaction():
         context.run_migrations()

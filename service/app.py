@@ -17,6 +17,11 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app = Flask(__name__, static_folder=None)
     app.config.update(
         SECRET_KEY=settings.secret_key,
+        SESSION_COOKIE_NAME="workbench_session",
+        SESSION_COOKIE_HTTPONLY=True,
+        SESSION_COOKIE_SAMESITE="Lax",
+        SESSION_COOKIE_SECURE=settings.env == "production",
+        PERMANENT_SESSION_LIFETIME=365 * 24 * 3600,
         MAX_CONTENT_LENGTH=settings.max_content_length,
         DEBUG=settings.debug,
         TESTING=settings.env == "testing",
@@ -26,8 +31,10 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     if settings.retain_freed_memory:
         retain_freed_memory()  # large traces otherwise re-fault their buffers on every request
 
+    from . import lessons
     from .api import init_app as init_api
 
+    lessons.init_app(app)  # a malformed lesson stops start-up here, naming the file and line
     db.init_app(app)
     init_api(app)
     return app

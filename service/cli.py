@@ -76,6 +76,68 @@ def db_current() -> None:
     click.echo(current(_settings().database_url) or "(empty database)")
 
 
+@main.group()
+def keys() -> None:
+    """Platform API keys (stored hashed; a key is shown once, when made)."""
+
+
+def _database():
+    from .db import Database
+
+    settings = _settings()
+    return Database(settings.database_url, settings.sqlite_busy_timeout_ms)
+
+
+@keys.command("create")
+@click.option("--platform", "platform_name", required=True, help="Platform name (created if new).")
+@click.option("--scopes", default="events:write,progress:read", show_default=True,
+              help="Comma-separated: events:write, progress:read, analytics:read, admin.")
+@click.option("--label", default="", help="A note to recognise the key by.")
+def keys_create(platform_name: str, scopes: str, label: str) -> None:
+    """Make a key for a platform; the key alone is printed on the last line."""
+    from .db.platforms import create_key
+    from .identity import parse_scopes
+
+    try:
+        scope_set = parse_scopes(scopes)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--scopes") from None
+    if not platform_name.replace("-", "").replace("_", "").isalnum() or len(platform_name) > 64:
+        raise click.BadParameter("use letters, digits, - and _ (at most 64)", param_hint="--platform")
+    with _database().write() as session:
+        key, platform = create_key(session, platform_name, scope_set, label)
+    click.echo(f"platform {platform.name}: key {key.prefix} with scopes {','.join(sorted(scope_set))}", err=True)
+    click.echo("store it now: it cannot be shown again", err=True)
+    click.echo(key.token)
+
+
+@keys.command("list")
+def keys_list() -> None:
+    """Every key: prefix, platform, scopes, created, revoked."""
+    from .db.platforms import list_keys
+
+    with _database().session() as session:
+        rows = list_keys(session)
+    click.echo(f"{'prefix':10} {'platform':20} {'scopes':50} {'created':20} revoked")
+    for key, platform in rows:
+        revoked = key.revoked_at.isoformat(timespec="seconds") if key.revoked_at else "-"
+        click.echo(f"{key.prefix:10} {platform.name:20} {key.scopes:50} "
+                   f"{key.created_at.isoformat(timespec='seconds'):20} {revoked}")
+
+
+@keys.command("revoke")
+@click.argument("prefix")
+def keys_revoke(prefix: str) -> None:
+    """Revoke the key with this prefix (the 8 characters after 'wb_')."""
+    from .db.platforms import revoke_key
+
+    with _database().write() as session:
+        key = revoke_key(session, prefix)
+    if key is None:
+        raise click.ClickException(f"no key with prefix {prefix!r}")
+    click.echo(f"revoked {prefix}")
+
+
 def _upgrade(settings: Settings, revision: str = "head") -> None:
     from .db.migrate import upgrade
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from flask import Flask
 from flask_cors import CORS
 
-from . import attention, docs, errors, health, presets
+from . import attention, docs, errors, events, health, learners, lessons, presets, session
+from .auth import init_limiter
 from .core import Api
 from .jsonio import OrjsonProvider
 
@@ -30,7 +31,7 @@ def init_app(app: Flask) -> Api:
     )
     api = Api(app)
     errors.init_app(app)
-    for module in (attention, presets):
+    for module in (attention, presets, lessons, events, learners, session):
         api.register_blueprint(module.blp)
     app.register_blueprint(health.blp)
     app.register_blueprint(docs.blp)
@@ -41,5 +42,6 @@ def init_app(app: Flask) -> Api:
         supports_credentials=False,
         max_age=600,
     )
+    init_limiter(app)
     app.extensions["api"] = api
     return api

@@ -1,5 +1,122 @@
 """Typed models. The schema changes only through Alembic migrations (migrations/versions)."""
 
-from .base import Base
+from __future__ import annotations
 
-__all__ = ["Base"]
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, Boolean, Float, ForeignKey, Index, Integer, String, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from .base import Base
+from .types import UTCDateTime
+
+# SQLite only auto-increments INTEGER PRIMARY KEY; PostgreSQL gets BIGINT identity.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+class Platform(Base):
+    """A course platform (tenant). `web` is the built-in front end."""
+
+    __tablename__ = "platforms"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    home_page: Mapped[str] = mapped_column(String(255))
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ApiKey(Base):
+    """A platform's key: only a SHA-256 of the secret is stored; `prefix` finds the row."""
+
+    __tablename__ = "api_keys"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"), index=True)
+    prefix: Mapped[str] = mapped_column(String(16), unique=True)
+    secret_hash: Mapped[str] = mapped_column(String(64))
+    scopes: Mapped[str] = mapped_column(String(255))
+    label: Mapped[str] = mapped_column(String(128), default="")
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    revoked_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+    @property
+    def scope_set(self) -> frozenset[str]:
+        return frozenset(s for s in self.scopes.split(",") if s)
+
+
+class Event(Base):
+    """One learner event, exactly once per (platform, client event id)."""
+
+    __tablename__ = "events"
+    __table_args__ = (
+        UniqueConstraint("platform_id", "event_id"),
+        Index("ix_events_platform_learner", "platform_id", "learner", "id"),
+        Index("ix_events_platform_lesson_learner", "platform_id", "lesson", "learner", "occurred_at"),
+        Index("ix_events_platform_stored", "platform_id", "stored_at", "id"),
+        Index("ix_events_platform_lesson_kind", "platform_id", "lesson", "event", "occurred_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"))
+    event_id: Mapped[str] = mapped_column(String(36))
+    learner: Mapped[str] = mapped_column(String(128))
+    lesson: Mapped[str] = mapped_column(String(64))
+    checkpoint: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    event: Mapped[str] = mapped_column(String(64))
+    instance_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    data: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    occurred_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+    stored_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    content_hash: Mapped[str] = mapped_column(String(64))
+
+
+class CheckpointProgress(Base):
+    """A learner's completion of one checkpoint; the earliest completing event wins."""
+
+    __tablename__ = "checkpoint_progress"
+    __table_args__ = (
+        UniqueConstraint("platform_id", "learner", "lesson", "checkpoint"),
+        Index("ix_checkpoint_progress_platform_lesson", "platform_id", "lesson", "checkpoint", "completed_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"))
+    learner: Mapped[str] = mapped_column(String(128))
+    lesson: Mapped[str] = mapped_column(String(64))
+    checkpoint: Mapped[str] = mapped_column(String(64))
+    completed_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+    event_id: Mapped[str] = mapped_column(String(36))
+
+
+class ErasedEvent(Base):
+    """Tombstone of an erased learner's event id (hashed): a later replay is acknowledged, not stored."""
+
+    __tablename__ = "erased_events"
+    __table_args__ = (UniqueConstraint("platform_id", "event_hash"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"))
+    event_hash: Mapped[str] = mapped_column(String(64))
+    erased_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ExerciseCheck(Base):
+    """One diagnosis of a learner's exercise output (no learner code ever runs here)."""
+
+    __tablename__ = "exercise_checks"
+    __table_args__ = (Index("ix_exercise_checks_platform_diagnosis", "platform_id", "diagnosis", "created_at"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"))
+    learner: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    lesson: Mapped[str] = mapped_column(String(64))
+    case: Mapped[dict[str, Any]] = mapped_column(JSON)
+    correct: Mapped[bool] = mapped_column(Boolean)
+    max_abs_error: Mapped[float | None] = mapped_column(Float, nullable=True)
+    diagnosis: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -11,6 +11,9 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 from hypothesis import HealthCheck, settings
 
 from service.app import create_app
+from service.db.migrate import upgrade
+from service.db.platforms import create_key
+from service.identity import SCOPES
 
 PROBLEM = "application/problem+json"
 
@@ -62,23 +65,30 @@ def test_docs_page_and_its_assets_are_served_locally(client):
 
 
 def _fuzz_app():
-    # Built at import: schemathesis parametrizes at collection time. Compute endpoints only;
-    # the database is never touched, small caps keep generated matrices cheap.
-    db = Path(tempfile.mkdtemp(prefix="fuzz-")) / "wb.db"
-    return create_app({"env": "testing", "database_url": f"sqlite:///{db}", "ratelimit_enabled": False,
-                       "max_tokens": 16, "max_d_model": 16, "max_heads": 8})
+    # Built at import: schemathesis parametrizes at collection time. A migrated SQLite file,
+    # a key with every scope (so authenticated endpoints are fuzzed past the 401), small caps.
+    url = f"sqlite:///{Path(tempfile.mkdtemp(prefix='fuzz-')) / 'wb.db'}"
+    upgrade(url)
+    app = create_app({"env": "testing", "database_url": url, "ratelimit_enabled": False,
+                      "max_tokens": 16, "max_d_model": 16, "max_heads": 8})
+    with app.extensions["db"].write() as session:
+        key, _ = create_key(session, "fuzz", frozenset(SCOPES))
+    return app, key.token
+
+
+FUZZ_APP, FUZZ_TOKEN = _fuzz_app()
 
 
 # 413 is a rejection too: an invalid body that is also over a cap is refused for its size first.
 CONFIG = SchemathesisConfig.from_dict({"checks": {"negative_data_rejection": {
     "expected-statuses": [400, 401, 403, 404, 405, 406, 409, 413, 415, 422, 428, 429]}}})
-schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", _fuzz_app(), config=CONFIG)
+schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", FUZZ_APP, config=CONFIG)
 
 
 @schema.parametrize()
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 def test_fuzzed_requests_get_no_server_error_and_conform(case):
-    response = case.call()
+    response = case.call(headers={"Authorization": f"Bearer {FUZZ_TOKEN}"})
     assert response.status_code < 500, response.text
     # Excluded: "schema-valid data must be accepted". Constraints across fields (d_model
     # divisible by heads, rows of equal length, projection shapes) cannot be written in

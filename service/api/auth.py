@@ -1,0 +1,126 @@
+"""Who is calling: a platform's Bearer key, or a browser learner's signed session cookie.
+
+A platform reads and writes only its own learners; a browser learner only themself.
+Rate limits count per key and per browser learner (per address for anonymous calls).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+
+from flask import Flask, current_app, g, request
+from flask import session as cookie
+from flask_limiter import Limiter
+
+from ..db.platforms import authenticate, ensure_platform
+from ..identity import WEB_PLATFORM, WEB_SCOPES, Principal, parse_token
+from .problems import Problem
+
+UNAUTHORIZED_HEADERS = {"WWW-Authenticate": 'Bearer realm="attention-workbench"'}
+
+
+def _unauthorized(detail: str) -> Problem:
+    return Problem(401, detail, headers=UNAUTHORIZED_HEADERS, slug="unauthorized")
+
+
+def bearer_token(allow_basic: bool = False) -> str | None:
+    header = request.headers.get("Authorization")
+    if header is None:
+        return None
+    kind, _, value = header.strip().partition(" ")
+    value = value.strip()
+    if kind.lower() == "bearer" and value:
+        return value
+    if allow_basic and kind.lower() == "basic" and value:
+        try:
+            user, _, password = base64.b64decode(value, validate=True).decode().partition(":")
+        except (binascii.Error, UnicodeDecodeError):
+            raise _unauthorized("the Basic credentials are not valid base64") from None
+        return password or user  # the key may be sent as the user name or as the password
+    raise _unauthorized("send the API key as 'Authorization: Bearer <key>'")
+
+
+def current_principal(scope: str, *, allow_web: bool = True, allow_basic: bool = False) -> Principal:
+    """The authenticated caller holding `scope`, or 401/403."""
+    token = bearer_token(allow_basic)
+    if token is not None:
+        with current_app.extensions["db"].session() as session:
+            principal = authenticate(session, token)
+        if principal is None:
+            raise _unauthorized("the API key is unknown or revoked")
+    elif allow_web and cookie.get("learner"):
+        principal = web_principal(cookie["learner"])
+    else:
+        raise _unauthorized("authentication required: send 'Authorization: Bearer <key>'"
+                            + (", or start a browser session with POST /api/v1/session" if allow_web else ""))
+    if scope not in principal.scopes:
+        raise Problem(403, f"this key lacks the {scope!r} scope", slug="forbidden")
+    g.principal = principal
+    return principal
+
+
+def web_platform_id() -> int:
+    cached = current_app.extensions.get("web_platform_id")
+    if cached is None:
+        with current_app.extensions["db"].write() as session:
+            cached = ensure_platform(session, WEB_PLATFORM).id
+        current_app.extensions["web_platform_id"] = cached
+    return cached
+
+
+def web_principal(learner: str) -> Principal:
+    return Principal(platform_id=web_platform_id(), platform=WEB_PLATFORM, scopes=WEB_SCOPES, learner=learner)
+
+
+def optional_principal(scope: str) -> Principal | None:
+    """The caller if they identified themselves (key or browser session), else None."""
+    if request.headers.get("Authorization") is None and not cookie.get("learner"):
+        return None
+    return current_principal(scope)
+
+
+# -- rate limits ---------------------------------------------------------------------------
+
+
+def _rate_identity() -> tuple[str, str]:
+    header = request.headers.get("Authorization", "")
+    kind, _, value = header.partition(" ")
+    if kind.lower() == "bearer" and (prefix := parse_token(value.strip())):
+        return "key", prefix
+    learner = cookie.get("learner")
+    if learner:
+        return "learner", hashlib.sha256(learner.encode()).hexdigest()[:16]  # no learner ids in storage
+    return "address", request.remote_addr or "unknown"
+
+
+def rate_key() -> str:
+    kind, ident = _rate_identity()
+    return f"{kind}:{ident}"
+
+
+def rate_limit() -> str:
+    settings = current_app.extensions["settings"]
+    return settings.ratelimit_key if _rate_identity()[0] == "key" else settings.ratelimit_learner
+
+
+def init_limiter(app: Flask) -> Limiter:
+    settings = app.extensions["settings"]
+    limiter = Limiter(
+        key_func=rate_key,
+        app=app,
+        application_limits=[rate_limit],
+        storage_uri=settings.ratelimit_storage_uri,
+        headers_enabled=True,
+        enabled=settings.ratelimit_enabled,
+        key_prefix="workbench",
+        strategy="moving-window",
+    )
+
+    @limiter.request_filter
+    def _only_the_api() -> bool:
+        return not request.path.startswith("/api/v1/") or request.method == "OPTIONS"
+
+    app.extensions["limiter"] = limiter
+    return limiter

@@ -1,0 +1,217 @@
+"""Schemas of progress events, learners and lessons."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import orjson
+from flask import current_app
+from marshmallow import Schema, ValidationError, fields, post_load, pre_load, validate
+
+from .fields import SafeString
+from .problems import Problem
+
+EVENT_KINDS = ("started", "attempted", "completed", "parameter-changed")
+SERVER_OWNED = ("stored_at", "platform", "platform_id", "content_hash", "seq", "status")
+MAX_DATA_BYTES = 8192
+MAX_DATA_DEPTH = 6
+FUTURE_TOLERANCE = dt.timedelta(minutes=5)
+OLDEST = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
+NAME = validate.Regexp(r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$", error="use letters, digits and . _ : @ - only")
+
+
+def _depth(value, level: int = 0) -> int:
+    if isinstance(value, dict):
+        return max((_depth(v, level + 1) for v in value.values()), default=level + 1)
+    if isinstance(value, list):
+        return max((_depth(v, level + 1) for v in value), default=level + 1)
+    return level
+
+
+def _no_nul(value) -> bool:
+    if isinstance(value, str):
+        return "\x00" not in value
+    if isinstance(value, dict):
+        return all(_no_nul(k) and _no_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_no_nul(v) for v in value)
+    return True
+
+
+def validate_data(value: dict) -> None:
+    if len(orjson.dumps(value)) > MAX_DATA_BYTES:
+        raise ValidationError(f"must encode to at most {MAX_DATA_BYTES} bytes of JSON")
+    if _depth(value) > MAX_DATA_DEPTH:
+        raise ValidationError(f"must nest at most {MAX_DATA_DEPTH} levels deep")
+    if not _no_nul(value):
+        raise ValidationError("must not contain NUL (\\u0000) characters")
+
+
+def validate_occurred_at(value: dt.datetime) -> None:
+    now = dt.datetime.now(dt.UTC)
+    if value > now + FUTURE_TOLERANCE:
+        raise ValidationError(f"is in the future (more than {int(FUTURE_TOLERANCE.total_seconds() // 60)} "
+                              "minutes after the server's clock)")
+    if value < OLDEST:
+        raise ValidationError("is before 2000-01-01")
+
+
+class EventSchema(Schema):
+    id = fields.UUID(required=True, metadata={"description": "client-made UUID: the idempotency key"})
+    learner = SafeString(validate=[validate.Length(1, 128), NAME],
+                         metadata={"description": "the platform's pseudonymous learner id (browser sessions: optional)"})
+    lesson = SafeString(required=True, validate=[validate.Length(1, 64), NAME])
+    checkpoint = SafeString(allow_none=True, load_default=None, validate=[validate.Length(1, 64), NAME])
+    event = SafeString(required=True, validate=validate.OneOf(EVENT_KINDS))
+    instance_id = SafeString(allow_none=True, load_default=None, validate=[validate.Length(1, 128), NAME])
+    data = fields.Dict(keys=fields.String(), load_default=dict, validate=validate_data,
+                       metadata={"description": f"event details, at most {MAX_DATA_BYTES} bytes of JSON"})
+    occurred_at = fields.AwareDateTime(required=True, validate=validate_occurred_at,
+                                       metadata={"description": "when it happened, with a time zone"})
+
+    @pre_load
+    def _server_owned(self, data, **kwargs):
+        if isinstance(data, dict):
+            owned = {k: ["is set by the server, not the client"] for k in SERVER_OWNED if k in data}
+            if owned:
+                raise ValidationError(owned)
+        return data
+
+    @post_load
+    def _normalise(self, data, **kwargs):
+        data["id"] = str(data["id"])
+        return data
+
+
+class EventBatchSchema(Schema):
+    events = fields.List(fields.Nested(EventSchema), required=True,
+                         metadata={"description": "one event may also be sent on its own, without the wrapper"})
+
+    @pre_load
+    def _single_or_batch(self, data, **kwargs):
+        if isinstance(data, dict) and "events" not in data:
+            return {"events": [data]}
+        if isinstance(data, dict) and isinstance(data.get("events"), list):
+            cap = current_app.extensions["settings"].max_batch_events
+            if not data["events"]:
+                raise ValidationError({"events": ["must hold at least one event"]})
+            if len(data["events"]) > cap:
+                raise Problem(413, f"a batch holds at most {cap} events; this one has {len(data['events'])}",
+                              errors={"events": [f"at most {cap} events"]}, slug="over-limit",
+                              extra={"limits": {"max_batch_events": cap}})
+        return data
+
+
+class EventStatusSchema(Schema):
+    id = fields.String()
+    status = fields.String(metadata={"description": "created | duplicate (identical replay) | erased (acknowledged, "
+                                                    "not stored: the learner was erased)"})
+
+
+class CompletionSchema(Schema):
+    learner = fields.String()
+    lesson = fields.String()
+    checkpoint = fields.String()
+
+
+class EventsResultSchema(Schema):
+    created = fields.Integer()
+    duplicates = fields.Integer()
+    events = fields.List(fields.Nested(EventStatusSchema))
+    completed = fields.List(fields.Nested(CompletionSchema), metadata={"description": "checkpoints newly completed"})
+
+
+class StoredEventSchema(Schema):
+    id = fields.String()
+    learner = fields.String()
+    lesson = fields.String()
+    checkpoint = fields.String(allow_none=True)
+    event = fields.String()
+    instance_id = fields.String(allow_none=True)
+    data = fields.Dict()
+    occurred_at = fields.DateTime()
+    stored_at = fields.DateTime()
+
+
+class EventPageSchema(Schema):
+    events = fields.List(fields.Nested(StoredEventSchema))
+    next = fields.String(allow_none=True, metadata={"description": "cursor for the next page, null at the end"})
+
+
+class PageArgsSchema(Schema):
+    limit = fields.Integer(load_default=100, validate=validate.Range(1, 1000), strict=True)
+    cursor = SafeString(load_default=None, validate=validate.Length(1, 64))
+
+
+class ProgressArgsSchema(Schema):
+    lesson = SafeString(load_default=None, validate=[validate.Length(1, 64), NAME])
+
+
+class CheckpointStateSchema(Schema):
+    id = fields.String()
+    title = fields.String()
+    completed = fields.Boolean()
+    completed_at = fields.DateTime(allow_none=True)
+
+
+class LessonProgressSchema(Schema):
+    lesson = fields.String()
+    title = fields.String()
+    completed = fields.Integer()
+    total = fields.Integer()
+    checkpoints = fields.List(fields.Nested(CheckpointStateSchema))
+
+
+class ProgressSchema(Schema):
+    learner = fields.String()
+    lessons = fields.List(fields.Nested(LessonProgressSchema))
+
+
+class ErasureSchema(Schema):
+    learner = fields.String()
+    erased = fields.Dict(keys=fields.String(), values=fields.Integer())
+    replays = fields.String(metadata={"description": "what happens to later replays of the erased event ids"})
+
+
+class SessionSchema(Schema):
+    learner = fields.String()
+    platform = fields.String()
+
+
+class CheckpointRuleSchema(Schema):
+    id = fields.String()
+    title = fields.String()
+    completion = fields.String()
+    on = fields.Dict()
+    requires = fields.String(allow_none=True)
+
+
+class LessonSummarySchema(Schema):
+    id = fields.String()
+    title = fields.String()
+    order = fields.Integer()
+    summary = fields.String()
+    objectives = fields.List(fields.String())
+    prerequisites = fields.List(fields.String())
+    checkpoints = fields.List(fields.Nested(CheckpointRuleSchema))
+
+
+class LessonListSchema(Schema):
+    lessons = fields.List(fields.Nested(LessonSummarySchema))
+
+
+class BlockSchema(Schema):
+    class Meta:
+        unknown = "include"
+
+    kind = fields.String()
+    markdown = fields.String()
+    html = fields.String()
+    questions = fields.List(fields.String())
+
+
+class LessonSchema(LessonSummarySchema):
+    markdown = fields.String()
+    html = fields.String()
+    blocks = fields.List(fields.Dict(), metadata={"description": "predict, answer, explorable, exercise, explain, "
+                                                                 "self-check blocks with their attributes"})

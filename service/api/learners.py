@@ -1,0 +1,101 @@
+"""One learner's progress and events, and their erasure. Another platform's learner is a 404."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+
+from flask import current_app
+from flask.views import MethodView
+
+from ..db.events import erase_learner
+from ..db.progress import event_json, learner_events, learner_exists, learner_progress
+from ..identity import Principal
+from .auth import current_principal
+from .core import Blueprint
+from .event_schemas import EventPageSchema, ErasureSchema, PageArgsSchema, ProgressArgsSchema, ProgressSchema
+from .problems import Problem
+
+blp = Blueprint("learners", __name__, url_prefix="/api/v1/learners",
+                description="A learner's progress and events; erasure.")
+
+ERASURE_POLICY = ("replays of erased event ids are acknowledged with status 'erased' and not stored again; "
+                  "new event ids for this learner id start a new record")
+
+
+def _not_found(learner: str) -> Problem:
+    return Problem(404, "no such learner for this platform", slug="not-found")
+
+
+def _visible(principal: Principal, learner: str) -> None:
+    if not principal.may_act_for(learner):
+        raise _not_found(learner)
+    with current_app.extensions["db"].session() as session:
+        if not learner_exists(session, principal.platform_id, learner):
+            raise _not_found(learner)
+
+
+@blp.route("/<string:learner>/progress")
+class Progress(MethodView):
+    @blp.arguments(ProgressArgsSchema(), location="query")
+    @blp.response(200, ProgressSchema)
+    @blp.problems(401, 403, 404, 422, 429, 503)
+    def get(self, args, learner):
+        """A learner's checkpoint progress, per lesson"""
+        principal = current_principal("progress:read")
+        lessons = current_app.extensions["lessons"]
+        if args["lesson"] is not None and args["lesson"] not in lessons:
+            raise Problem(404, f"no lesson {args['lesson']!r}", slug="not-found")
+        _visible(principal, learner)
+        chosen = [lessons[args["lesson"]]] if args["lesson"] else list(lessons.values())
+        with current_app.extensions["db"].session() as session:
+            return {"learner": learner, "lessons": learner_progress(session, principal.platform_id, learner, chosen)}
+
+
+@blp.route("/<string:learner>/events")
+class LearnerEvents(MethodView):
+    @blp.arguments(PageArgsSchema(), location="query")
+    @blp.response(200, EventPageSchema)
+    @blp.problems(400, 401, 403, 404, 422, 429, 503)
+    def get(self, args, learner):
+        """A learner's events in the order they were stored, a page at a time"""
+        principal = current_principal("progress:read")
+        _visible(principal, learner)
+        after = decode_cursor(args["cursor"])
+        with current_app.extensions["db"].session() as session:
+            rows = learner_events(session, principal.platform_id, learner, after, args["limit"] + 1)
+        page = rows[: args["limit"]]
+        more = len(rows) > args["limit"]
+        return {"events": [event_json(e) for e in page], "next": encode_cursor(page[-1].id) if more else None}
+
+
+@blp.route("/<string:learner>")
+class Learner(MethodView):
+    @blp.response(200, ErasureSchema)
+    @blp.problems(401, 403, 404, 429, 503)
+    def delete(self, learner):
+        """Erase everything stored about a learner of this platform"""
+        principal = current_principal("events:write")
+        if not principal.may_act_for(learner):
+            raise _not_found(learner)
+        erased = erase_learner(current_app.extensions["db"], principal.platform_id, learner)
+        if erased is None:
+            raise _not_found(learner)
+        return {"learner": learner, "erased": erased, "replays": ERASURE_POLICY}
+
+
+def encode_cursor(row_id: int) -> str:
+    return base64.urlsafe_b64encode(f"e{row_id}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str | None) -> int:
+    if cursor is None:
+        return 0
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        if not text.startswith("e") or not text[1:].isdigit():
+            raise ValueError
+        return int(text[1:])
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise Problem(400, "the cursor is not one this service gave out", errors={"cursor": ["invalid cursor"]},
+                      slug="invalid-cursor") from None

@@ -1,0 +1,217 @@
+"""Load content/lessons/*.md: YAML front matter + markdown with `:::directive{attrs}` blocks.
+
+A malformed file raises LessonError naming the file and line; `create_app` lets it stop start-up.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from markdown_it import MarkdownIt
+from mdit_py_plugins.container import container_plugin
+from mdit_py_plugins.front_matter import front_matter_plugin
+
+from .model import COMPLETIONS, REQUIREMENTS, Block, Checkpoint, Lesson
+
+# directive -> (required attributes, optional attributes)
+DIRECTIVES: dict[str, tuple[set[str], set[str]]] = {
+    "predict": ({"checkpoint"}, set()),
+    "answer": ({"checkpoint"}, set()),
+    "explorable": ({"id", "checkpoint", "src", "title"}, {"height"}),
+    "exercise": ({"checkpoint", "path", "command", "title"}, {"starter"}),
+    "explain": ({"checkpoint"}, set()),
+    "self-check": (set(), set()),
+}
+_ATTR = re.compile(r'([A-Za-z][\w-]*)="([^"]*)"')
+_OPEN = re.compile(r"^:::\s*([A-Za-z][\w-]*)(\{.*\})?\s*$")
+_CLOSE = re.compile(r"^:::\s*$")
+_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+
+
+class LessonError(ValueError):
+    def __init__(self, path: Path | str, line: int, message: str):
+        super().__init__(f"{path}:{line}: {message}")
+        self.path = str(path)
+        self.line = line
+
+
+def markdown_renderer() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    md.use(front_matter_plugin)
+    for name in DIRECTIVES:
+        md.use(container_plugin, name=name, validate=_validator(name))
+    md.enable("table")
+    return md
+
+
+def _validator(name: str):
+    def validate(params: str, *args: Any) -> bool:
+        return params.strip().split("{", 1)[0].strip() == name
+    return validate
+
+
+def load_lessons(directory: str | Path) -> dict[str, Lesson]:
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise LessonError(directory, 0, "lesson directory does not exist")
+    lessons: dict[str, Lesson] = {}
+    for path in sorted(directory.glob("*.md")):
+        lesson = load_lesson(path)
+        if lesson.id in lessons:
+            raise LessonError(path, 1, f"lesson id {lesson.id!r} is also used by {lessons[lesson.id].source}")
+        lessons[lesson.id] = lesson
+    return dict(sorted(lessons.items(), key=lambda item: (item[1].order, item[0])))
+
+
+def load_lesson(path: Path) -> Lesson:
+    text = path.read_text(encoding="utf-8")
+    _check_directive_nesting(path, text)
+    md = markdown_renderer()
+    tokens = md.parse(text)
+    if not tokens or tokens[0].type != "front_matter":
+        raise LessonError(path, 1, "a lesson starts with YAML front matter between --- lines")
+    meta = _front_matter(path, tokens[0].content)
+    body_start = tokens[0].map[1] if tokens[0].map else 0
+    markdown = "\n".join(text.splitlines()[body_start:]).strip() + "\n"
+    checkpoints = _checkpoints(path, meta, _line_of(tokens[0].content, "checkpoints"))
+    blocks = _blocks(path, md, tokens, {c.id for c in checkpoints})
+    _check_blocks_cover_checkpoints(path, checkpoints, blocks)
+    html = md.renderer.render(tokens[1:], md.options, {})
+    return Lesson(
+        id=meta["id"], title=meta["title"], order=meta["order"], summary=meta.get("summary", ""),
+        objectives=tuple(meta["objectives"]), prerequisites=tuple(meta.get("prerequisites") or ()),
+        checkpoints=tuple(checkpoints), markdown=markdown, html=html, blocks=tuple(blocks), source=str(path),
+    )
+
+
+def _check_directive_nesting(path: Path, text: str) -> None:
+    open_line: tuple[int, str] | None = None
+    in_fence = False
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.startswith("```"):
+            in_fence = not in_fence
+        if in_fence:
+            continue
+        opening = _OPEN.match(line)
+        if opening:
+            name = opening.group(1)
+            if name not in DIRECTIVES:
+                raise LessonError(path, number, f"unknown directive :::{name}; known: {sorted(DIRECTIVES)}")
+            if open_line:
+                raise LessonError(path, number, f":::{name} opens inside :::{open_line[1]} from line {open_line[0]}")
+            open_line = (number, name)
+        elif _CLOSE.match(line):
+            if not open_line:
+                raise LessonError(path, number, "::: closes a directive that was never opened")
+            open_line = None
+        elif line.startswith(":::"):
+            raise LessonError(path, number, f"malformed directive line {line!r}")
+    if open_line:
+        raise LessonError(path, open_line[0], f":::{open_line[1]} is never closed")
+
+
+def _front_matter(path: Path, content: str) -> dict[str, Any]:
+    try:
+        meta = yaml.safe_load(content) or {}
+    except yaml.YAMLError as exc:
+        line = exc.problem_mark.line + 2 if getattr(exc, "problem_mark", None) else 1
+        raise LessonError(path, line, f"front matter is not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(meta, dict):
+        raise LessonError(path, 2, "front matter must be a mapping")
+    for key, kind in (("id", str), ("title", str), ("order", int), ("objectives", list), ("checkpoints", list)):
+        if not isinstance(meta.get(key), kind) or isinstance(meta.get(key), bool):
+            raise LessonError(path, _line_of(content, key), f"front matter needs {key!r} ({kind.__name__})")
+    if not _ID.match(meta["id"]):
+        raise LessonError(path, _line_of(content, "id"), f"lesson id {meta['id']!r} must be lowercase-with-dashes")
+    return meta
+
+
+def _line_of(front_matter: str, key: str) -> int:
+    for number, line in enumerate(front_matter.splitlines(), start=2):
+        if line.lstrip("- ").startswith(f"{key}:"):
+            return number
+    return 2
+
+
+def _checkpoints(path: Path, meta: dict[str, Any], line: int) -> list[Checkpoint]:
+    result: list[Checkpoint] = []
+    for raw in meta["checkpoints"]:
+        if not isinstance(raw, dict) or not isinstance(raw.get("id"), str) or not _ID.match(raw["id"]):
+            raise LessonError(path, line, f"checkpoint needs an id of lowercase-with-dashes: {raw!r}")
+        completion = raw.get("completion")
+        if completion not in COMPLETIONS:
+            raise LessonError(path, line, f"checkpoint {raw['id']!r}: completion must be one of {COMPLETIONS}")
+        if completion == "explorable-event" and not (raw.get("instanceId") and raw.get("event")):
+            raise LessonError(path, line, f"checkpoint {raw['id']!r}: explorable-event needs instanceId and event")
+        requires = raw.get("requires")
+        if completion == "learner" and requires not in REQUIREMENTS:
+            raise LessonError(path, line, f"checkpoint {raw['id']!r}: requires must be one of {REQUIREMENTS}")
+        if any(c.id == raw["id"] for c in result):
+            raise LessonError(path, line, f"checkpoint id {raw['id']!r} appears twice")
+        result.append(Checkpoint(id=raw["id"], title=str(raw.get("title") or raw["id"]), completion=completion,
+                                 requires=requires, instance_id=raw.get("instanceId"), event=raw.get("event")))
+    if not result:
+        raise LessonError(path, 2, "a lesson needs at least one checkpoint")
+    return result
+
+
+def _blocks(path: Path, md: MarkdownIt, tokens: list, checkpoint_ids: set[str]) -> list[Block]:
+    blocks: list[Block] = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token.type.startswith("container_") and token.type.endswith("_open"):
+            name = token.type[len("container_"):-len("_open")]
+            line = token.map[0] + 1 if token.map else 0
+            attrs = _attributes(path, line, name, token.info)
+            depth, j = 1, i + 1
+            while depth:
+                if tokens[j].type == token.type:
+                    depth += 1
+                elif tokens[j].type == f"container_{name}_close":
+                    depth -= 1
+                j += 1
+            inner = tokens[i + 1:j - 1]
+            checkpoint = attrs.get("checkpoint")
+            if checkpoint is not None and checkpoint not in checkpoint_ids:
+                raise LessonError(path, line, f":::{name} names checkpoint {checkpoint!r}, not in the front matter")
+            items = tuple(t.content for t in inner if t.type == "inline" and name == "self-check")
+            source = "\n".join(t.content for t in inner if t.type == "inline")
+            blocks.append(Block(kind=name, attrs=attrs, markdown=source, line=line,
+                                html=md.renderer.render(inner, md.options, {}), items=items))
+            i = j
+        else:
+            i += 1
+    return blocks
+
+
+def _attributes(path: Path, line: int, name: str, info: str) -> dict[str, str]:
+    rest = info.strip()[len(name):].strip()
+    attrs: dict[str, str] = {}
+    if rest:
+        if not (rest.startswith("{") and rest.endswith("}")):
+            raise LessonError(path, line, f":::{name} attributes must be written {{key=\"value\" ...}}")
+        inside = rest[1:-1]
+        attrs = dict(_ATTR.findall(inside))
+        if _ATTR.sub("", inside).strip():
+            raise LessonError(path, line, f":::{name} has malformed attributes: {inside!r}")
+    required, optional = DIRECTIVES[name]
+    missing = required - set(attrs)
+    unknown = set(attrs) - required - optional
+    if missing:
+        raise LessonError(path, line, f":::{name} is missing {sorted(missing)}")
+    if unknown:
+        raise LessonError(path, line, f":::{name} has unknown attributes {sorted(unknown)}")
+    return attrs
+
+
+def _check_blocks_cover_checkpoints(path: Path, checkpoints: list[Checkpoint], blocks: list[Block]) -> None:
+    for cp in checkpoints:
+        if cp.completion == "explorable-event" and not any(
+            b.kind == "explorable" and b.attrs.get("id") == cp.instance_id for b in blocks
+        ):
+            raise LessonError(path, 1, f"checkpoint {cp.id!r} waits for explorable {cp.instance_id!r}, "
+                                       "but no :::explorable has that id")

@@ -1,0 +1,88 @@
+"""A lesson as the loader leaves it: metadata, checkpoints with completion rules, parsed blocks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+COMPLETIONS = ("learner", "explorable-event")
+REQUIREMENTS = ("text", "passing-tests")
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    id: str
+    title: str
+    completion: str  # "learner" | "explorable-event"
+    requires: str | None = None  # learner checkpoints: "text" | "passing-tests"
+    instance_id: str | None = None  # explorable-event: which explorable
+    event: str | None = None  # explorable-event: which event completes it
+
+    def as_json(self) -> dict[str, Any]:
+        rule: dict[str, Any] = {"completion": self.completion}
+        if self.completion == "learner":
+            rule["on"] = {"event": "completed", "checkpoint": self.id}
+            rule["requires"] = self.requires
+        else:
+            rule["on"] = {"event": self.event, "instance_id": self.instance_id}
+        return {"id": self.id, "title": self.title, **rule}
+
+
+@dataclass(frozen=True)
+class Block:
+    kind: str  # predict | answer | explorable | exercise | explain | self-check
+    attrs: dict[str, str]
+    markdown: str
+    html: str
+    line: int
+    items: tuple[str, ...] = ()  # self-check questions
+
+    def as_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"kind": self.kind, **self.attrs, "markdown": self.markdown, "html": self.html}
+        if self.items:
+            body["questions"] = list(self.items)
+        return body
+
+
+@dataclass(frozen=True)
+class Lesson:
+    id: str
+    title: str
+    order: int
+    summary: str
+    objectives: tuple[str, ...]
+    prerequisites: tuple[str, ...]
+    checkpoints: tuple[Checkpoint, ...]
+    markdown: str
+    html: str
+    blocks: tuple[Block, ...]
+    source: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def checkpoint(self, checkpoint_id: str) -> Checkpoint | None:
+        return next((c for c in self.checkpoints if c.id == checkpoint_id), None)
+
+    def completes(self, event: str, checkpoint: str | None, instance_id: str | None) -> Checkpoint | None:
+        """The checkpoint an event completes under the lesson's rules, if any."""
+        for cp in self.checkpoints:
+            if cp.completion == "learner" and event == "completed" and checkpoint == cp.id:
+                return cp
+            if (cp.completion == "explorable-event" and event == cp.event and instance_id == cp.instance_id
+                    and checkpoint in (None, cp.id)):
+                return cp
+        return None
+
+    def summary_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "order": self.order,
+            "summary": self.summary,
+            "objectives": list(self.objectives),
+            "prerequisites": list(self.prerequisites),
+            "checkpoints": [c.as_json() for c in self.checkpoints],
+        }
+
+    def as_json(self) -> dict[str, Any]:
+        return {**self.summary_json(), "markdown": self.markdown, "html": self.html,
+                "blocks": [b.as_json() for b in self.blocks]}
