@@ -47,7 +47,7 @@ def hash_token(token: str) -> str:
 
 def parse_token(token: str) -> str | None:
     """The lookup prefix of a well-formed key, else None."""
-    parts = token.split("_")
+    parts = token.split("_", 2)  # the secret itself may contain "_"
     if len(parts) != 3 or parts[0] != KEY_PREFIX or len(parts[1]) != 8 or len(parts[2]) < 32:
         return None
     return parts[1]

@@ -94,3 +94,26 @@ def runner(app):
 @pytest.fixture
 def db(app):
     return app.extensions["db"]
+
+
+@pytest.fixture
+def make_key(app):
+    """make_key(platform, scopes=...) -> Authorization headers for a new key of that platform."""
+    from service.db.platforms import create_key
+
+    def make(platform: str = "acme", scopes: str = "events:write,progress:read,analytics:read") -> dict[str, str]:
+        with app.extensions["db"].write() as session:
+            key, _ = create_key(session, platform, frozenset(scopes.split(",")))
+        return {"Authorization": f"Bearer {key.token}"}
+
+    return make
+
+
+@pytest.fixture
+def acme(make_key):
+    return make_key("acme")
+
+
+@pytest.fixture
+def globex(make_key):
+    return make_key("globex")

@@ -45,7 +45,7 @@ class LiveServer:
             try:
                 if requests.get(f"{self.url}/healthz", timeout=1).status_code == 200:
                     return self
-            except requests.ConnectionError:
+            except requests.RequestException:  # not listening yet, or workers still booting
                 time.sleep(0.1)
         self.stop()
         raise RuntimeError("gunicorn did not start within 30 s")

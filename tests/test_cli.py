@@ -23,3 +23,45 @@ def test_bad_settings_are_a_clean_cli_error(monkeypatch):
     result = CliRunner().invoke(main, ["db", "upgrade"])
     assert result.exit_code != 0
     assert "WORKBENCH_SECRET_KEY" in result.output
+
+
+def _cli_env(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    monkeypatch.setenv("WORKBENCH_DATABASE_URL", url)
+    assert CliRunner().invoke(main, ["db", "upgrade"]).exit_code == 0
+    return url
+
+
+def test_keys_create_prints_the_key_alone_on_the_last_line_and_it_works(tmp_path, monkeypatch):
+    url = _cli_env(tmp_path, monkeypatch)
+    result = CliRunner().invoke(main, ["keys", "create", "--platform", "acme",
+                                       "--scopes", "events:write,progress:read,analytics:read"])
+    assert result.exit_code == 0, result.output
+    token = result.output.strip().splitlines()[-1]
+    assert token.startswith("wb_") and " " not in token
+
+    from service.app import create_app
+
+    client = create_app({"env": "testing", "database_url": url, "ratelimit_enabled": False}).test_client()
+    from tests.api.helpers import event
+
+    response = client.post("/api/v1/events", json=event(), headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code == 201
+
+
+def test_keys_list_and_revoke(tmp_path, monkeypatch):
+    _cli_env(tmp_path, monkeypatch)
+    token = CliRunner().invoke(main, ["keys", "create", "--platform", "acme"]).output.strip().splitlines()[-1]
+    prefix = token.split("_")[1]
+    listing = CliRunner().invoke(main, ["keys", "list"]).output
+    assert prefix in listing and "acme" in listing and token not in listing
+    assert CliRunner().invoke(main, ["keys", "revoke", prefix]).exit_code == 0
+    row = next(line for line in CliRunner().invoke(main, ["keys", "list"]).output.splitlines() if prefix in line)
+    assert not row.rstrip().endswith(" -")  # a revocation time instead of "-"
+    assert CliRunner().invoke(main, ["keys", "revoke", "nope"]).exit_code != 0
+
+
+def test_keys_create_rejects_unknown_scopes(tmp_path, monkeypatch):
+    _cli_env(tmp_path, monkeypatch)
+    result = CliRunner().invoke(main, ["keys", "create", "--platform", "acme", "--scopes", "events:write,root"])
+    assert result.exit_code != 0 and "scopes must be" in result.output

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Flask
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeout
 from werkzeug.exceptions import HTTPException
 
 from ..db import DatabaseUnavailable
@@ -62,6 +63,10 @@ def init_app(app: Flask) -> None:
     @app.errorhandler(DatabaseUnavailable)
     def _unavailable(error: DatabaseUnavailable):
         return unavailable(f"the database is unavailable, try again shortly ({error})").response()
+
+    @app.errorhandler(SQLAlchemyTimeout)
+    def _pool_timeout(error: SQLAlchemyTimeout):
+        return unavailable("every database connection is busy, try again shortly").response()
 
     @app.errorhandler(DBAPIError)
     def _dbapi(error: DBAPIError):

@@ -139,7 +139,7 @@ class EventPageSchema(Schema):
 
 
 class PageArgsSchema(Schema):
-    limit = fields.Integer(load_default=100, validate=validate.Range(1, 1000), strict=True)
+    limit = fields.Integer(load_default=100, validate=validate.Range(1, 1000))  # query strings: "3" is 3
     cursor = SafeString(load_default=None, validate=validate.Length(1, 64))
 
 

@@ -7,6 +7,7 @@ that reads then writes fails with "database is locked" under concurrent workers)
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,7 +16,11 @@ from pathlib import Path
 from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeout
 from sqlalchemy.orm import Session, sessionmaker
+
+
+PING_BUSY_MS = 250
 
 
 class DatabaseUnavailable(RuntimeError):
@@ -87,11 +92,34 @@ class Database:
                 yield session
 
     def ping(self) -> None:
+        """The database answers and, on SQLite, a writer could start now (no lock held past
+        a short wait): readiness means events can be stored, not just read."""
+        if self.is_sqlite:
+            self._ping_sqlite_writer()
+            return
         try:
             with self.engine.connect() as conn:
                 conn.execute(text("SELECT 1"))
         except DBAPIError as exc:
-            raise DatabaseUnavailable(str(exc.orig)) from exc
+            raise DatabaseUnavailable(type(exc.orig).__name__ + ": " + str(exc.orig).splitlines()[0]) from exc
+        except SQLAlchemyTimeout as exc:
+            raise DatabaseUnavailable("no database connection became free in time") from exc
+
+    def _ping_sqlite_writer(self) -> None:
+        raw = self.engine.raw_connection()  # the driver's connection: we manage BEGIN ourselves
+        try:
+            cursor = raw.cursor()
+            cursor.execute(f"PRAGMA busy_timeout={PING_BUSY_MS}")
+            try:
+                cursor.execute("BEGIN IMMEDIATE")
+                cursor.execute("ROLLBACK")
+            finally:
+                cursor.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
+                cursor.close()
+        except sqlite3.Error as exc:
+            raise DatabaseUnavailable(f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            raw.close()
 
     def dispose(self) -> None:
         if self._engine is not None:

@@ -1,0 +1,191 @@
+"""POST /events: exactly once, atomic batches, the lesson's completion rules, strict bounds."""
+
+import pytest
+from sqlalchemy import func, select
+
+from service.db.models import CheckpointProgress, Event
+
+from .helpers import LESSON, at, completed, event
+
+pytestmark = pytest.mark.databases
+
+
+def count_events(db) -> int:
+    with db.session() as s:
+        return s.scalar(select(func.count()).select_from(Event))
+
+
+def progress(client, headers, learner="learner-1"):
+    response = client.get(f"/api/v1/learners/{learner}/progress?lesson={LESSON}", headers=headers)
+    assert response.status_code == 200, response.json
+    return {c["id"]: c for c in response.json["lessons"][0]["checkpoints"]}
+
+
+def test_new_event_is_201_and_stored(client, db, acme):
+    body = event()
+    response = client.post("/api/v1/events", json=body, headers=acme)
+    assert response.status_code == 201
+    assert response.json["events"] == [{"id": body["id"], "status": "created"}]
+    assert count_events(db) == 1
+
+
+def test_identical_replay_returns_200_and_writes_nothing(client, db, acme):
+    body = event()
+    client.post("/api/v1/events", json=body, headers=acme)
+    again = client.post("/api/v1/events", json=body, headers=acme)
+    assert again.status_code == 200
+    assert again.json["events"] == [{"id": body["id"], "status": "duplicate"}]
+    assert count_events(db) == 1
+
+
+def test_replay_with_an_equivalent_timestamp_is_still_identical(client, db, acme):
+    body = event(occurred_at="2026-11-29T10:00:00+01:00")
+    client.post("/api/v1/events", json=body, headers=acme)
+    same_instant = client.post("/api/v1/events", json={**body, "occurred_at": "2026-11-29T09:00:00Z"}, headers=acme)
+    assert same_instant.status_code == 200
+
+
+def test_same_id_different_content_is_409_and_the_stored_event_is_unchanged(client, acme):
+    body = event(data={"value": 1})
+    client.post("/api/v1/events", json=body, headers=acme)
+    response = client.post("/api/v1/events", json={**body, "data": {"value": 2}}, headers=acme)
+    assert response.status_code == 409
+    assert response.json["conflicts"] == [body["id"]]
+    stored = client.get("/api/v1/learners/learner-1/events", headers=acme).json["events"]
+    assert [e["data"] for e in stored] == [{"value": 1}]
+
+
+def test_batch_is_atomic_when_one_event_conflicts(client, db, acme):
+    first = event()
+    client.post("/api/v1/events", json=first, headers=acme)
+    batch = [event(), event(), {**first, "event": "started"}]
+    response = client.post("/api/v1/events", json={"events": batch}, headers=acme)
+    assert response.status_code == 409
+    assert count_events(db) == 1
+
+
+def test_batch_is_atomic_when_one_event_is_invalid(client, db, acme):
+    batch = [event(), event(), event(checkpoint="nonexistent")]
+    response = client.post("/api/v1/events", json={"events": batch}, headers=acme)
+    assert response.status_code == 422
+    assert "events.2.checkpoint" in response.json["errors"]
+    assert count_events(db) == 0
+
+
+def test_batch_of_new_and_replayed_events_is_201_with_each_status(client, acme):
+    old = event()
+    client.post("/api/v1/events", json=old, headers=acme)
+    new = event()
+    response = client.post("/api/v1/events", json={"events": [old, new]}, headers=acme)
+    assert response.status_code == 201
+    assert {e["id"]: e["status"] for e in response.json["events"]} == {old["id"]: "duplicate", new["id"]: "created"}
+
+
+def test_duplicate_ids_inside_one_batch_are_400(client, db, acme):
+    body = event()
+    response = client.post("/api/v1/events", json={"events": [body, dict(body)]}, headers=acme)
+    assert response.status_code == 400
+    assert body["id"] in response.json["detail"]
+    assert count_events(db) == 0
+
+
+def test_batch_over_the_cap_is_413(app_config, make_key):
+    from service.app import create_app
+
+    small = create_app({**app_config, "max_batch_events": 3})
+    client = small.test_client()
+    from service.db.platforms import create_key
+
+    with small.extensions["db"].write() as s:
+        key, _ = create_key(s, "acme", frozenset({"events:write"}))
+    response = client.post("/api/v1/events", json={"events": [event() for _ in range(4)]},
+                           headers={"Authorization": f"Bearer {key.token}"})
+    assert response.status_code == 413 and "max_batch_events" in response.json["limits"]
+
+
+@pytest.mark.parametrize(
+    "overrides, field, text",
+    [
+        ({"lesson": "astrology"}, "events.0.lesson", "unknown lesson"),
+        ({"checkpoint": "dance"}, "events.0.checkpoint", "has no checkpoint"),
+        ({"event": "teleported"}, "events.0.event", "Must be one of"),
+        ({"id": "not-a-uuid"}, "events.0.id", "UUID"),
+        ({"learner": ""}, "events.0.learner", None),
+        ({"learner": "x" * 129}, "events.0.learner", None),
+        ({"learner": "bad id with spaces"}, "events.0.learner", "letters, digits"),
+        ({"learner": "nul\u0000"}, "events.0.learner", "NUL"),
+        ({"data": {"note": "nul\u0000"}}, "events.0.data", "NUL"),
+        ({"data": {"blob": "x" * 9000}}, "events.0.data", "8192 bytes"),
+        ({"data": {"a": {"b": {"c": {"d": {"e": {"f": {"g": 1}}}}}}}}, "events.0.data", "levels deep"),
+        ({"data": [1, 2]}, "events.0.data", None),
+        ({"occurred_at": "2026-11-29T10:00:00"}, "events.0.occurred_at", None),
+        ({"occurred_at": "yesterday"}, "events.0.occurred_at", None),
+        ({"occurred_at": "2999-01-01T00:00:00Z"}, "events.0.occurred_at", "in the future"),
+        ({"occurred_at": "1999-01-01T00:00:00Z"}, "events.0.occurred_at", "before 2000"),
+        ({"stored_at": "2026-11-29T10:00:00Z"}, "events.0.stored_at", "set by the server"),
+        ({"platform": "globex"}, "events.0.platform", "set by the server"),
+        ({"favourite_colour": "blue"}, "events.0.favourite_colour", "Unknown field"),
+        ({"event": "completed", "checkpoint": "predict", "data": {}}, "events.0.data", "data.text"),
+        ({"event": "completed", "checkpoint": "implement", "data": {"tests": {"passed": 3, "failed": 1}}},
+         "events.0.data", "send 'attempted'"),
+        ({"event": "completed", "checkpoint": "experiment"}, "events.0.event", "not on 'completed'"),
+        ({"event": "completed", "checkpoint": None}, "events.0.checkpoint", "names the checkpoint"),
+    ],
+)
+def test_invalid_events_are_422_naming_the_field(client, db, acme, overrides, field, text):
+    response = client.post("/api/v1/events", json=event(**overrides), headers=acme)
+    assert response.status_code == 422, response.json
+    assert response.mimetype == "application/problem+json"
+    assert field in response.json["errors"], response.json["errors"]
+    if text:
+        assert text in str(response.json["errors"][field])
+    assert count_events(db) == 0
+
+
+def test_platform_events_must_name_a_learner(client, acme):
+    body = event()
+    del body["learner"]
+    response = client.post("/api/v1/events", json=body, headers=acme)
+    assert response.status_code == 422 and "events.0.learner" in response.json["errors"]
+
+
+# -- completion rules --------------------------------------------------------------------
+
+
+def test_checkpoints_complete_by_the_lessons_rules(client, acme):
+    for body in (completed("predict"), event(), completed("implement"), completed("explain")):
+        assert client.post("/api/v1/events", json=body, headers=acme).status_code == 201
+    assert all(c["completed"] for c in progress(client, acme).values())
+
+
+def test_parameter_changed_from_another_instance_does_not_complete_the_experiment(client, acme):
+    client.post("/api/v1/events", json=event(instance_id="some-other-widget", checkpoint=None), headers=acme)
+    assert progress(client, acme)["experiment"]["completed"] is False
+    client.post("/api/v1/events", json=event(checkpoint=None), headers=acme)
+    assert progress(client, acme)["experiment"]["completed"] is True
+
+
+def test_attempted_does_not_complete_the_implement_checkpoint(client, acme):
+    body = event(checkpoint="implement", event="attempted", instance_id=None,
+                 data={"tests": {"passed": 3, "failed": 9}})
+    assert client.post("/api/v1/events", json=body, headers=acme).status_code == 201
+    assert progress(client, acme)["implement"]["completed"] is False
+
+
+def test_the_earliest_completion_wins_even_when_it_arrives_later(client, db, acme):
+    client.post("/api/v1/events", json=completed("predict", occurred_at=at(5)), headers=acme)
+    client.post("/api/v1/events", json=completed("predict", occurred_at=at(30)), headers=acme)  # offline, older
+    client.post("/api/v1/events", json=completed("predict", occurred_at=at(1)), headers=acme)
+    with db.session() as s:
+        rows = s.scalars(select(CheckpointProgress)).all()
+    assert len(rows) == 1
+    completed_at = progress(client, acme)["predict"]["completed_at"]
+    assert completed_at == min(e["occurred_at"] for e in client.get(
+        "/api/v1/learners/learner-1/events", headers=acme).json["events"])
+
+
+def test_response_lists_newly_completed_checkpoints(client, acme):
+    response = client.post("/api/v1/events", json={"events": [completed("predict"), event()]}, headers=acme)
+    assert sorted(c["checkpoint"] for c in response.json["completed"]) == ["experiment", "predict"]
+    again = client.post("/api/v1/events", json=event(), headers=acme)
+    assert again.json["completed"] == [{"learner": "learner-1", "lesson": LESSON, "checkpoint": "experiment"}]

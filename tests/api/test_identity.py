@@ -1,0 +1,121 @@
+"""Keys, scopes, browser sessions and the tenancy matrix: nobody sees another's learners."""
+
+import logging
+
+import pytest
+
+from .helpers import LESSON, completed, event
+
+pytestmark = pytest.mark.databases
+
+
+@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wb_00000000_" + "x" * 43},
+                                     {"Authorization": "Bearer nonsense"}, {"Authorization": "Token abc"}])
+def test_missing_or_unknown_key_is_401(client, headers):
+    response = client.post("/api/v1/events", json=event(), headers=headers)
+    assert response.status_code == 401
+    assert response.mimetype == "application/problem+json"
+    assert response.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_revoked_key_is_401(client, app, acme):
+    from service.db.platforms import revoke_key
+
+    prefix = acme["Authorization"].split("_")[1]
+    with app.extensions["db"].write() as s:
+        revoke_key(s, prefix)
+    assert client.post("/api/v1/events", json=event(), headers=acme).status_code == 401
+
+
+@pytest.mark.parametrize(
+    "scopes, method, path",
+    [
+        ("progress:read", "post", "/api/v1/events"),
+        ("events:write", "get", "/api/v1/learners/learner-1/progress"),
+        ("events:write", "get", "/api/v1/learners/learner-1/events"),
+        ("progress:read", "delete", "/api/v1/learners/learner-1"),
+    ],
+)
+def test_missing_scope_is_403(client, make_key, acme, scopes, method, path):
+    client.post("/api/v1/events", json=event(), headers=acme)
+    limited = make_key("acme", scopes)
+    kwargs = {"json": event()} if method == "post" else {}
+    response = getattr(client, method)(path, headers=limited, **kwargs)
+    assert response.status_code == 403 and "scope" in response.json["detail"]
+
+
+def test_tenancy_matrix_each_principal_against_each_others_learners(client, acme, globex):
+    assert client.post("/api/v1/events", json=event("ada"), headers=acme).status_code == 201
+    assert client.post("/api/v1/events", json=event("bob"), headers=globex).status_code == 201
+    web = client.post("/api/v1/session").json["learner"]
+    assert client.post("/api/v1/events", json=event(web)).status_code == 201
+    owners = {"ada": acme, "bob": globex}
+    for principal_name, headers in (("acme", acme), ("globex", globex), ("web", None)):
+        for learner, owner in (("ada", acme), ("bob", globex), (web, None)):
+            mine = owner is headers
+            for path in (f"/api/v1/learners/{learner}/progress", f"/api/v1/learners/{learner}/events"):
+                status = client.get(path, headers=headers or {}).status_code
+                if headers is None:  # the browser session: cookie only
+                    assert status == (200 if learner == web else 404), (principal_name, learner, path)
+                else:
+                    assert status == (200 if mine else 404), (principal_name, learner, path)
+    # Same learner id under two platforms: two different people.
+    client.post("/api/v1/events", json=event("ada"), headers=globex)
+    ada_at_acme = client.get("/api/v1/learners/ada/events", headers=acme).json["events"]
+    assert len(ada_at_acme) == 1
+    assert owners  # used above
+
+
+def test_erasing_another_platforms_learner_is_404_and_erases_nothing(client, acme, globex):
+    client.post("/api/v1/events", json=event("ada"), headers=acme)
+    assert client.delete("/api/v1/learners/ada", headers=globex).status_code == 404
+    assert client.get("/api/v1/learners/ada/events", headers=acme).status_code == 200
+
+
+def test_browser_session_gets_a_pseudonymous_id_in_a_signed_httponly_cookie(client):
+    response = client.post("/api/v1/session")
+    assert response.status_code == 201
+    cookie = response.headers["Set-Cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Lax" in cookie
+    learner = response.json["learner"]
+    assert learner.startswith("web-") and len(learner) > 12
+    again = client.post("/api/v1/session")
+    assert again.status_code == 200 and again.json["learner"] == learner
+    assert client.get("/api/v1/session").json["learner"] == learner
+
+
+def test_a_forged_cookie_is_ignored(app):
+    client = app.test_client()
+    client.set_cookie("workbench_session", "eyJsZWFybmVyIjoid2ViLXZpY3RpbSJ9.forged.signature")
+    assert client.get("/api/v1/session").status_code == 404
+    assert client.post("/api/v1/events", json=event("web-victim")).status_code == 401
+
+
+def test_browser_learner_writes_and_reads_only_themself(client):
+    learner = client.post("/api/v1/session").json["learner"]
+    own = event()
+    del own["learner"]  # filled from the session
+    assert client.post("/api/v1/events", json=own).status_code == 201
+    assert client.post("/api/v1/events", json=event(learner)).status_code == 201
+    other = client.post("/api/v1/events", json=event("web-someone-else"))
+    assert other.status_code == 403
+    progress = client.get(f"/api/v1/learners/{learner}/progress?lesson={LESSON}")
+    assert progress.status_code == 200
+    assert client.get("/api/v1/learners/web-someone-else/progress").status_code == 404
+
+
+def test_browser_learner_can_erase_themself(client):
+    learner = client.post("/api/v1/session").json["learner"]
+    client.post("/api/v1/events", json=completed("predict", learner))
+    assert client.delete(f"/api/v1/learners/{learner}").status_code == 200
+    assert client.get(f"/api/v1/learners/{learner}/progress").status_code == 404
+
+
+def test_learner_ids_never_reach_the_logs(client, acme, caplog):
+    caplog.set_level(logging.DEBUG)
+    client.post("/api/v1/events", json=event("secret-learner-77"), headers=acme)
+    client.get("/api/v1/learners/secret-learner-77/progress", headers=acme)
+    client.get("/api/v1/learners/secret-learner-77/events?cursor=garbage", headers=acme)
+    client.delete("/api/v1/learners/secret-learner-77", headers=acme)
+    assert "secret-learner-77" not in caplog.text
+    assert acme["Authorization"].split()[1] not in caplog.text
