@@ -46,8 +46,8 @@ def current_principal(scope: str, *, allow_web: bool = True, allow_basic: bool =
     """The authenticated caller holding `scope`, or 401/403."""
     token = bearer_token(allow_basic)
     if token is not None:
-        with current_app.extensions["db"].session() as session:
-            principal = authenticate(session, token)
+        with current_app.extensions["db"].engine.connect() as conn:
+            principal = authenticate(conn, token)
         if principal is None:
             raise _unauthorized("the API key is unknown or revoked")
     elif allow_web and cookie.get("learner"):

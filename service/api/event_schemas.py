@@ -17,7 +17,10 @@ MAX_DATA_BYTES = 8192
 MAX_DATA_DEPTH = 6
 FUTURE_TOLERANCE = dt.timedelta(minutes=5)
 OLDEST = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
-NAME = validate.Regexp(r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$", error="use letters, digits and . _ : @ - only")
+def name(max_length: int) -> validate.Regexp:
+    """One validator for length and alphabet (marshmallow runs each validator separately)."""
+    return validate.Regexp(rf"^[A-Za-z0-9][A-Za-z0-9._:@-]{{0,{max_length - 1}}}$",
+                           error=f"1 to {max_length} characters: letters, digits and . _ : @ - only")
 
 
 def _depth(value, level: int = 0) -> int:
@@ -58,12 +61,12 @@ def validate_occurred_at(value: dt.datetime) -> None:
 
 class EventSchema(Schema):
     id = fields.UUID(required=True, metadata={"description": "client-made UUID: the idempotency key"})
-    learner = SafeString(validate=[validate.Length(1, 128), NAME],
+    learner = SafeString(validate=name(128),
                          metadata={"description": "the platform's pseudonymous learner id (browser sessions: optional)"})
-    lesson = SafeString(required=True, validate=[validate.Length(1, 64), NAME])
-    checkpoint = SafeString(allow_none=True, load_default=None, validate=[validate.Length(1, 64), NAME])
+    lesson = SafeString(required=True, validate=name(64))
+    checkpoint = SafeString(allow_none=True, load_default=None, validate=name(64))
     event = SafeString(required=True, validate=validate.OneOf(EVENT_KINDS))
-    instance_id = SafeString(allow_none=True, load_default=None, validate=[validate.Length(1, 128), NAME])
+    instance_id = SafeString(allow_none=True, load_default=None, validate=name(128))
     data = fields.Dict(keys=fields.String(), load_default=dict, validate=validate_data,
                        metadata={"description": f"event details, at most {MAX_DATA_BYTES} bytes of JSON"})
     occurred_at = fields.AwareDateTime(required=True, validate=validate_occurred_at,
@@ -144,7 +147,7 @@ class PageArgsSchema(Schema):
 
 
 class ProgressArgsSchema(Schema):
-    lesson = SafeString(load_default=None, validate=[validate.Length(1, 64), NAME])
+    lesson = SafeString(load_default=None, validate=name(64))
 
 
 class CheckpointStateSchema(Schema):

@@ -105,10 +105,11 @@ class Events(MethodView):
                           f"request was stored: {', '.join(exc.event_ids)}", slug="event-conflict",
                           errors={"events": [f"{i} conflicts with the stored event" for i in exc.event_ids]},
                           extra={"conflicts": exc.event_ids}) from None
+        status = result.statuses()
         body = {
             "created": len(result.created),
             "duplicates": len(result.replayed) + len(result.erased),
-            "events": [{"id": e.event_id, "status": result.status_of(e.event_id)} for e in new_events],
+            "events": [{"id": e.event_id, "status": status[e.event_id]} for e in new_events],
             "completed": [{"learner": learner, "lesson": lesson, "checkpoint": cp}
                           for learner, lesson, cp in result.completed],
         }

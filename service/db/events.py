@@ -11,10 +11,12 @@ import hashlib
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import orjson
-from sqlalchemy import case, delete, select
+from sqlalchemy import bindparam, case, delete, select
+from sqlalchemy.engine import Connection
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
@@ -70,28 +72,53 @@ class RecordResult:
     erased: list[str] = field(default_factory=list)  # tombstoned ids: acknowledged, not stored
     completed: list[tuple[str, str, str]] = field(default_factory=list)  # (learner, lesson, checkpoint)
 
-    def status_of(self, event_id: str) -> str:
-        if event_id in self.created:
-            return "created"
-        return "erased" if event_id in self.erased else "duplicate"
+    def statuses(self) -> dict[str, str]:
+        status = {i: "duplicate" for i in self.replayed}
+        status.update({i: "erased" for i in self.erased})
+        status.update({i: "created" for i in self.created})
+        return status
 
 
 def tombstone(platform_id: int, event_id: str) -> str:
     return hashlib.sha256(f"{platform_id}:{event_id}".encode()).hexdigest()
 
 
-def _insert(session: Session, table):
-    dialect = session.get_bind().dialect.name
+def _insert(dialect: str, table):
     return (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table)
+
+
+@lru_cache(maxsize=4)
+def _statements(dialect: str) -> dict[str, Any]:
+    """Built once per dialect, executed with parameter lists: compiled once, cached by SQLAlchemy."""
+    events = Event.__table__
+    progress = CheckpointProgress.__table__
+    insert_events = (_insert(dialect, events)
+                     .on_conflict_do_nothing(index_elements=["platform_id", "event_id"])
+                     .returning(events.c.event_id))
+    upsert = _insert(dialect, progress)
+    earlier = upsert.excluded.completed_at < progress.c.completed_at
+    upsert = upsert.on_conflict_do_update(
+        index_elements=["platform_id", "learner", "lesson", "checkpoint"],
+        set_={"completed_at": case((earlier, upsert.excluded.completed_at), else_=progress.c.completed_at),
+              "event_id": case((earlier, upsert.excluded.event_id), else_=progress.c.event_id)},
+    )
+    tombstones = (select(ErasedEvent.__table__.c.event_hash)
+                  .where(ErasedEvent.__table__.c.platform_id == bindparam("platform_id"),
+                         ErasedEvent.__table__.c.event_hash.in_(bindparam("hashes", expanding=True))))
+    stored = (select(events.c.event_id, events.c.content_hash)
+              .where(events.c.platform_id == bindparam("platform_id"),
+                     events.c.event_id.in_(bindparam("ids", expanding=True))))
+    return {"insert_events": insert_events, "upsert_progress": upsert, "tombstones": tombstones, "stored": stored}
 
 
 def record_events(db: Database, platform_id: int, events: list[NewEvent],
                   lessons: dict[str, Lesson]) -> RecordResult:
     """Store new events, acknowledge identical replays, reject the whole batch on any conflict."""
+    ordered = sorted(events, key=lambda e: e.event_id)  # one lock order for every writer
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
-            with db.write() as session:
-                return _record(session, platform_id, sorted(events, key=lambda e: e.event_id), lessons)
+            with db.transaction() as conn:
+                return _record(conn, platform_id, ordered, lessons)
         except DBAPIError as exc:
             if getattr(exc.orig, "sqlstate", None) not in RETRYABLE_SQLSTATES or attempt == MAX_ATTEMPTS:
                 raise
@@ -99,39 +126,42 @@ def record_events(db: Database, platform_id: int, events: list[NewEvent],
     raise AssertionError("unreachable")
 
 
-def _record(session: Session, platform_id: int, events: list[NewEvent], lessons: dict[str, Lesson]) -> RecordResult:
+def _record(conn: Connection, platform_id: int, events: list[NewEvent], lessons: dict[str, Lesson]) -> RecordResult:
+    sql = _statements(conn.dialect.name)
     result = RecordResult()
     hashes = {e.event_id: e.content_hash for e in events}
     stones = {tombstone(platform_id, e.event_id): e.event_id for e in events}
-    erased = set(session.scalars(select(ErasedEvent.event_hash).where(
-        ErasedEvent.platform_id == platform_id, ErasedEvent.event_hash.in_(list(stones)))))
+    erased = conn.execute(sql["tombstones"], {"platform_id": platform_id, "hashes": list(stones)}).scalars()
     result.erased = [stones[h] for h in erased]
-    fresh = [e for e in events if e.event_id not in set(result.erased)]
-    if fresh:
-        now = dt.datetime.now(dt.UTC)
-        rows = [{"platform_id": platform_id, "event_id": e.event_id, "learner": e.learner, "lesson": e.lesson,
-                 "checkpoint": e.checkpoint, "event": e.event, "instance_id": e.instance_id, "data": e.data,
-                 "occurred_at": e.occurred_at, "stored_at": now, "content_hash": hashes[e.event_id]}
-                for e in fresh]
-        stmt = (_insert(session, Event).values(rows)
-                .on_conflict_do_nothing(index_elements=["platform_id", "event_id"])
-                .returning(Event.event_id))
-        inserted = set(session.scalars(stmt))
-        others = [e.event_id for e in fresh if e.event_id not in inserted]
-        if others:
-            stored = dict(session.execute(select(Event.event_id, Event.content_hash).where(
-                Event.platform_id == platform_id, Event.event_id.in_(others))).all())
-            conflicts = sorted(i for i in others if stored.get(i) != hashes[i])
-            if conflicts:
-                raise EventConflict(conflicts)  # the `write()` block rolls everything back
-        result.created = [e.event_id for e in fresh if e.event_id in inserted]
-        result.replayed = others
-        _complete_checkpoints(session, platform_id, [e for e in fresh if e.event_id in inserted], lessons, result)
+    skip = set(result.erased)
+    fresh = [e for e in events if e.event_id not in skip]
+    if not fresh:
+        return result
+    now = dt.datetime.now(dt.UTC)
+    rows = [{"platform_id": platform_id, "event_id": e.event_id, "learner": e.learner, "lesson": e.lesson,
+             "checkpoint": e.checkpoint, "event": e.event, "instance_id": e.instance_id, "data": e.data,
+             "occurred_at": e.occurred_at, "stored_at": now, "content_hash": hashes[e.event_id]} for e in fresh]
+    inserted = set(conn.execute(sql["insert_events"], rows).scalars())
+    others = [e.event_id for e in fresh if e.event_id not in inserted]
+    if others:
+        stored = dict(conn.execute(sql["stored"], {"platform_id": platform_id, "ids": others}).all())
+        conflicts = sorted(i for i in others if stored.get(i) != hashes[i])
+        if conflicts:
+            raise EventConflict(conflicts)  # leaving the transaction block rolls everything back
+    result.created = [e.event_id for e in fresh if e.event_id in inserted]
+    result.replayed = others
+    new = [e for e in fresh if e.event_id in inserted]
+    completions = _completions(new, lessons)
+    if completions:
+        conn.execute(sql["upsert_progress"], [
+            {"platform_id": platform_id, "learner": k[0], "lesson": k[1], "checkpoint": k[2],
+             "completed_at": e.occurred_at, "event_id": e.event_id} for k, e in completions.items()])
+        result.completed = sorted(completions)
     return result
 
 
-def _complete_checkpoints(session: Session, platform_id: int, events: Iterable[NewEvent],
-                          lessons: dict[str, Lesson], result: RecordResult) -> None:
+def _completions(events: Iterable[NewEvent], lessons: dict[str, Lesson]) -> dict[tuple[str, str, str], NewEvent]:
+    """The earliest completing event per (learner, lesson, checkpoint) among these events."""
     earliest: dict[tuple[str, str, str], NewEvent] = {}
     for e in events:
         lesson = lessons.get(e.lesson)
@@ -141,21 +171,7 @@ def _complete_checkpoints(session: Session, platform_id: int, events: Iterable[N
         key = (e.learner, e.lesson, checkpoint.id)
         if key not in earliest or e.occurred_at < earliest[key].occurred_at:
             earliest[key] = e
-    if not earliest:
-        return
-    rows = [{"platform_id": platform_id, "learner": k[0], "lesson": k[1], "checkpoint": k[2],
-             "completed_at": e.occurred_at, "event_id": e.event_id} for k, e in earliest.items()]
-    stmt = _insert(session, CheckpointProgress).values(rows)
-    earlier = stmt.excluded.completed_at < CheckpointProgress.completed_at
-    stmt = stmt.on_conflict_do_update(
-        index_elements=["platform_id", "learner", "lesson", "checkpoint"],
-        set_={
-            "completed_at": case((earlier, stmt.excluded.completed_at), else_=CheckpointProgress.completed_at),
-            "event_id": case((earlier, stmt.excluded.event_id), else_=CheckpointProgress.event_id),
-        },
-    )
-    session.execute(stmt)
-    result.completed = sorted(earliest)
+    return earliest
 
 
 def erase_learner(db: Database, platform_id: int, learner: str) -> dict[str, int] | None:
@@ -172,6 +188,6 @@ def erase_learner(db: Database, platform_id: int, learner: str) -> dict[str, int
         session.execute(delete(Event).where(Event.platform_id == platform_id, Event.learner == learner))
         if event_ids:
             stones = [{"platform_id": platform_id, "event_hash": tombstone(platform_id, i)} for i in event_ids]
-            session.execute(_insert(session, ErasedEvent).values(stones)
+            session.execute(_insert(session.get_bind().dialect.name, ErasedEvent).values(stones)
                             .on_conflict_do_nothing(index_elements=["platform_id", "event_hash"]))
         return {"events": len(event_ids), "checkpoints": progress, "exercise_checks": checks}

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from ..identity import NewKey, Principal, hash_token, new_key, parse_token, token_matches
@@ -45,17 +46,26 @@ def revoke_key(session: Session, prefix: str) -> ApiKey | None:
     return key
 
 
-def authenticate(session: Session, token: str) -> Principal | None:
+_KEY_LOOKUP = (
+    select(ApiKey.secret_hash, ApiKey.scopes, ApiKey.revoked_at, Platform.id, Platform.name)
+    .join(Platform, Platform.id == ApiKey.platform_id)
+    .where(ApiKey.prefix == bindparam("prefix"))
+)
+
+
+def authenticate(conn: Connection | Session, token: str) -> Principal | None:
+    """The principal of a live key, or None (unknown, malformed, revoked, wrong secret)."""
     prefix = parse_token(token)
     if prefix is None:
         return None
-    row = session.execute(select(ApiKey, Platform).join(Platform).where(ApiKey.prefix == prefix)).first()
+    row = conn.execute(_KEY_LOOKUP, {"prefix": prefix}).first()
     if row is None:
         return None
-    key, platform = row
-    if key.revoked_at is not None or not token_matches(token, key.secret_hash):
+    secret_hash, scopes, revoked_at, platform_id, platform_name = row
+    if revoked_at is not None or not token_matches(token, secret_hash):
         return None
-    return Principal(platform_id=platform.id, platform=platform.name, scopes=key.scope_set, key_prefix=key.prefix)
+    return Principal(platform_id=platform_id, platform=platform_name,
+                     scopes=frozenset(s for s in scopes.split(",") if s), key_prefix=prefix)
 
 
 def platform_by_name(session: Session, name: str) -> Platform | None:
