@@ -138,6 +138,51 @@ def keys_revoke(prefix: str) -> None:
     click.echo(f"revoked {prefix}")
 
 
+@main.group()
+def exercise() -> None:
+    """The lesson's exercise."""
+
+
+@exercise.command("check")
+@click.argument("path", default="exercises/multi-head-attention/starter.py",
+                type=click.Path(exists=True, dir_okay=False))
+def exercise_check(path: str) -> None:
+    """Run PATH's multi_head_attention on several cases and name any known mistake."""
+    import importlib.util
+
+    import numpy as np
+
+    from .compute.diagnose import diagnose
+
+    spec = importlib.util.spec_from_file_location("learner_exercise", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rng = np.random.default_rng(7)
+    cases = [
+        ("the workbench: 3 tokens x 4, 2 heads, causal", [[1.0, 0.5, -0.5, 1.0], [0.2, 1.0, 1.5, -0.3],
+                                                           [-1.0, 0.3, 0.8, 0.6]], 2, True),
+        ("the same without the mask", [[1.0, 0.5, -0.5, 1.0], [0.2, 1.0, 1.5, -0.3], [-1.0, 0.3, 0.8, 0.6]], 2, False),
+        ("5 tokens x 8, 4 heads, causal", rng.normal(size=(5, 8)).round(2).tolist(), 4, True),
+        ("6 tokens x 6, 3 heads, causal", rng.normal(size=(6, 6)).round(2).tolist(), 3, True),
+    ]
+    failures = 0
+    for title, tokens, heads, causal in cases:
+        try:
+            result = module.multi_head_attention(tokens, heads, causal=causal)
+            output = {k: np.asarray(result[k], dtype=float) for k in ("weights", "concatenated") if k in result}
+            verdict = diagnose(tokens, heads, causal, output)
+        except Exception as exc:  # the learner's code: report anything it raises, then go on
+            failures += 1
+            click.echo(f"✗ {title}: your code raised {type(exc).__name__}: {exc}")
+            continue
+        failures += not verdict.correct
+        mark = "✓" if verdict.correct else "✗"
+        named = f" [{', '.join(verdict.mistakes)}]" if verdict.mistakes else ""
+        click.echo(f"{mark} {title}:{named} {verdict.message}")
+    click.echo(f"{len(cases) - failures} of {len(cases)} cases correct")
+    sys.exit(1 if failures else 0)
+
+
 def _upgrade(settings: Settings, revision: str = "head") -> None:
     from .db.migrate import upgrade
 

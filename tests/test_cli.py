@@ -65,3 +65,17 @@ def test_keys_create_rejects_unknown_scopes(tmp_path, monkeypatch):
     _cli_env(tmp_path, monkeypatch)
     result = CliRunner().invoke(main, ["keys", "create", "--platform", "acme", "--scopes", "events:write,root"])
     assert result.exit_code != 0 and "scopes must be" in result.output
+
+
+def test_exercise_check_names_the_starters_three_bugs_and_fails():
+    result = CliRunner().invoke(main, ["exercise", "check", "exercises/multi-head-attention/starter.py"])
+    assert result.exit_code == 1
+    first = result.output.splitlines()[0]
+    assert "interleaved_split" in first and "no_scaling" in first and "mask_after_softmax" in first
+    assert result.output.strip().endswith("0 of 4 cases correct")
+
+
+def test_exercise_check_passes_a_correct_implementation():
+    result = CliRunner().invoke(main, ["exercise", "check", "tests/exercise/implementations/reference_adapter.py"])
+    assert result.exit_code == 0, result.output
+    assert "4 of 4 cases correct" in result.output

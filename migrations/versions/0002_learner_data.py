@@ -96,7 +96,7 @@ def upgrade() -> None:
     sa.Column('case', sa.JSON(), nullable=False),
     sa.Column('correct', sa.Boolean(), nullable=False),
     sa.Column('max_abs_error', sa.Float(), nullable=True),
-    sa.Column('diagnosis', sa.String(length=64), nullable=True),
+    sa.Column('diagnosis', sa.String(length=255), nullable=True),
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['platform_id'], ['platforms.id'], name=op.f('fk_exercise_checks_platform_id_platforms'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_exercise_checks'))

@@ -118,5 +118,5 @@ class ExerciseCheck(Base):
     case: Mapped[dict[str, Any]] = mapped_column(JSON)
     correct: Mapped[bool] = mapped_column(Boolean)
     max_abs_error: Mapped[float | None] = mapped_column(Float, nullable=True)
-    diagnosis: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    diagnosis: Mapped[str | None] = mapped_column(String(255), nullable=True)  # comma-separated mistake ids
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
