@@ -42,9 +42,19 @@ def markdown_renderer() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     md.use(front_matter_plugin)
     for name in DIRECTIVES:
-        md.use(container_plugin, name=name, validate=_validator(name))
+        md.use(container_plugin, name=name, validate=_validator(name), render=_renderer(name))
     md.enable("table")
     return md
+
+
+def _renderer(name: str):
+    def render(self, tokens, idx, options, env):
+        token = tokens[idx]
+        if token.nesting == 1:
+            line = token.map[0] + 1 if token.map else 0
+            return f'<section class="directive directive-{name}" data-line="{line}">\n'
+        return "</section>\n"
+    return render
 
 
 def _validator(name: str):

@@ -38,7 +38,8 @@ class Block:
     items: tuple[str, ...] = ()  # self-check questions
 
     def as_json(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"kind": self.kind, **self.attrs, "markdown": self.markdown, "html": self.html}
+        body: dict[str, Any] = {"kind": self.kind, **self.attrs, "line": self.line, "markdown": self.markdown,
+                                "html": self.html}
         if self.items:
             body["questions"] = list(self.items)
         return body

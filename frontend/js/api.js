@@ -1,0 +1,105 @@
+// Talking to the API: JSON fetch helpers, the browser session, and an offline event queue
+// kept in localStorage that re-sends with the same event ids until the server acknowledges.
+
+const QUEUE_KEY = "workbench.outbox";
+const BATCH = 50;
+let flushing = null;
+
+export class ApiError extends Error {
+  constructor(status, problem) {
+    super((problem && (problem.detail || problem.title)) || `HTTP ${status}`);
+    this.status = status;
+    this.problem = problem;
+  }
+}
+
+export async function request(method, url, body, headers = {}) {
+  const options = { method, headers: { Accept: "application/json", ...headers }, credentials: "same-origin" };
+  if (body !== undefined) {
+    options.headers["Content-Type"] = "application/json";
+    options.body = JSON.stringify(body);
+  }
+  const response = await fetch(url, options);
+  const type = response.headers.get("Content-Type") || "";
+  const data = type.includes("json") ? await response.json() : null;
+  if (!response.ok) throw new ApiError(response.status, data);
+  return data;
+}
+
+export const getJSON = (url, headers) => request("GET", url, undefined, headers);
+export const postJSON = (url, body, headers) => request("POST", url, body, headers);
+
+export async function ensureSession() {
+  const session = await postJSON("/api/v1/session");
+  return session.learner;
+}
+
+export function uuid() {
+  if (crypto.randomUUID) return crypto.randomUUID();
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6] & 15) | 64;
+  b[8] = (b[8] & 63) | 128;
+  const h = [...b].map((x) => x.toString(16).padStart(2, "0")).join("");
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+function readQueue() {
+  try {
+    return JSON.parse(localStorage.getItem(QUEUE_KEY) || "[]");
+  } catch {
+    return [];
+  }
+}
+
+function writeQueue(queue) {
+  localStorage.setItem(QUEUE_KEY, JSON.stringify(queue));
+}
+
+export function pendingEvents() {
+  return readQueue().length;
+}
+
+// Queue one event (id and time fixed now, so a re-send is an identical replay) and try to send.
+export function queueEvent(fields) {
+  const event = { id: uuid(), occurred_at: new Date().toISOString(), data: {}, ...fields };
+  writeQueue([...readQueue(), event]);
+  flush();
+  return event;
+}
+
+// Send queued events in batches; keep them on network errors, 429 and 5xx; drop the ones the
+// server will never accept (422) or already holds differently (409).
+export function flush() {
+  if (!flushing) flushing = sendQueued().finally(() => { flushing = null; });
+  return flushing;
+}
+
+async function sendQueued() {
+  for (;;) {
+    const batch = readQueue().slice(0, BATCH);
+    if (!batch.length) return true;
+    let status;
+    try {
+      const response = await fetch("/api/v1/events", {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { "Content-Type": "application/json", Accept: "application/json" },
+        body: JSON.stringify({ events: batch }),
+      });
+      status = response.status;
+    } catch {
+      return false; // offline: keep everything, try again later
+    }
+    if (status === 401) {
+      await ensureSession().catch(() => null);
+      return false;
+    }
+    if (status === 429 || status >= 500) return false;
+    const sent = new Set(batch.map((e) => e.id));
+    writeQueue(readQueue().filter((e) => !sent.has(e.id)));
+    document.dispatchEvent(new CustomEvent("workbench:events-sent", { detail: { status, count: batch.length } }));
+  }
+}
+
+window.addEventListener("online", () => flush());
+setInterval(() => { if (pendingEvents()) flush(); }, 3000);

@@ -1,0 +1,28 @@
+// The lesson list with the learner's progress in each.
+
+import { ApiError, ensureSession, getJSON } from "../api.js";
+import { el } from "../views/dom.js";
+
+async function init() {
+  const [learner, { lessons }] = await Promise.all([ensureSession(), getJSON("/api/v1/lessons")]);
+  let progress = [];
+  try {
+    progress = (await getJSON(`/api/v1/learners/${encodeURIComponent(learner)}/progress`)).lessons;
+  } catch (error) {
+    if (!(error instanceof ApiError && error.status === 404)) throw error;
+  }
+  const done = new Map(progress.map((p) => [p.lesson, p.completed]));
+  document.getElementById("lessons").replaceChildren(...lessons.map((lesson) => {
+    const count = done.get(lesson.id) || 0;
+    return el("article", { class: "lesson-card" },
+      el("h3", {}, el("a", { href: `/lessons/${lesson.id}`, text: lesson.title })),
+      el("p", { text: lesson.summary }),
+      el("p", { class: "progress-line", dataset: { lesson: lesson.id, completed: String(count) } },
+        `${count} of ${lesson.checkpoints.length} checkpoints done`));
+  }));
+  document.body.dataset.ready = "true";
+}
+
+init().catch((error) => {
+  document.getElementById("lessons").replaceChildren(el("p", { class: "error", text: `Could not load: ${error.message}` }));
+});
