@@ -43,16 +43,32 @@ export function uuid() {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
-function readQueue() {
+// localStorage survives reloads and going offline; where a host page's context denies it
+// (some third-party iframes) the queue lives in memory for the page's lifetime.
+let memoryQueue = [];
+
+function storage() {
   try {
-    return JSON.parse(localStorage.getItem(QUEUE_KEY) || "[]");
+    return window.localStorage;
+  } catch {
+    return null;
+  }
+}
+
+function readQueue() {
+  const store = storage();
+  if (!store) return memoryQueue;
+  try {
+    return JSON.parse(store.getItem(QUEUE_KEY) || "[]");
   } catch {
     return [];
   }
 }
 
 function writeQueue(queue) {
-  localStorage.setItem(QUEUE_KEY, JSON.stringify(queue));
+  const store = storage();
+  if (store) store.setItem(QUEUE_KEY, JSON.stringify(queue));
+  else memoryQueue = queue;
 }
 
 export function pendingEvents() {

@@ -1,0 +1,70 @@
+"""Browser tests: Playwright driving Debian's chromium against a real gunicorn."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from service.db.migrate import upgrade
+
+from ..live import LiveServer
+
+CHROMIUM = os.environ.get("WORKBENCH_TEST_CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+
+pytestmark = pytest.mark.browser
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "tests/browser" in str(item.fspath):
+            item.add_marker(pytest.mark.browser)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"browser tests need Debian's chromium at {CHROMIUM} (apt-get install -y chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    url = f"sqlite:///{tmp_path_factory.mktemp('browser') / 'wb.db'}"
+    upgrade(url)
+    server = LiveServer({"WORKBENCH_DATABASE_URL": url, "WORKBENCH_RATELIMIT_ENABLED": "0"}, workers=2).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def context(browser):
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    yield context
+    context.close()
+
+
+@pytest.fixture
+def page(context, live):
+    page = context.new_page()
+    page.errors = []
+    page.outside = []
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    page.on("request", lambda r: None if r.url.startswith((live.url, "data:", "about:")) else page.outside.append(r.url))
+    yield page
+    assert not page.errors, page.errors
+    assert not page.outside, f"requests left the origin: {page.outside}"
+
+
+def open_page(page, live, path: str):
+    page.goto(live.url + path)
+    page.wait_for_selector("body[data-ready=true]", timeout=15000)
+    return page
