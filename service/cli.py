@@ -138,6 +138,23 @@ def keys_revoke(prefix: str) -> None:
     click.echo(f"revoked {prefix}")
 
 
+@main.command("demo-data")
+@click.option("--learners", default=200, show_default=True, type=click.IntRange(1, 1_000_000))
+@click.option("--seed", default=1, show_default=True, type=int, help="Same seed, same cohort: nothing stored twice.")
+@click.option("--platform", "platform_name", default="demo", show_default=True)
+def demo_data(learners: int, seed: int, platform_name: str) -> None:
+    """Store a synthetic cohort for demos and benchmarks (idempotent per seed)."""
+    from .demo import load
+    from .lessons import load_lessons
+
+    settings = _settings()
+    lessons = load_lessons(settings.content_dir)
+    with click.progressbar(length=learners, label=f"{learners} learners", file=sys.stderr) as bar:
+        counts = load(_database(), lessons, learners, seed=seed, platform=platform_name, progress=bar.update)
+    click.echo(f"platform {platform_name}: {counts['events_created']} events stored, {counts['events_replayed']} "
+               f"already there, {counts['exercise_checks']} exercise checks")
+
+
 @main.group()
 def exercise() -> None:
     """The lesson's exercise."""

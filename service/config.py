@@ -42,6 +42,8 @@ class Settings:
     ratelimit_enabled: bool = True
     sqlite_busy_timeout_ms: int = 5000
     k_anonymity: int = 5
+    activity_base: str = "https://attention-workbench.example/xapi"  # xAPI activity IRIs start here
+    export_settle_seconds: int = 10  # exports stop this far behind now: later commits cannot slip in
     metrics_token: str = ""
     proxy_hops: int = 0
     retain_freed_memory: bool = True  # glibc malloc thresholds, see service/compute/allocator.py

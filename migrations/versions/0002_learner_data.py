@@ -1,4 +1,4 @@
-"""learner data: platforms, keys, events, progress, erasures, exercise checks
+"""Learner data: platforms, keys, events, progress, first visits, erasures, exercise checks, xAPI forwarding.
 
 Revision ID: 0002
 Revises: 0001
@@ -86,6 +86,7 @@ def upgrade() -> None:
         batch_op.create_index('ix_events_platform_learner', ['platform_id', 'learner', 'id'], unique=False)
         batch_op.create_index('ix_events_platform_lesson_kind', ['platform_id', 'lesson', 'event', 'occurred_at'], unique=False)
         batch_op.create_index('ix_events_platform_lesson_learner', ['platform_id', 'lesson', 'learner', 'occurred_at'], unique=False)
+        batch_op.create_index('ix_events_platform_occurred', ['platform_id', 'occurred_at'], unique=False)
         batch_op.create_index('ix_events_platform_stored', ['platform_id', 'stored_at', 'id'], unique=False)
 
     op.create_table('exercise_checks',
@@ -104,17 +105,44 @@ def upgrade() -> None:
     with op.batch_alter_table('exercise_checks', schema=None) as batch_op:
         batch_op.create_index('ix_exercise_checks_platform_diagnosis', ['platform_id', 'diagnosis', 'created_at'], unique=False)
 
+    op.create_table('learner_lessons',
+    sa.Column('id', sa.BigInteger().with_variant(sa.Integer(), 'sqlite'), autoincrement=True, nullable=False),
+    sa.Column('platform_id', sa.Integer(), nullable=False),
+    sa.Column('lesson', sa.String(length=64), nullable=False),
+    sa.Column('learner', sa.String(length=128), nullable=False),
+    sa.Column('first_event_at', sa.DateTime(timezone=True), nullable=False),
+    sa.ForeignKeyConstraint(['platform_id'], ['platforms.id'], name=op.f('fk_learner_lessons_platform_id_platforms'), ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_learner_lessons')),
+    sa.UniqueConstraint('platform_id', 'lesson', 'learner', name=op.f('uq_learner_lessons_platform_id_lesson_learner'))
+    )
+    op.create_table('xapi_forwarding',
+    sa.Column('platform_id', sa.Integer(), nullable=False),
+    sa.Column('endpoint', sa.String(length=512), nullable=False),
+    sa.Column('username', sa.String(length=255), nullable=False),
+    sa.Column('password', sa.String(length=255), nullable=False),
+    sa.Column('last_stored_at', sa.DateTime(timezone=True), nullable=True),
+    sa.Column('last_event_row', sa.BigInteger(), nullable=False),
+    sa.Column('sent', sa.BigInteger(), nullable=False),
+    sa.Column('failures', sa.Integer(), nullable=False),
+    sa.Column('last_error', sa.String(length=1024), nullable=True),
+    sa.Column('next_attempt_at', sa.DateTime(timezone=True), nullable=True),
+    sa.ForeignKeyConstraint(['platform_id'], ['platforms.id'], name=op.f('fk_xapi_forwarding_platform_id_platforms'), ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('platform_id', name=op.f('pk_xapi_forwarding'))
+    )
 
 
 
 def downgrade() -> None:
 
+    op.drop_table('xapi_forwarding')
+    op.drop_table('learner_lessons')
     with op.batch_alter_table('exercise_checks', schema=None) as batch_op:
         batch_op.drop_index('ix_exercise_checks_platform_diagnosis')
 
     op.drop_table('exercise_checks')
     with op.batch_alter_table('events', schema=None) as batch_op:
         batch_op.drop_index('ix_events_platform_stored')
+        batch_op.drop_index('ix_events_platform_occurred')
         batch_op.drop_index('ix_events_platform_lesson_learner')
         batch_op.drop_index('ix_events_platform_lesson_kind')
         batch_op.drop_index('ix_events_platform_learner')

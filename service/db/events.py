@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 
 from ..lessons import Lesson
 from .engine import Database
-from .models import CheckpointProgress, ErasedEvent, Event, ExerciseCheck
+from .models import CheckpointProgress, ErasedEvent, Event, ExerciseCheck, LearnerLesson
 
 RETRYABLE_SQLSTATES = {"40001", "40P01"}  # serialization failure, deadlock detected
 MAX_ATTEMPTS = 4
@@ -102,13 +102,21 @@ def _statements(dialect: str) -> dict[str, Any]:
         set_={"completed_at": case((earlier, upsert.excluded.completed_at), else_=progress.c.completed_at),
               "event_id": case((earlier, upsert.excluded.event_id), else_=progress.c.event_id)},
     )
+    visits = LearnerLesson.__table__
+    first = _insert(dialect, visits)
+    first = first.on_conflict_do_update(
+        index_elements=["platform_id", "lesson", "learner"],
+        set_={"first_event_at": case((first.excluded.first_event_at < visits.c.first_event_at,
+                                      first.excluded.first_event_at), else_=visits.c.first_event_at)},
+    )
     tombstones = (select(ErasedEvent.__table__.c.event_hash)
                   .where(ErasedEvent.__table__.c.platform_id == bindparam("platform_id"),
                          ErasedEvent.__table__.c.event_hash.in_(bindparam("hashes", expanding=True))))
     stored = (select(events.c.event_id, events.c.content_hash)
               .where(events.c.platform_id == bindparam("platform_id"),
                      events.c.event_id.in_(bindparam("ids", expanding=True))))
-    return {"insert_events": insert_events, "upsert_progress": upsert, "tombstones": tombstones, "stored": stored}
+    return {"insert_events": insert_events, "upsert_progress": upsert, "upsert_first_visit": first,
+            "tombstones": tombstones, "stored": stored}
 
 
 def record_events(db: Database, platform_id: int, events: list[NewEvent],
@@ -151,6 +159,14 @@ def _record(conn: Connection, platform_id: int, events: list[NewEvent], lessons:
     result.created = [e.event_id for e in fresh if e.event_id in inserted]
     result.replayed = others
     new = [e for e in fresh if e.event_id in inserted]
+    firsts: dict[tuple[str, str], dt.datetime] = {}
+    for e in new:
+        key = (e.lesson, e.learner)
+        firsts[key] = min(firsts.get(key, e.occurred_at), e.occurred_at)
+    if firsts:
+        conn.execute(sql["upsert_first_visit"], [
+            {"platform_id": platform_id, "lesson": lesson, "learner": learner, "first_event_at": at}
+            for (lesson, learner), at in sorted(firsts.items())])
     completions = _completions(new, lessons)
     if completions:
         conn.execute(sql["upsert_progress"], [
@@ -186,6 +202,8 @@ def erase_learner(db: Database, platform_id: int, learner: str) -> dict[str, int
         if not event_ids and not progress and not checks:
             return None
         session.execute(delete(Event).where(Event.platform_id == platform_id, Event.learner == learner))
+        session.execute(delete(LearnerLesson).where(LearnerLesson.platform_id == platform_id,
+                                                    LearnerLesson.learner == learner))
         if event_ids:
             stones = [{"platform_id": platform_id, "event_hash": tombstone(platform_id, i)} for i in event_ids]
             session.execute(_insert(session.get_bind().dialect.name, ErasedEvent).values(stones)

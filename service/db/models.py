@@ -59,6 +59,7 @@ class Event(Base):
         Index("ix_events_platform_lesson_learner", "platform_id", "lesson", "learner", "occurred_at"),
         Index("ix_events_platform_stored", "platform_id", "stored_at", "id"),
         Index("ix_events_platform_lesson_kind", "platform_id", "lesson", "event", "occurred_at"),
+        Index("ix_events_platform_occurred", "platform_id", "occurred_at"),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
@@ -73,6 +74,36 @@ class Event(Base):
     occurred_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
     stored_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     content_hash: Mapped[str] = mapped_column(String(64))
+
+
+class LearnerLesson(Base):
+    """When a learner first showed up in a lesson (kept on insert, for funnels and durations)."""
+
+    __tablename__ = "learner_lessons"
+    __table_args__ = (UniqueConstraint("platform_id", "lesson", "learner"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"))
+    lesson: Mapped[str] = mapped_column(String(64))
+    learner: Mapped[str] = mapped_column(String(128))
+    first_event_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+
+
+class XapiForwarding(Base):
+    """Where a platform's statements go, and how far forwarding has got (survives restarts)."""
+
+    __tablename__ = "xapi_forwarding"
+
+    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"), primary_key=True)
+    endpoint: Mapped[str] = mapped_column(String(512))
+    username: Mapped[str] = mapped_column(String(255))
+    password: Mapped[str] = mapped_column(String(255))
+    last_stored_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    last_event_row: Mapped[int] = mapped_column(BigInteger, default=0)
+    sent: Mapped[int] = mapped_column(BigInteger, default=0)
+    failures: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(String(1024), nullable=True)
+    next_attempt_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 
 class CheckpointProgress(Base):

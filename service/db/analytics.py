@@ -1,0 +1,138 @@
+"""The analytics queries, in one place; each returns plain rows. Date bucketing and interval
+arithmetic are wrapped per dialect (SQLite has neither date_trunc nor intervals)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+from sqlalchemy import distinct, func, literal_column, select
+from sqlalchemy.engine import Connection
+from sqlalchemy.sql import ColumnElement
+
+from .models import CheckpointProgress, Event, ExerciseCheck, LearnerLesson
+
+BUCKETS = ("hour", "day", "week")
+
+
+def bucket_expr(dialect: str, column, bucket: str) -> ColumnElement:
+    """The start of the bucket holding `column`, as text 'YYYY-MM-DDTHH:MM:SS' (UTC)."""
+    if dialect == "postgresql":
+        return func.to_char(func.date_trunc(bucket, func.timezone("UTC", column)), 'YYYY-MM-DD"T"HH24:MI:SS')
+    if bucket == "hour":
+        return func.strftime("%Y-%m-%dT%H:00:00", column)
+    if bucket == "day":
+        return func.strftime("%Y-%m-%dT00:00:00", column)
+    # Weeks start on Monday, as date_trunc('week') does.
+    return func.strftime("%Y-%m-%dT00:00:00", column, literal_column("'weekday 0'"), literal_column("'-6 days'"))
+
+
+def seconds_between(dialect: str, later, earlier) -> ColumnElement:
+    if dialect == "postgresql":
+        return func.extract("epoch", later - earlier)
+    return (func.julianday(later) - func.julianday(earlier)) * 86400.0
+
+
+def funnel(conn: Connection, platform_id: int, lesson: str, checkpoint_ids: list[str]) -> dict[str, Any]:
+    started = conn.execute(select(func.count()).select_from(LearnerLesson).where(
+        LearnerLesson.platform_id == platform_id, LearnerLesson.lesson == lesson)).scalar_one()
+    counts = dict(conn.execute(select(CheckpointProgress.checkpoint, func.count()).where(
+        CheckpointProgress.platform_id == platform_id, CheckpointProgress.lesson == lesson
+    ).group_by(CheckpointProgress.checkpoint)).all())
+    both: dict[str, int] = {}
+    a, b = CheckpointProgress.__table__.alias("a"), CheckpointProgress.__table__.alias("b")
+    for previous, current in zip(checkpoint_ids, checkpoint_ids[1:], strict=False):
+        both[current] = conn.execute(select(func.count()).select_from(a.join(b, (a.c.learner == b.c.learner) & (
+            a.c.platform_id == b.c.platform_id) & (a.c.lesson == b.c.lesson))).where(
+            a.c.platform_id == platform_id, a.c.lesson == lesson, a.c.checkpoint == previous,
+            b.c.checkpoint == current)).scalar_one()
+    return {"started": started, "completed": {c: counts.get(c, 0) for c in checkpoint_ids}, "after_previous": both}
+
+
+def durations(conn: Connection, platform_id: int, lesson: str) -> dict[str, list[float]]:
+    """Seconds from each learner's first event in the lesson to each checkpoint's completion."""
+    dialect = conn.dialect.name
+    seconds = seconds_between(dialect, CheckpointProgress.completed_at, LearnerLesson.first_event_at)
+    rows = conn.execute(select(CheckpointProgress.checkpoint, seconds).join(LearnerLesson, (
+        LearnerLesson.platform_id == CheckpointProgress.platform_id) & (
+        LearnerLesson.lesson == CheckpointProgress.lesson) & (LearnerLesson.learner == CheckpointProgress.learner)
+    ).where(CheckpointProgress.platform_id == platform_id, CheckpointProgress.lesson == lesson))
+    result: dict[str, list[float]] = defaultdict(list)
+    for checkpoint, value in rows:
+        result[checkpoint].append(max(0.0, float(value)))
+    return result
+
+
+def percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values), q, method="linear"))
+
+
+def timeseries(conn: Connection, platform_id: int, bucket: str, group_by: str, start: dt.datetime | None,
+               end: dt.datetime | None, lesson: str | None) -> list[tuple[str, str | None, int, int]]:
+    key = Event.event if group_by == "event" else Event.checkpoint
+    when = bucket_expr(conn.dialect.name, Event.occurred_at, bucket).label("bucket")
+    query = select(when, key.label("key"), func.count(), func.count(distinct(Event.learner))).where(
+        Event.platform_id == platform_id)
+    if start is not None:
+        query = query.where(Event.occurred_at >= start)
+    if end is not None:
+        query = query.where(Event.occurred_at < end)
+    if lesson is not None:
+        query = query.where(Event.lesson == lesson)
+    query = query.group_by(when, key).order_by(when, key)
+    return [tuple(row) for row in conn.execute(query)]
+
+
+def parameters(conn: Connection, platform_id: int, lesson: str) -> list[tuple[str, int, int]]:
+    parameter = Event.data["parameter"].as_string()
+    return [tuple(r) for r in conn.execute(select(parameter, func.count(), func.count(distinct(Event.learner))).where(
+        Event.platform_id == platform_id, Event.lesson == lesson, Event.event == "parameter-changed"
+    ).group_by(parameter).order_by(func.count().desc()))]
+
+
+def token_cells(conn: Connection, platform_id: int, lesson: str) -> list[tuple[int, int, int]]:
+    token, dim = Event.data["token"].as_integer(), Event.data["dimension"].as_integer()
+    return [tuple(r) for r in conn.execute(select(token, dim, func.count()).where(
+        Event.platform_id == platform_id, Event.lesson == lesson, Event.event == "parameter-changed",
+        Event.data["parameter"].as_string() == "token").group_by(token, dim).order_by(token, dim))]
+
+
+def mistakes(conn: Connection, platform_id: int, lesson: str) -> dict[str, tuple[int, int]]:
+    """mistake id -> (checks showing it, distinct learners)."""
+    rows = conn.execute(select(ExerciseCheck.diagnosis, ExerciseCheck.learner).where(
+        ExerciseCheck.platform_id == platform_id, ExerciseCheck.lesson == lesson,
+        ExerciseCheck.diagnosis.is_not(None)))
+    checks: dict[str, int] = defaultdict(int)
+    learners: dict[str, set] = defaultdict(set)
+    for diagnosis, learner in rows:
+        for mistake in diagnosis.split(","):
+            checks[mistake] += 1
+            learners[mistake].add(learner)
+    return {m: (checks[m], len(learners[m])) for m in checks}
+
+
+def learners_page(conn: Connection, platform_id: int, lesson: str, after: str, limit: int) -> list[dict[str, Any]]:
+    visits = conn.execute(select(LearnerLesson.learner, LearnerLesson.first_event_at).where(
+        LearnerLesson.platform_id == platform_id, LearnerLesson.lesson == lesson, LearnerLesson.learner > after
+    ).order_by(LearnerLesson.learner).limit(limit)).all()
+    if not visits:
+        return []
+    done = defaultdict(dict)
+    for learner, checkpoint, at in conn.execute(select(
+            CheckpointProgress.learner, CheckpointProgress.checkpoint, CheckpointProgress.completed_at).where(
+            CheckpointProgress.platform_id == platform_id, CheckpointProgress.lesson == lesson,
+            CheckpointProgress.learner.in_([v[0] for v in visits]))):
+        done[learner][checkpoint] = at
+    return [{"learner": learner, "started_at": first, "completed": done[learner]} for learner, first in visits]
+
+
+def export_page(conn: Connection, platform_id: int, after: tuple[dt.datetime, int] | None,
+                through: dt.datetime, limit: int) -> list[Any]:
+    """Events in (stored_at, id) order after the cursor, up to `through`: rows, not ORM objects."""
+    query = select(Event.__table__).where(Event.platform_id == platform_id, Event.stored_at <= through)
+    if after is not None:
+        stored, row = after
+        query = query.where((Event.stored_at > stored) | ((Event.stored_at == stored) & (Event.id > row)))
+    return list(conn.execute(query.order_by(Event.stored_at, Event.id).limit(limit)))

@@ -1,0 +1,129 @@
+"""A realistic synthetic cohort: drop-off along the funnel, varied timings, workbench changes,
+exercise mistakes. Deterministic per seed (event ids are UUIDv5 of seed and learner), so
+running it again stores nothing twice."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import uuid
+from collections.abc import Callable, Iterator
+
+from sqlalchemy import select
+
+from .compute.diagnose import MISTAKES
+from .db import Database
+from .db.events import NewEvent, record_events
+from .db.models import ExerciseCheck
+from .db.platforms import ensure_platform
+from .lessons import Lesson
+
+LESSON = "multi-head-attention"
+NAMESPACE = uuid.UUID("6f1c1c2e-5b0e-4f55-9d7e-3f0b2a9c4d11")
+PARAMETERS = [("token", 0.62), ("causal", 0.18), ("reuse_first_slice", 0.14), ("failure_mode", 0.06)]
+COMMON_MISTAKES = ["interleaved_split", "no_scaling", "mask_after_softmax", "reuse_first_slice",
+                   "scale_by_d_model", "swapped_head_order", "no_mask", "diagonal_masked"]
+
+
+def cohort(learners: int, seed: int, now: dt.datetime) -> Iterator[tuple[str, list[NewEvent], list[dict]]]:
+    """(learner, their events, their exercise checks) for each synthetic learner."""
+    rng = random.Random(seed)
+    for n in range(learners):
+        learner = f"demo-{seed}-{n:06d}"
+        ids = (str(uuid.uuid5(NAMESPACE, f"{seed}/{learner}/{i}")) for i in range(10_000))
+        t = now - dt.timedelta(days=rng.uniform(0.05, 14))
+        events: list[NewEvent] = []
+        checks: list[dict] = []
+
+        def add(event: str, checkpoint: str | None, data: dict, minutes: float, instance: str | None = None) -> None:
+            nonlocal t
+            t = min(now - dt.timedelta(seconds=1), t + dt.timedelta(minutes=minutes))
+            events.append(NewEvent(next(ids), learner, LESSON, checkpoint, event, instance, data, t))
+
+        add("started", None, {}, 0)
+        if rng.random() < 0.9:
+            add("completed", "predict", {"text": rng.choice(["2 wide; slice 1 is lost", "each head gets 2 features",
+                                                             "width 2, the last two features vanish"])},
+                rng.lognormvariate(1.0, 0.6))
+            if rng.random() < 0.82:
+                for _ in range(rng.randint(1, 14)):
+                    parameter = rng.choices([p for p, _ in PARAMETERS], [w for _, w in PARAMETERS])[0]
+                    data = {"parameter": parameter}
+                    if parameter == "token":
+                        data.update(token=rng.randint(1, 3), dimension=rng.randint(1, 4),
+                                    value=round(rng.uniform(-2, 2), 1))
+                    elif parameter == "failure_mode":
+                        data["value"] = rng.choice(list(MISTAKES)[:6])
+                    else:
+                        data["value"] = rng.random() < 0.5
+                    add("parameter-changed", "experiment", data, rng.lognormvariate(-0.5, 0.8), "multi-head-workbench")
+                if rng.random() < 0.7:
+                    for _ in range(rng.choice([0, 1, 1, 2, 3])):
+                        mistakes = rng.choice([["interleaved_split", "no_scaling", "mask_after_softmax"],
+                                               [rng.choice(COMMON_MISTAKES)], [rng.choice(COMMON_MISTAKES)]])
+                        add("attempted", "implement", {"tests": {"passed": rng.randint(2, 6), "failed": len(mistakes)}},
+                            rng.lognormvariate(2.0, 0.7))
+                        checks.append({"diagnosis": ",".join(mistakes), "correct": False, "at": t})
+                    if rng.random() < 0.75:
+                        add("completed", "implement", {"tests": {"passed": 9, "failed": 0}}, rng.lognormvariate(2.3, 0.6))
+                        checks.append({"diagnosis": None, "correct": True, "at": t})
+                        if rng.random() < 0.72:
+                            add("completed", "explain", {"text": "only head 2 changed; swapped order breaks W_O"},
+                                rng.lognormvariate(1.2, 0.7))
+        yield learner, events, checks
+
+
+def load(db: Database, lessons: dict[str, Lesson], learners: int, seed: int = 1, platform: str = "demo",
+         batch: int = 500, progress: Callable[[int], None] | None = None) -> dict[str, int]:
+    """Store the cohort; returns counts of new events, replays and checks."""
+    with db.write() as session:
+        platform_id = ensure_platform(session, platform).id
+    now = _anchor(db, platform_id, seed) or dt.datetime.now(dt.UTC)
+    created = replayed = checks = 0
+    pending: list[NewEvent] = []
+    pending_checks: list[tuple[str, list[dict]]] = []
+
+    def flush() -> None:
+        nonlocal created, replayed, checks
+        if not pending:
+            return
+        result = record_events(db, platform_id, pending, lessons)
+        created += len(result.created)
+        replayed += len(result.replayed)
+        fresh = set(result.created)
+        with db.write() as session:
+            for learner, items in pending_checks:
+                if not items or not any(e.learner == learner and e.event_id in fresh for e in pending):
+                    continue  # this learner was stored before: their checks are too
+                for item in items:
+                    session.add(ExerciseCheck(platform_id=platform_id, learner=learner, lesson=LESSON,
+                                              case={"tokens": "demo"}, correct=item["correct"],
+                                              max_abs_error=0.0 if item["correct"] else 0.3,
+                                              diagnosis=item["diagnosis"], created_at=item["at"]))
+                    checks += 1
+        pending.clear()
+        pending_checks.clear()
+
+    for learner, events, learner_checks in cohort(learners, seed, now):
+        pending.extend(events)
+        pending_checks.append((learner, learner_checks))
+        if len(pending) >= batch:
+            flush()
+        if progress:
+            progress(1)
+    flush()
+    return {"events_created": created, "events_replayed": replayed, "exercise_checks": checks}
+
+
+def _anchor(db: Database, platform_id: int, seed: int) -> dt.datetime | None:
+    """The `now` of this seed's first run, recovered from its first learner's first event:
+    the same seed then rebuilds the same events, which are all replays."""
+    from .db.models import Event
+
+    first_id = str(uuid.uuid5(NAMESPACE, f"{seed}/demo-{seed}-000000/0"))
+    with db.session() as session:
+        first = session.scalar(select(Event.occurred_at).where(Event.platform_id == platform_id,
+                                                               Event.event_id == first_id))
+    if first is None:
+        return None
+    return first + dt.timedelta(days=random.Random(seed).uniform(0.05, 14))

@@ -1,0 +1,102 @@
+"""Progress events as xAPI 1.0.3 statements (this service is a Learning Record Provider).
+
+statement id = event id; actor = an account {platform home page, learner id}; verbs from the
+ADL vocabulary; object = the checkpoint (or lesson) as an activity IRI; the lesson is the
+parent context; timestamps in UTC with milliseconds.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from .lessons import Lesson
+
+VERSION = "1.0.3"
+ADL = "http://adlnet.gov/expapi/verbs/"
+VERBS = {
+    "answered": ADL + "answered",
+    "responded": ADL + "responded",
+    "interacted": ADL + "interacted",
+    "attempted": ADL + "attempted",
+    "passed": ADL + "passed",
+    "failed": ADL + "failed",
+}
+ACTIVITY_TYPES = {
+    "lesson": "http://adlnet.gov/expapi/activities/lesson",
+    "interaction": "http://adlnet.gov/expapi/activities/interaction",
+    "assessment": "http://adlnet.gov/expapi/activities/assessment",
+}
+EXTENSION = "https://attention-workbench.example/xapi/extensions/"
+
+
+def verb_for(event: str, checkpoint: str | None, data: dict[str, Any], requires: str | None) -> str:
+    if event == "parameter-changed":
+        return "interacted"
+    if event == "completed":
+        if requires == "passing-tests":
+            return "passed"
+        return "answered" if checkpoint == "predict" else "responded"
+    if event == "attempted" and isinstance(data.get("tests"), dict) and data["tests"].get("failed"):
+        return "failed"
+    return "attempted"
+
+
+def timestamp(value: dt.datetime) -> str:
+    return value.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def activity_id(base: str, lesson: str, checkpoint: str | None = None) -> str:
+    lesson_iri = f"{base.rstrip('/')}/lessons/{lesson}"
+    return f"{lesson_iri}/checkpoints/{checkpoint}" if checkpoint else lesson_iri
+
+
+def statement(row: Any, home_page: str, base: str, lessons: dict[str, Lesson]) -> dict[str, Any]:
+    """`row` has event_id, learner, lesson, checkpoint, event, instance_id, data, occurred_at."""
+    lesson = lessons.get(row.lesson)
+    checkpoint = lesson.checkpoint(row.checkpoint) if (lesson and row.checkpoint) else None
+    data = row.data or {}
+    verb = verb_for(row.event, row.checkpoint, data, checkpoint.requires if checkpoint else None)
+    kind = "interaction" if row.event == "parameter-changed" else (
+        "assessment" if checkpoint is not None and checkpoint.requires == "passing-tests" else "interaction")
+    target = {
+        "objectType": "Activity",
+        "id": activity_id(base, row.lesson, row.checkpoint),
+        "definition": {
+            "name": {"en-US": checkpoint.title if checkpoint else (lesson.title if lesson else row.lesson)},
+            "type": ACTIVITY_TYPES[kind] if row.checkpoint else ACTIVITY_TYPES["lesson"],
+        },
+    }
+    result: dict[str, Any] = {}
+    if isinstance(data.get("text"), str):
+        result["response"] = data["text"][:4096]
+    tests = data.get("tests")
+    if isinstance(tests, dict) and isinstance(tests.get("passed"), int) and isinstance(tests.get("failed"), int):
+        total = tests["passed"] + tests["failed"]
+        result["success"] = tests["failed"] == 0 and tests["passed"] > 0
+        result["completion"] = row.event == "completed"
+        if total:
+            result["score"] = {"raw": tests["passed"], "min": 0, "max": total, "scaled": round(tests["passed"] / total, 4)}
+    elif row.event == "completed":
+        result["completion"] = True
+    extensions = {EXTENSION + k: v for k, v in data.items() if k not in ("text", "tests")}
+    if extensions:
+        result["extensions"] = extensions
+    context: dict[str, Any] = {"platform": "attention-workbench", "language": "en-US"}
+    if row.checkpoint:
+        context["contextActivities"] = {"parent": [{"objectType": "Activity", "id": activity_id(base, row.lesson),
+                                                    "definition": {"type": ACTIVITY_TYPES["lesson"]}}]}
+    if row.instance_id:
+        context["extensions"] = {EXTENSION + "instance_id": row.instance_id}
+    body = {
+        "id": row.event_id,
+        "actor": {"objectType": "Agent", "account": {"homePage": home_page, "name": row.learner}},
+        "verb": {"id": VERBS[verb], "display": {"en-US": verb}},
+        "object": target,
+        "context": context,
+        "timestamp": timestamp(row.occurred_at),
+        "version": VERSION,
+    }
+    if result:
+        body["result"] = result
+    return body
