@@ -155,6 +155,64 @@ def demo_data(learners: int, seed: int, platform_name: str) -> None:
                f"already there, {counts['exercise_checks']} exercise checks")
 
 
+@main.group("xapi")
+def xapi_group() -> None:
+    """Forward platforms' statements to their own LRS."""
+
+
+@xapi_group.command("configure")
+@click.option("--platform", "platform_name", required=True)
+@click.option("--endpoint", required=True, help="The LRS's xAPI base, e.g. https://lrs.example.org/xAPI/")
+@click.option("--username", required=True)
+@click.option("--password", required=True, prompt=True, hide_input=True)
+def xapi_configure(platform_name: str, endpoint: str, username: str, password: str) -> None:
+    """Set where a platform's statements are forwarded (Basic auth)."""
+    from .xapi_forward import configure
+
+    try:
+        configure(_database(), platform_name, endpoint, username, password)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"platform {platform_name}: statements go to {endpoint}")
+
+
+@xapi_group.command("forward")
+@click.option("--loop", is_flag=True, help="Keep forwarding (production); otherwise one pass.")
+@click.option("--interval", default=30.0, show_default=True, help="Seconds between passes with --loop.")
+@click.option("--batch", default=100, show_default=True)
+def xapi_forward(loop: bool, interval: float, batch: int) -> None:
+    """Send every platform's new statements to its LRS."""
+    import time
+
+    from .lessons import load_lessons
+    from .xapi_forward import forward_once
+
+    settings = _settings()
+    db = _database()
+    lessons = load_lessons(settings.content_dir)
+    while True:
+        report = forward_once(db, lessons, settings.activity_base, batch=batch,
+                              settle_seconds=settings.export_settle_seconds)
+        for platform, outcome in sorted(report.items()):
+            click.echo(f"{platform}: sent {outcome.get('sent', 0)}"
+                       + (f", error: {outcome['error']}" if outcome.get("error") else "")
+                       + (f", waiting until {outcome['waiting_until']}" if outcome.get("waiting_until") else ""))
+        if not loop:
+            if any(o.get("error") for o in report.values()):
+                sys.exit(1)
+            return
+        time.sleep(interval)
+
+
+@xapi_group.command("status")
+def xapi_status() -> None:
+    """Statements waiting to be forwarded, per platform."""
+    from .xapi_forward import backlog
+
+    for platform, count in sorted(backlog(_database()).items()):
+        click.echo(f"{platform}: {count} waiting")
+
+
 @main.group()
 def exercise() -> None:
     """The lesson's exercise."""

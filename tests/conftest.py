@@ -71,7 +71,7 @@ def _truncate_postgres(url: str) -> None:
 
 @pytest.fixture
 def app_config(database_url) -> dict:
-    return {"env": "testing", "database_url": database_url, "ratelimit_enabled": False}
+    return {"env": "testing", "database_url": database_url, "ratelimit_enabled": False, "export_settle_seconds": 0}
 
 
 @pytest.fixture

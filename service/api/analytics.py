@@ -80,7 +80,7 @@ class Funnel(MethodView):
         steps, previous = [], raw["started"]
         for i, cp in enumerate(lesson.checkpoints):
             count = raw["completed"][cp.id]
-            went_on = raw["started"] if i == 0 else raw["after_previous"][cp.id]
+            went_on = count if i == 0 else raw["after_previous"][cp.id]
             base = previous if i == 0 else raw["completed"][ids[i - 1]]
             shown = _kept(count, count)
             share = (went_on / base) if (shown is not None and base >= _k() and base) else None

@@ -12,9 +12,20 @@ export function viridis(value) {
   return STOPS[i].map((c, k) => Math.round(c + (STOPS[i + 1][k] - c) * t));
 }
 
+// WCAG relative luminance; the text colour is whichever of near-black and white contrasts more.
+function luminance(rgb) {
+  const [r, g, b] = rgb.map((c) => {
+    const s = c / 255;
+    return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
+  });
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+}
+
 export function paint(cell, value) {
-  const [r, g, b] = viridis(value);
-  cell.style.backgroundColor = `rgb(${r}, ${g}, ${b})`;
-  const luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b;
-  cell.style.color = luminance > 140 ? "#111" : "#fff";
+  const rgb = viridis(value);
+  cell.style.backgroundColor = `rgb(${rgb.join(", ")})`;
+  const bg = luminance(rgb);
+  const onDark = (1.05) / (bg + 0.05);
+  const onLight = (bg + 0.05) / 0.05; // against black
+  cell.style.color = onLight >= onDark ? "#000" : "#fff";
 }

@@ -1,0 +1,62 @@
+// The instructor dashboard: funnel, events over time, parameters changed, mistakes.
+
+import { getJSON } from "../api.js";
+import { barChart } from "../views/bars.js";
+import { el } from "../views/dom.js";
+
+const KEY = "workbench.analyticsKey";
+const LESSON = "multi-head-attention";
+const $ = (id) => document.getElementById(id);
+const pct = (x) => (x === null || x === undefined ? "" : `${Math.round(x * 100)}% of the previous step`);
+
+async function show(key) {
+  const headers = { Authorization: `Bearer ${key}` };
+  const base = "/api/v1/analytics";
+  $("status").textContent = "Loading…";
+  const [funnel, series, parameters, mistakes, durations] = await Promise.all([
+    getJSON(`${base}/lessons/${LESSON}/funnel`, headers),
+    getJSON(`${base}/events/timeseries?bucket=day&group_by=event&lesson=${LESSON}`, headers),
+    getJSON(`${base}/lessons/${LESSON}/parameters`, headers),
+    getJSON(`${base}/lessons/${LESSON}/mistakes`, headers),
+    getJSON(`${base}/lessons/${LESSON}/durations`, headers),
+  ]);
+  const perDay = new Map();
+  for (const row of series.rows) perDay.set(row.bucket.slice(0, 10), (perDay.get(row.bucket.slice(0, 10)) || 0) + (row.events || 0));
+  const minutes = (s) => (s === null ? null : Math.round(s / 6) / 10);
+  $("charts").replaceChildren(
+    barChart({ id: "funnel", title: "Learners per checkpoint", valueLabel: "learners",
+      rows: [{ label: "started", value: funnel.started }, ...funnel.steps.map((s) => ({ label: s.title, value: s.learners, note: pct(s.share_of_previous) }))] }),
+    barChart({ id: "durations", title: "Median minutes to complete (from first event)", valueLabel: "minutes",
+      rows: durations.checkpoints.map((c) => ({ label: c.checkpoint, value: minutes(c.median_seconds), note: c.p90_seconds === null ? "" : `p90 ${minutes(c.p90_seconds)} min` })) }),
+    barChart({ id: "timeseries", title: "Events per day", valueLabel: "events",
+      rows: [...perDay.entries()].slice(-14).map(([day, n]) => ({ label: day, value: n })) }),
+    barChart({ id: "parameters", title: "Workbench parameters changed", valueLabel: "changes",
+      rows: parameters.parameters.map((p) => ({ label: p.description, value: p.times, note: p.learners === null ? "" : `${p.learners} learners` })) }),
+    barChart({ id: "mistakes", title: "Mistakes found by the exercise checker", valueLabel: "checks",
+      rows: mistakes.mistakes.map((m) => ({ label: m.id, value: m.times, note: m.learners === null ? "" : `${m.learners} learners` })) }),
+    el("p", { class: "note", text: `Groups of fewer than ${funnel.k} learners are suppressed.` }),
+  );
+  $("status").textContent = "";
+}
+
+function init() {
+  const stored = sessionStorage.getItem(KEY);
+  $("key-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const key = $("api-key").value.trim();
+    sessionStorage.setItem(KEY, key);
+    show(key).catch((error) => { $("status").textContent = `Could not load analytics: ${error.message}`; });
+  });
+  $("forget").addEventListener("click", () => {
+    sessionStorage.removeItem(KEY);
+    $("api-key").value = "";
+    $("charts").replaceChildren();
+  });
+  if (stored) {
+    $("api-key").value = stored;
+    show(stored).catch((error) => { $("status").textContent = `Could not load analytics: ${error.message}`; });
+  }
+  document.body.dataset.ready = "true";
+}
+
+init();

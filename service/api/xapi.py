@@ -1,0 +1,150 @@
+"""xAPI 1.0.3 views of a platform's events: `GET /xapi/statements`, `GET /xapi/about`.
+
+This service is a Learning Record Provider: it serves its own statements and forwards them to
+the platform's LRS; it does not accept statements.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import urllib.parse
+
+import orjson
+from flask import current_app, request, url_for
+from flask.views import MethodView
+from marshmallow import Schema, ValidationError, fields, validate
+from sqlalchemy import select
+
+from .. import xapi
+from ..db.models import Event, Platform
+from .analytics import _decode, _encode
+from .auth import current_principal
+from .core import Blueprint
+from .problems import Problem
+
+blp = Blueprint("xapi", __name__, url_prefix="/api/v1/xapi",
+                description="The platform's events as xAPI 1.0.3 statements.")
+HEADER = "X-Experience-API-Version"
+
+
+def _require_version() -> None:
+    version = request.headers.get(HEADER)
+    if version is None:
+        raise Problem(400, f"xAPI requests carry the {HEADER} header (1.0.x)", errors={HEADER: ["required"]},
+                      headers={HEADER: xapi.VERSION}, slug="xapi-version")
+    if not version.startswith("1.0"):
+        raise Problem(400, f"unsupported xAPI version {version!r}; this service speaks {xapi.VERSION}",
+                      errors={HEADER: ["unsupported"]}, headers={HEADER: xapi.VERSION}, slug="xapi-version")
+
+
+class AgentField(fields.Field):
+    def _deserialize(self, value, attr, data, **kwargs):
+        try:
+            agent = orjson.loads(value)
+            account = agent["account"]
+            return str(account["homePage"]), str(account["name"])
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            raise ValidationError('must be a JSON agent with an account: {"account": {"homePage": ..., "name": ...}}') from None
+
+
+class StatementsArgs(Schema):
+    agent = AgentField(load_default=None)
+    verb = fields.String(load_default=None, validate=validate.Length(max=512))
+    activity = fields.String(load_default=None, validate=validate.Length(max=512))
+    since = fields.AwareDateTime(load_default=None)
+    until = fields.AwareDateTime(load_default=None)
+    limit = fields.Integer(load_default=100, validate=validate.Range(0, 1000))
+    ascending = fields.Boolean(load_default=False)
+    cursor = fields.String(load_default=None, validate=validate.Length(max=512))
+
+
+class StatementResultSchema(Schema):
+    statements = fields.List(fields.Dict())
+    more = fields.String(metadata={"description": "IRL of the next page, empty at the end"})
+
+
+class AboutSchema(Schema):
+    version = fields.List(fields.String())
+    extensions = fields.Dict()
+
+
+@blp.route("/about")
+class About(MethodView):
+    @blp.response(200, AboutSchema)
+    def get(self):
+        """The xAPI versions this provider speaks"""
+        return current_app.response_class(orjson.dumps({"version": [xapi.VERSION], "extensions": {
+            "https://attention-workbench.example/xapi/extensions/role": "learning record provider"}}),
+            mimetype="application/json", headers={HEADER: xapi.VERSION})
+
+
+@blp.route("/statements")
+class Statements(MethodView):
+    @blp.arguments(StatementsArgs(), location="query")
+    @blp.response(200, StatementResultSchema)
+    @blp.problems(400, 401, 403, 422, 429, 503)
+    def get(self, args):
+        """The platform's events as xAPI statements (Bearer or Basic auth with the platform's key)"""
+        _require_version()
+        principal = current_principal("analytics:read", allow_web=False, allow_basic=True)
+        lessons = current_app.extensions["lessons"]
+        settings = current_app.extensions["settings"]
+        db = current_app.extensions["db"]
+        with db.engine.connect() as conn:
+            home_page = conn.execute(select(Platform.home_page).where(Platform.id == principal.platform_id)).scalar_one()
+            query = select(Event.__table__).where(Event.platform_id == principal.platform_id)
+            if args["agent"] is not None:
+                page, learner = args["agent"]
+                if page != home_page:
+                    return self._empty()
+                query = query.where(Event.learner == learner)
+            if args["since"] is not None:
+                query = query.where(Event.stored_at > args["since"])
+            if args["until"] is not None:
+                query = query.where(Event.stored_at <= args["until"])
+            if args["activity"] is not None:
+                lesson, checkpoint = _parse_activity(args["activity"], settings.activity_base)
+                query = query.where(Event.lesson == lesson)
+                if checkpoint is not None:
+                    query = query.where(Event.checkpoint == checkpoint)
+            after = int(_decode(args["cursor"])) if args["cursor"] else None
+            if after is not None:
+                query = query.where(Event.id > after if args["ascending"] else Event.id < after)
+            order = Event.id.asc() if args["ascending"] else Event.id.desc()
+            limit = args["limit"] or 1000
+            # The verb is computed, not stored: filter after mapping, reading until the page is full.
+            statements, last_id, exhausted = [], None, False
+            while len(statements) < limit and not exhausted:
+                rows = conn.execute(query.order_by(order).limit(limit * 2)).all()
+                exhausted = len(rows) < limit * 2
+                for row in rows:
+                    last_id = row.id
+                    body = xapi.statement(row, home_page, settings.activity_base, lessons)
+                    if args["verb"] is None or body["verb"]["id"] == args["verb"]:
+                        statements.append(body)
+                        if len(statements) == limit:
+                            exhausted = exhausted and row is rows[-1]
+                            break
+                if rows:
+                    query = query.where(Event.id > last_id if args["ascending"] else Event.id < last_id)
+        more = ""
+        if not exhausted and last_id is not None:
+            params = {k: v for k, v in request.args.items() if k != "cursor"}
+            params["cursor"] = _encode(str(last_id))
+            more = url_for("xapi.Statements", _external=False) + "?" + urllib.parse.urlencode(params)
+        consistent = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return current_app.response_class(orjson.dumps({"statements": statements, "more": more}),
+                                          mimetype="application/json",
+                                          headers={HEADER: xapi.VERSION, "X-Experience-API-Consistent-Through": consistent})
+
+    def _empty(self):
+        return current_app.response_class(orjson.dumps({"statements": [], "more": ""}), mimetype="application/json",
+                                          headers={HEADER: xapi.VERSION})
+
+
+def _parse_activity(iri: str, base: str) -> tuple[str, str | None]:
+    prefix = base.rstrip("/") + "/lessons/"
+    if not iri.startswith(prefix):
+        raise Problem(400, f"activity IRIs of this provider start with {prefix}", errors={"activity": ["unknown"]})
+    lesson, _, rest = iri[len(prefix):].partition("/checkpoints/")
+    return lesson, (rest or None)

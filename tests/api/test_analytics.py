@@ -1,0 +1,225 @@
+"""Analytics on a constructed cohort: exact numbers, suppression, tenancy, scopes, exports."""
+
+import csv
+import datetime as dt
+import io
+import threading
+
+import orjson
+import pytest
+
+from service.app import create_app
+
+from .helpers import LESSON, event
+
+pytestmark = pytest.mark.databases
+T0 = dt.datetime(2026, 11, 20, 10, 0, tzinfo=dt.UTC)
+A = "/api/v1/analytics"
+
+
+def at(minutes: float) -> str:
+    return (T0 + dt.timedelta(minutes=minutes)).isoformat()
+
+
+def completed(learner, checkpoint, minutes, **data):
+    payload = data or ({"tests": {"passed": 4, "failed": 0}} if checkpoint == "implement" else {"text": "x"})
+    return event(learner, checkpoint=checkpoint, event="completed", instance_id=None, data=payload,
+                 occurred_at=at(minutes))
+
+
+def build_cohort(client, headers):
+    """7 learners start; 6 predict; 5 experiment; L1-L4 and L6 implement; L1-L4 and L6 explain."""
+    events = []
+    for i in range(1, 8):
+        start = i * 60  # learner i starts at T0 + i hours
+        name = f"L{i}"
+        events.append(event(name, checkpoint=None, event="started", instance_id=None, data={}, occurred_at=at(start)))
+        if i <= 6:
+            events.append(completed(name, "predict", start + 2))
+        if i <= 5:
+            events.append(event(name, data={"parameter": "token", "token": 1, "dimension": 3, "value": 0.5},
+                                occurred_at=at(start + 5)))
+        if i <= 2:
+            events.append(event(name, data={"parameter": "causal", "value": False}, occurred_at=at(start + 6)))
+        if i in (1, 2, 3, 4, 6):
+            events.append(completed(name, "implement", start + 10 + i))
+            events.append(completed(name, "explain", start + 30))
+    response = client.post("/api/v1/events", json={"events": events}, headers=headers)
+    assert response.status_code == 201, response.json
+    return events
+
+
+@pytest.fixture
+def cohort(client, acme):
+    return build_cohort(client, acme)
+
+
+@pytest.fixture
+def analyst(make_key, cohort):
+    return make_key("acme", "analytics:read")
+
+
+def test_funnel_counts_and_shares(client, analyst):
+    body = client.get(f"{A}/lessons/{LESSON}/funnel", headers=analyst).json
+    assert body["started"] == 7 and body["k"] == 5
+    steps = {s["checkpoint"]: s for s in body["steps"]}
+    assert [s["checkpoint"] for s in body["steps"]] == ["predict", "experiment", "implement", "explain"]
+    assert [steps[c]["learners"] for c in ("predict", "experiment", "implement", "explain")] == [6, 5, 5, 5]
+    assert steps["predict"]["share_of_previous"] == round(6 / 7, 4)
+    assert steps["experiment"]["share_of_previous"] == round(5 / 6, 4)
+    assert steps["implement"]["share_of_previous"] == round(4 / 5, 4)  # L5 experimented but did not implement
+    assert steps["explain"]["share_of_previous"] == 1.0
+
+
+def test_durations_median_and_p90(client, analyst):
+    body = client.get(f"{A}/lessons/{LESSON}/durations", headers=analyst).json
+    rows = {r["checkpoint"]: r for r in body["checkpoints"]}
+    assert rows["predict"]["median_seconds"] == 120 and rows["predict"]["p90_seconds"] == 120
+    assert rows["experiment"]["median_seconds"] == 300
+    # implement took 11, 12, 13, 14 and 16 minutes: median 13 min; p90 (linear) 14 + 0.6 * 2 = 15.2 min.
+    assert rows["implement"]["median_seconds"] == pytest.approx(780)
+    assert rows["implement"]["p90_seconds"] == pytest.approx(912)
+    assert rows["implement"]["learners"] == 5
+
+
+def test_timeseries_by_day_and_event(client, analyst):
+    body = client.get(f"{A}/events/timeseries?bucket=day&group_by=event", headers=analyst).json
+    rows = {(r["bucket"], r["key"]): r for r in body["rows"]}
+    day = "2026-11-20T00:00:00Z"
+    assert rows[(day, "started")]["events"] == 7 and rows[(day, "started")]["learners"] == 7
+    assert rows[(day, "completed")]["events"] == 6 + 5 + 5 and rows[(day, "completed")]["learners"] == 6
+    assert rows[(day, "parameter-changed")]["events"] == 7 and rows[(day, "parameter-changed")]["learners"] == 5
+
+
+def test_timeseries_by_hour_respects_from_and_to(client, analyst):
+    query = "bucket=hour&group_by=checkpoint&from=2026-11-20T11:00:00Z&to=2026-11-20T13:00:00Z"
+    body = client.get(f"{A}/events/timeseries?{query}", headers=analyst).json
+    assert {r["bucket"] for r in body["rows"]} <= {"2026-11-20T11:00:00Z", "2026-11-20T12:00:00Z"}
+    assert all(r["suppressed"] for r in body["rows"])  # one or two learners an hour: below k
+
+
+def test_week_buckets_start_on_monday(client, analyst):
+    body = client.get(f"{A}/events/timeseries?bucket=week", headers=analyst).json
+    assert {r["bucket"] for r in body["rows"]} == {"2026-11-16T00:00:00Z"}  # Friday the 20th -> Monday the 16th
+
+
+def test_parameters_and_suppression_of_small_groups(client, analyst):
+    body = client.get(f"{A}/lessons/{LESSON}/parameters", headers=analyst).json
+    rows = {r["id"]: r for r in body["parameters"]}
+    assert (rows["token"]["times"], rows["token"]["learners"], rows["token"]["suppressed"]) == (5, 5, False)
+    assert rows["causal"]["suppressed"] is True and rows["causal"]["times"] is None  # 2 learners < k
+    assert body["token_cells"] == [{"token": 1, "dimension": 3, "times": 5}]
+
+
+def test_mistakes_from_exercise_checks(client, acme, analyst):
+    from service.compute import multi_head_attention
+
+    tokens = [[1.0, 0.5, -0.5, 1.0], [0.2, 1.0, 1.5, -0.3], [-1.0, 0.3, 0.8, 0.6]]
+    for learner, mode in [(f"L{i}", "no_scaling") for i in range(1, 6)] + [("L6", "interleaved_split")]:
+        trace = multi_head_attention(tokens, 2, failure_mode=mode)
+        client.post("/api/v1/exercises/multi-head-attention/check", headers=acme, json={
+            "case": {"tokens": tokens, "heads": 2}, "output": {"weights": trace.weights.tolist()},
+            "learner": learner})
+    body = client.get(f"{A}/lessons/{LESSON}/mistakes", headers=analyst).json
+    rows = {r["id"]: r for r in body["mistakes"]}
+    assert (rows["no_scaling"]["times"], rows["no_scaling"]["learners"]) == (5, 5)
+    assert rows["interleaved_split"]["suppressed"] is True
+
+
+def test_a_larger_k_suppresses_everything(app_config, cohort, client, analyst):
+    strict = create_app({**app_config, "k_anonymity": 10}).test_client()
+    body = strict.get(f"{A}/lessons/{LESSON}/funnel", headers=analyst).json
+    assert body["started"] is None and all(s["suppressed"] and s["learners"] is None for s in body["steps"])
+
+
+def test_learners_rows_are_paginated(client, analyst):
+    seen, cursor = [], None
+    while True:
+        page = client.get(f"{A}/learners?lesson={LESSON}&limit=3" + (f"&cursor={cursor}" if cursor else ""),
+                          headers=analyst).json
+        seen += page["learners"]
+        cursor = page["next"]
+        if not cursor:
+            break
+    assert [r["learner"] for r in seen] == [f"L{i}" for i in range(1, 8)]
+    assert set(seen[0]["completed"]) == {"predict", "experiment", "implement", "explain"}
+    assert seen[6]["completed"] == {}
+
+
+def test_platforms_see_only_their_own_learners(client, globex, make_key, cohort):
+    other = make_key("globex", "analytics:read")
+    funnel = client.get(f"{A}/lessons/{LESSON}/funnel", headers=other).json
+    assert funnel["started"] is None and all(s["learners"] is None for s in funnel["steps"])
+    assert client.get(f"{A}/learners?lesson={LESSON}", headers=other).json["learners"] == []
+    assert client.get(f"{A}/events/export", headers=other).data == b""
+
+
+@pytest.mark.parametrize("path", [f"{A}/lessons/{LESSON}/funnel", f"{A}/events/timeseries", f"{A}/events/export",
+                                  f"{A}/learners?lesson={LESSON}", f"{A}/lessons/{LESSON}/mistakes"])
+def test_every_analytics_endpoint_needs_the_analytics_scope(client, make_key, path):
+    assert client.get(path, headers=make_key("acme", "events:write,progress:read")).status_code == 403
+    assert client.get(path, headers=make_key("acme", "analytics:read")).status_code == 200
+
+
+def test_scopes_and_principals(client, make_key):
+    writer = make_key("acme", "events:write,progress:read")
+    assert client.get(f"{A}/lessons/{LESSON}/funnel", headers=writer).status_code == 403
+    client.post("/api/v1/session")
+    assert client.get(f"{A}/lessons/{LESSON}/funnel").status_code == 401  # browser sessions never see analytics
+    assert client.get(f"{A}/lessons/nope/funnel", headers=make_key("acme", "analytics:read")).status_code == 404
+
+
+def export_all(client, headers, fmt="ndjson", limit=None, after=None):
+    query = f"format={fmt}" + (f"&limit={limit}" if limit else "") + (f"&after={after}" if after else "")
+    return client.get(f"{A}/events/export?{query}", headers=headers).data
+
+
+def test_export_ndjson_has_every_event_once(client, analyst, cohort):
+    lines = [orjson.loads(line) for line in export_all(client, analyst).splitlines()]
+    assert sorted(e["id"] for e in lines) == sorted(e["id"] for e in cohort)
+    stored = [e["stored_at"] for e in lines]
+    assert stored == sorted(stored) and len({e["cursor"] for e in lines}) == len(lines)
+
+
+def test_export_csv(client, analyst, cohort):
+    rows = list(csv.DictReader(io.StringIO(export_all(client, analyst, "csv").decode())))
+    assert len(rows) == len(cohort)
+    assert {r["id"] for r in rows} == {e["id"] for e in cohort}
+    assert orjson.loads(rows[0]["data"]) is not None
+
+
+def test_export_resumes_after_a_cursor_and_is_stable_under_concurrent_inserts(client, acme, analyst, cohort):
+    sent = {e["id"] for e in cohort}
+    seen: list[str] = []
+    cursor = None
+    stop = threading.Event()
+
+    def writer():
+        while not stop.is_set():
+            body = event("late-writer")
+            if client.post("/api/v1/events", json=body, headers=acme).status_code == 201:
+                sent.add(body["id"])
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        for _ in range(40):
+            page = [orjson.loads(line) for line in export_all(client, analyst, limit=4, after=cursor).splitlines()]
+            seen += [e["id"] for e in page]
+            if page:
+                cursor = page[-1]["cursor"]
+    finally:
+        stop.set()
+        thread.join()
+    while True:  # drain what is left
+        page = [orjson.loads(line) for line in export_all(client, analyst, limit=50, after=cursor).splitlines()]
+        if not page:
+            break
+        seen += [e["id"] for e in page]
+        cursor = page[-1]["cursor"]
+    assert len(seen) == len(set(seen))  # nothing twice
+    assert set(seen) == sent  # nothing missed
+
+
+def test_a_forged_export_cursor_is_400(client, analyst):
+    assert client.get(f"{A}/events/export?after=bm9wZQ", headers=analyst).status_code == 400

@@ -1,0 +1,36 @@
+"""An instructor reads the dashboard with an analytics key (kept for the tab only)."""
+
+from service.db import Database
+from service.db.platforms import create_key
+from service.demo import load
+from service.lessons import load_lessons
+
+from .conftest import open_page
+
+
+def test_the_dashboard_shows_the_funnel_and_tables(page, live):
+    db = Database(live.env["WORKBENCH_DATABASE_URL"])
+    load(db, load_lessons("content/lessons"), 60, seed=3, platform="school")
+    with db.write() as session:
+        key, _ = create_key(session, "school", frozenset({"analytics:read"}))
+    db.dispose()
+    open_page(page, live, "/dashboard")
+    page.get_by_label("Analytics key (kept for this tab only)").fill(key.token)
+    page.get_by_role("button", name="Show analytics").click()
+    page.locator("#funnel table").wait_for()
+    rows = page.locator("#funnel table tbody tr")
+    assert rows.count() == 5
+    assert rows.nth(0).locator("td").first.inner_text() == "60"
+    for section in ("durations", "timeseries", "parameters", "mistakes"):
+        assert page.locator(f"#{section} table tbody tr").count() > 0
+    assert page.evaluate("sessionStorage.getItem('workbench.analyticsKey')") == key.token
+    assert page.evaluate("localStorage.getItem('workbench.analyticsKey')") is None
+    page.reload()
+    page.locator("#funnel table").wait_for()  # kept for the tab
+
+
+def test_a_wrong_key_says_so(page, live):
+    open_page(page, live, "/dashboard")
+    page.get_by_label("Analytics key (kept for this tab only)").fill("wb_00000000_" + "x" * 43)
+    page.get_by_role("button", name="Show analytics").click()
+    page.get_by_text("Could not load analytics").wait_for()
