@@ -7,7 +7,7 @@ from typing import Any
 
 from flask import Flask
 
-from . import db
+from . import db, observability
 from .compute.allocator import retain_freed_memory
 from .config import Settings
 
@@ -28,6 +28,8 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         **settings.extra,
     )
     app.extensions["settings"] = settings
+    if settings.log_json:
+        observability.configure_logging()
     if settings.retain_freed_memory:
         retain_freed_memory()  # large traces otherwise re-fault their buffers on every request
 
@@ -40,4 +42,10 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     db.init_app(app)
     init_api(app)
     app.register_blueprint(frontend)
+    observability.init_app(app)
+    if settings.proxy_hops:
+        from werkzeug.middleware.proxy_fix import ProxyFix
+
+        hops = settings.proxy_hops
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops, x_prefix=hops)
     return app

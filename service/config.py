@@ -30,7 +30,7 @@ class Settings:
     max_tokens: int = 1024  # n
     max_d_model: int = 1024
     max_heads: int = 64
-    max_score_cells: int = 8 * 1024 * 1024  # heads * n * n
+    max_score_cells: int = 1024 * 1024  # heads * n * n: also bounds the response (~15 MB of JSON at most)
     max_batch_events: int = 500
     # Platforms' origins allowed by CORS (comma separated in the environment).
     cors_origins: tuple[str, ...] = ()
@@ -46,6 +46,7 @@ class Settings:
     export_settle_seconds: int = 10  # exports stop this far behind now: later commits cannot slip in
     metrics_token: str = ""
     proxy_hops: int = 0
+    log_json: bool = False
     retain_freed_memory: bool = True  # glibc malloc thresholds, see service/compute/allocator.py
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -12,6 +12,7 @@ from ..db.events import EventConflict, NewEvent, record_events
 from ..identity import Principal
 from ..lessons import Lesson
 from .auth import current_principal
+from ..observability import EVENTS
 from .core import JSON_BODY_ERRORS, Blueprint
 from .event_schemas import EventBatchSchema, EventsResultSchema
 from .jsonio import dumps_bytes
@@ -105,6 +106,9 @@ class Events(MethodView):
                           f"request was stored: {', '.join(exc.event_ids)}", slug="event-conflict",
                           errors={"events": [f"{i} conflicts with the stored event" for i in exc.event_ids]},
                           extra={"conflicts": exc.event_ids}) from None
+        EVENTS.labels("created").inc(len(result.created))
+        EVENTS.labels("duplicate").inc(len(result.replayed))
+        EVENTS.labels("erased").inc(len(result.erased))
         status = result.statuses()
         body = {
             "created": len(result.created),

@@ -1,0 +1,38 @@
+"""gunicorn settings for production (`gunicorn -c gunicorn.conf.py "service.app:create_app()"`).
+
+Workers and threads come from the environment; every limit a proxy would also enforce is set.
+Engines are made lazily in each worker after the fork (service/db/engine.py), never shared.
+"""
+
+import os
+import shutil
+import tempfile
+
+bind = os.environ.get("WORKBENCH_BIND", "0.0.0.0:8000")
+workers = int(os.environ.get("WORKBENCH_WORKERS", "2"))
+threads = int(os.environ.get("WORKBENCH_THREADS", "1"))
+worker_class = "gthread" if threads > 1 else "sync"
+timeout = int(os.environ.get("WORKBENCH_TIMEOUT", "30"))
+graceful_timeout = int(os.environ.get("WORKBENCH_GRACEFUL_TIMEOUT", "20"))
+keepalive = 5
+max_requests = int(os.environ.get("WORKBENCH_MAX_REQUESTS", "5000"))
+max_requests_jitter = 500
+limit_request_line = 8190
+limit_request_fields = 64
+limit_request_field_size = 8190
+accesslog = None  # the app logs each request as JSON, with the route instead of the path
+forwarded_allow_ips = os.environ.get("WORKBENCH_FORWARDED_ALLOW_IPS", "127.0.0.1")
+
+# Prometheus counters from every worker, summed at scrape time.
+_metrics_dir = os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", os.path.join(tempfile.gettempdir(), "workbench-metrics"))
+
+
+def on_starting(server):
+    shutil.rmtree(_metrics_dir, ignore_errors=True)
+    os.makedirs(_metrics_dir, exist_ok=True)
+
+
+def child_exit(server, worker):
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)

@@ -1,0 +1,117 @@
+"""Request ids, JSON logs without learner ids or keys, security headers, Prometheus metrics."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import time
+import uuid
+
+from flask import Flask, Response, current_app, g, request
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import multiprocess
+
+REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
+
+REQUESTS = Histogram("workbench_request_seconds", "Request latency by endpoint", ["endpoint", "method", "status"],
+                     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+EVENTS = Counter("workbench_events_total", "Events by outcome", ["outcome"])  # created, duplicate, erased
+CONFLICTS = Counter("workbench_event_conflicts_total", "Requests refused with 409 (same id, other content)")
+UNAVAILABLE = Counter("workbench_unavailable_total", "Responses 503: the database did not answer")
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        body = {"time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S%z"), "level": record.levelname.lower(),
+                "logger": record.name, "message": record.getMessage()}
+        for key in ("request_id", "endpoint", "method", "status", "duration_ms"):
+            if hasattr(record, key):
+                body[key] = getattr(record, key)
+        if record.exc_info:
+            body["error"] = self.formatException(record.exc_info)
+        return json.dumps(body)
+
+
+def configure_logging(level: str = "INFO") -> None:
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # its access lines carry raw paths
+
+
+def security_headers(response: Response) -> Response:
+    settings = current_app.extensions["settings"]
+    ancestors = " ".join(["'self'", *settings.frame_ancestors])
+    response.headers.setdefault("Content-Security-Policy", (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+        f"font-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors {ancestors}"))
+    response.headers.setdefault("X-Content-Type-Options", "nosniff")
+    response.headers.setdefault("Referrer-Policy", "strict-origin-when-cross-origin")
+    response.headers.setdefault("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
+    response.headers.setdefault("Cross-Origin-Opener-Policy", "same-origin")
+    if settings.env == "production":
+        response.headers.setdefault("Strict-Transport-Security", "max-age=31536000; includeSubDomains")
+    return response
+
+
+def init_app(app: Flask) -> None:
+    log = logging.getLogger("service.requests")
+
+    @app.before_request
+    def _start() -> None:
+        incoming = request.headers.get("X-Request-Id", "")
+        g.request_id = incoming if REQUEST_ID.match(incoming) else uuid.uuid4().hex
+        g.started = time.perf_counter()
+
+    @app.after_request
+    def _finish(response: Response) -> Response:
+        response.headers["X-Request-Id"] = g.get("request_id", "")
+        security_headers(response)
+        # The route's rule, never the path: paths carry learner ids.
+        endpoint = request.url_rule.rule if request.url_rule else "unmatched"
+        duration = time.perf_counter() - g.get("started", time.perf_counter())
+        REQUESTS.labels(endpoint, request.method, str(response.status_code)).observe(duration)
+        if response.status_code == 503:
+            UNAVAILABLE.inc()
+        elif response.status_code == 409 and endpoint.endswith("/events"):
+            CONFLICTS.inc()
+        log.info("request", extra={"request_id": g.get("request_id"), "endpoint": endpoint,
+                                   "method": request.method, "status": response.status_code,
+                                   "duration_ms": round(duration * 1000, 2)})
+        return response
+
+    @app.get("/metrics")
+    def metrics():
+        settings = current_app.extensions["settings"]
+        token = settings.metrics_token
+        if token:
+            if request.headers.get("Authorization", "") != f"Bearer {token}":
+                return Response("metrics need 'Authorization: Bearer <WORKBENCH_METRICS_TOKEN>'\n", status=401,
+                                mimetype="text/plain", headers={"WWW-Authenticate": "Bearer"})
+        elif request.remote_addr not in ("127.0.0.1", "::1"):
+            return Response("metrics are served to loopback only unless WORKBENCH_METRICS_TOKEN is set\n",
+                            status=403, mimetype="text/plain")
+        return Response(_scrape(), mimetype=CONTENT_TYPE_LATEST)
+
+
+def _scrape() -> bytes:
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)  # every gunicorn worker's counts together
+    else:
+        from prometheus_client import REGISTRY as registry
+    backlog = CollectorRegistry()
+    gauge = Gauge("workbench_xapi_outbox_backlog", "Statements waiting to be forwarded", ["platform"],
+                  registry=backlog, multiprocess_mode="livesum")
+    from .xapi_forward import backlog as compute_backlog
+
+    try:
+        for platform, waiting in compute_backlog(current_app.extensions["db"]).items():
+            gauge.labels(platform).set(waiting)
+    except Exception:  # noqa: BLE001 - a scrape still reports the rest when the database is down
+        logging.getLogger(__name__).warning("outbox backlog unavailable for this scrape")
+    return generate_latest(registry) + generate_latest(backlog)
