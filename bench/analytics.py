@@ -28,7 +28,7 @@ from service.demo import load  # noqa: E402
 from service.lessons import load_lessons  # noqa: E402
 
 BUDGET_MS = 200
-EVENTS_PER_LEARNER = 9.4  # what the demo cohort averages
+EVENTS_PER_LEARNER = 8.8  # what the demo cohort averages (938,503 events from 106,382 learners)
 LESSON = "multi-head-attention"
 
 
