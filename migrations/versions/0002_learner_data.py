@@ -49,11 +49,13 @@ def upgrade() -> None:
     sa.Column('checkpoint', sa.String(length=64), nullable=False),
     sa.Column('completed_at', sa.DateTime(timezone=True), nullable=False),
     sa.Column('event_id', sa.String(length=36), nullable=False),
+    sa.Column('seconds_from_start', sa.Float(), nullable=True),
     sa.ForeignKeyConstraint(['platform_id'], ['platforms.id'], name=op.f('fk_checkpoint_progress_platform_id_platforms'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_checkpoint_progress')),
     sa.UniqueConstraint('platform_id', 'learner', 'lesson', 'checkpoint', name=op.f('uq_checkpoint_progress_platform_id_learner_lesson_checkpoint'))
     )
     with op.batch_alter_table('checkpoint_progress', schema=None) as batch_op:
+        batch_op.create_index('ix_checkpoint_progress_durations', ['platform_id', 'lesson', 'checkpoint', 'seconds_from_start'], unique=False)
         batch_op.create_index('ix_checkpoint_progress_platform_lesson', ['platform_id', 'lesson', 'checkpoint', 'completed_at'], unique=False)
 
     op.create_table('erased_events',
@@ -151,6 +153,7 @@ def downgrade() -> None:
     op.drop_table('erased_events')
     with op.batch_alter_table('checkpoint_progress', schema=None) as batch_op:
         batch_op.drop_index('ix_checkpoint_progress_platform_lesson')
+        batch_op.drop_index('ix_checkpoint_progress_durations')
 
     op.drop_table('checkpoint_progress')
     with op.batch_alter_table('api_keys', schema=None) as batch_op:

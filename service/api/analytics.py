@@ -112,15 +112,14 @@ class Durations(MethodView):
         """Per checkpoint: median and p90 time from a learner's first event in the lesson to completion"""
         principal = current_principal("analytics:read", allow_web=False)
         lesson = _lesson(lesson_id)
-        with _conn() as conn:
-            values = q.durations(conn, principal.platform_id, lesson.id)
         rows = []
-        for cp in lesson.checkpoints:
-            seconds = values.get(cp.id, [])
-            keep = len(seconds) >= _k()
-            rows.append({"checkpoint": cp.id, "learners": len(seconds) if keep else None,
-                         "median_seconds": round(q.percentile(seconds, 50), 3) if keep else None,
-                         "p90_seconds": round(q.percentile(seconds, 90), 3) if keep else None, "suppressed": not keep})
+        with _conn() as conn:
+            for cp in lesson.checkpoints:
+                n, (median, p90) = q.durations(conn, principal.platform_id, lesson.id, cp.id, (0.5, 0.9))
+                keep = n >= _k()
+                rows.append({"checkpoint": cp.id, "learners": n if keep else None,
+                             "median_seconds": round(median, 3) if keep else None,
+                             "p90_seconds": round(p90, 3) if keep else None, "suppressed": not keep})
         return {"lesson": lesson.id, "k": _k(), "measured_from": "the learner's first event in the lesson",
                 "checkpoints": rows}
 

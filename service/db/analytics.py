@@ -1,5 +1,5 @@
-"""The analytics queries, in one place; each returns plain rows. Date bucketing and interval
-arithmetic are wrapped per dialect (SQLite has neither date_trunc nor intervals)."""
+"""The analytics queries, in one place; each returns plain rows. Date bucketing is wrapped per
+dialect (SQLite has no date_trunc); durations are stored in seconds when progress is written."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import datetime as dt
 from collections import defaultdict
 from typing import Any
 
-import numpy as np
 from sqlalchemy import distinct, func, literal_column, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql import ColumnElement
@@ -29,12 +28,6 @@ def bucket_expr(dialect: str, column, bucket: str) -> ColumnElement:
     return func.strftime("%Y-%m-%dT00:00:00", column, literal_column("'weekday 0'"), literal_column("'-6 days'"))
 
 
-def seconds_between(dialect: str, later, earlier) -> ColumnElement:
-    if dialect == "postgresql":
-        return func.extract("epoch", later - earlier)
-    return (func.julianday(later) - func.julianday(earlier)) * 86400.0
-
-
 def funnel(conn: Connection, platform_id: int, lesson: str, checkpoint_ids: list[str]) -> dict[str, Any]:
     started = conn.execute(select(func.count()).select_from(LearnerLesson).where(
         LearnerLesson.platform_id == platform_id, LearnerLesson.lesson == lesson)).scalar_one()
@@ -51,22 +44,28 @@ def funnel(conn: Connection, platform_id: int, lesson: str, checkpoint_ids: list
     return {"started": started, "completed": {c: counts.get(c, 0) for c in checkpoint_ids}, "after_previous": both}
 
 
-def durations(conn: Connection, platform_id: int, lesson: str) -> dict[str, list[float]]:
-    """Seconds from each learner's first event in the lesson to each checkpoint's completion."""
-    dialect = conn.dialect.name
-    seconds = seconds_between(dialect, CheckpointProgress.completed_at, LearnerLesson.first_event_at)
-    rows = conn.execute(select(CheckpointProgress.checkpoint, seconds).join(LearnerLesson, (
-        LearnerLesson.platform_id == CheckpointProgress.platform_id) & (
-        LearnerLesson.lesson == CheckpointProgress.lesson) & (LearnerLesson.learner == CheckpointProgress.learner)
-    ).where(CheckpointProgress.platform_id == platform_id, CheckpointProgress.lesson == lesson))
-    result: dict[str, list[float]] = defaultdict(list)
-    for checkpoint, value in rows:
-        result[checkpoint].append(max(0.0, float(value)))
-    return result
+def durations(conn: Connection, platform_id: int, lesson: str, checkpoint: str,
+              quantiles: tuple[float, ...]) -> tuple[int, list[float]]:
+    """(learners, the quantiles of seconds from first event to completion) for one checkpoint.
 
-
-def percentile(values: list[float], q: float) -> float:
-    return float(np.percentile(np.asarray(values), q, method="linear"))
+    Read from the durations index: a count, then the two values around each quantile's
+    position (numpy's "linear" method), so no row is fetched that is not needed.
+    """
+    base = (CheckpointProgress.platform_id == platform_id, CheckpointProgress.lesson == lesson,
+            CheckpointProgress.checkpoint == checkpoint, CheckpointProgress.seconds_from_start.is_not(None))
+    n = conn.execute(select(func.count()).where(*base)).scalar_one()
+    values = []
+    for q in quantiles:
+        if n == 0:
+            values.append(0.0)
+            continue
+        position = q * (n - 1)
+        low = int(position)
+        pair = [float(v) for v in conn.execute(select(CheckpointProgress.seconds_from_start).where(*base).order_by(
+            CheckpointProgress.seconds_from_start).offset(low).limit(2)).scalars()]
+        upper = pair[1] if len(pair) > 1 else pair[0]
+        values.append(max(0.0, pair[0] + (position - low) * (upper - pair[0])))
+    return n, values
 
 
 def timeseries(conn: Connection, platform_id: int, bucket: str, group_by: str, start: dt.datetime | None,

@@ -100,7 +100,9 @@ def _statements(dialect: str) -> dict[str, Any]:
     upsert = upsert.on_conflict_do_update(
         index_elements=["platform_id", "learner", "lesson", "checkpoint"],
         set_={"completed_at": case((earlier, upsert.excluded.completed_at), else_=progress.c.completed_at),
-              "event_id": case((earlier, upsert.excluded.event_id), else_=progress.c.event_id)},
+              "event_id": case((earlier, upsert.excluded.event_id), else_=progress.c.event_id),
+              "seconds_from_start": case((earlier, upsert.excluded.seconds_from_start),
+                                         else_=progress.c.seconds_from_start)},
     )
     visits = LearnerLesson.__table__
     first = _insert(dialect, visits)
@@ -112,11 +114,14 @@ def _statements(dialect: str) -> dict[str, Any]:
     tombstones = (select(ErasedEvent.__table__.c.event_hash)
                   .where(ErasedEvent.__table__.c.platform_id == bindparam("platform_id"),
                          ErasedEvent.__table__.c.event_hash.in_(bindparam("hashes", expanding=True))))
+    first_visits = (select(visits.c.learner, visits.c.first_event_at)
+                    .where(visits.c.platform_id == bindparam("platform_id"), visits.c.lesson == bindparam("lesson"),
+                           visits.c.learner.in_(bindparam("learners", expanding=True))))
     stored = (select(events.c.event_id, events.c.content_hash)
               .where(events.c.platform_id == bindparam("platform_id"),
                      events.c.event_id.in_(bindparam("ids", expanding=True))))
     return {"insert_events": insert_events, "upsert_progress": upsert, "upsert_first_visit": first,
-            "tombstones": tombstones, "stored": stored}
+            "first_visits": first_visits, "tombstones": tombstones, "stored": stored}
 
 
 def record_events(db: Database, platform_id: int, events: list[NewEvent],
@@ -159,21 +164,50 @@ def _record(conn: Connection, platform_id: int, events: list[NewEvent], lessons:
     result.created = [e.event_id for e in fresh if e.event_id in inserted]
     result.replayed = others
     new = [e for e in fresh if e.event_id in inserted]
-    firsts: dict[tuple[str, str], dt.datetime] = {}
-    for e in new:
-        key = (e.lesson, e.learner)
-        firsts[key] = min(firsts.get(key, e.occurred_at), e.occurred_at)
-    if firsts:
-        conn.execute(sql["upsert_first_visit"], [
-            {"platform_id": platform_id, "lesson": lesson, "learner": learner, "first_event_at": at}
-            for (lesson, learner), at in sorted(firsts.items())])
+    first_seen = _first_visits(conn, sql, platform_id, new)
     completions = _completions(new, lessons)
     if completions:
         conn.execute(sql["upsert_progress"], [
             {"platform_id": platform_id, "learner": k[0], "lesson": k[1], "checkpoint": k[2],
-             "completed_at": e.occurred_at, "event_id": e.event_id} for k, e in completions.items()])
+             "completed_at": e.occurred_at, "event_id": e.event_id,
+             "seconds_from_start": (e.occurred_at - first_seen[(k[1], k[0])]).total_seconds()}
+            for k, e in completions.items()])
         result.completed = sorted(completions)
     return result
+
+
+def _first_visits(conn: Connection, sql: dict[str, Any], platform_id: int,
+                  new: list[NewEvent]) -> dict[tuple[str, str], dt.datetime]:
+    """Record each learner's first event per lesson; returns (lesson, learner) -> first event time.
+
+    When an offline event moves a learner's start earlier, their stored durations move too.
+    """
+    batch_first: dict[tuple[str, str], dt.datetime] = {}
+    for e in new:
+        key = (e.lesson, e.learner)
+        batch_first[key] = min(batch_first.get(key, e.occurred_at), e.occurred_at)
+    if not batch_first:
+        return {}
+    before: dict[tuple[str, str], dt.datetime] = {}
+    for lesson in {lesson for lesson, _ in batch_first}:
+        learners = [learner for (les, learner) in batch_first if les == lesson]
+        for learner, at in conn.execute(sql["first_visits"], {"platform_id": platform_id, "lesson": lesson,
+                                                               "learners": learners}):
+            before[(lesson, learner)] = at if at.tzinfo else at.replace(tzinfo=dt.UTC)
+    conn.execute(sql["upsert_first_visit"], [
+        {"platform_id": platform_id, "lesson": lesson, "learner": learner, "first_event_at": at}
+        for (lesson, learner), at in sorted(batch_first.items())])
+    first = {key: min(at, before.get(key, at)) for key, at in batch_first.items()}
+    moved = [key for key, at in first.items() if key in before and at < before[key]]
+    progress = CheckpointProgress.__table__
+    for lesson, learner in moved:
+        rows = conn.execute(select(progress.c.id, progress.c.completed_at).where(
+            progress.c.platform_id == platform_id, progress.c.lesson == lesson, progress.c.learner == learner)).all()
+        for row_id, completed_at in rows:
+            completed_at = completed_at if completed_at.tzinfo else completed_at.replace(tzinfo=dt.UTC)
+            seconds = (completed_at - first[(lesson, learner)]).total_seconds()
+            conn.execute(progress.update().where(progress.c.id == row_id).values(seconds_from_start=seconds))
+    return first
 
 
 def _completions(events: Iterable[NewEvent], lessons: dict[str, Lesson]) -> dict[tuple[str, str, str], NewEvent]:

@@ -113,6 +113,7 @@ class CheckpointProgress(Base):
     __table_args__ = (
         UniqueConstraint("platform_id", "learner", "lesson", "checkpoint"),
         Index("ix_checkpoint_progress_platform_lesson", "platform_id", "lesson", "checkpoint", "completed_at"),
+        Index("ix_checkpoint_progress_durations", "platform_id", "lesson", "checkpoint", "seconds_from_start"),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
@@ -122,6 +123,8 @@ class CheckpointProgress(Base):
     checkpoint: Mapped[str] = mapped_column(String(64))
     completed_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
     event_id: Mapped[str] = mapped_column(String(36))
+    # Seconds from the learner's first event in the lesson; kept current when an earlier event arrives.
+    seconds_from_start: Mapped[float | None] = mapped_column(Float, nullable=True)
 
 
 class ErasedEvent(Base):

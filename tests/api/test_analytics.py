@@ -223,3 +223,14 @@ def test_export_resumes_after_a_cursor_and_is_stable_under_concurrent_inserts(cl
 
 def test_a_forged_export_cursor_is_400(client, analyst):
     assert client.get(f"{A}/events/export?after=bm9wZQ", headers=analyst).status_code == 400
+
+
+def test_a_late_earlier_event_moves_the_durations(client, acme, analyst):
+    before = client.get(f"{A}/lessons/{LESSON}/durations", headers=analyst).json
+    # Each learner's start moves one hour earlier (an offline "started" event arriving late).
+    late = [event(f"L{i}", checkpoint=None, event="started", instance_id=None, data={},
+                  occurred_at=at(i * 60 - 60)) for i in range(1, 8)]
+    assert client.post("/api/v1/events", json={"events": late}, headers=acme).status_code == 201
+    after = client.get(f"{A}/lessons/{LESSON}/durations", headers=analyst).json
+    for old, new in zip(before["checkpoints"], after["checkpoints"], strict=True):
+        assert new["median_seconds"] == pytest.approx(old["median_seconds"] + 3600)
