@@ -10,7 +10,7 @@ import tempfile
 
 bind = os.environ.get("WORKBENCH_BIND", "0.0.0.0:8000")
 workers = int(os.environ.get("WORKBENCH_WORKERS", "2"))
-threads = int(os.environ.get("WORKBENCH_THREADS", "1"))
+threads = int(os.environ.get("WORKBENCH_THREADS", "4"))
 worker_class = "gthread" if threads > 1 else "sync"
 timeout = int(os.environ.get("WORKBENCH_TIMEOUT", "30"))
 graceful_timeout = int(os.environ.get("WORKBENCH_GRACEFUL_TIMEOUT", "20"))
@@ -36,3 +36,9 @@ def child_exit(server, worker):
     from prometheus_client import multiprocess
 
     multiprocess.mark_process_dead(worker.pid)
+
+
+def post_worker_init(worker):
+    from service.api import heavy
+
+    heavy.warm_up(worker.wsgi)  # the low-priority process for large traces starts with the worker

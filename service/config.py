@@ -32,6 +32,9 @@ class Settings:
     max_heads: int = 64
     max_score_cells: int = 1024 * 1024  # heads * n * n: also bounds the response (~15 MB of JSON at most)
     max_batch_events: int = 500
+    # Traces with at least this many score cells run in a niced process, a few at a time.
+    heavy_compute_cells: int = 65536
+    heavy_compute_concurrency: int = 1
     # Platforms' origins allowed by CORS (comma separated in the environment).
     cors_origins: tuple[str, ...] = ()
     # Who may frame the workbench (CSP frame-ancestors), besides the origin itself.

@@ -36,11 +36,35 @@ def browser():
         browser.close()
 
 
+class HostSite:
+    """Another origin on this machine, standing for a course platform that embeds the workbench."""
+
+    def __init__(self, directory: Path):
+        import functools
+        import http.server
+        import threading
+
+        handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(directory))
+        handler.log_message = lambda *args: None
+        self.directory = directory
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
 @pytest.fixture(scope="module")
-def live(tmp_path_factory):
+def host_site(tmp_path_factory):
+    site = HostSite(tmp_path_factory.mktemp("host"))
+    yield site
+    site.server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory, host_site):
     url = f"sqlite:///{tmp_path_factory.mktemp('browser') / 'wb.db'}"
     upgrade(url)
-    server = LiveServer({"WORKBENCH_DATABASE_URL": url, "WORKBENCH_RATELIMIT_ENABLED": "0"}, workers=2).start()
+    server = LiveServer({"WORKBENCH_DATABASE_URL": url, "WORKBENCH_RATELIMIT_ENABLED": "0",
+                         "WORKBENCH_FRAME_ANCESTORS": host_site.url}, workers=2).start()
     yield server
     server.stop()
 
@@ -58,10 +82,25 @@ def page(context, live):
     page.errors = []
     page.outside = []
     page.on("pageerror", lambda e: page.errors.append(str(e)))
-    page.on("request", lambda r: None if r.url.startswith((live.url, "data:", "about:")) else page.outside.append(r.url))
+    page.on("request", lambda r: None if r.url.startswith((live.url, "data:", "about:", "http://127.0.0.1:"))
+            else page.outside.append(r.url))
     yield page
     assert not page.errors, page.errors
     assert not page.outside, f"requests left the origin: {page.outside}"
+
+
+def wait_until(target, expression: str, timeout: float = 15.0, interval: float = 0.05):
+    """Poll `expression` from the test side. Playwright's wait_for_function evaluates strings
+    inside the page, which the service's Content-Security-Policy (no unsafe-eval) forbids."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        if target.evaluate(expression):
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for: {expression}")
+        time.sleep(interval)
 
 
 def open_page(page, live, path: str):

@@ -1,7 +1,7 @@
 """A learner's walk through the lesson: every checkpoint recorded and kept after a reload;
 a host page receives the workbench's events; the offline queue re-sends with the same ids."""
 
-from .conftest import open_page
+from .conftest import open_page, wait_until
 
 LESSON = "/lessons/multi-head-attention"
 
@@ -11,8 +11,7 @@ def done(page):
 
 
 def wait_done(page, checkpoint):
-    page.wait_for_function(f"(document.body.dataset.progress || '').split(',').includes('{checkpoint}')",
-                           timeout=15000)
+    wait_until(page, f"(document.body.dataset.progress || '').split(',').includes('{checkpoint}')", timeout=20)
 
 
 def test_all_four_checkpoints_with_the_mouse_and_kept_after_reload(page, live):
@@ -103,15 +102,17 @@ def test_focus_is_visible(page, live):
     assert outline not in ("none", "")
 
 
-def test_a_host_page_receives_the_workbench_events(page, live):
-    host = (f"<!doctype html><title>Host</title><iframe id=wb src='{live.url}/explorables/multi-head-attention' "
-            "height=850 width=1000></iframe><script>window.received=[];addEventListener('message',"
-            "e=>window.received.push(e.data))</script>")
-    page.set_content(host)
+def test_a_host_page_receives_the_workbench_events(page, live, host_site):
+    # The platform's page lives on another origin, listed in WORKBENCH_FRAME_ANCESTORS.
+    (host_site.directory / "course.html").write_text(
+        f"<!doctype html><title>Host</title><iframe id=wb src='{live.url}/explorables/multi-head-attention' "
+        "height=850 width=1000></iframe><script>window.received=[];addEventListener('message',"
+        "e=>window.received.push(e.data))</script>")
+    page.goto(host_site.url + "/course.html")
     frame = page.frame_locator("#wb")
     frame.locator("body[data-ready=true]").wait_for()
     frame.get_by_label("Token 2 dimension 1", exact=True).fill("1.5")
-    page.wait_for_function("window.received.length > 0", timeout=10000)
+    wait_until(page, "window.received.length > 0", timeout=10.0)
     message = page.evaluate("window.received[0]")
     assert message["type"] == "parameter-changed" and message["instanceId"] == "multi-head-workbench"
     assert message["data"] == {"parameter": "token", "token": 2, "dimension": 1, "value": 1.5}
@@ -121,10 +122,10 @@ def test_offline_events_are_re_sent_with_the_same_ids_when_the_server_is_back(pa
     open_page(page, live, "/explorables/multi-head-attention")
     page.route("**/api/v1/events", lambda route: route.abort("connectionrefused"))
     page.get_by_label("Token 3 dimension 2", exact=True).fill("0.9")
-    page.wait_for_function("JSON.parse(localStorage.getItem('workbench.outbox') || '[]').length > 0", timeout=10000)
+    wait_until(page, "JSON.parse(localStorage.getItem('workbench.outbox') || '[]').length > 0", timeout=10.0)
     queued = page.evaluate("JSON.parse(localStorage.getItem('workbench.outbox')).map(e => e.id)")
     page.unroute("**/api/v1/events")
-    page.wait_for_function("JSON.parse(localStorage.getItem('workbench.outbox') || '[]').length === 0", timeout=15000)
+    wait_until(page, "JSON.parse(localStorage.getItem('workbench.outbox') || '[]').length === 0", timeout=15.0)
     learner = page.evaluate("fetch('/api/v1/session').then(r => r.json()).then(s => s.learner)")
     events = page.evaluate(f"fetch('/api/v1/learners/{learner}/events').then(r => r.json())")["events"]
     stored = [e["id"] for e in events]

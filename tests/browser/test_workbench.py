@@ -2,7 +2,7 @@
 
 import requests
 
-from .conftest import open_page
+from .conftest import open_page, wait_until
 
 PATH = "/explorables/multi-head-attention"
 
@@ -15,13 +15,13 @@ def cells(page, head):
 def edit(page, token, dimension, value):
     before = page.evaluate("window.__workbenchTimings.length")
     page.get_by_label(f"Token {token} dimension {dimension}", exact=True).fill(str(value))
-    page.wait_for_function(f"window.__workbenchTimings.length > {before}")
+    wait_until(page, f"window.__workbenchTimings.length > {before}")
 
 
 def toggle(page, label):
     before = page.evaluate("window.__workbenchTimings.length")
     page.get_by_label(label, exact=True).click()
-    page.wait_for_function(f"window.__workbenchTimings.length > {before}")
+    wait_until(page, f"window.__workbenchTimings.length > {before}")
 
 
 def test_inputs_are_labelled_token_t_dimension_d(page, live):
@@ -96,7 +96,7 @@ def test_failure_mode_comparison_marks_the_differences(page, live):
     open_page(page, live, PATH)
     before = page.evaluate("window.__workbenchTimings.length")
     page.get_by_label("Compare with a broken implementation").select_option("no_scaling")
-    page.wait_for_function(f"window.__workbenchTimings.length > {before}")
+    wait_until(page, f"window.__workbenchTimings.length > {before}")
     assert page.locator("#comparison").is_visible()
     assert page.locator("#compare-broken-0 td.changed").count() > 0
     assert page.locator("#compare-correct-0 td.changed").count() == 0
