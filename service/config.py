@@ -30,7 +30,7 @@ class Settings:
     max_tokens: int = 1024  # n
     max_d_model: int = 1024
     max_heads: int = 64
-    max_score_cells: int = 1024 * 1024  # heads * n * n: also bounds the response (~15 MB of JSON at most)
+    max_score_cells: int = 512 * 1024  # heads * n * n: also bounds the response (about 30 MB of JSON)
     max_batch_events: int = 500
     # Traces with at least this many score cells run in a niced process, a few at a time.
     heavy_compute_cells: int = 65536

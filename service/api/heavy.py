@@ -26,7 +26,7 @@ _pool: ProcessPoolExecutor | None = None
 _pool_pid: int | None = None
 _slots: threading.BoundedSemaphore | None = None
 SHARED = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
-NICENESS = 15
+NICENESS = 19  # the lowest: small requests always run first
 
 
 def _lower_priority() -> None:
