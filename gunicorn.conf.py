@@ -15,8 +15,8 @@ worker_class = "gthread" if threads > 1 else "sync"
 timeout = int(os.environ.get("WORKBENCH_TIMEOUT", "30"))
 graceful_timeout = int(os.environ.get("WORKBENCH_GRACEFUL_TIMEOUT", "20"))
 keepalive = 5
-max_requests = int(os.environ.get("WORKBENCH_MAX_REQUESTS", "5000"))
-max_requests_jitter = 500
+max_requests = int(os.environ.get("WORKBENCH_MAX_REQUESTS", "200000"))  # a restart re-imports numpy: rare
+max_requests_jitter = 20000
 limit_request_line = 8190
 limit_request_fields = 64
 limit_request_field_size = 8190
@@ -24,7 +24,9 @@ accesslog = None  # the app logs each request as JSON, with the route instead of
 forwarded_allow_ips = os.environ.get("WORKBENCH_FORWARDED_ALLOW_IPS", "127.0.0.1")
 
 # Prometheus counters from every worker, summed at scrape time.
-_metrics_dir = os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", os.path.join(tempfile.gettempdir(), "workbench-metrics"))
+_metrics_dir = os.environ.setdefault(
+    "PROMETHEUS_MULTIPROC_DIR", os.path.join(tempfile.gettempdir(), "workbench-metrics")
+)
 
 
 def on_starting(server):

@@ -32,8 +32,10 @@ def throughput(seconds: int, rounds: int) -> dict:
     body = presets()["workbench"]["request"]
     env = {"WORKBENCH_DATABASE_URL": migrated_sqlite(), "WORKBENCH_RATELIMIT_ENABLED": "0"}
     ours, base = [], []
-    with Gunicorn("service.app:create_app()", env) as app, \
-            Gunicorn("trivial_app:app", cwd=Path(__file__).parent, health="/") as trivial:
+    with (
+        Gunicorn("service.app:create_app()", env) as app,
+        Gunicorn("trivial_app:app", cwd=Path(__file__).parent, health="/") as trivial,
+    ):
         wrk_post(app.url + "/api/v1/attention", body, seconds=1)  # warm up
         wrk_post(trivial.url + "/echo", body, seconds=1)
         for _ in range(rounds):

@@ -29,12 +29,29 @@ def free_port() -> int:
 class Gunicorn:
     """`gunicorn -w WORKERS app` on a free port; stopped on exit."""
 
-    def __init__(self, app: str, env: dict[str, str] | None = None, workers: int = 2, threads: int = 1,
-                 cwd: Path = ROOT, health: str = "/healthz"):
+    def __init__(
+        self,
+        app: str,
+        env: dict[str, str] | None = None,
+        workers: int = 2,
+        threads: int = 1,
+        cwd: Path = ROOT,
+        health: str = "/healthz",
+    ):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.cmd = [str(BIN / "gunicorn"), "-w", str(workers), "--threads", str(threads),
-                    "-b", f"127.0.0.1:{self.port}", "--log-level", "warning", app]
+        self.cmd = [
+            str(BIN / "gunicorn"),
+            "-w",
+            str(workers),
+            "--threads",
+            str(threads),
+            "-b",
+            f"127.0.0.1:{self.port}",
+            "--log-level",
+            "warning",
+            app,
+        ]
         self.env = {**os.environ, **(env or {})}
         self.cwd = cwd
         self.health = health
@@ -60,36 +77,74 @@ class Gunicorn:
                 self.proc.kill()
 
 
+def fresh_schema(url: str) -> None:
+    """An empty, migrated database at `url` (PostgreSQL: the public schema is dropped first)."""
+    from sqlalchemy import create_engine, text
+
+    from service.db.migrate import upgrade
+
+    if url.startswith("postgresql"):
+        engine = create_engine(url)
+        with engine.begin() as conn:
+            conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE; CREATE SCHEMA public"))
+        engine.dispose()
+    upgrade(url)
+
+
 def migrated_sqlite(directory: str | None = None) -> str:
     path = Path(directory or tempfile.mkdtemp(prefix="bench-")) / "bench.db"
     url = f"sqlite:///{path}"
-    subprocess.run([str(BIN / "workbench"), "db", "upgrade"], env={**os.environ, "WORKBENCH_DATABASE_URL": url},
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [str(BIN / "workbench"), "db", "upgrade"],
+        env={**os.environ, "WORKBENCH_DATABASE_URL": url},
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     return url
 
 
-def wrk_post(url: str, body: dict, seconds: int = 5, connections: int = 8, threads: int = 2,
-             headers: dict[str, str] | None = None) -> dict:
+def wrk_post(
+    url: str,
+    body: dict,
+    seconds: int = 5,
+    connections: int = 8,
+    threads: int = 2,
+    headers: dict[str, str] | None = None,
+) -> dict:
     """Requests/s and latency of POSTing `body` with wrk; non-2xx responses are counted."""
     if not shutil.which("wrk"):
         raise FileNotFoundError("wrk is not installed (apt-get install wrk)")
     script = Path(tempfile.mkdtemp()) / "post.lua"
-    lines = ['wrk.method = "POST"', f"wrk.body = {json.dumps(json.dumps(body))}",
-             'wrk.headers["Content-Type"] = "application/json"']
+    lines = [
+        'wrk.method = "POST"',
+        f"wrk.body = {json.dumps(json.dumps(body))}",
+        'wrk.headers["Content-Type"] = "application/json"',
+    ]
     lines += [f'wrk.headers["{k}"] = {json.dumps(v)}' for k, v in (headers or {}).items()]
     script.write_text("\n".join(lines) + "\n")
-    out = subprocess.run(["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "-s", str(script), url],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "-s", str(script), url],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
     non2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
     errors = re.search(r"Socket errors: (.*)", out)
-    return {"rps": rps, "non_2xx": int(non2xx.group(1)) if non2xx else 0, "socket_errors": errors.group(1) if errors else ""}
+    return {
+        "rps": rps,
+        "non_2xx": int(non2xx.group(1)) if non2xx else 0,
+        "socket_errors": errors.group(1) if errors else "",
+    }
 
 
 def emit(result: dict, as_json: bool) -> None:
     if as_json or result.get("skipped"):
         print(json.dumps(result), flush=True)
     else:
-        print(f"{result['name']}: {result['figure']} {result['unit']} vs {result['baseline']} "
-              f"{result['baseline_figure']} -> ratio {result['ratio']} (budget {result['budget']}: "
-              f"{'ok' if result['ok'] else 'OVER'})", flush=True)
+        print(
+            f"{result['name']}: {result['figure']} {result['unit']} vs {result['baseline']} "
+            f"{result['baseline_figure']} -> ratio {result['ratio']} (budget {result['budget']}: "
+            f"{'ok' if result['ok'] else 'OVER'})",
+            flush=True,
+        )

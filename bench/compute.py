@@ -33,8 +33,11 @@ def run(rounds: int, tuned_allocator: bool = True) -> dict:
         import torch
         import torch.nn.functional as F
     except ImportError:
-        return {"name": "engine vs PyTorch SDPA", "skipped": "torch is not installed (pip install torch==2.13.0)",
-                "budget": f"ratio <= {BUDGET}"}
+        return {
+            "name": "engine vs PyTorch SDPA",
+            "skipped": "torch is not installed (pip install torch==2.13.0)",
+            "budget": f"ratio <= {BUDGET}",
+        }
 
     retained = retain_freed_memory() if tuned_allocator else False
     rng = np.random.default_rng(0)
@@ -68,7 +71,7 @@ def run(rounds: int, tuned_allocator: bool = True) -> dict:
     sdpa_ms = statistics.median(sdpa_blocks) * 1e3
     return {
         "name": f"engine n={N} d_model={D_MODEL} H={HEADS} float64, all intermediates, "
-                + ("glibc told to keep freed memory (as the service runs)" if retained else "default allocator"),
+        + ("glibc told to keep freed memory (as the service runs)" if retained else "default allocator"),
         "figure": round(engine_ms, 2),
         "unit": "ms (median)",
         "baseline": "torch SDPA is_causal, float64, CPU",
@@ -88,8 +91,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=120, help="measured runs of each (blocks of 10)")
     parser.add_argument("--json", action="store_true", help="print one JSON line")
-    parser.add_argument("--default-allocator", action="store_true",
-                        help="leave glibc's malloc thresholds alone (both sides of the comparison)")
+    parser.add_argument(
+        "--default-allocator",
+        action="store_true",
+        help="leave glibc's malloc thresholds alone (both sides of the comparison)",
+    )
     args = parser.parse_args()
     result = run(args.rounds, tuned_allocator=not args.default_allocator)
     if args.json or result.get("skipped"):
@@ -97,7 +103,8 @@ def main() -> None:
     else:
         print(
             f"engine {result['figure']} ms, SDPA {result['baseline_figure']} ms, "
-            f"ratio {result['ratio']} (per-round {result['ratio_range']}) (budget {result['budget']}: {'ok' if result['ok'] else 'OVER'})"
+            f"ratio {result['ratio']} (per-round {result['ratio_range']}) "
+            f"(budget {result['budget']}: {'ok' if result['ok'] else 'OVER'})"
         )
 
 

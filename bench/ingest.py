@@ -28,9 +28,8 @@ import requests
 from sqlalchemy import create_engine, text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.common import Gunicorn, emit, migrated_sqlite  # noqa: E402
+from bench.common import Gunicorn, emit, fresh_schema, migrated_sqlite  # noqa: E402
 from service.db import Database  # noqa: E402
-from service.db.migrate import upgrade  # noqa: E402
 from service.db.platforms import create_key  # noqa: E402
 
 SINGLE_BUDGET, BATCH_BUDGET, BATCH = 1500, 20000, 500
@@ -69,11 +68,7 @@ def stored_count(url: str) -> int:
 
 def prepare(url: str) -> str:
     if url.startswith("postgresql"):
-        engine = create_engine(url)
-        with engine.begin() as conn:
-            conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE; CREATE SCHEMA public"))
-        engine.dispose()
-        upgrade(url)
+        fresh_schema(url)
     db = Database(url)
     with db.write() as session:
         key, _ = create_key(session, f"bench-{uuid.uuid4().hex[:6]}", frozenset({"events:write"}))
@@ -84,7 +79,11 @@ def prepare(url: str) -> str:
 def single(url: str, backend: str, seconds: int) -> dict:
     name = f"ingest, single events over HTTP, gunicorn 2 workers, {backend}"
     if not shutil.which("wrk"):
-        return {"name": name, "skipped": "wrk is not installed (apt-get install wrk)", "budget": f">= {SINGLE_BUDGET}/s"}
+        return {
+            "name": name,
+            "skipped": "wrk is not installed (apt-get install wrk)",
+            "budget": f">= {SINGLE_BUDGET}/s",
+        }
     token = prepare(url)
     script = Path(tempfile.mkdtemp()) / "single.lua"
     now = dt.datetime.now(dt.UTC).isoformat()
@@ -92,17 +91,30 @@ def single(url: str, backend: str, seconds: int) -> dict:
     before = stored_count(url)
     env = {"WORKBENCH_DATABASE_URL": url, "WORKBENCH_RATELIMIT_ENABLED": "0"}
     with Gunicorn("service.app:create_app()", env, threads=THREADS) as app:
-        out = subprocess.run(["wrk", "-t2", "-c8", f"-d{seconds}s", "-s", str(script), app.url + "/api/v1/events"],
-                             capture_output=True, text=True, check=True).stdout
+        out = subprocess.run(
+            ["wrk", "-t2", "-c8", f"-d{seconds}s", "-s", str(script), app.url + "/api/v1/events"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
     total = int(re.search(r"(\d+) requests in", out).group(1))
     non2xx = int(m.group(1)) if (m := re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)) else 0
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
     stored = stored_count(url) - before
     ok_responses = total - non2xx
-    return {"name": name, "figure": round(rate), "unit": "events/s", "baseline": "budget",
-            "baseline_figure": SINGLE_BUDGET, "ratio": round(rate / SINGLE_BUDGET, 2),
-            "budget": f">= {SINGLE_BUDGET}/s, 0 lost", "ok": rate >= SINGLE_BUDGET and non2xx == 0 and stored >= ok_responses,
-            "acknowledged": ok_responses, "stored": stored, "errors": non2xx}
+    return {
+        "name": name,
+        "figure": round(rate),
+        "unit": "events/s",
+        "baseline": "budget",
+        "baseline_figure": SINGLE_BUDGET,
+        "ratio": round(rate / SINGLE_BUDGET, 2),
+        "budget": f">= {SINGLE_BUDGET}/s, 0 lost",
+        "ok": rate >= SINGLE_BUDGET and non2xx == 0 and stored >= ok_responses,
+        "acknowledged": ok_responses,
+        "stored": stored,
+        "errors": non2xx,
+    }
 
 
 def batched(url: str, backend: str, seconds: int) -> dict:
@@ -121,13 +133,23 @@ def batched(url: str, backend: str, seconds: int) -> dict:
             session = requests.Session()
             i = 0
             while time.monotonic() < deadline:
-                events = [{"id": str(uuid.uuid4()), "learner": f"bench-{n}-{i % 50}", "lesson": "multi-head-attention",
-                           "checkpoint": "experiment", "event": "parameter-changed",
-                           "instance_id": "multi-head-workbench", "data": {"value": i}, "occurred_at": now}
-                          for i in range(i, i + BATCH)]
+                events = [
+                    {
+                        "id": str(uuid.uuid4()),
+                        "learner": f"bench-{n}-{i % 50}",
+                        "lesson": "multi-head-attention",
+                        "checkpoint": "experiment",
+                        "event": "parameter-changed",
+                        "instance_id": "multi-head-workbench",
+                        "data": {"value": i},
+                        "occurred_at": now,
+                    }
+                    for i in range(i, i + BATCH)
+                ]
                 i += BATCH
-                response = session.post(app.url + "/api/v1/events", data=orjson.dumps({"events": events}),
-                                        headers=headers)
+                response = session.post(
+                    app.url + "/api/v1/events", data=orjson.dumps({"events": events}), headers=headers
+                )
                 with lock:
                     if response.status_code == 201:
                         acknowledged[0] += BATCH
@@ -143,11 +165,19 @@ def batched(url: str, backend: str, seconds: int) -> dict:
         elapsed = time.monotonic() - start
     stored = stored_count(url) - before
     rate = acknowledged[0] / elapsed
-    return {"name": f"ingest, batches of {BATCH}, gunicorn 2 workers, {backend}", "figure": round(rate),
-            "unit": "events/s", "baseline": "budget", "baseline_figure": BATCH_BUDGET,
-            "ratio": round(rate / BATCH_BUDGET, 2), "budget": f">= {BATCH_BUDGET}/s, 0 lost",
-            "ok": rate >= BATCH_BUDGET and errors[0] == 0 and stored == acknowledged[0],
-            "acknowledged": acknowledged[0], "stored": stored, "errors": errors[0]}
+    return {
+        "name": f"ingest, batches of {BATCH}, gunicorn 2 workers, {backend}",
+        "figure": round(rate),
+        "unit": "events/s",
+        "baseline": "budget",
+        "baseline_figure": BATCH_BUDGET,
+        "ratio": round(rate / BATCH_BUDGET, 2),
+        "budget": f">= {BATCH_BUDGET}/s, 0 lost",
+        "ok": rate >= BATCH_BUDGET and errors[0] == 0 and stored == acknowledged[0],
+        "acknowledged": acknowledged[0],
+        "stored": stored,
+        "errors": errors[0],
+    }
 
 
 def main() -> None:

@@ -35,7 +35,6 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
 
     from . import lessons
     from .api import init_app as init_api
-
     from .frontend import blp as frontend
 
     lessons.init_app(app)  # a malformed lesson stops start-up here, naming the file and line

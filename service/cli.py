@@ -90,8 +90,12 @@ def _database():
 
 @keys.command("create")
 @click.option("--platform", "platform_name", required=True, help="Platform name (created if new).")
-@click.option("--scopes", default="events:write,progress:read", show_default=True,
-              help="Comma-separated: events:write, progress:read, analytics:read, admin.")
+@click.option(
+    "--scopes",
+    default="events:write,progress:read",
+    show_default=True,
+    help="Comma-separated: events:write, progress:read, analytics:read, admin.",
+)
 @click.option("--label", default="", help="A note to recognise the key by.")
 def keys_create(platform_name: str, scopes: str, label: str) -> None:
     """Make a key for a platform; the key alone is printed on the last line."""
@@ -121,8 +125,10 @@ def keys_list() -> None:
     click.echo(f"{'prefix':10} {'platform':20} {'scopes':50} {'created':20} revoked")
     for key, platform in rows:
         revoked = key.revoked_at.isoformat(timespec="seconds") if key.revoked_at else "-"
-        click.echo(f"{key.prefix:10} {platform.name:20} {key.scopes:50} "
-                   f"{key.created_at.isoformat(timespec='seconds'):20} {revoked}")
+        click.echo(
+            f"{key.prefix:10} {platform.name:20} {key.scopes:50} "
+            f"{key.created_at.isoformat(timespec='seconds'):20} {revoked}"
+        )
 
 
 @keys.command("revoke")
@@ -151,8 +157,10 @@ def demo_data(learners: int, seed: int, platform_name: str) -> None:
     lessons = load_lessons(settings.content_dir)
     with click.progressbar(length=learners, label=f"{learners} learners", file=sys.stderr) as bar:
         counts = load(_database(), lessons, learners, seed=seed, platform=platform_name, progress=bar.update)
-    click.echo(f"platform {platform_name}: {counts['events_created']} events stored, {counts['events_replayed']} "
-               f"already there, {counts['exercise_checks']} exercise checks")
+    click.echo(
+        f"platform {platform_name}: {counts['events_created']} events stored, {counts['events_replayed']} "
+        f"already there, {counts['exercise_checks']} exercise checks"
+    )
 
 
 @main.group("xapi")
@@ -191,12 +199,15 @@ def xapi_forward(loop: bool, interval: float, batch: int) -> None:
     db = _database()
     lessons = load_lessons(settings.content_dir)
     while True:
-        report = forward_once(db, lessons, settings.activity_base, batch=batch,
-                              settle_seconds=settings.export_settle_seconds)
+        report = forward_once(
+            db, lessons, settings.activity_base, batch=batch, settle_seconds=settings.export_settle_seconds
+        )
         for platform, outcome in sorted(report.items()):
-            click.echo(f"{platform}: sent {outcome.get('sent', 0)}"
-                       + (f", error: {outcome['error']}" if outcome.get("error") else "")
-                       + (f", waiting until {outcome['waiting_until']}" if outcome.get("waiting_until") else ""))
+            click.echo(
+                f"{platform}: sent {outcome.get('sent', 0)}"
+                + (f", error: {outcome['error']}" if outcome.get("error") else "")
+                + (f", waiting until {outcome['waiting_until']}" if outcome.get("waiting_until") else "")
+            )
         if not loop:
             if any(o.get("error") for o in report.values()):
                 sys.exit(1)
@@ -219,8 +230,9 @@ def exercise() -> None:
 
 
 @exercise.command("check")
-@click.argument("path", default="exercises/multi-head-attention/starter.py",
-                type=click.Path(exists=True, dir_okay=False))
+@click.argument(
+    "path", default="exercises/multi-head-attention/starter.py", type=click.Path(exists=True, dir_okay=False)
+)
 def exercise_check(path: str) -> None:
     """Run PATH's multi_head_attention on several cases and name any known mistake."""
     import importlib.util
@@ -234,8 +246,12 @@ def exercise_check(path: str) -> None:
     spec.loader.exec_module(module)
     rng = np.random.default_rng(7)
     cases = [
-        ("the workbench: 3 tokens x 4, 2 heads, causal", [[1.0, 0.5, -0.5, 1.0], [0.2, 1.0, 1.5, -0.3],
-                                                           [-1.0, 0.3, 0.8, 0.6]], 2, True),
+        (
+            "the workbench: 3 tokens x 4, 2 heads, causal",
+            [[1.0, 0.5, -0.5, 1.0], [0.2, 1.0, 1.5, -0.3], [-1.0, 0.3, 0.8, 0.6]],
+            2,
+            True,
+        ),
         ("the same without the mask", [[1.0, 0.5, -0.5, 1.0], [0.2, 1.0, 1.5, -0.3], [-1.0, 0.3, 0.8, 0.6]], 2, False),
         ("5 tokens x 8, 4 heads, causal", rng.normal(size=(5, 8)).round(2).tolist(), 4, True),
         ("6 tokens x 6, 3 heads, causal", rng.normal(size=(6, 6)).round(2).tolist(), 3, True),

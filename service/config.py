@@ -77,15 +77,26 @@ class Settings:
     def validate(self) -> None:
         if self.env not in ("development", "production", "testing"):
             raise ConfigError(f"WORKBENCH_ENV must be development, production or testing, got {self.env!r}")
-        for name in ("max_tokens", "max_d_model", "max_heads", "max_score_cells", "max_content_length",
-                     "max_batch_events", "k_anonymity"):
+        for name in (
+            "max_tokens",
+            "max_d_model",
+            "max_heads",
+            "max_score_cells",
+            "max_content_length",
+            "max_batch_events",
+            "k_anonymity",
+        ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"WORKBENCH_{name.upper()} must be at least 1")
         if not self.database_url.startswith(("sqlite", "postgresql")):
-            raise ConfigError(f"WORKBENCH_DATABASE_URL must be sqlite:// or postgresql+psycopg://, got {self.database_url!r}")
+            raise ConfigError(
+                f"WORKBENCH_DATABASE_URL must be sqlite:// or postgresql+psycopg://, got {self.database_url!r}"
+            )
         if self.env == "production":
             if self.secret_key == DEFAULT_SECRET or len(self.secret_key) < 32:
-                raise ConfigError("production needs WORKBENCH_SECRET_KEY: at least 32 random characters, not the default")
+                raise ConfigError(
+                    "production needs WORKBENCH_SECRET_KEY: at least 32 random characters, not the default"
+                )
             if self.debug:
                 raise ConfigError("WORKBENCH_DEBUG must be off in production")
 

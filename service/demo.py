@@ -21,8 +21,16 @@ from .lessons import Lesson
 LESSON = "multi-head-attention"
 NAMESPACE = uuid.UUID("6f1c1c2e-5b0e-4f55-9d7e-3f0b2a9c4d11")
 PARAMETERS = [("token", 0.62), ("causal", 0.18), ("reuse_first_slice", 0.14), ("failure_mode", 0.06)]
-COMMON_MISTAKES = ["interleaved_split", "no_scaling", "mask_after_softmax", "reuse_first_slice",
-                   "scale_by_d_model", "swapped_head_order", "no_mask", "diagonal_masked"]
+COMMON_MISTAKES = [
+    "interleaved_split",
+    "no_scaling",
+    "mask_after_softmax",
+    "reuse_first_slice",
+    "scale_by_d_model",
+    "swapped_head_order",
+    "no_mask",
+    "diagonal_masked",
+]
 
 
 def cohort(learners: int, seed: int, now: dt.datetime) -> Iterator[tuple[str, list[NewEvent], list[dict]]]:
@@ -36,22 +44,35 @@ def cohort(learners: int, seed: int, now: dt.datetime) -> Iterator[tuple[str, li
         checks: list[dict] = []
 
         def add(event: str, checkpoint: str | None, data: dict, minutes: float, instance: str | None = None) -> None:
+            # Called only within this learner's iteration, so the loop variables are the current ones.
             nonlocal t
             t = min(now - dt.timedelta(seconds=1), t + dt.timedelta(minutes=minutes))
-            events.append(NewEvent(next(ids), learner, LESSON, checkpoint, event, instance, data, t))
+            events.append(NewEvent(next(ids), learner, LESSON, checkpoint, event, instance, data, t))  # noqa: B023
 
         add("started", None, {}, 0)
         if rng.random() < 0.9:
-            add("completed", "predict", {"text": rng.choice(["2 wide; slice 1 is lost", "each head gets 2 features",
-                                                             "width 2, the last two features vanish"])},
-                rng.lognormvariate(1.0, 0.6))
+            add(
+                "completed",
+                "predict",
+                {
+                    "text": rng.choice(
+                        [
+                            "2 wide; slice 1 is lost",
+                            "each head gets 2 features",
+                            "width 2, the last two features vanish",
+                        ]
+                    )
+                },
+                rng.lognormvariate(1.0, 0.6),
+            )
             if rng.random() < 0.82:
                 for _ in range(rng.randint(1, 14)):
                     parameter = rng.choices([p for p, _ in PARAMETERS], [w for _, w in PARAMETERS])[0]
                     data = {"parameter": parameter}
                     if parameter == "token":
-                        data.update(token=rng.randint(1, 3), dimension=rng.randint(1, 4),
-                                    value=round(rng.uniform(-2, 2), 1))
+                        data.update(
+                            token=rng.randint(1, 3), dimension=rng.randint(1, 4), value=round(rng.uniform(-2, 2), 1)
+                        )
                     elif parameter == "failure_mode":
                         data["value"] = rng.choice(list(MISTAKES)[:6])
                     else:
@@ -59,22 +80,47 @@ def cohort(learners: int, seed: int, now: dt.datetime) -> Iterator[tuple[str, li
                     add("parameter-changed", "experiment", data, rng.lognormvariate(-0.5, 0.8), "multi-head-workbench")
                 if rng.random() < 0.7:
                     for _ in range(rng.choice([0, 1, 1, 2, 3])):
-                        mistakes = rng.choice([["interleaved_split", "no_scaling", "mask_after_softmax"],
-                                               [rng.choice(COMMON_MISTAKES)], [rng.choice(COMMON_MISTAKES)]])
-                        add("attempted", "implement", {"tests": {"passed": rng.randint(2, 6), "failed": len(mistakes)}},
-                            rng.lognormvariate(2.0, 0.7))
+                        mistakes = rng.choice(
+                            [
+                                ["interleaved_split", "no_scaling", "mask_after_softmax"],
+                                [rng.choice(COMMON_MISTAKES)],
+                                [rng.choice(COMMON_MISTAKES)],
+                            ]
+                        )
+                        add(
+                            "attempted",
+                            "implement",
+                            {"tests": {"passed": rng.randint(2, 6), "failed": len(mistakes)}},
+                            rng.lognormvariate(2.0, 0.7),
+                        )
                         checks.append({"diagnosis": ",".join(mistakes), "correct": False, "at": t})
                     if rng.random() < 0.75:
-                        add("completed", "implement", {"tests": {"passed": 9, "failed": 0}}, rng.lognormvariate(2.3, 0.6))
+                        add(
+                            "completed",
+                            "implement",
+                            {"tests": {"passed": 9, "failed": 0}},
+                            rng.lognormvariate(2.3, 0.6),
+                        )
                         checks.append({"diagnosis": None, "correct": True, "at": t})
                         if rng.random() < 0.72:
-                            add("completed", "explain", {"text": "only head 2 changed; swapped order breaks W_O"},
-                                rng.lognormvariate(1.2, 0.7))
+                            add(
+                                "completed",
+                                "explain",
+                                {"text": "only head 2 changed; swapped order breaks W_O"},
+                                rng.lognormvariate(1.2, 0.7),
+                            )
         yield learner, events, checks
 
 
-def load(db: Database, lessons: dict[str, Lesson], learners: int, seed: int = 1, platform: str = "demo",
-         batch: int = 500, progress: Callable[[int], None] | None = None) -> dict[str, int]:
+def load(
+    db: Database,
+    lessons: dict[str, Lesson],
+    learners: int,
+    seed: int = 1,
+    platform: str = "demo",
+    batch: int = 500,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, int]:
     """Store the cohort; returns counts of new events, replays and checks."""
     with db.write() as session:
         platform_id = ensure_platform(session, platform).id
@@ -96,10 +142,18 @@ def load(db: Database, lessons: dict[str, Lesson], learners: int, seed: int = 1,
                 if not items or not any(e.learner == learner and e.event_id in fresh for e in pending):
                     continue  # this learner was stored before: their checks are too
                 for item in items:
-                    session.add(ExerciseCheck(platform_id=platform_id, learner=learner, lesson=LESSON,
-                                              case={"tokens": "demo"}, correct=item["correct"],
-                                              max_abs_error=0.0 if item["correct"] else 0.3,
-                                              diagnosis=item["diagnosis"], created_at=item["at"]))
+                    session.add(
+                        ExerciseCheck(
+                            platform_id=platform_id,
+                            learner=learner,
+                            lesson=LESSON,
+                            case={"tokens": "demo"},
+                            correct=item["correct"],
+                            max_abs_error=0.0 if item["correct"] else 0.3,
+                            diagnosis=item["diagnosis"],
+                            created_at=item["at"],
+                        )
+                    )
                     checks += 1
         pending.clear()
         pending_checks.clear()
@@ -122,8 +176,9 @@ def _anchor(db: Database, platform_id: int, seed: int) -> dt.datetime | None:
 
     first_id = str(uuid.uuid5(NAMESPACE, f"{seed}/demo-{seed}-000000/0"))
     with db.session() as session:
-        first = session.scalar(select(Event.occurred_at).where(Event.platform_id == platform_id,
-                                                               Event.event_id == first_id))
+        first = session.scalar(
+            select(Event.occurred_at).where(Event.platform_id == platform_id, Event.event_id == first_id)
+        )
     if first is None:
         return None
     return first + dt.timedelta(days=random.Random(seed).uniform(0.05, 14))

@@ -24,6 +24,7 @@ def _page(filename: str):
         if lesson_id is not None and lesson_id not in current_app.extensions["lessons"]:
             abort(404)
         return send_from_directory(FRONTEND / "pages", filename, mimetype="text/html", max_age=0)
+
     view.__name__ = f"page_{filename.split('.')[0].replace('-', '_')}"
     return view
 
@@ -41,12 +42,15 @@ def static(path: str):
 
 @blp.get("/exercises/multi-head-attention/starter.py")
 def starter():
-    return send_from_directory(ROOT / "exercises" / "multi-head-attention", "starter.py",
-                               mimetype="text/x-python", as_attachment=True)
+    return send_from_directory(
+        ROOT / "exercises" / "multi-head-attention", "starter.py", mimetype="text/x-python", as_attachment=True
+    )
 
 
-FAVICON = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" '
-           'fill="#1f5fbf"/><path d="M3 12V4h2l3 4 3-4h2v8h-2V7l-3 4-3-4v5z" fill="#fff"/></svg>')
+FAVICON = (
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" '
+    'fill="#1f5fbf"/><path d="M3 12V4h2l3 4 3-4h2v8h-2V7l-3 4-3-4v5z" fill="#fff"/></svg>'
+)
 
 
 @blp.get("/favicon.ico")

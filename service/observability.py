@@ -10,13 +10,24 @@ import time
 import uuid
 
 from flask import Flask, Response, current_app, g, request
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client import multiprocess
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
 
 REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
 
-REQUESTS = Histogram("workbench_request_seconds", "Request latency by endpoint", ["endpoint", "method", "status"],
-                     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+REQUESTS = Histogram(
+    "workbench_request_seconds",
+    "Request latency by endpoint",
+    ["endpoint", "method", "status"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+)
 EVENTS = Counter("workbench_events_total", "Events by outcome", ["outcome"])  # created, duplicate, erased
 CONFLICTS = Counter("workbench_event_conflicts_total", "Requests refused with 409 (same id, other content)")
 UNAVAILABLE = Counter("workbench_unavailable_total", "Responses 503: the database did not answer")
@@ -24,8 +35,12 @@ UNAVAILABLE = Counter("workbench_unavailable_total", "Responses 503: the databas
 
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        body = {"time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S%z"), "level": record.levelname.lower(),
-                "logger": record.name, "message": record.getMessage()}
+        body = {
+            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S%z"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
         for key in ("request_id", "endpoint", "method", "status", "duration_ms"):
             if hasattr(record, key):
                 body[key] = getattr(record, key)
@@ -46,9 +61,13 @@ def configure_logging(level: str = "INFO") -> None:
 def security_headers(response: Response) -> Response:
     settings = current_app.extensions["settings"]
     ancestors = " ".join(["'self'", *settings.frame_ancestors])
-    response.headers.setdefault("Content-Security-Policy", (
-        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-        f"font-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors {ancestors}"))
+    response.headers.setdefault(
+        "Content-Security-Policy",
+        (
+            "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+            f"font-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors {ancestors}"
+        ),
+    )
     response.headers.setdefault("X-Content-Type-Options", "nosniff")
     response.headers.setdefault("Referrer-Policy", "strict-origin-when-cross-origin")
     response.headers.setdefault("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
@@ -79,9 +98,16 @@ def init_app(app: Flask) -> None:
             UNAVAILABLE.inc()
         elif response.status_code == 409 and endpoint.endswith("/events"):
             CONFLICTS.inc()
-        log.info("request", extra={"request_id": g.get("request_id"), "endpoint": endpoint,
-                                   "method": request.method, "status": response.status_code,
-                                   "duration_ms": round(duration * 1000, 2)})
+        log.info(
+            "request",
+            extra={
+                "request_id": g.get("request_id"),
+                "endpoint": endpoint,
+                "method": request.method,
+                "status": response.status_code,
+                "duration_ms": round(duration * 1000, 2),
+            },
+        )
         return response
 
     @app.get("/metrics")
@@ -90,11 +116,18 @@ def init_app(app: Flask) -> None:
         token = settings.metrics_token
         if token:
             if request.headers.get("Authorization", "") != f"Bearer {token}":
-                return Response("metrics need 'Authorization: Bearer <WORKBENCH_METRICS_TOKEN>'\n", status=401,
-                                mimetype="text/plain", headers={"WWW-Authenticate": "Bearer"})
+                return Response(
+                    "metrics need 'Authorization: Bearer <WORKBENCH_METRICS_TOKEN>'\n",
+                    status=401,
+                    mimetype="text/plain",
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
         elif request.remote_addr not in ("127.0.0.1", "::1"):
-            return Response("metrics are served to loopback only unless WORKBENCH_METRICS_TOKEN is set\n",
-                            status=403, mimetype="text/plain")
+            return Response(
+                "metrics are served to loopback only unless WORKBENCH_METRICS_TOKEN is set\n",
+                status=403,
+                mimetype="text/plain",
+            )
         return Response(_scrape(), mimetype=CONTENT_TYPE_LATEST)
 
 
@@ -105,8 +138,13 @@ def _scrape() -> bytes:
     else:
         from prometheus_client import REGISTRY as registry
     backlog = CollectorRegistry()
-    gauge = Gauge("workbench_xapi_outbox_backlog", "Statements waiting to be forwarded", ["platform"],
-                  registry=backlog, multiprocess_mode="livesum")
+    gauge = Gauge(
+        "workbench_xapi_outbox_backlog",
+        "Statements waiting to be forwarded",
+        ["platform"],
+        registry=backlog,
+        multiprocess_mode="livesum",
+    )
     from .xapi_forward import backlog as compute_backlog
 
     try:

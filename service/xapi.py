@@ -57,8 +57,11 @@ def statement(row: Any, home_page: str, base: str, lessons: dict[str, Lesson]) -
     checkpoint = lesson.checkpoint(row.checkpoint) if (lesson and row.checkpoint) else None
     data = row.data or {}
     verb = verb_for(row.event, row.checkpoint, data, checkpoint.requires if checkpoint else None)
-    kind = "interaction" if row.event == "parameter-changed" else (
-        "assessment" if checkpoint is not None and checkpoint.requires == "passing-tests" else "interaction")
+    kind = (
+        "interaction"
+        if row.event == "parameter-changed"
+        else ("assessment" if checkpoint is not None and checkpoint.requires == "passing-tests" else "interaction")
+    )
     target = {
         "objectType": "Activity",
         "id": activity_id(base, row.lesson, row.checkpoint),
@@ -76,7 +79,12 @@ def statement(row: Any, home_page: str, base: str, lessons: dict[str, Lesson]) -
         result["success"] = tests["failed"] == 0 and tests["passed"] > 0
         result["completion"] = row.event == "completed"
         if total:
-            result["score"] = {"raw": tests["passed"], "min": 0, "max": total, "scaled": round(tests["passed"] / total, 4)}
+            result["score"] = {
+                "raw": tests["passed"],
+                "min": 0,
+                "max": total,
+                "scaled": round(tests["passed"] / total, 4),
+            }
     elif row.event == "completed":
         result["completion"] = True
     extensions = {EXTENSION + k: v for k, v in data.items() if k not in ("text", "tests")}
@@ -84,8 +92,15 @@ def statement(row: Any, home_page: str, base: str, lessons: dict[str, Lesson]) -
         result["extensions"] = extensions
     context: dict[str, Any] = {"platform": "attention-workbench", "language": "en-US"}
     if row.checkpoint:
-        context["contextActivities"] = {"parent": [{"objectType": "Activity", "id": activity_id(base, row.lesson),
-                                                    "definition": {"type": ACTIVITY_TYPES["lesson"]}}]}
+        context["contextActivities"] = {
+            "parent": [
+                {
+                    "objectType": "Activity",
+                    "id": activity_id(base, row.lesson),
+                    "definition": {"type": ACTIVITY_TYPES["lesson"]},
+                }
+            ]
+        }
     if row.instance_id:
         context["extensions"] = {EXTENSION + "instance_id": row.instance_id}
     body = {

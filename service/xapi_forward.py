@@ -28,8 +28,17 @@ def configure(db: Database, platform: str, endpoint: str, username: str, passwor
             raise ValueError(f"no platform {platform!r}")
         row = session.get(XapiForwarding, found.id)
         if row is None:
-            session.add(XapiForwarding(platform_id=found.id, endpoint=endpoint, username=username, password=password,
-                                       last_event_row=0, sent=0, failures=0))
+            session.add(
+                XapiForwarding(
+                    platform_id=found.id,
+                    endpoint=endpoint,
+                    username=username,
+                    password=password,
+                    last_event_row=0,
+                    sent=0,
+                    failures=0,
+                )
+            )
         else:
             row.endpoint, row.username, row.password = endpoint, username, password
 
@@ -40,21 +49,33 @@ def statements_url(endpoint: str) -> str:
 
 def backlog(db: Database) -> dict[str, int]:
     with db.engine.connect() as conn:
-        rows = conn.execute(select(Platform.name, func.count(Event.id)).select_from(XapiForwarding).join(
-            Platform, Platform.id == XapiForwarding.platform_id).join(Event, (Event.platform_id == Platform.id) & (
-                Event.id > XapiForwarding.last_event_row), isouter=True).group_by(Platform.name))
+        rows = conn.execute(
+            select(Platform.name, func.count(Event.id))
+            .select_from(XapiForwarding)
+            .join(Platform, Platform.id == XapiForwarding.platform_id)
+            .join(Event, (Event.platform_id == Platform.id) & (Event.id > XapiForwarding.last_event_row), isouter=True)
+            .group_by(Platform.name)
+        )
         return {name: count for name, count in rows}
 
 
-def forward_once(db: Database, lessons: dict[str, Lesson], activity_base: str, batch: int = 100,
-                 settle_seconds: int = 10, http: requests.Session | None = None, timeout: float = 10.0) -> dict[str, Any]:
+def forward_once(
+    db: Database,
+    lessons: dict[str, Lesson],
+    activity_base: str,
+    batch: int = 100,
+    settle_seconds: int = 10,
+    http: requests.Session | None = None,
+    timeout: float = 10.0,
+) -> dict[str, Any]:
     """One pass over every configured platform; returns per-platform counts and errors."""
     http = http or requests.Session()
     now = dt.datetime.now(dt.UTC)
     report: dict[str, Any] = {}
     with db.session() as session:
-        targets = session.execute(select(XapiForwarding, Platform).join(
-            Platform, Platform.id == XapiForwarding.platform_id)).all()
+        targets = session.execute(
+            select(XapiForwarding, Platform).join(Platform, Platform.id == XapiForwarding.platform_id)
+        ).all()
     for target, platform in targets:
         if target.next_attempt_at is not None and target.next_attempt_at > now:
             report[platform.name] = {"sent": 0, "waiting_until": target.next_attempt_at.isoformat()}
@@ -62,10 +83,16 @@ def forward_once(db: Database, lessons: dict[str, Lesson], activity_base: str, b
         sent, error = 0, None
         while True:
             with db.engine.connect() as conn:
-                rows = conn.execute(select(Event.__table__).where(
-                    Event.platform_id == platform.id, Event.id > target.last_event_row,
-                    Event.stored_at <= now - dt.timedelta(seconds=settle_seconds),
-                ).order_by(Event.id).limit(batch)).all()
+                rows = conn.execute(
+                    select(Event.__table__)
+                    .where(
+                        Event.platform_id == platform.id,
+                        Event.id > target.last_event_row,
+                        Event.stored_at <= now - dt.timedelta(seconds=settle_seconds),
+                    )
+                    .order_by(Event.id)
+                    .limit(batch)
+                ).all()
             if not rows:
                 break
             body = [xapi.statement(r, platform.home_page, activity_base, lessons) for r in rows]
@@ -94,8 +121,13 @@ class DeliveryError(Exception):
 
 def _post(http: requests.Session, target: XapiForwarding, body: Any, timeout: float) -> requests.Response:
     try:
-        return http.post(statements_url(target.endpoint), json=body, auth=(target.username, target.password),
-                         headers={"X-Experience-API-Version": xapi.VERSION}, timeout=timeout)
+        return http.post(
+            statements_url(target.endpoint),
+            json=body,
+            auth=(target.username, target.password),
+            headers={"X-Experience-API-Version": xapi.VERSION},
+            timeout=timeout,
+        )
     except requests.RequestException as exc:
         raise DeliveryError(f"{type(exc).__name__}: {exc}") from None
 
@@ -110,14 +142,16 @@ def _deliver(http: requests.Session, target: XapiForwarding, statements: list[di
         for statement in statements:
             single = _post(http, target, statement, timeout)
             if single.status_code not in (200, 204, 409):
-                raise DeliveryError(f"LRS answered {single.status_code} for statement {statement['id']}: "
-                                    f"{single.text[:300]}")
+                raise DeliveryError(
+                    f"LRS answered {single.status_code} for statement {statement['id']}: {single.text[:300]}"
+                )
         return
     raise DeliveryError(f"LRS answered {response.status_code}: {response.text[:300]}")
 
 
-def _save(db: Database, target: XapiForwarding, *, failures: int, error: str | None,
-          next_attempt: dt.datetime | None) -> None:
+def _save(
+    db: Database, target: XapiForwarding, *, failures: int, error: str | None, next_attempt: dt.datetime | None
+) -> None:
     with db.write() as session:
         row = session.get(XapiForwarding, target.platform_id)
         row.last_event_row = target.last_event_row

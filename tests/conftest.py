@@ -62,8 +62,12 @@ def database_url(request, tmp_path, sqlite_template) -> str:
 def _truncate_postgres(url: str) -> None:
     engine = create_engine(url)
     with engine.begin() as conn:
-        tables = [r[0] for r in conn.execute(text(
-            "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename != 'alembic_version'"))]
+        tables = [
+            r[0]
+            for r in conn.execute(
+                text("SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename != 'alembic_version'")
+            )
+        ]
         if tables:
             conn.execute(text("TRUNCATE " + ", ".join(f'"{t}"' for t in tables) + " RESTART IDENTITY CASCADE"))
     engine.dispose()

@@ -34,9 +34,25 @@ class LiveServer:
     def start(self) -> LiveServer:
         gunicorn = Path(sys.executable).with_name("gunicorn")
         self.proc = subprocess.Popen(
-            [str(gunicorn), "-w", str(self.workers), "--threads", str(self.threads), "-b", f"127.0.0.1:{self.port}",
-             "--graceful-timeout", "2", "--log-level", "warning", *self.extra_args, "service.app:create_app()"],
-            cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            [
+                str(gunicorn),
+                "-w",
+                str(self.workers),
+                "--threads",
+                str(self.threads),
+                "-b",
+                f"127.0.0.1:{self.port}",
+                "--graceful-timeout",
+                "2",
+                "--log-level",
+                "warning",
+                *self.extra_args,
+                "service.app:create_app()",
+            ],
+            cwd=ROOT,
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
         )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:

@@ -51,8 +51,10 @@ def test_mapping_overrides_environment_which_overrides_defaults(monkeypatch):
         ({"WORKBENCH_ENV": "staging"}, "WORKBENCH_ENV must be"),
         ({"WORKBENCH_DATABASE_URL": "mysql://x"}, "WORKBENCH_DATABASE_URL must be"),
         ({"WORKBENCH_ENV": "production"}, "production needs WORKBENCH_SECRET_KEY"),
-        ({"WORKBENCH_ENV": "production", "WORKBENCH_SECRET_KEY": "x" * 40, "WORKBENCH_DEBUG": "1"},
-         "WORKBENCH_DEBUG must be off"),
+        (
+            {"WORKBENCH_ENV": "production", "WORKBENCH_SECRET_KEY": "x" * 40, "WORKBENCH_DEBUG": "1"},
+            "WORKBENCH_DEBUG must be off",
+        ),
     ],
 )
 def test_bad_settings_stop_start_up_with_a_clear_message(env, message):

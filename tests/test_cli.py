@@ -34,8 +34,9 @@ def _cli_env(tmp_path, monkeypatch):
 
 def test_keys_create_prints_the_key_alone_on_the_last_line_and_it_works(tmp_path, monkeypatch):
     url = _cli_env(tmp_path, monkeypatch)
-    result = CliRunner().invoke(main, ["keys", "create", "--platform", "acme",
-                                       "--scopes", "events:write,progress:read,analytics:read"])
+    result = CliRunner().invoke(
+        main, ["keys", "create", "--platform", "acme", "--scopes", "events:write,progress:read,analytics:read"]
+    )
     assert result.exit_code == 0, result.output
     token = result.output.strip().splitlines()[-1]
     assert token.startswith("wb_") and " " not in token

@@ -33,8 +33,7 @@ def server(database_url):
     with db.write() as session:
         key, _ = create_key(session, "load", frozenset({"events:write", "progress:read"}))
     db.dispose()
-    live = LiveServer({"WORKBENCH_DATABASE_URL": database_url, "WORKBENCH_RATELIMIT_ENABLED": "0"},
-                      workers=4).start()
+    live = LiveServer({"WORKBENCH_DATABASE_URL": database_url, "WORKBENCH_RATELIMIT_ENABLED": "0"}, workers=4).start()
     yield live, {"Authorization": f"Bearer {key.token}"}
     live.stop()
 

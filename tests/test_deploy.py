@@ -23,7 +23,11 @@ def test_docker_compose_config_validates(tmp_path):
     if command is None:
         pytest.skip("neither 'docker compose' nor 'docker-compose' is installed (.ci/run installs docker-compose)")
     shutil.copy(ROOT / "docker-compose.yml", tmp_path)
-    env = (ROOT / ".env.example").read_text().replace("WORKBENCH_SECRET_KEY=\n", "WORKBENCH_SECRET_KEY=" + "s" * 40 + "\n")
+    env = (
+        (ROOT / ".env.example")
+        .read_text()
+        .replace("WORKBENCH_SECRET_KEY=\n", "WORKBENCH_SECRET_KEY=" + "s" * 40 + "\n")
+    )
     (tmp_path / ".env").write_text(env)
     result = subprocess.run([*command, "config"], cwd=tmp_path, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
@@ -51,8 +55,12 @@ def test_the_image_is_slim_non_root_and_migrates_first():
 def test_the_image_builds_where_docker_runs():
     if not shutil.which("docker") or subprocess.run(["docker", "info"], capture_output=True).returncode != 0:
         pytest.skip("no docker daemon on this machine: build with 'docker build -t attention-workbench .'")
-    result = subprocess.run(["docker", "build", "-q", "-t", "attention-workbench:test", str(ROOT)],
-                            capture_output=True, text=True, timeout=1200)
+    result = subprocess.run(
+        ["docker", "build", "-q", "-t", "attention-workbench:test", str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
 
 

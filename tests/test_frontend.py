@@ -15,13 +15,19 @@ def test_nothing_is_loaded_from_another_origin():
     for path in FRONTEND.rglob("*"):
         if path.suffix in (".js", ".css", ".html"):
             text = path.read_text()
-            assert not re.search(r"""(src|href)=["']https?://|url\(["']?https?://|import .* from ["']https?://""",
-                                 text), path
+            assert not re.search(
+                r"""(src|href)=["']https?://|url\(["']?https?://|import .* from ["']https?://""", text
+            ), path
 
 
 def test_every_page_route_serves_html(client):
-    for path in ("/", "/lessons/multi-head-attention", "/explorables/multi-head-attention", "/figures/four-heads",
-                 "/dashboard"):
+    for path in (
+        "/",
+        "/lessons/multi-head-attention",
+        "/explorables/multi-head-attention",
+        "/figures/four-heads",
+        "/dashboard",
+    ):
         response = client.get(path)
         assert response.status_code == 200 and response.mimetype == "text/html", path
         response.close()

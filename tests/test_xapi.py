@@ -33,8 +33,13 @@ def stored(client, acme):
     events = [
         completed("ada", "predict", {"text": "two wide"}),
         event("ada"),
-        event("ada", checkpoint="implement", event="attempted", instance_id=None,
-              data={"tests": {"passed": 3, "failed": 2}}),
+        event(
+            "ada",
+            checkpoint="implement",
+            event="attempted",
+            instance_id=None,
+            data={"tests": {"passed": 3, "failed": 2}},
+        ),
         completed("ada", "implement", {"tests": {"passed": 5, "failed": 0}}),
         completed("ada", "explain", {"text": "head 2 only"}),
         event("bob", checkpoint=None, event="started", instance_id=None, data={}),
@@ -76,8 +81,9 @@ def test_statements_map_events_with_adl_verbs(client, stored, analyst):
 
 
 def test_statements_validate_against_ralphs_xapi_model(client, stored, analyst):
-    models = pytest.importorskip("ralph.models.xapi.base.statements",
-                                 reason="Ralph (ralph-malph) is installed by .ci/run")
+    models = pytest.importorskip(
+        "ralph.models.xapi.base.statements", reason="Ralph (ralph-malph) is installed by .ci/run"
+    )
     for statement in statements(client, analyst)["statements"]:
         models.BaseXapiStatement(**statement)
 
@@ -122,14 +128,28 @@ def test_the_version_header_is_required_and_basic_auth_works(client, stored, ana
 def ralph(tmp_path):
     if not RALPH.exists():
         pytest.skip("forwarding tests need Ralph (pip install 'ralph-malph[cli,lrs]'; .ci/run installs it)")
-    env = {**os.environ, "RALPH_AUTH_FILE": str(tmp_path / "auth.json"), "RALPH_RUNSERVER_BACKEND": "fs",
-           "RALPH_BACKENDS__DATA__FS__DEFAULT_DIRECTORY_PATH": str(tmp_path / "lrs")}
-    subprocess.run([str(RALPH), "auth", "-u", "lrs", "-p", "secret", "-s", "all", "-M", "mailto:lrs@example.org",
-                    "-w"], env=env, check=True, capture_output=True, cwd=tmp_path)
+    env = {
+        **os.environ,
+        "RALPH_AUTH_FILE": str(tmp_path / "auth.json"),
+        "RALPH_RUNSERVER_BACKEND": "fs",
+        "RALPH_BACKENDS__DATA__FS__DEFAULT_DIRECTORY_PATH": str(tmp_path / "lrs"),
+    }
+    subprocess.run(
+        [str(RALPH), "auth", "-u", "lrs", "-p", "secret", "-s", "all", "-M", "mailto:lrs@example.org", "-w"],
+        env=env,
+        check=True,
+        capture_output=True,
+        cwd=tmp_path,
+    )
     port = free_port()
     launcher = Path(__file__).resolve().parent / "support" / "ralph_lrs.py"
-    proc = subprocess.Popen([sys.executable, str(launcher), str(port), str(tmp_path / "lrs")], env=env,
-                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, str(launcher), str(port), str(tmp_path / "lrs")],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}/xAPI/"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -148,8 +168,9 @@ def lrs_ids(url):
     ids, more = [], "statements?limit=500"
     base = url.split("/xAPI/")[0]
     while more:
-        body = requests.get(base + more if more.startswith("/") else url + more, auth=("lrs", "secret"),
-                            headers=X, timeout=10).json()
+        body = requests.get(
+            base + more if more.startswith("/") else url + more, auth=("lrs", "secret"), headers=X, timeout=10
+        ).json()
         ids += [s["id"] for s in body["statements"]]
         more = body.get("more") or ""
     return ids

@@ -23,8 +23,12 @@ from .event_schemas import name
 from .fields import SafeString
 from .problems import Problem
 
-blp = Blueprint("analytics", __name__, url_prefix="/api/v1/analytics",
-                description="Aggregates and exports over a platform's own learners (scope analytics:read).")
+blp = Blueprint(
+    "analytics",
+    __name__,
+    url_prefix="/api/v1/analytics",
+    description="Aggregates and exports over a platform's own learners (scope analytics:read).",
+)
 AUTH_ERRORS = (401, 403, 429, 503)
 
 
@@ -55,8 +59,10 @@ class FunnelStepSchema(Schema):
     checkpoint = fields.String()
     title = fields.String()
     learners = fields.Integer(allow_none=True)
-    share_of_previous = fields.Float(allow_none=True, metadata={
-        "description": "of the learners who completed the previous step, the share who completed this one"})
+    share_of_previous = fields.Float(
+        allow_none=True,
+        metadata={"description": "of the learners who completed the previous step, the share who completed this one"},
+    )
     suppressed = fields.Boolean()
 
 
@@ -84,9 +90,15 @@ class Funnel(MethodView):
             base = previous if i == 0 else raw["completed"][ids[i - 1]]
             shown = _kept(count, count)
             share = (went_on / base) if (shown is not None and base >= _k() and base) else None
-            steps.append({"checkpoint": cp.id, "title": cp.title, "learners": shown,
-                          "share_of_previous": None if share is None else round(min(share, 1.0), 4),
-                          "suppressed": shown is None})
+            steps.append(
+                {
+                    "checkpoint": cp.id,
+                    "title": cp.title,
+                    "learners": shown,
+                    "share_of_previous": None if share is None else round(min(share, 1.0), 4),
+                    "suppressed": shown is None,
+                }
+            )
         return {"lesson": lesson.id, "k": _k(), "started": _kept(raw["started"], raw["started"]), "steps": steps}
 
 
@@ -117,11 +129,21 @@ class Durations(MethodView):
             for cp in lesson.checkpoints:
                 n, (median, p90) = q.durations(conn, principal.platform_id, lesson.id, cp.id, (0.5, 0.9))
                 keep = n >= _k()
-                rows.append({"checkpoint": cp.id, "learners": n if keep else None,
-                             "median_seconds": round(median, 3) if keep else None,
-                             "p90_seconds": round(p90, 3) if keep else None, "suppressed": not keep})
-        return {"lesson": lesson.id, "k": _k(), "measured_from": "the learner's first event in the lesson",
-                "checkpoints": rows}
+                rows.append(
+                    {
+                        "checkpoint": cp.id,
+                        "learners": n if keep else None,
+                        "median_seconds": round(median, 3) if keep else None,
+                        "p90_seconds": round(p90, 3) if keep else None,
+                        "suppressed": not keep,
+                    }
+                )
+        return {
+            "lesson": lesson.id,
+            "k": _k(),
+            "measured_from": "the learner's first event in the lesson",
+            "checkpoints": rows,
+        }
 
 
 class TimeseriesArgs(Schema):
@@ -157,10 +179,19 @@ class Timeseries(MethodView):
         if args["from_"] and args["to"] and args["from_"] >= args["to"]:
             raise Problem(422, "'from' must be before 'to'", errors={"from": ["must be before 'to'"]})
         with _conn() as conn:
-            rows = q.timeseries(conn, principal.platform_id, args["bucket"], args["group_by"], args["from_"],
-                                args["to"], args["lesson"])
-        out = [{"bucket": b + "Z", "key": key, "events": _kept(n, learners), "learners": _kept(learners, learners),
-                "suppressed": learners < _k()} for b, key, n, learners in rows]
+            rows = q.timeseries(
+                conn, principal.platform_id, args["bucket"], args["group_by"], args["from_"], args["to"], args["lesson"]
+            )
+        out = [
+            {
+                "bucket": b + "Z",
+                "key": key,
+                "events": _kept(n, learners),
+                "learners": _kept(learners, learners),
+                "suppressed": learners < _k(),
+            }
+            for b, key, n, learners in rows
+        ]
         return {"bucket": args["bucket"], "group_by": args["group_by"], "k": _k(), "rows": out}
 
 
@@ -179,8 +210,11 @@ class ParametersSchema(Suppression):
 
 
 PARAMETER_NAMES = {
-    "token": "a token coordinate", "causal": "the causal mask", "reuse_first_slice": "the broken head reuse",
-    "failure_mode": "the failure-mode comparison", "reset": "reset of the tokens",
+    "token": "a token coordinate",
+    "causal": "the causal mask",
+    "reuse_first_slice": "the broken head reuse",
+    "failure_mode": "the failure-mode comparison",
+    "reset": "reset of the tokens",
 }
 
 
@@ -195,10 +229,21 @@ class Parameters(MethodView):
         with _conn() as conn:
             rows = q.parameters(conn, principal.platform_id, lesson.id)
             cells = q.token_cells(conn, principal.platform_id, lesson.id)
-        return {"lesson": lesson.id, "k": _k(), "parameters": [
-            {"id": p or "unknown", "description": PARAMETER_NAMES.get(p, p or "unknown"), "times": _kept(n, learners),
-             "learners": _kept(learners, learners), "suppressed": learners < _k()} for p, n, learners in rows],
-            "token_cells": [{"token": t, "dimension": d, "times": n} for t, d, n in cells if t is not None]}
+        return {
+            "lesson": lesson.id,
+            "k": _k(),
+            "parameters": [
+                {
+                    "id": p or "unknown",
+                    "description": PARAMETER_NAMES.get(p, p or "unknown"),
+                    "times": _kept(n, learners),
+                    "learners": _kept(learners, learners),
+                    "suppressed": learners < _k(),
+                }
+                for p, n, learners in rows
+            ],
+            "token_cells": [{"token": t, "dimension": d, "times": n} for t, d, n in cells if t is not None],
+        }
 
 
 class MistakeCountsSchema(Suppression):
@@ -219,9 +264,20 @@ class Mistakes(MethodView):
         with _conn() as conn:
             found = q.mistakes(conn, principal.platform_id, lesson.id)
         rows = sorted(found.items(), key=lambda item: -item[1][0])
-        return {"lesson": lesson.id, "k": _k(), "mistakes": [
-            {"id": m, "description": MISTAKES.get(m, m), "times": _kept(n, learners),
-             "learners": _kept(learners, learners), "suppressed": learners < _k()} for m, (n, learners) in rows]}
+        return {
+            "lesson": lesson.id,
+            "k": _k(),
+            "mistakes": [
+                {
+                    "id": m,
+                    "description": MISTAKES.get(m, m),
+                    "times": _kept(n, learners),
+                    "learners": _kept(learners, learners),
+                    "suppressed": learners < _k(),
+                }
+                for m, (n, learners) in rows
+            ],
+        }
 
 
 class LearnersArgs(Schema):
@@ -261,13 +317,24 @@ class Learners(MethodView):
 
 class ExportArgs(Schema):
     format = SafeString(load_default="ndjson", validate=validate.OneOf(("ndjson", "csv")))
-    after = SafeString(load_default=None, validate=validate.Length(1, 512),
-                       metadata={"description": "resume after this row's cursor"})
+    after = SafeString(
+        load_default=None, validate=validate.Length(1, 512), metadata={"description": "resume after this row's cursor"}
+    )
     limit = fields.Integer(load_default=None, validate=validate.Range(1, 10_000_000))
 
 
-EXPORT_FIELDS = ("id", "learner", "lesson", "checkpoint", "event", "instance_id", "data", "occurred_at", "stored_at",
-                 "cursor")
+EXPORT_FIELDS = (
+    "id",
+    "learner",
+    "lesson",
+    "checkpoint",
+    "event",
+    "instance_id",
+    "data",
+    "occurred_at",
+    "stored_at",
+    "cursor",
+)
 PAGE = 2000
 
 
@@ -295,8 +362,13 @@ class Export(MethodView):
                     batch = q.export_page(conn, principal.platform_id, cursor, through, size)
                 for row in batch:
                     record = _export_record(row)
-                    yield _csv_line([record[f] if f != "data" else orjson.dumps(record[f]).decode()
-                                     for f in EXPORT_FIELDS]) if csv_format else orjson.dumps(record) + b"\n"
+                    yield (
+                        _csv_line(
+                            [record[f] if f != "data" else orjson.dumps(record[f]).decode() for f in EXPORT_FIELDS]
+                        )
+                        if csv_format
+                        else orjson.dumps(record) + b"\n"
+                    )
                 if len(batch) < size:
                     return
                 cursor = (batch[-1].stored_at, batch[-1].id)
@@ -304,16 +376,29 @@ class Export(MethodView):
                     left -= len(batch)
 
         mimetype = "text/csv" if csv_format else "application/x-ndjson"
-        return Response(stream_with_context(rows()), mimetype=mimetype, headers={
-            "X-Consistent-Through": through.isoformat(timespec="milliseconds"),
-            "Content-Disposition": f"attachment; filename=events.{'csv' if csv_format else 'ndjson'}"})
+        return Response(
+            stream_with_context(rows()),
+            mimetype=mimetype,
+            headers={
+                "X-Consistent-Through": through.isoformat(timespec="milliseconds"),
+                "Content-Disposition": f"attachment; filename=events.{'csv' if csv_format else 'ndjson'}",
+            },
+        )
 
 
 def _export_record(row: Any) -> dict[str, Any]:
-    return {"id": row.event_id, "learner": row.learner, "lesson": row.lesson, "checkpoint": row.checkpoint,
-            "event": row.event, "instance_id": row.instance_id, "data": row.data,
-            "occurred_at": row.occurred_at.isoformat(), "stored_at": row.stored_at.isoformat(),
-            "cursor": _encode(f"{row.stored_at.isoformat()}|{row.id}")}
+    return {
+        "id": row.event_id,
+        "learner": row.learner,
+        "lesson": row.lesson,
+        "checkpoint": row.checkpoint,
+        "event": row.event,
+        "instance_id": row.instance_id,
+        "data": row.data,
+        "occurred_at": row.occurred_at.isoformat(),
+        "stored_at": row.stored_at.isoformat(),
+        "cursor": _encode(f"{row.stored_at.isoformat()}|{row.id}"),
+    }
 
 
 def _csv_line(values) -> bytes:
@@ -330,8 +415,12 @@ def _decode(cursor: str) -> str:
     try:
         return base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
     except (ValueError, binascii.Error, UnicodeDecodeError):
-        raise Problem(400, "the cursor is not one this service gave out", errors={"cursor": ["invalid cursor"]},
-                      slug="invalid-cursor") from None
+        raise Problem(
+            400,
+            "the cursor is not one this service gave out",
+            errors={"cursor": ["invalid cursor"]},
+            slug="invalid-cursor",
+        ) from None
 
 
 def _decode_row(cursor: str) -> tuple[dt.datetime, int]:
@@ -343,5 +432,9 @@ def _decode_row(cursor: str) -> tuple[dt.datetime, int]:
             raise ValueError
         return when, int(row)
     except ValueError:
-        raise Problem(400, "the cursor is not one this service gave out", errors={"after": ["invalid cursor"]},
-                      slug="invalid-cursor") from None
+        raise Problem(
+            400,
+            "the cursor is not one this service gave out",
+            errors={"after": ["invalid cursor"]},
+            slug="invalid-cursor",
+        ) from None

@@ -17,8 +17,12 @@ from .problems import Problem
 from .schemas import AttentionRequestSchema, AttentionResponseSchema, CompareRequestSchema, CompareResponseSchema
 from .serialize import trace_json
 
-blp = Blueprint("attention", __name__, url_prefix="/api/v1/attention",
-                description="Multi-head attention with every per-head intermediate.")
+blp = Blueprint(
+    "attention",
+    __name__,
+    url_prefix="/api/v1/attention",
+    description="Multi-head attention with every per-head intermediate.",
+)
 
 
 def compute(args: dict[str, Any], failure_mode: str | None) -> AttentionTrace:

@@ -53,8 +53,10 @@ def current_principal(scope: str, *, allow_web: bool = True, allow_basic: bool =
     elif allow_web and cookie.get("learner"):
         principal = web_principal(cookie["learner"])
     else:
-        raise _unauthorized("authentication required: send 'Authorization: Bearer <key>'"
-                            + (", or start a browser session with POST /api/v1/session" if allow_web else ""))
+        raise _unauthorized(
+            "authentication required: send 'Authorization: Bearer <key>'"
+            + (", or start a browser session with POST /api/v1/session" if allow_web else "")
+        )
     if scope not in principal.scopes:
         raise Problem(403, f"this key lacks the {scope!r} scope", slug="forbidden")
     g.principal = principal

@@ -22,8 +22,7 @@ def read_body_bytes() -> bytes:
         # (seen behind gunicorn). Read one byte past it from the server's own stream instead.
         data = environ["wsgi.input"].read(limit + 1)
         if len(data) > limit:
-            raise Problem(413, f"the request body is larger than the limit of {limit} bytes",
-                          extra={"limit": limit})
+            raise Problem(413, f"the request body is larger than the limit of {limit} bytes", extra={"limit": limit})
         return data
     return request.get_data(cache=True)  # Werkzeug raises 413 when Content-Length > limit
 
@@ -41,8 +40,11 @@ def json_body() -> Any:
     try:
         body = loads_strict(data)
     except InvalidJSON as exc:
-        raise Problem(400, f"the body is not valid JSON ({exc}); NaN, Infinity and numbers "
-                      "beyond float64 range are not JSON", slug="malformed-json") from None
+        raise Problem(
+            400,
+            f"the body is not valid JSON ({exc}); NaN, Infinity and numbers beyond float64 range are not JSON",
+            slug="malformed-json",
+        ) from None
     setattr(g, _CACHE, body)
     return body
 

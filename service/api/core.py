@@ -10,8 +10,8 @@ import marshmallow as ma
 from flask_smorest.utils import prepare_response
 
 from .body import StrictParser
-from .fields import Matrix
 from .errors import http_problem
+from .fields import Matrix
 from .problems import PROBLEM_MIMETYPE
 
 
@@ -27,8 +27,9 @@ class ProblemSchema(ma.Schema):
         values=ma.fields.Raw(),
         metadata={"description": "Field name -> messages, for validation errors"},
     )
-    limits = ma.fields.Dict(keys=ma.fields.String(), values=ma.fields.Integer(),
-                            metadata={"description": "The caps a 413 refers to"})
+    limits = ma.fields.Dict(
+        keys=ma.fields.String(), values=ma.fields.Integer(), metadata={"description": "The caps a 413 refers to"}
+    )
 
     class Meta:
         unknown = ma.INCLUDE  # problem types may add members (RFC 9457 extensions)
@@ -37,8 +38,7 @@ class ProblemSchema(ma.Schema):
 def _matrix_schema(self, field, **kwargs) -> dict:
     """OpenAPI for `Matrix`: a non-empty array of non-empty arrays of numbers."""
     if isinstance(field, Matrix):
-        return {"type": "array", "minItems": 1,
-                "items": {"type": "array", "minItems": 1, "items": {"type": "number"}}}
+        return {"type": "array", "minItems": 1, "items": {"type": "array", "minItems": 1, "items": {"type": "number"}}}
     return {}
 
 

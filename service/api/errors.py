@@ -81,8 +81,18 @@ def _is_transient(error: DBAPIError) -> bool:
     if error.connection_invalidated:
         return True
     text = str(error.orig).lower()
-    markers = ("database is locked", "database is busy", "could not connect", "connection refused",
-               "server closed the connection", "terminating connection", "connection timeout",
-               "timeout expired", "the database system is", "no connection to the server",
-               "consuming input failed", "connection is closed")
+    markers = (
+        "database is locked",
+        "database is busy",
+        "could not connect",
+        "connection refused",
+        "server closed the connection",
+        "terminating connection",
+        "connection timeout",
+        "timeout expired",
+        "the database system is",
+        "no connection to the server",
+        "consuming input failed",
+        "connection is closed",
+    )
     return any(m in text for m in markers) or type(error.orig).__name__ in ("OperationalError",)

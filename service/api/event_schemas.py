@@ -17,10 +17,14 @@ MAX_DATA_BYTES = 8192
 MAX_DATA_DEPTH = 6
 FUTURE_TOLERANCE = dt.timedelta(minutes=5)
 OLDEST = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
+
+
 def name(max_length: int) -> validate.Regexp:
     """One validator for length and alphabet (marshmallow runs each validator separately)."""
-    return validate.Regexp(rf"^[A-Za-z0-9][A-Za-z0-9._:@-]{{0,{max_length - 1}}}$",
-                           error=f"1 to {max_length} characters: letters, digits and . _ : @ - only")
+    return validate.Regexp(
+        rf"^[A-Za-z0-9][A-Za-z0-9._:@-]{{0,{max_length - 1}}}$",
+        error=f"1 to {max_length} characters: letters, digits and . _ : @ - only",
+    )
 
 
 def _depth(value, level: int = 0) -> int:
@@ -53,24 +57,33 @@ def validate_data(value: dict) -> None:
 def validate_occurred_at(value: dt.datetime) -> None:
     now = dt.datetime.now(dt.UTC)
     if value > now + FUTURE_TOLERANCE:
-        raise ValidationError(f"is in the future (more than {int(FUTURE_TOLERANCE.total_seconds() // 60)} "
-                              "minutes after the server's clock)")
+        raise ValidationError(
+            f"is in the future (more than {int(FUTURE_TOLERANCE.total_seconds() // 60)} "
+            "minutes after the server's clock)"
+        )
     if value < OLDEST:
         raise ValidationError("is before 2000-01-01")
 
 
 class EventSchema(Schema):
     id = fields.UUID(required=True, metadata={"description": "client-made UUID: the idempotency key"})
-    learner = SafeString(validate=name(128),
-                         metadata={"description": "the platform's pseudonymous learner id (browser sessions: optional)"})
+    learner = SafeString(
+        validate=name(128),
+        metadata={"description": "the platform's pseudonymous learner id (browser sessions: optional)"},
+    )
     lesson = SafeString(required=True, validate=name(64))
     checkpoint = SafeString(allow_none=True, load_default=None, validate=name(64))
     event = SafeString(required=True, validate=validate.OneOf(EVENT_KINDS))
     instance_id = SafeString(allow_none=True, load_default=None, validate=name(128))
-    data = fields.Dict(keys=fields.String(), load_default=dict, validate=validate_data,
-                       metadata={"description": f"event details, at most {MAX_DATA_BYTES} bytes of JSON"})
-    occurred_at = fields.AwareDateTime(required=True, validate=validate_occurred_at,
-                                       metadata={"description": "when it happened, with a time zone"})
+    data = fields.Dict(
+        keys=fields.String(),
+        load_default=dict,
+        validate=validate_data,
+        metadata={"description": f"event details, at most {MAX_DATA_BYTES} bytes of JSON"},
+    )
+    occurred_at = fields.AwareDateTime(
+        required=True, validate=validate_occurred_at, metadata={"description": "when it happened, with a time zone"}
+    )
 
     @pre_load
     def _server_owned(self, data, **kwargs):
@@ -87,8 +100,11 @@ class EventSchema(Schema):
 
 
 class EventBatchSchema(Schema):
-    events = fields.List(fields.Nested(EventSchema), required=True,
-                         metadata={"description": "one event may also be sent on its own, without the wrapper"})
+    events = fields.List(
+        fields.Nested(EventSchema),
+        required=True,
+        metadata={"description": "one event may also be sent on its own, without the wrapper"},
+    )
 
     @pre_load
     def _single_or_batch(self, data, **kwargs):
@@ -99,16 +115,24 @@ class EventBatchSchema(Schema):
             if not data["events"]:
                 raise ValidationError({"events": ["must hold at least one event"]})
             if len(data["events"]) > cap:
-                raise Problem(413, f"a batch holds at most {cap} events; this one has {len(data['events'])}",
-                              errors={"events": [f"at most {cap} events"]}, slug="over-limit",
-                              extra={"limits": {"max_batch_events": cap}})
+                raise Problem(
+                    413,
+                    f"a batch holds at most {cap} events; this one has {len(data['events'])}",
+                    errors={"events": [f"at most {cap} events"]},
+                    slug="over-limit",
+                    extra={"limits": {"max_batch_events": cap}},
+                )
         return data
 
 
 class EventStatusSchema(Schema):
     id = fields.String()
-    status = fields.String(metadata={"description": "created | duplicate (identical replay) | erased (acknowledged, "
-                                                    "not stored: the learner was erased)"})
+    status = fields.String(
+        metadata={
+            "description": "created | duplicate (identical replay) | erased (acknowledged, "
+            "not stored: the learner was erased)"
+        }
+    )
 
 
 class CompletionSchema(Schema):
@@ -216,5 +240,9 @@ class BlockSchema(Schema):
 class LessonSchema(LessonSummarySchema):
     markdown = fields.String()
     html = fields.String()
-    blocks = fields.List(fields.Dict(), metadata={"description": "predict, answer, explorable, exercise, explain, "
-                                                                 "self-check blocks with their attributes"})
+    blocks = fields.List(
+        fields.Dict(),
+        metadata={
+            "description": "predict, answer, explorable, exercise, explain, self-check blocks with their attributes"
+        },
+    )

@@ -11,15 +11,16 @@ from flask.views import MethodView
 from ..db.events import EventConflict, NewEvent, record_events
 from ..identity import Principal
 from ..lessons import Lesson
-from .auth import current_principal
 from ..observability import EVENTS
+from .auth import current_principal
 from .core import JSON_BODY_ERRORS, Blueprint
 from .event_schemas import EventBatchSchema, EventsResultSchema
 from .jsonio import dumps_bytes
 from .problems import Problem
 
-blp = Blueprint("events", __name__, url_prefix="/api/v1/events",
-                description="Learner progress events, recorded exactly once.")
+blp = Blueprint(
+    "events", __name__, url_prefix="/api/v1/events", description="Learner progress events, recorded exactly once."
+)
 
 
 def check_against_lessons(events: list[dict[str, Any]], lessons: dict[str, Lesson]) -> dict[str, list[str]]:
@@ -33,15 +34,19 @@ def check_against_lessons(events: list[dict[str, Any]], lessons: dict[str, Lesso
             continue
         checkpoint = lesson.checkpoint(e["checkpoint"]) if e["checkpoint"] else None
         if e["checkpoint"] and checkpoint is None:
-            errors[f"{where}.checkpoint"] = [f"lesson {lesson.id!r} has no checkpoint {e['checkpoint']!r}; "
-                                             f"it has {[c.id for c in lesson.checkpoints]}"]
+            errors[f"{where}.checkpoint"] = [
+                f"lesson {lesson.id!r} has no checkpoint {e['checkpoint']!r}; "
+                f"it has {[c.id for c in lesson.checkpoints]}"
+            ]
             continue
         if e["event"] == "completed":
             if checkpoint is None:
                 errors[f"{where}.checkpoint"] = ["a completed event names the checkpoint it completes"]
             elif checkpoint.completion != "learner":
-                errors[f"{where}.event"] = [f"checkpoint {checkpoint.id!r} completes on {checkpoint.event!r} "
-                                            f"from explorable {checkpoint.instance_id!r}, not on 'completed'"]
+                errors[f"{where}.event"] = [
+                    f"checkpoint {checkpoint.id!r} completes on {checkpoint.event!r} "
+                    f"from explorable {checkpoint.instance_id!r}, not on 'completed'"
+                ]
             elif problem := _requirement_problem(checkpoint.requires, e["data"]):
                 errors[f"{where}.data"] = [problem]
     return errors
@@ -56,28 +61,47 @@ def _requirement_problem(requires: str | None, data: dict[str, Any]) -> str | No
         tests = data.get("tests")
         ok = isinstance(tests, dict) and all(
             isinstance(tests.get(k), int) and not isinstance(tests.get(k), bool) and tests[k] >= 0
-            for k in ("passed", "failed"))
+            for k in ("passed", "failed")
+        )
         if not ok:
             return "completing this checkpoint carries test results: data.tests = {passed: int, failed: int}"
         if tests["failed"] or not tests["passed"]:
-            return (f"the tests report {tests['passed']} passed and {tests['failed']} failed; the checkpoint "
-                    "completes when they all pass (send 'attempted' for this run)")
+            return (
+                f"the tests report {tests['passed']} passed and {tests['failed']} failed; the checkpoint "
+                "completes when they all pass (send 'attempted' for this run)"
+            )
     return None
 
 
 def to_new_events(principal: Principal, events: list[dict[str, Any]]) -> list[NewEvent]:
-    missing = {f"events.{i}.learner": ["Missing data for required field."]
-               for i, e in enumerate(events) if not e.get("learner") and principal.learner is None}
+    missing = {
+        f"events.{i}.learner": ["Missing data for required field."]
+        for i, e in enumerate(events)
+        if not e.get("learner") and principal.learner is None
+    }
     if missing:
         raise Problem(422, "every event names its learner", errors=missing)
     foreign = [i for i, e in enumerate(events) if e.get("learner") and not principal.may_act_for(e["learner"])]
     if foreign:
-        raise Problem(403, "a browser session records events for its own learner only",
-                      errors={f"events.{i}.learner": ["not this session's learner"] for i in foreign},
-                      slug="forbidden")
-    return [NewEvent(event_id=e["id"], learner=e.get("learner") or principal.learner, lesson=e["lesson"],
-                     checkpoint=e["checkpoint"], event=e["event"], instance_id=e["instance_id"], data=e["data"],
-                     occurred_at=e["occurred_at"]) for e in events]
+        raise Problem(
+            403,
+            "a browser session records events for its own learner only",
+            errors={f"events.{i}.learner": ["not this session's learner"] for i in foreign},
+            slug="forbidden",
+        )
+    return [
+        NewEvent(
+            event_id=e["id"],
+            learner=e.get("learner") or principal.learner,
+            lesson=e["lesson"],
+            checkpoint=e["checkpoint"],
+            event=e["event"],
+            instance_id=e["instance_id"],
+            data=e["data"],
+            occurred_at=e["occurred_at"],
+        )
+        for e in events
+    ]
 
 
 @blp.route("")
@@ -92,8 +116,12 @@ class Events(MethodView):
         events = args["events"]
         repeated = sorted(i for i, n in Counter(e["id"] for e in events).items() if n > 1)
         if repeated:
-            raise Problem(400, f"a batch repeats event ids: {', '.join(repeated)}", slug="duplicate-ids-in-batch",
-                          errors={"events": [f"id {i} appears more than once" for i in repeated]})
+            raise Problem(
+                400,
+                f"a batch repeats event ids: {', '.join(repeated)}",
+                slug="duplicate-ids-in-batch",
+                errors={"events": [f"id {i} appears more than once" for i in repeated]},
+            )
         lessons = current_app.extensions["lessons"]
         errors = check_against_lessons(events, lessons)
         if errors:
@@ -102,10 +130,14 @@ class Events(MethodView):
         try:
             result = record_events(current_app.extensions["db"], principal.platform_id, new_events, lessons)
         except EventConflict as exc:
-            raise Problem(409, "these event ids are already stored with different content; nothing in this "
-                          f"request was stored: {', '.join(exc.event_ids)}", slug="event-conflict",
-                          errors={"events": [f"{i} conflicts with the stored event" for i in exc.event_ids]},
-                          extra={"conflicts": exc.event_ids}) from None
+            raise Problem(
+                409,
+                "these event ids are already stored with different content; nothing in this "
+                f"request was stored: {', '.join(exc.event_ids)}",
+                slug="event-conflict",
+                errors={"events": [f"{i} conflicts with the stored event" for i in exc.event_ids]},
+                extra={"conflicts": exc.event_ids},
+            ) from None
         EVENTS.labels("created").inc(len(result.created))
         EVENTS.labels("duplicate").inc(len(result.replayed))
         EVENTS.labels("erased").inc(len(result.erased))
@@ -114,8 +146,9 @@ class Events(MethodView):
             "created": len(result.created),
             "duplicates": len(result.replayed) + len(result.erased),
             "events": [{"id": e.event_id, "status": status[e.event_id]} for e in new_events],
-            "completed": [{"learner": learner, "lesson": lesson, "checkpoint": cp}
-                          for learner, lesson, cp in result.completed],
+            "completed": [
+                {"learner": learner, "lesson": lesson, "checkpoint": cp} for learner, lesson, cp in result.completed
+            ],
         }
         status = 201 if result.created else 200
         return current_app.response_class(dumps_bytes(body), status=status, mimetype="application/json")

@@ -22,8 +22,12 @@ from .event_schemas import name
 from .fields import Matrix, SafeString, StrictBoolean, StrictInteger, parse_matrix
 from .problems import Problem
 
-blp = Blueprint("exercises", __name__, url_prefix="/api/v1/exercises",
-                description="The lesson's exercise: diagnose an output, download the starter.")
+blp = Blueprint(
+    "exercises",
+    __name__,
+    url_prefix="/api/v1/exercises",
+    description="The lesson's exercise: diagnose an output, download the starter.",
+)
 
 LESSON = "multi-head-attention"
 EXERCISE_DIR = ROOT / "exercises" / "multi-head-attention"
@@ -62,26 +66,38 @@ class OutputSchema(Schema):
 class CheckSchema(Schema):
     case = fields.Nested(CaseSchema, required=True)
     output = fields.Nested(OutputSchema, required=True)
-    learner = SafeString(validate=name(128), metadata={
-        "description": "platform keys: whose check this is (browser sessions: always the session's learner)"})
+    learner = SafeString(
+        validate=name(128),
+        metadata={"description": "platform keys: whose check this is (browser sessions: always the session's learner)"},
+    )
 
     @pre_load
     def _small_cases_only(self, data, **kwargs):
-        tokens = data.get("case", {}).get("tokens") if isinstance(data, dict) and isinstance(
-            data.get("case"), dict) else None
-        if isinstance(tokens, list) and (len(tokens) > MAX_N or (
-                tokens and isinstance(tokens[0], list) and len(tokens[0]) > MAX_D)):
-            raise Problem(413, f"exercise cases are at most {MAX_N} tokens of width {MAX_D}",
-                          errors={"case.tokens": [f"at most {MAX_N} x {MAX_D}"]}, slug="over-limit",
-                          extra={"limits": {"tokens": MAX_N, "d_model": MAX_D}})
+        tokens = (
+            data.get("case", {}).get("tokens")
+            if isinstance(data, dict) and isinstance(data.get("case"), dict)
+            else None
+        )
+        if isinstance(tokens, list) and (
+            len(tokens) > MAX_N or (tokens and isinstance(tokens[0], list) and len(tokens[0]) > MAX_D)
+        ):
+            raise Problem(
+                413,
+                f"exercise cases are at most {MAX_N} tokens of width {MAX_D}",
+                errors={"case.tokens": [f"at most {MAX_N} x {MAX_D}"]},
+                slug="over-limit",
+                extra={"limits": {"tokens": MAX_N, "d_model": MAX_D}},
+            )
         return data
 
 
 class CheckResultSchema(Schema):
     correct = fields.Boolean()
     max_abs_error = fields.Float()
-    diagnosis = fields.String(allow_none=True, metadata={
-        "description": "the mistake's id when the output shows exactly one known mistake, else null"})
+    diagnosis = fields.String(
+        allow_none=True,
+        metadata={"description": "the mistake's id when the output shows exactly one known mistake, else null"},
+    )
     mistakes = fields.List(fields.String(), metadata={"description": "every known mistake the output shows"})
     message = fields.String()
     recorded = fields.Boolean(metadata={"description": "stored for the identified learner"})
@@ -108,23 +124,41 @@ class Check(MethodView):
         recorded = learner is not None
         if recorded:
             _record(principal.platform_id, learner, case, result)
-        return {"correct": result.correct, "max_abs_error": result.max_abs_error, "diagnosis": result.diagnosis,
-                "mistakes": list(result.mistakes), "message": result.message, "recorded": recorded}
+        return {
+            "correct": result.correct,
+            "max_abs_error": result.max_abs_error,
+            "diagnosis": result.diagnosis,
+            "mistakes": list(result.mistakes),
+            "message": result.message,
+            "recorded": recorded,
+        }
 
 
 def _record(platform_id: int, learner: str, case: dict[str, Any], result) -> None:
     db = current_app.extensions["db"]
     with db.write() as session:
-        session.add(ExerciseCheck(platform_id=platform_id, learner=learner, lesson=LESSON,
-                                  case={"tokens": case["tokens"].tolist(), "heads": case["heads"],
-                                        "causal": case["causal"]},
-                                  correct=result.correct, max_abs_error=result.max_abs_error,
-                                  diagnosis=",".join(result.mistakes) or None))
+        session.add(
+            ExerciseCheck(
+                platform_id=platform_id,
+                learner=learner,
+                lesson=LESSON,
+                case={"tokens": case["tokens"].tolist(), "heads": case["heads"], "causal": case["causal"]},
+                correct=result.correct,
+                max_abs_error=result.max_abs_error,
+                diagnosis=",".join(result.mistakes) or None,
+            )
+        )
     if result.correct:
-        completion = NewEvent(event_id=str(uuid.uuid4()), learner=learner, lesson=LESSON, checkpoint="implement",
-                              event="completed", instance_id=None,
-                              data={"source": "check", "tests": {"passed": 1, "failed": 0}},
-                              occurred_at=dt.datetime.now(dt.UTC))
+        completion = NewEvent(
+            event_id=str(uuid.uuid4()),
+            learner=learner,
+            lesson=LESSON,
+            checkpoint="implement",
+            event="completed",
+            instance_id=None,
+            data={"source": "check", "tests": {"passed": 1, "failed": 0}},
+            occurred_at=dt.datetime.now(dt.UTC),
+        )
         record_events(db, platform_id, [completion], current_app.extensions["lessons"])
 
 
@@ -142,8 +176,7 @@ class Mistakes(MethodView):
 
 @blp.route("/multi-head-attention/starter.py")
 class Starter(MethodView):
-    @blp.response(200, content_type="text/x-python",
-                  description="The starter file, as a download")
+    @blp.response(200, content_type="text/x-python", description="The starter file, as a download")
     def get(self):
         """Download the exercise starter"""
         return send_from_directory(EXERCISE_DIR, "starter.py", mimetype="text/x-python", as_attachment=True)

@@ -20,6 +20,7 @@ def readyz():
     try:
         current_app.extensions["db"].ping()
     except DatabaseUnavailable as exc:
-        raise Problem(503, f"the database does not answer: {exc}", headers={"Retry-After": "2"},
-                      slug="database-unavailable") from None
+        raise Problem(
+            503, f"the database does not answer: {exc}", headers={"Retry-After": "2"}, slug="database-unavailable"
+        ) from None
     return jsonify(status="ready", database="ok")

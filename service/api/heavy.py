@@ -51,8 +51,12 @@ def _compute_to_file(args: dict[str, Any], failure_mode: str | None, compare: bo
     try:
         body = attention.compare_body(args) if compare else attention.trace_body(args, failure_mode)
     except Problem as problem:  # the engine's AttentionInputError, already turned into a 422
-        return None, {"status": problem.status, "detail": problem.detail, "errors": problem.errors,
-                      "slug": problem.slug}
+        return None, {
+            "status": problem.status,
+            "detail": problem.detail,
+            "errors": problem.errors,
+            "slug": problem.slug,
+        }
     from .jsonio import dumps_bytes
 
     handle, path = tempfile.mkstemp(prefix="workbench-trace-", suffix=".json", dir=SHARED)
@@ -65,8 +69,12 @@ def run(args: dict[str, Any], failure_mode: str | None = None, compare: bool = F
     settings = current_app.extensions["settings"]
     pool, slots = _executor(settings.heavy_compute_concurrency)
     if not slots.acquire(blocking=False):
-        raise Problem(503, "this worker is already computing large traces; try again shortly",
-                      headers={"Retry-After": "1"}, slug="busy")
+        raise Problem(
+            503,
+            "this worker is already computing large traces; try again shortly",
+            headers={"Retry-After": "1"},
+            slug="busy",
+        )
     try:
         path, error = pool.submit(_compute_to_file, args, failure_mode, compare).result()
     finally:

@@ -13,14 +13,17 @@ from ..db.progress import event_json, learner_events, learner_exists, learner_pr
 from ..identity import Principal
 from .auth import current_principal
 from .core import Blueprint
-from .event_schemas import EventPageSchema, ErasureSchema, PageArgsSchema, ProgressArgsSchema, ProgressSchema
+from .event_schemas import ErasureSchema, EventPageSchema, PageArgsSchema, ProgressArgsSchema, ProgressSchema
 from .problems import Problem
 
-blp = Blueprint("learners", __name__, url_prefix="/api/v1/learners",
-                description="A learner's progress and events; erasure.")
+blp = Blueprint(
+    "learners", __name__, url_prefix="/api/v1/learners", description="A learner's progress and events; erasure."
+)
 
-ERASURE_POLICY = ("replays of erased event ids are acknowledged with status 'erased' and not stored again; "
-                  "new event ids for this learner id start a new record")
+ERASURE_POLICY = (
+    "replays of erased event ids are acknowledged with status 'erased' and not stored again; "
+    "new event ids for this learner id start a new record"
+)
 
 
 def _not_found(learner: str) -> Problem:
@@ -97,5 +100,9 @@ def decode_cursor(cursor: str | None) -> int:
             raise ValueError
         return int(text[1:])
     except (ValueError, binascii.Error, UnicodeDecodeError):
-        raise Problem(400, "the cursor is not one this service gave out", errors={"cursor": ["invalid cursor"]},
-                      slug="invalid-cursor") from None
+        raise Problem(
+            400,
+            "the cursor is not one this service gave out",
+            errors={"cursor": ["invalid cursor"]},
+            slug="invalid-cursor",
+        ) from None

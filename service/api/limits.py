@@ -45,8 +45,12 @@ def check_compute_caps(raw: Any) -> None:
                     over.append((f"projections.{name}", "max_d_model", size, settings.max_d_model))
                     break
     if over:
-        what = {"max_tokens": "n (tokens)", "max_d_model": "d_model (numbers per row)",
-                "max_heads": "heads", "max_score_cells": "heads * n * n (the score tensor)"}
+        what = {
+            "max_tokens": "n (tokens)",
+            "max_d_model": "d_model (numbers per row)",
+            "max_heads": "heads",
+            "max_score_cells": "heads * n * n (the score tensor)",
+        }
         details = [f"{what[cap]} is {value}, over the cap {cap} = {limit}" for _, cap, value, limit in over]
         raise Problem(
             413,

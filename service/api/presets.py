@@ -9,8 +9,9 @@ from .core import Blueprint
 from .problems import Problem
 from .schemas import PresetListSchema, PresetSchema
 
-blp = Blueprint("presets", __name__, url_prefix="/api/v1/presets",
-                description="Ready request bodies for POST /attention.")
+blp = Blueprint(
+    "presets", __name__, url_prefix="/api/v1/presets", description="Ready request bodies for POST /attention."
+)
 
 
 @blp.route("")

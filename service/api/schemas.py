@@ -18,8 +18,11 @@ class ProjectionsSchema(Schema):
 
 
 class RopeSchema(Schema):
-    style = SafeString(required=True, validate=validate.OneOf(sorted(ROPE_STYLES)),
-                       metadata={"description": "half (GPT-NeoX/Llama) or interleaved (GPT-J/RoFormer)"})
+    style = SafeString(
+        required=True,
+        validate=validate.OneOf(sorted(ROPE_STYLES)),
+        metadata={"description": "half (GPT-NeoX/Llama) or interleaved (GPT-J/RoFormer)"},
+    )
     base = StrictFloat(load_default=10000.0, validate=validate.Range(min=1.0, min_inclusive=False, max=1e12))
 
 
@@ -28,16 +31,24 @@ class AttentionRequestSchema(Schema):
     heads = StrictInteger(required=True, validate=validate.Range(min=1), metadata={"description": "H"})
     causal = StrictBoolean(load_default=True)
     projections = fields.Nested(ProjectionsSchema, metadata={"description": "omitted matrices are the identity"})
-    kv_heads = StrictInteger(validate=validate.Range(min=1),
-                             metadata={"description": "grouped-query attention: key/value heads (divides heads)"})
+    kv_heads = StrictInteger(
+        validate=validate.Range(min=1),
+        metadata={"description": "grouped-query attention: key/value heads (divides heads)"},
+    )
     rope = fields.Nested(RopeSchema, allow_none=True)
-    failure_mode = SafeString(allow_none=True, validate=validate.OneOf(sorted(FAILURE_MODES)),
-                              metadata={"description": "compute what this broken implementation would"})
-    include = fields.List(SafeString(validate=validate.OneOf(INCLUDE_CHOICES)),
-                          validate=validate.Length(min=1, max=len(INCLUDE_CHOICES)),
-                          metadata={"description": "parts to return (default: all)"})
-    precision = StrictInteger(validate=validate.Range(min=0, max=15),
-                              metadata={"description": "round returned numbers to this many decimals"})
+    failure_mode = SafeString(
+        allow_none=True,
+        validate=validate.OneOf(sorted(FAILURE_MODES)),
+        metadata={"description": "compute what this broken implementation would"},
+    )
+    include = fields.List(
+        SafeString(validate=validate.OneOf(INCLUDE_CHOICES)),
+        validate=validate.Length(min=1, max=len(INCLUDE_CHOICES)),
+        metadata={"description": "parts to return (default: all)"},
+    )
+    precision = StrictInteger(
+        validate=validate.Range(min=0, max=15), metadata={"description": "round returned numbers to this many decimals"}
+    )
 
     @pre_load
     def _caps_first(self, data, **kwargs):
@@ -46,8 +57,11 @@ class AttentionRequestSchema(Schema):
 
 
 class CompareRequestSchema(AttentionRequestSchema):
-    failure_mode = SafeString(required=True, validate=validate.OneOf(sorted(FAILURE_MODES)),
-                              metadata={"description": "the broken implementation to compare with"})
+    failure_mode = SafeString(
+        required=True,
+        validate=validate.OneOf(sorted(FAILURE_MODES)),
+        metadata={"description": "the broken implementation to compare with"},
+    )
 
 
 Grid = fields.List(fields.List(fields.Float()))
@@ -71,8 +85,11 @@ class SummarySchema(Schema):
 
 class HeadSchema(Schema):
     index = fields.Integer()
-    features = fields.List(fields.Integer(), allow_none=True,
-                           metadata={"description": "[start, end) of the query features, null if not contiguous"})
+    features = fields.List(
+        fields.Integer(),
+        allow_none=True,
+        metadata={"description": "[start, end) of the query features, null if not contiguous"},
+    )
     feature_indices = fields.List(fields.Integer())
     kv_head = fields.Integer()
     query = Grid

@@ -45,15 +45,22 @@ def trace_json(trace: AttentionTrace, include: set[str] | None = None, precision
             "feature_indices": trace.features[h],
             "kv_head": int(trace.kv_head[h]),
         }
-        for part, array in (("query", trace.query[h]), ("key", trace.key[h]), ("value", trace.value[h]),
-                            ("scores", trace.scores[h]), ("weights", trace.weights[h]),
-                            ("output", trace.head_outputs[h])):
+        for part, array in (
+            ("query", trace.query[h]),
+            ("key", trace.key[h]),
+            ("value", trace.value[h]),
+            ("scores", trace.scores[h]),
+            ("weights", trace.weights[h]),
+            ("output", trace.head_outputs[h]),
+        ):
             if part in wanted["heads"]:
                 item[part] = rnd(array)
         if "masked_scores" in wanted["heads"]:
             item["masked_scores"] = _masked(rnd(trace.scores[h]), trace.mask, causal)
         if "summary" in wanted["heads"]:
-            item["summary"] = {k: (rnd(v) if v.dtype.kind == "f" else v) for k, v in head_summary(trace.weights[h]).items()}
+            item["summary"] = {
+                k: (rnd(v) if v.dtype.kind == "f" else v) for k, v in head_summary(trace.weights[h]).items()
+            }
         heads.append(item)
     body: dict[str, Any] = {"shape": shape(trace), "conventions": conventions(trace.config), "heads": heads}
     for part in TOP_PARTS:

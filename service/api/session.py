@@ -12,8 +12,12 @@ from .core import Blueprint
 from .event_schemas import SessionSchema
 from .problems import Problem
 
-blp = Blueprint("session", __name__, url_prefix="/api/v1/session",
-                description="The browser learner's pseudonymous identity (signed, HttpOnly cookie).")
+blp = Blueprint(
+    "session",
+    __name__,
+    url_prefix="/api/v1/session",
+    description="The browser learner's pseudonymous identity (signed, HttpOnly cookie).",
+)
 
 
 @blp.route("")
@@ -30,7 +34,9 @@ class BrowserSession(MethodView):
             status = 201
         return current_app.response_class(
             current_app.json.dumps({"learner": cookie["learner"], "platform": WEB_PLATFORM}),
-            status=status, mimetype="application/json")
+            status=status,
+            mimetype="application/json",
+        )
 
     @blp.response(200, SessionSchema)
     @blp.problems(404)

@@ -22,19 +22,30 @@ from .auth import current_principal
 from .core import Blueprint
 from .problems import Problem
 
-blp = Blueprint("xapi", __name__, url_prefix="/api/v1/xapi",
-                description="The platform's events as xAPI 1.0.3 statements.")
+blp = Blueprint(
+    "xapi", __name__, url_prefix="/api/v1/xapi", description="The platform's events as xAPI 1.0.3 statements."
+)
 HEADER = "X-Experience-API-Version"
 
 
 def _require_version() -> None:
     version = request.headers.get(HEADER)
     if version is None:
-        raise Problem(400, f"xAPI requests carry the {HEADER} header (1.0.x)", errors={HEADER: ["required"]},
-                      headers={HEADER: xapi.VERSION}, slug="xapi-version")
+        raise Problem(
+            400,
+            f"xAPI requests carry the {HEADER} header (1.0.x)",
+            errors={HEADER: ["required"]},
+            headers={HEADER: xapi.VERSION},
+            slug="xapi-version",
+        )
     if not version.startswith("1.0"):
-        raise Problem(400, f"unsupported xAPI version {version!r}; this service speaks {xapi.VERSION}",
-                      errors={HEADER: ["unsupported"]}, headers={HEADER: xapi.VERSION}, slug="xapi-version")
+        raise Problem(
+            400,
+            f"unsupported xAPI version {version!r}; this service speaks {xapi.VERSION}",
+            errors={HEADER: ["unsupported"]},
+            headers={HEADER: xapi.VERSION},
+            slug="xapi-version",
+        )
 
 
 class AgentField(fields.Field):
@@ -44,7 +55,9 @@ class AgentField(fields.Field):
             account = agent["account"]
             return str(account["homePage"]), str(account["name"])
         except (orjson.JSONDecodeError, KeyError, TypeError):
-            raise ValidationError('must be a JSON agent with an account: {"account": {"homePage": ..., "name": ...}}') from None
+            raise ValidationError(
+                'must be a JSON agent with an account: {"account": {"homePage": ..., "name": ...}}'
+            ) from None
 
 
 class StatementsArgs(Schema):
@@ -73,9 +86,18 @@ class About(MethodView):
     @blp.response(200, AboutSchema)
     def get(self):
         """The xAPI versions this provider speaks"""
-        return current_app.response_class(orjson.dumps({"version": [xapi.VERSION], "extensions": {
-            "https://attention-workbench.example/xapi/extensions/role": "learning record provider"}}),
-            mimetype="application/json", headers={HEADER: xapi.VERSION})
+        return current_app.response_class(
+            orjson.dumps(
+                {
+                    "version": [xapi.VERSION],
+                    "extensions": {
+                        "https://attention-workbench.example/xapi/extensions/role": "learning record provider"
+                    },
+                }
+            ),
+            mimetype="application/json",
+            headers={HEADER: xapi.VERSION},
+        )
 
 
 @blp.route("/statements")
@@ -91,7 +113,9 @@ class Statements(MethodView):
         settings = current_app.extensions["settings"]
         db = current_app.extensions["db"]
         with db.engine.connect() as conn:
-            home_page = conn.execute(select(Platform.home_page).where(Platform.id == principal.platform_id)).scalar_one()
+            home_page = conn.execute(
+                select(Platform.home_page).where(Platform.id == principal.platform_id)
+            ).scalar_one()
             query = select(Event.__table__).where(Event.platform_id == principal.platform_id)
             if args["agent"] is not None:
                 page, learner = args["agent"]
@@ -133,18 +157,21 @@ class Statements(MethodView):
             params["cursor"] = _encode(str(last_id))
             more = url_for("xapi.Statements", _external=False) + "?" + urllib.parse.urlencode(params)
         consistent = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        return current_app.response_class(orjson.dumps({"statements": statements, "more": more}),
-                                          mimetype="application/json",
-                                          headers={HEADER: xapi.VERSION, "X-Experience-API-Consistent-Through": consistent})
+        return current_app.response_class(
+            orjson.dumps({"statements": statements, "more": more}),
+            mimetype="application/json",
+            headers={HEADER: xapi.VERSION, "X-Experience-API-Consistent-Through": consistent},
+        )
 
     def _empty(self):
-        return current_app.response_class(orjson.dumps({"statements": [], "more": ""}), mimetype="application/json",
-                                          headers={HEADER: xapi.VERSION})
+        return current_app.response_class(
+            orjson.dumps({"statements": [], "more": ""}), mimetype="application/json", headers={HEADER: xapi.VERSION}
+        )
 
 
 def _parse_activity(iri: str, base: str) -> tuple[str, str | None]:
     prefix = base.rstrip("/") + "/lessons/"
     if not iri.startswith(prefix):
         raise Problem(400, f"activity IRIs of this provider start with {prefix}", errors={"activity": ["unknown"]})
-    lesson, _, rest = iri[len(prefix):].partition("/checkpoints/")
+    lesson, _, rest = iri[len(prefix) :].partition("/checkpoints/")
     return lesson, (rest or None)

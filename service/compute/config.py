@@ -37,9 +37,7 @@ class RopeConfig:
                 field="rope.style",
             )
         if not (math.isfinite(self.base) and self.base > 1.0):
-            raise AttentionInputError(
-                f"RoPE base must be a finite number above 1, got {self.base}", field="rope.base"
-            )
+            raise AttentionInputError(f"RoPE base must be a finite number above 1, got {self.base}", field="rope.base")
 
     @classmethod
     def coerce(cls, rope: RopeConfig | dict | str | None) -> RopeConfig | None:
@@ -70,9 +68,7 @@ class AttentionConfig:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise AttentionInputError(f"{name} must be a positive integer, got {value!r}", field=_field(name))
         if self.d_model % self.heads:
-            raise AttentionInputError(
-                f"d_model {self.d_model} is not divisible by heads {self.heads}", field="heads"
-            )
+            raise AttentionInputError(f"d_model {self.d_model} is not divisible by heads {self.heads}", field="heads")
         if self.heads % self.kv_heads:
             raise AttentionInputError(
                 f"heads {self.heads} is not divisible by kv_heads {self.kv_heads}", field="kv_heads"

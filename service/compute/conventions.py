@@ -35,19 +35,23 @@ def conventions(cfg: AttentionConfig) -> dict[str, Any]:
         "fully_masked_rows": "all-zero weights, never NaN (as PyTorch SDPA)",
         "softmax": "per row, numerically stable (row max subtracted)",
         "concatenation": "reverse head order (failure mode swapped_head_order)"
-        if mode == "swapped_head_order" else "head order: [O_0 | O_1 | ...]",
+        if mode == "swapped_head_order"
+        else "head order: [O_0 | O_1 | ...]",
         "output_projection": "skipped: output = concat (failure mode no_output_projection)"
-        if mode == "no_output_projection" else "output = concat @ W_O; residual = tokens + output",
+        if mode == "no_output_projection"
+        else "output = concat @ W_O; residual = tokens + output",
         "projections_default": "identity",
-        "rope": None if cfg.rope is None else {
+        "rope": None
+        if cfg.rope is None
+        else {
             "style": cfg.rope.style,
             "description": ROPE_STYLES[cfg.rope.style],
             "base": cfg.rope.base,
             "applied_to": "query and key, after the head split; position = token index",
         },
-        "grouped_query": None if cfg.kv_heads == cfg.heads else (
-            f"{cfg.kv_heads} key/value heads; query head h uses kv head h // {cfg.group_size}"
-        ),
+        "grouped_query": None
+        if cfg.kv_heads == cfg.heads
+        else (f"{cfg.kv_heads} key/value heads; query head h uses kv head h // {cfg.group_size}"),
         "failure_mode": None if mode is None else {"id": mode, "description": FAILURE_MODES[mode]},
         "entropy_unit": f"nats (a uniform row over k keys has entropy ln k; ln {cfg.n} = {math.log(cfg.n):.4f})",
     }

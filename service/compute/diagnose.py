@@ -21,18 +21,18 @@ TOLERANCE = 1e-6
 
 MISTAKES: dict[str, str] = {
     "interleaved_split": "Head h took features h, h+H, h+2H, ...: the split must give each head a contiguous "
-                         "slice (head 1 features 0..d_head-1, head 2 the next d_head, ...).",
+    "slice (head 1 features 0..d_head-1, head 2 the next d_head, ...).",
     "reuse_first_slice": "Every head read the first slice of features: each head must read its own slice, "
-                         "otherwise the other features never reach attention.",
+    "otherwise the other features never reach attention.",
     "no_scaling": "The scores were not divided by sqrt(d_head) before the softmax.",
     "scale_by_d_model": "The scores were divided by sqrt(d_model); each head divides by sqrt(d_head).",
     "mask_after_softmax": "The mask was applied after the softmax, so rows no longer sum to 1: set future "
-                          "scores to -inf before normalising.",
+    "scores to -inf before normalising.",
     "swapped_head_order": "The head outputs were concatenated in reverse order: keep head 1 first.",
     "no_output_projection": "The output projection was skipped: the result stops at the concatenation.",
     "no_mask": "There is no causal mask: queries put weight on later tokens.",
     "diagonal_masked": "The diagonal was masked too: a token must be able to attend to itself (mask j > i, "
-                       "not j >= i).",
+    "not j >= i).",
     "zero_mask": "Future scores were set to 0 instead of -inf, so future tokens still get weight.",
     "softmax_wrong_axis": "The softmax ran over queries (columns) instead of over keys (rows).",
     "weights_transposed": "The weights are transposed: row i must be query i's distribution over the keys.",
@@ -43,8 +43,7 @@ MISTAKES: dict[str, str] = {
 GROUPS: tuple[tuple[str | None, ...], ...] = (
     (None, "interleaved_split", "reuse_first_slice"),
     (None, "no_scaling", "scale_by_d_model"),
-    (None, "mask_after_softmax", "no_mask", "diagonal_masked", "zero_mask", "softmax_wrong_axis",
-     "weights_transposed"),
+    (None, "mask_after_softmax", "no_mask", "diagonal_masked", "zero_mask", "softmax_wrong_axis", "weights_transposed"),
     (None, "swapped_head_order"),
 )
 MASKING = set(GROUPS[2]) - {None}
@@ -97,7 +96,9 @@ def diagnose(tokens, heads: int, causal: bool, output: dict[str, np.ndarray]) ->
         if np.shape(output[part]) != correct[part].shape:
             raise AttentionInputError(
                 f"output.{part} has shape {list(np.shape(output[part]))}; for this case it must be "
-                f"{list(correct[part].shape)}", field=f"output.{part}")
+                f"{list(correct[part].shape)}",
+                field=f"output.{part}",
+            )
     got = {p: np.asarray(output[p], dtype=float) for p in parts}
     error = max(float(np.abs(got[p] - correct[p]).max()) for p in parts)
     if error <= TOLERANCE:
@@ -106,8 +107,13 @@ def diagnose(tokens, heads: int, causal: bool, output: dict[str, np.ndarray]) ->
         candidate = expected_outputs(tokens, heads, causal, *combo)
         if all(np.allclose(got[p], candidate[p], atol=TOLERANCE, rtol=0) for p in parts):
             return Diagnosis(False, error, combo, " ".join(MISTAKES[m] for m in combo))
-    return Diagnosis(False, error, (), f"Incorrect (largest difference {error:.3g}), and not a known mistake: "
-                                       "compare your weights with a small case worked by hand.")
+    return Diagnosis(
+        False,
+        error,
+        (),
+        f"Incorrect (largest difference {error:.3g}), and not a known mistake: "
+        "compare your weights with a small case worked by hand.",
+    )
 
 
 def _combinations(causal: bool) -> list[tuple[str, ...]]:

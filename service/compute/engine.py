@@ -181,9 +181,7 @@ def as_matrix(value, field: str) -> np.ndarray:
             f"{field} must be a rectangular matrix of numbers, got elements of type {raw.dtype}", field=field
         )
     if raw.ndim != 2 or 0 in raw.shape:
-        raise AttentionInputError(
-            f"{field} must be a non-empty 2-D matrix, got shape {list(raw.shape)}", field=field
-        )
+        raise AttentionInputError(f"{field} must be a non-empty 2-D matrix, got shape {list(raw.shape)}", field=field)
     matrix = np.array(raw, dtype=np.float64)  # always a copy: the trace freezes it
     bad = ~np.isfinite(matrix)
     if bad.any():

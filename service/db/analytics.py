@@ -29,30 +29,52 @@ def bucket_expr(dialect: str, column, bucket: str) -> ColumnElement:
 
 
 def funnel(conn: Connection, platform_id: int, lesson: str, checkpoint_ids: list[str]) -> dict[str, Any]:
-    started = conn.execute(select(func.count()).select_from(LearnerLesson).where(
-        LearnerLesson.platform_id == platform_id, LearnerLesson.lesson == lesson)).scalar_one()
-    counts = dict(conn.execute(select(CheckpointProgress.checkpoint, func.count()).where(
-        CheckpointProgress.platform_id == platform_id, CheckpointProgress.lesson == lesson
-    ).group_by(CheckpointProgress.checkpoint)).all())
+    started = conn.execute(
+        select(func.count())
+        .select_from(LearnerLesson)
+        .where(LearnerLesson.platform_id == platform_id, LearnerLesson.lesson == lesson)
+    ).scalar_one()
+    counts = dict(
+        conn.execute(
+            select(CheckpointProgress.checkpoint, func.count())
+            .where(CheckpointProgress.platform_id == platform_id, CheckpointProgress.lesson == lesson)
+            .group_by(CheckpointProgress.checkpoint)
+        ).all()
+    )
     both: dict[str, int] = {}
     a, b = CheckpointProgress.__table__.alias("a"), CheckpointProgress.__table__.alias("b")
     for previous, current in zip(checkpoint_ids, checkpoint_ids[1:], strict=False):
-        both[current] = conn.execute(select(func.count()).select_from(a.join(b, (a.c.learner == b.c.learner) & (
-            a.c.platform_id == b.c.platform_id) & (a.c.lesson == b.c.lesson))).where(
-            a.c.platform_id == platform_id, a.c.lesson == lesson, a.c.checkpoint == previous,
-            b.c.checkpoint == current)).scalar_one()
+        both[current] = conn.execute(
+            select(func.count())
+            .select_from(
+                a.join(
+                    b, (a.c.learner == b.c.learner) & (a.c.platform_id == b.c.platform_id) & (a.c.lesson == b.c.lesson)
+                )
+            )
+            .where(
+                a.c.platform_id == platform_id,
+                a.c.lesson == lesson,
+                a.c.checkpoint == previous,
+                b.c.checkpoint == current,
+            )
+        ).scalar_one()
     return {"started": started, "completed": {c: counts.get(c, 0) for c in checkpoint_ids}, "after_previous": both}
 
 
-def durations(conn: Connection, platform_id: int, lesson: str, checkpoint: str,
-              quantiles: tuple[float, ...]) -> tuple[int, list[float]]:
+def durations(
+    conn: Connection, platform_id: int, lesson: str, checkpoint: str, quantiles: tuple[float, ...]
+) -> tuple[int, list[float]]:
     """(learners, the quantiles of seconds from first event to completion) for one checkpoint.
 
     Read from the durations index: a count, then the two values around each quantile's
     position (numpy's "linear" method), so no row is fetched that is not needed.
     """
-    base = (CheckpointProgress.platform_id == platform_id, CheckpointProgress.lesson == lesson,
-            CheckpointProgress.checkpoint == checkpoint, CheckpointProgress.seconds_from_start.is_not(None))
+    base = (
+        CheckpointProgress.platform_id == platform_id,
+        CheckpointProgress.lesson == lesson,
+        CheckpointProgress.checkpoint == checkpoint,
+        CheckpointProgress.seconds_from_start.is_not(None),
+    )
     n = conn.execute(select(func.count()).where(*base)).scalar_one()
     values = []
     for q in quantiles:
@@ -61,19 +83,35 @@ def durations(conn: Connection, platform_id: int, lesson: str, checkpoint: str,
             continue
         position = q * (n - 1)
         low = int(position)
-        pair = [float(v) for v in conn.execute(select(CheckpointProgress.seconds_from_start).where(*base).order_by(
-            CheckpointProgress.seconds_from_start).offset(low).limit(2)).scalars()]
+        pair = [
+            float(v)
+            for v in conn.execute(
+                select(CheckpointProgress.seconds_from_start)
+                .where(*base)
+                .order_by(CheckpointProgress.seconds_from_start)
+                .offset(low)
+                .limit(2)
+            ).scalars()
+        ]
         upper = pair[1] if len(pair) > 1 else pair[0]
         values.append(max(0.0, pair[0] + (position - low) * (upper - pair[0])))
     return n, values
 
 
-def timeseries(conn: Connection, platform_id: int, bucket: str, group_by: str, start: dt.datetime | None,
-               end: dt.datetime | None, lesson: str | None) -> list[tuple[str, str | None, int, int]]:
+def timeseries(
+    conn: Connection,
+    platform_id: int,
+    bucket: str,
+    group_by: str,
+    start: dt.datetime | None,
+    end: dt.datetime | None,
+    lesson: str | None,
+) -> list[tuple[str, str | None, int, int]]:
     key = Event.event if group_by == "event" else Event.checkpoint
     when = bucket_expr(conn.dialect.name, Event.occurred_at, bucket).label("bucket")
     query = select(when, key.label("key"), func.count(), func.count(distinct(Event.learner))).where(
-        Event.platform_id == platform_id)
+        Event.platform_id == platform_id
+    )
     if start is not None:
         query = query.where(Event.occurred_at >= start)
     if end is not None:
@@ -86,23 +124,44 @@ def timeseries(conn: Connection, platform_id: int, bucket: str, group_by: str, s
 
 def parameters(conn: Connection, platform_id: int, lesson: str) -> list[tuple[str, int, int]]:
     parameter = Event.data["parameter"].as_string()
-    return [tuple(r) for r in conn.execute(select(parameter, func.count(), func.count(distinct(Event.learner))).where(
-        Event.platform_id == platform_id, Event.lesson == lesson, Event.event == "parameter-changed"
-    ).group_by(parameter).order_by(func.count().desc()))]
+    return [
+        tuple(r)
+        for r in conn.execute(
+            select(parameter, func.count(), func.count(distinct(Event.learner)))
+            .where(Event.platform_id == platform_id, Event.lesson == lesson, Event.event == "parameter-changed")
+            .group_by(parameter)
+            .order_by(func.count().desc())
+        )
+    ]
 
 
 def token_cells(conn: Connection, platform_id: int, lesson: str) -> list[tuple[int, int, int]]:
     token, dim = Event.data["token"].as_integer(), Event.data["dimension"].as_integer()
-    return [tuple(r) for r in conn.execute(select(token, dim, func.count()).where(
-        Event.platform_id == platform_id, Event.lesson == lesson, Event.event == "parameter-changed",
-        Event.data["parameter"].as_string() == "token").group_by(token, dim).order_by(token, dim))]
+    return [
+        tuple(r)
+        for r in conn.execute(
+            select(token, dim, func.count())
+            .where(
+                Event.platform_id == platform_id,
+                Event.lesson == lesson,
+                Event.event == "parameter-changed",
+                Event.data["parameter"].as_string() == "token",
+            )
+            .group_by(token, dim)
+            .order_by(token, dim)
+        )
+    ]
 
 
 def mistakes(conn: Connection, platform_id: int, lesson: str) -> dict[str, tuple[int, int]]:
     """mistake id -> (checks showing it, distinct learners)."""
-    rows = conn.execute(select(ExerciseCheck.diagnosis, ExerciseCheck.learner).where(
-        ExerciseCheck.platform_id == platform_id, ExerciseCheck.lesson == lesson,
-        ExerciseCheck.diagnosis.is_not(None)))
+    rows = conn.execute(
+        select(ExerciseCheck.diagnosis, ExerciseCheck.learner).where(
+            ExerciseCheck.platform_id == platform_id,
+            ExerciseCheck.lesson == lesson,
+            ExerciseCheck.diagnosis.is_not(None),
+        )
+    )
     checks: dict[str, int] = defaultdict(int)
     learners: dict[str, set] = defaultdict(set)
     for diagnosis, learner in rows:
@@ -113,22 +172,29 @@ def mistakes(conn: Connection, platform_id: int, lesson: str) -> dict[str, tuple
 
 
 def learners_page(conn: Connection, platform_id: int, lesson: str, after: str, limit: int) -> list[dict[str, Any]]:
-    visits = conn.execute(select(LearnerLesson.learner, LearnerLesson.first_event_at).where(
-        LearnerLesson.platform_id == platform_id, LearnerLesson.lesson == lesson, LearnerLesson.learner > after
-    ).order_by(LearnerLesson.learner).limit(limit)).all()
+    visits = conn.execute(
+        select(LearnerLesson.learner, LearnerLesson.first_event_at)
+        .where(LearnerLesson.platform_id == platform_id, LearnerLesson.lesson == lesson, LearnerLesson.learner > after)
+        .order_by(LearnerLesson.learner)
+        .limit(limit)
+    ).all()
     if not visits:
         return []
     done = defaultdict(dict)
-    for learner, checkpoint, at in conn.execute(select(
-            CheckpointProgress.learner, CheckpointProgress.checkpoint, CheckpointProgress.completed_at).where(
-            CheckpointProgress.platform_id == platform_id, CheckpointProgress.lesson == lesson,
-            CheckpointProgress.learner.in_([v[0] for v in visits]))):
+    for learner, checkpoint, at in conn.execute(
+        select(CheckpointProgress.learner, CheckpointProgress.checkpoint, CheckpointProgress.completed_at).where(
+            CheckpointProgress.platform_id == platform_id,
+            CheckpointProgress.lesson == lesson,
+            CheckpointProgress.learner.in_([v[0] for v in visits]),
+        )
+    ):
         done[learner][checkpoint] = at
     return [{"learner": learner, "started_at": first, "completed": done[learner]} for learner, first in visits]
 
 
-def export_page(conn: Connection, platform_id: int, after: tuple[dt.datetime, int] | None,
-                through: dt.datetime, limit: int) -> list[Any]:
+def export_page(
+    conn: Connection, platform_id: int, after: tuple[dt.datetime, int] | None, through: dt.datetime, limit: int
+) -> list[Any]:
     """Events in (stored_at, id) order after the cursor, up to `through`: rows, not ORM objects."""
     query = select(Event.__table__).where(Event.platform_id == platform_id, Event.stored_at <= through)
     if after is not None:

@@ -22,7 +22,6 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeout
 from sqlalchemy.orm import Session, sessionmaker
 
-
 PING_BUSY_MS = 250
 
 
@@ -64,8 +63,9 @@ class Database:
     def _create(self) -> Engine:
         json_options = {"json_serializer": _json_dumps, "json_deserializer": orjson.loads}
         if not self.is_sqlite:
-            return create_engine(self.url, pool_pre_ping=True, pool_size=5, max_overflow=5, pool_timeout=5,
-                                 **json_options)
+            return create_engine(
+                self.url, pool_pre_ping=True, pool_size=5, max_overflow=5, pool_timeout=5, **json_options
+            )
         ensure_sqlite_directory(self.url)
         engine = create_engine(
             self.url,

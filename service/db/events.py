@@ -16,10 +16,9 @@ from typing import Any
 
 import orjson
 from sqlalchemy import bindparam, case, delete, select
-from sqlalchemy.engine import Connection
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.orm import Session
 
 from ..lessons import Lesson
 from .engine import Database
@@ -92,40 +91,57 @@ def _statements(dialect: str) -> dict[str, Any]:
     """Built once per dialect, executed with parameter lists: compiled once, cached by SQLAlchemy."""
     events = Event.__table__
     progress = CheckpointProgress.__table__
-    insert_events = (_insert(dialect, events)
-                     .on_conflict_do_nothing(index_elements=["platform_id", "event_id"])
-                     .returning(events.c.event_id))
+    insert_events = (
+        _insert(dialect, events)
+        .on_conflict_do_nothing(index_elements=["platform_id", "event_id"])
+        .returning(events.c.event_id)
+    )
     upsert = _insert(dialect, progress)
     earlier = upsert.excluded.completed_at < progress.c.completed_at
     upsert = upsert.on_conflict_do_update(
         index_elements=["platform_id", "learner", "lesson", "checkpoint"],
-        set_={"completed_at": case((earlier, upsert.excluded.completed_at), else_=progress.c.completed_at),
-              "event_id": case((earlier, upsert.excluded.event_id), else_=progress.c.event_id),
-              "seconds_from_start": case((earlier, upsert.excluded.seconds_from_start),
-                                         else_=progress.c.seconds_from_start)},
+        set_={
+            "completed_at": case((earlier, upsert.excluded.completed_at), else_=progress.c.completed_at),
+            "event_id": case((earlier, upsert.excluded.event_id), else_=progress.c.event_id),
+            "seconds_from_start": case(
+                (earlier, upsert.excluded.seconds_from_start), else_=progress.c.seconds_from_start
+            ),
+        },
     )
     visits = LearnerLesson.__table__
     first = _insert(dialect, visits)
     first = first.on_conflict_do_update(
         index_elements=["platform_id", "lesson", "learner"],
-        set_={"first_event_at": case((first.excluded.first_event_at < visits.c.first_event_at,
-                                      first.excluded.first_event_at), else_=visits.c.first_event_at)},
+        set_={
+            "first_event_at": case(
+                (first.excluded.first_event_at < visits.c.first_event_at, first.excluded.first_event_at),
+                else_=visits.c.first_event_at,
+            )
+        },
     )
-    tombstones = (select(ErasedEvent.__table__.c.event_hash)
-                  .where(ErasedEvent.__table__.c.platform_id == bindparam("platform_id"),
-                         ErasedEvent.__table__.c.event_hash.in_(bindparam("hashes", expanding=True))))
-    first_visits = (select(visits.c.learner, visits.c.first_event_at)
-                    .where(visits.c.platform_id == bindparam("platform_id"), visits.c.lesson == bindparam("lesson"),
-                           visits.c.learner.in_(bindparam("learners", expanding=True))))
-    stored = (select(events.c.event_id, events.c.content_hash)
-              .where(events.c.platform_id == bindparam("platform_id"),
-                     events.c.event_id.in_(bindparam("ids", expanding=True))))
-    return {"insert_events": insert_events, "upsert_progress": upsert, "upsert_first_visit": first,
-            "first_visits": first_visits, "tombstones": tombstones, "stored": stored}
+    tombstones = select(ErasedEvent.__table__.c.event_hash).where(
+        ErasedEvent.__table__.c.platform_id == bindparam("platform_id"),
+        ErasedEvent.__table__.c.event_hash.in_(bindparam("hashes", expanding=True)),
+    )
+    first_visits = select(visits.c.learner, visits.c.first_event_at).where(
+        visits.c.platform_id == bindparam("platform_id"),
+        visits.c.lesson == bindparam("lesson"),
+        visits.c.learner.in_(bindparam("learners", expanding=True)),
+    )
+    stored = select(events.c.event_id, events.c.content_hash).where(
+        events.c.platform_id == bindparam("platform_id"), events.c.event_id.in_(bindparam("ids", expanding=True))
+    )
+    return {
+        "insert_events": insert_events,
+        "upsert_progress": upsert,
+        "upsert_first_visit": first,
+        "first_visits": first_visits,
+        "tombstones": tombstones,
+        "stored": stored,
+    }
 
 
-def record_events(db: Database, platform_id: int, events: list[NewEvent],
-                  lessons: dict[str, Lesson]) -> RecordResult:
+def record_events(db: Database, platform_id: int, events: list[NewEvent], lessons: dict[str, Lesson]) -> RecordResult:
     """Store new events, acknowledge identical replays, reject the whole batch on any conflict."""
     ordered = sorted(events, key=lambda e: e.event_id)  # one lock order for every writer
     for attempt in range(1, MAX_ATTEMPTS + 1):
@@ -151,9 +167,22 @@ def _record(conn: Connection, platform_id: int, events: list[NewEvent], lessons:
     if not fresh:
         return result
     now = dt.datetime.now(dt.UTC)
-    rows = [{"platform_id": platform_id, "event_id": e.event_id, "learner": e.learner, "lesson": e.lesson,
-             "checkpoint": e.checkpoint, "event": e.event, "instance_id": e.instance_id, "data": e.data,
-             "occurred_at": e.occurred_at, "stored_at": now, "content_hash": hashes[e.event_id]} for e in fresh]
+    rows = [
+        {
+            "platform_id": platform_id,
+            "event_id": e.event_id,
+            "learner": e.learner,
+            "lesson": e.lesson,
+            "checkpoint": e.checkpoint,
+            "event": e.event,
+            "instance_id": e.instance_id,
+            "data": e.data,
+            "occurred_at": e.occurred_at,
+            "stored_at": now,
+            "content_hash": hashes[e.event_id],
+        }
+        for e in fresh
+    ]
     inserted = set(conn.execute(sql["insert_events"], rows).scalars())
     others = [e.event_id for e in fresh if e.event_id not in inserted]
     if others:
@@ -167,17 +196,28 @@ def _record(conn: Connection, platform_id: int, events: list[NewEvent], lessons:
     first_seen = _first_visits(conn, sql, platform_id, new)
     completions = _completions(new, lessons)
     if completions:
-        conn.execute(sql["upsert_progress"], [
-            {"platform_id": platform_id, "learner": k[0], "lesson": k[1], "checkpoint": k[2],
-             "completed_at": e.occurred_at, "event_id": e.event_id,
-             "seconds_from_start": (e.occurred_at - first_seen[(k[1], k[0])]).total_seconds()}
-            for k, e in completions.items()])
+        conn.execute(
+            sql["upsert_progress"],
+            [
+                {
+                    "platform_id": platform_id,
+                    "learner": k[0],
+                    "lesson": k[1],
+                    "checkpoint": k[2],
+                    "completed_at": e.occurred_at,
+                    "event_id": e.event_id,
+                    "seconds_from_start": (e.occurred_at - first_seen[(k[1], k[0])]).total_seconds(),
+                }
+                for k, e in completions.items()
+            ],
+        )
         result.completed = sorted(completions)
     return result
 
 
-def _first_visits(conn: Connection, sql: dict[str, Any], platform_id: int,
-                  new: list[NewEvent]) -> dict[tuple[str, str], dt.datetime]:
+def _first_visits(
+    conn: Connection, sql: dict[str, Any], platform_id: int, new: list[NewEvent]
+) -> dict[tuple[str, str], dt.datetime]:
     """Record each learner's first event per lesson; returns (lesson, learner) -> first event time.
 
     When an offline event moves a learner's start earlier, their stored durations move too.
@@ -191,18 +231,26 @@ def _first_visits(conn: Connection, sql: dict[str, Any], platform_id: int,
     before: dict[tuple[str, str], dt.datetime] = {}
     for lesson in {lesson for lesson, _ in batch_first}:
         learners = [learner for (les, learner) in batch_first if les == lesson]
-        for learner, at in conn.execute(sql["first_visits"], {"platform_id": platform_id, "lesson": lesson,
-                                                               "learners": learners}):
+        for learner, at in conn.execute(
+            sql["first_visits"], {"platform_id": platform_id, "lesson": lesson, "learners": learners}
+        ):
             before[(lesson, learner)] = at if at.tzinfo else at.replace(tzinfo=dt.UTC)
-    conn.execute(sql["upsert_first_visit"], [
-        {"platform_id": platform_id, "lesson": lesson, "learner": learner, "first_event_at": at}
-        for (lesson, learner), at in sorted(batch_first.items())])
+    conn.execute(
+        sql["upsert_first_visit"],
+        [
+            {"platform_id": platform_id, "lesson": lesson, "learner": learner, "first_event_at": at}
+            for (lesson, learner), at in sorted(batch_first.items())
+        ],
+    )
     first = {key: min(at, before.get(key, at)) for key, at in batch_first.items()}
     moved = [key for key, at in first.items() if key in before and at < before[key]]
     progress = CheckpointProgress.__table__
     for lesson, learner in moved:
-        rows = conn.execute(select(progress.c.id, progress.c.completed_at).where(
-            progress.c.platform_id == platform_id, progress.c.lesson == lesson, progress.c.learner == learner)).all()
+        rows = conn.execute(
+            select(progress.c.id, progress.c.completed_at).where(
+                progress.c.platform_id == platform_id, progress.c.lesson == lesson, progress.c.learner == learner
+            )
+        ).all()
         for row_id, completed_at in rows:
             completed_at = completed_at if completed_at.tzinfo else completed_at.replace(tzinfo=dt.UTC)
             seconds = (completed_at - first[(lesson, learner)]).total_seconds()
@@ -227,19 +275,28 @@ def _completions(events: Iterable[NewEvent], lessons: dict[str, Lesson]) -> dict
 def erase_learner(db: Database, platform_id: int, learner: str) -> dict[str, int] | None:
     """Delete everything about one learner of one platform; None when there was nothing."""
     with db.write() as session:
-        event_ids = list(session.scalars(select(Event.event_id).where(
-            Event.platform_id == platform_id, Event.learner == learner)))
-        progress = session.execute(delete(CheckpointProgress).where(
-            CheckpointProgress.platform_id == platform_id, CheckpointProgress.learner == learner)).rowcount
-        checks = session.execute(delete(ExerciseCheck).where(
-            ExerciseCheck.platform_id == platform_id, ExerciseCheck.learner == learner)).rowcount
+        event_ids = list(
+            session.scalars(select(Event.event_id).where(Event.platform_id == platform_id, Event.learner == learner))
+        )
+        progress = session.execute(
+            delete(CheckpointProgress).where(
+                CheckpointProgress.platform_id == platform_id, CheckpointProgress.learner == learner
+            )
+        ).rowcount
+        checks = session.execute(
+            delete(ExerciseCheck).where(ExerciseCheck.platform_id == platform_id, ExerciseCheck.learner == learner)
+        ).rowcount
         if not event_ids and not progress and not checks:
             return None
         session.execute(delete(Event).where(Event.platform_id == platform_id, Event.learner == learner))
-        session.execute(delete(LearnerLesson).where(LearnerLesson.platform_id == platform_id,
-                                                    LearnerLesson.learner == learner))
+        session.execute(
+            delete(LearnerLesson).where(LearnerLesson.platform_id == platform_id, LearnerLesson.learner == learner)
+        )
         if event_ids:
             stones = [{"platform_id": platform_id, "event_hash": tombstone(platform_id, i)} for i in event_ids]
-            session.execute(_insert(session.get_bind().dialect.name, ErasedEvent).values(stones)
-                            .on_conflict_do_nothing(index_elements=["platform_id", "event_hash"]))
+            session.execute(
+                _insert(session.get_bind().dialect.name, ErasedEvent)
+                .values(stones)
+                .on_conflict_do_nothing(index_elements=["platform_id", "event_hash"])
+            )
         return {"events": len(event_ids), "checkpoints": progress, "exercise_checks": checks}

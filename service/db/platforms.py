@@ -25,11 +25,20 @@ def ensure_platform(session: Session, name: str, home_page: str | None = None) -
     return platform
 
 
-def create_key(session: Session, platform_name: str, scopes: frozenset[str], label: str = "") -> tuple[NewKey, Platform]:
+def create_key(
+    session: Session, platform_name: str, scopes: frozenset[str], label: str = ""
+) -> tuple[NewKey, Platform]:
     platform = ensure_platform(session, platform_name)
     key = new_key()
-    session.add(ApiKey(platform_id=platform.id, prefix=key.prefix, secret_hash=hash_token(key.token),
-                       scopes=",".join(sorted(scopes)), label=label))
+    session.add(
+        ApiKey(
+            platform_id=platform.id,
+            prefix=key.prefix,
+            secret_hash=hash_token(key.token),
+            scopes=",".join(sorted(scopes)),
+            label=label,
+        )
+    )
     session.flush()
     return key, platform
 
@@ -64,8 +73,12 @@ def authenticate(conn: Connection | Session, token: str) -> Principal | None:
     secret_hash, scopes, revoked_at, platform_id, platform_name = row
     if revoked_at is not None or not token_matches(token, secret_hash):
         return None
-    return Principal(platform_id=platform_id, platform=platform_name,
-                     scopes=frozenset(s for s in scopes.split(",") if s), key_prefix=prefix)
+    return Principal(
+        platform_id=platform_id,
+        platform=platform_name,
+        scopes=frozenset(s for s in scopes.split(",") if s),
+        key_prefix=prefix,
+    )
 
 
 def platform_by_name(session: Session, name: str) -> Platform | None:

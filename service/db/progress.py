@@ -12,36 +12,72 @@ from .models import CheckpointProgress, Event, ExerciseCheck
 
 
 def learner_exists(session: Session, platform_id: int, learner: str) -> bool:
-    return bool(session.scalar(select(
-        exists().where(Event.platform_id == platform_id, Event.learner == learner)
-        | exists().where(CheckpointProgress.platform_id == platform_id, CheckpointProgress.learner == learner)
-        | exists().where(ExerciseCheck.platform_id == platform_id, ExerciseCheck.learner == learner)
-    )))
+    return bool(
+        session.scalar(
+            select(
+                exists().where(Event.platform_id == platform_id, Event.learner == learner)
+                | exists().where(CheckpointProgress.platform_id == platform_id, CheckpointProgress.learner == learner)
+                | exists().where(ExerciseCheck.platform_id == platform_id, ExerciseCheck.learner == learner)
+            )
+        )
+    )
 
 
 def learner_progress(session: Session, platform_id: int, learner: str, lessons: list[Lesson]) -> list[dict[str, Any]]:
-    done = {(r.lesson, r.checkpoint): r for r in session.scalars(select(CheckpointProgress).where(
-        CheckpointProgress.platform_id == platform_id, CheckpointProgress.learner == learner))}
+    done = {
+        (r.lesson, r.checkpoint): r
+        for r in session.scalars(
+            select(CheckpointProgress).where(
+                CheckpointProgress.platform_id == platform_id, CheckpointProgress.learner == learner
+            )
+        )
+    }
     result = []
     for lesson in lessons:
         checkpoints = []
         for cp in lesson.checkpoints:
             row = done.get((lesson.id, cp.id))
-            checkpoints.append({"id": cp.id, "title": cp.title, "completed": row is not None,
-                                "completed_at": row.completed_at if row else None})
+            checkpoints.append(
+                {
+                    "id": cp.id,
+                    "title": cp.title,
+                    "completed": row is not None,
+                    "completed_at": row.completed_at if row else None,
+                }
+            )
         completed = sum(c["completed"] for c in checkpoints)
-        result.append({"lesson": lesson.id, "title": lesson.title, "completed": completed,
-                       "total": len(checkpoints), "checkpoints": checkpoints})
+        result.append(
+            {
+                "lesson": lesson.id,
+                "title": lesson.title,
+                "completed": completed,
+                "total": len(checkpoints),
+                "checkpoints": checkpoints,
+            }
+        )
     return result
 
 
 def learner_events(session: Session, platform_id: int, learner: str, after: int, limit: int) -> list[Event]:
-    return list(session.scalars(select(Event).where(
-        Event.platform_id == platform_id, Event.learner == learner, Event.id > after
-    ).order_by(Event.id).limit(limit)))
+    return list(
+        session.scalars(
+            select(Event)
+            .where(Event.platform_id == platform_id, Event.learner == learner, Event.id > after)
+            .order_by(Event.id)
+            .limit(limit)
+        )
+    )
 
 
 def event_json(e: Event) -> dict[str, Any]:
-    return {"id": e.event_id, "learner": e.learner, "lesson": e.lesson, "checkpoint": e.checkpoint,
-            "event": e.event, "instance_id": e.instance_id, "data": e.data,
-            "occurred_at": e.occurred_at, "stored_at": e.stored_at}
+    return {
+        "id": e.event_id,
+        "learner": e.learner,
+        "lesson": e.lesson,
+        "checkpoint": e.checkpoint,
+        "event": e.event,
+        "instance_id": e.instance_id,
+        "data": e.data,
+        "occurred_at": e.occurred_at,
+        "stored_at": e.stored_at,
+    }

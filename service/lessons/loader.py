@@ -54,12 +54,14 @@ def _renderer(name: str):
             line = token.map[0] + 1 if token.map else 0
             return f'<section class="directive directive-{name}" data-line="{line}">\n'
         return "</section>\n"
+
     return render
 
 
 def _validator(name: str):
     def validate(params: str, *args: Any) -> bool:
         return params.strip().split("{", 1)[0].strip() == name
+
     return validate
 
 
@@ -91,9 +93,17 @@ def load_lesson(path: Path) -> Lesson:
     _check_blocks_cover_checkpoints(path, checkpoints, blocks)
     html = md.renderer.render(tokens[1:], md.options, {})
     return Lesson(
-        id=meta["id"], title=meta["title"], order=meta["order"], summary=meta.get("summary", ""),
-        objectives=tuple(meta["objectives"]), prerequisites=tuple(meta.get("prerequisites") or ()),
-        checkpoints=tuple(checkpoints), markdown=markdown, html=html, blocks=tuple(blocks), source=str(path),
+        id=meta["id"],
+        title=meta["title"],
+        order=meta["order"],
+        summary=meta.get("summary", ""),
+        objectives=tuple(meta["objectives"]),
+        prerequisites=tuple(meta.get("prerequisites") or ()),
+        checkpoints=tuple(checkpoints),
+        markdown=markdown,
+        html=html,
+        blocks=tuple(blocks),
+        source=str(path),
     )
 
 
@@ -161,8 +171,16 @@ def _checkpoints(path: Path, meta: dict[str, Any], line: int) -> list[Checkpoint
             raise LessonError(path, line, f"checkpoint {raw['id']!r}: requires must be one of {REQUIREMENTS}")
         if any(c.id == raw["id"] for c in result):
             raise LessonError(path, line, f"checkpoint id {raw['id']!r} appears twice")
-        result.append(Checkpoint(id=raw["id"], title=str(raw.get("title") or raw["id"]), completion=completion,
-                                 requires=requires, instance_id=raw.get("instanceId"), event=raw.get("event")))
+        result.append(
+            Checkpoint(
+                id=raw["id"],
+                title=str(raw.get("title") or raw["id"]),
+                completion=completion,
+                requires=requires,
+                instance_id=raw.get("instanceId"),
+                event=raw.get("event"),
+            )
+        )
     if not result:
         raise LessonError(path, 2, "a lesson needs at least one checkpoint")
     return result
@@ -174,7 +192,7 @@ def _blocks(path: Path, md: MarkdownIt, tokens: list, checkpoint_ids: set[str]) 
     while i < len(tokens):
         token = tokens[i]
         if token.type.startswith("container_") and token.type.endswith("_open"):
-            name = token.type[len("container_"):-len("_open")]
+            name = token.type[len("container_") : -len("_open")]
             line = token.map[0] + 1 if token.map else 0
             attrs = _attributes(path, line, name, token.info)
             depth, j = 1, i + 1
@@ -184,14 +202,22 @@ def _blocks(path: Path, md: MarkdownIt, tokens: list, checkpoint_ids: set[str]) 
                 elif tokens[j].type == f"container_{name}_close":
                     depth -= 1
                 j += 1
-            inner = tokens[i + 1:j - 1]
+            inner = tokens[i + 1 : j - 1]
             checkpoint = attrs.get("checkpoint")
             if checkpoint is not None and checkpoint not in checkpoint_ids:
                 raise LessonError(path, line, f":::{name} names checkpoint {checkpoint!r}, not in the front matter")
             items = tuple(t.content for t in inner if t.type == "inline" and name == "self-check")
             source = "\n".join(t.content for t in inner if t.type == "inline")
-            blocks.append(Block(kind=name, attrs=attrs, markdown=source, line=line,
-                                html=md.renderer.render(inner, md.options, {}), items=items))
+            blocks.append(
+                Block(
+                    kind=name,
+                    attrs=attrs,
+                    markdown=source,
+                    line=line,
+                    html=md.renderer.render(inner, md.options, {}),
+                    items=items,
+                )
+            )
             i = j
         else:
             i += 1
@@ -199,11 +225,11 @@ def _blocks(path: Path, md: MarkdownIt, tokens: list, checkpoint_ids: set[str]) 
 
 
 def _attributes(path: Path, line: int, name: str, info: str) -> dict[str, str]:
-    rest = info.strip()[len(name):].strip()
+    rest = info.strip()[len(name) :].strip()
     attrs: dict[str, str] = {}
     if rest:
         if not (rest.startswith("{") and rest.endswith("}")):
-            raise LessonError(path, line, f":::{name} attributes must be written {{key=\"value\" ...}}")
+            raise LessonError(path, line, f':::{name} attributes must be written {{key="value" ...}}')
         inside = rest[1:-1]
         attrs = dict(_ATTR.findall(inside))
         if _ATTR.sub("", inside).strip():
@@ -223,5 +249,8 @@ def _check_blocks_cover_checkpoints(path: Path, checkpoints: list[Checkpoint], b
         if cp.completion == "explorable-event" and not any(
             b.kind == "explorable" and b.attrs.get("id") == cp.instance_id for b in blocks
         ):
-            raise LessonError(path, 1, f"checkpoint {cp.id!r} waits for explorable {cp.instance_id!r}, "
-                                       "but no :::explorable has that id")
+            raise LessonError(
+                path,
+                1,
+                f"checkpoint {cp.id!r} waits for explorable {cp.instance_id!r}, but no :::explorable has that id",
+            )

@@ -38,8 +38,13 @@ class Block:
     items: tuple[str, ...] = ()  # self-check questions
 
     def as_json(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"kind": self.kind, **self.attrs, "line": self.line, "markdown": self.markdown,
-                                "html": self.html}
+        body: dict[str, Any] = {
+            "kind": self.kind,
+            **self.attrs,
+            "line": self.line,
+            "markdown": self.markdown,
+            "html": self.html,
+        }
         if self.items:
             body["questions"] = list(self.items)
         return body
@@ -68,8 +73,12 @@ class Lesson:
         for cp in self.checkpoints:
             if cp.completion == "learner" and event == "completed" and checkpoint == cp.id:
                 return cp
-            if (cp.completion == "explorable-event" and event == cp.event and instance_id == cp.instance_id
-                    and checkpoint in (None, cp.id)):
+            if (
+                cp.completion == "explorable-event"
+                and event == cp.event
+                and instance_id == cp.instance_id
+                and checkpoint in (None, cp.id)
+            ):
                 return cp
         return None
 
@@ -85,5 +94,9 @@ class Lesson:
         }
 
     def as_json(self) -> dict[str, Any]:
-        return {**self.summary_json(), "markdown": self.markdown, "html": self.html,
-                "blocks": [b.as_json() for b in self.blocks]}
+        return {
+            **self.summary_json(),
+            "markdown": self.markdown,
+            "html": self.html,
+            "blocks": [b.as_json() for b in self.blocks],
+        }

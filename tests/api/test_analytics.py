@@ -23,8 +23,9 @@ def at(minutes: float) -> str:
 
 def completed(learner, checkpoint, minutes, **data):
     payload = data or ({"tests": {"passed": 4, "failed": 0}} if checkpoint == "implement" else {"text": "x"})
-    return event(learner, checkpoint=checkpoint, event="completed", instance_id=None, data=payload,
-                 occurred_at=at(minutes))
+    return event(
+        learner, checkpoint=checkpoint, event="completed", instance_id=None, data=payload, occurred_at=at(minutes)
+    )
 
 
 def build_cohort(client, headers):
@@ -37,8 +38,13 @@ def build_cohort(client, headers):
         if i <= 6:
             events.append(completed(name, "predict", start + 2))
         if i <= 5:
-            events.append(event(name, data={"parameter": "token", "token": 1, "dimension": 3, "value": 0.5},
-                                occurred_at=at(start + 5)))
+            events.append(
+                event(
+                    name,
+                    data={"parameter": "token", "token": 1, "dimension": 3, "value": 0.5},
+                    occurred_at=at(start + 5),
+                )
+            )
         if i <= 2:
             events.append(event(name, data={"parameter": "causal", "value": False}, occurred_at=at(start + 6)))
         if i in (1, 2, 3, 4, 6):
@@ -117,9 +123,15 @@ def test_mistakes_from_exercise_checks(client, acme, analyst):
     tokens = [[1.0, 0.5, -0.5, 1.0], [0.2, 1.0, 1.5, -0.3], [-1.0, 0.3, 0.8, 0.6]]
     for learner, mode in [(f"L{i}", "no_scaling") for i in range(1, 6)] + [("L6", "interleaved_split")]:
         trace = multi_head_attention(tokens, 2, failure_mode=mode)
-        client.post("/api/v1/exercises/multi-head-attention/check", headers=acme, json={
-            "case": {"tokens": tokens, "heads": 2}, "output": {"weights": trace.weights.tolist()},
-            "learner": learner})
+        client.post(
+            "/api/v1/exercises/multi-head-attention/check",
+            headers=acme,
+            json={
+                "case": {"tokens": tokens, "heads": 2},
+                "output": {"weights": trace.weights.tolist()},
+                "learner": learner,
+            },
+        )
     body = client.get(f"{A}/lessons/{LESSON}/mistakes", headers=analyst).json
     rows = {r["id"]: r for r in body["mistakes"]}
     assert (rows["no_scaling"]["times"], rows["no_scaling"]["learners"]) == (5, 5)
@@ -135,8 +147,9 @@ def test_a_larger_k_suppresses_everything(app_config, cohort, client, analyst):
 def test_learners_rows_are_paginated(client, analyst):
     seen, cursor = [], None
     while True:
-        page = client.get(f"{A}/learners?lesson={LESSON}&limit=3" + (f"&cursor={cursor}" if cursor else ""),
-                          headers=analyst).json
+        page = client.get(
+            f"{A}/learners?lesson={LESSON}&limit=3" + (f"&cursor={cursor}" if cursor else ""), headers=analyst
+        ).json
         seen += page["learners"]
         cursor = page["next"]
         if not cursor:
@@ -154,8 +167,16 @@ def test_platforms_see_only_their_own_learners(client, globex, make_key, cohort)
     assert client.get(f"{A}/events/export", headers=other).data == b""
 
 
-@pytest.mark.parametrize("path", [f"{A}/lessons/{LESSON}/funnel", f"{A}/events/timeseries", f"{A}/events/export",
-                                  f"{A}/learners?lesson={LESSON}", f"{A}/lessons/{LESSON}/mistakes"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        f"{A}/lessons/{LESSON}/funnel",
+        f"{A}/events/timeseries",
+        f"{A}/events/export",
+        f"{A}/learners?lesson={LESSON}",
+        f"{A}/lessons/{LESSON}/mistakes",
+    ],
+)
 def test_every_analytics_endpoint_needs_the_analytics_scope(client, make_key, path):
     assert client.get(path, headers=make_key("acme", "events:write,progress:read")).status_code == 403
     assert client.get(path, headers=make_key("acme", "analytics:read")).status_code == 200
@@ -228,8 +249,10 @@ def test_a_forged_export_cursor_is_400(client, analyst):
 def test_a_late_earlier_event_moves_the_durations(client, acme, analyst):
     before = client.get(f"{A}/lessons/{LESSON}/durations", headers=analyst).json
     # Each learner's start moves one hour earlier (an offline "started" event arriving late).
-    late = [event(f"L{i}", checkpoint=None, event="started", instance_id=None, data={},
-                  occurred_at=at(i * 60 - 60)) for i in range(1, 8)]
+    late = [
+        event(f"L{i}", checkpoint=None, event="started", instance_id=None, data={}, occurred_at=at(i * 60 - 60))
+        for i in range(1, 8)
+    ]
     assert client.post("/api/v1/events", json={"events": late}, headers=acme).status_code == 201
     after = client.get(f"{A}/lessons/{LESSON}/durations", headers=analyst).json
     for old, new in zip(before["checkpoints"], after["checkpoints"], strict=True):

@@ -23,8 +23,14 @@ def post(client, body, path="/api/v1/attention"):
 
 def assert_matches(body, ref):
     for h, head in enumerate(body["heads"]):
-        for part, ref_part in (("query", "query"), ("key", "key"), ("value", "value"), ("scores", "scores"),
-                               ("weights", "weights"), ("output", "head_outputs")):
+        for part, ref_part in (
+            ("query", "query"),
+            ("key", "key"),
+            ("value", "value"),
+            ("scores", "scores"),
+            ("weights", "weights"),
+            ("output", "head_outputs"),
+        ):
             np.testing.assert_allclose(head[part], ref[ref_part][h], rtol=0, atol=1e-12, err_msg=f"{h} {part}")
     for part in ("concat", "output", "residual"):
         np.testing.assert_allclose(body[part], ref[part], rtol=0, atol=1e-12, err_msg=part)
@@ -33,16 +39,30 @@ def assert_matches(body, ref):
 OPTIONS = [
     pytest.param({}, {}, id="defaults"),
     pytest.param({"causal": False}, {"causal": False}, id="no-mask"),
-    pytest.param({"projections": W}, {"w_q": W["query"], "w_k": W["key"], "w_v": W["value"], "w_o": W["output"]},
-                 id="projections"),
-    pytest.param({"heads": 4, "kv_heads": 2, "projections": {"key": W["key"][:, :4], "value": W["value"][:, :4]}},
-                 {"heads": 4, "kv_heads": 2, "w_k": W["key"][:, :4], "w_v": W["value"][:, :4]}, id="gqa"),
+    pytest.param(
+        {"projections": W},
+        {"w_q": W["query"], "w_k": W["key"], "w_v": W["value"], "w_o": W["output"]},
+        id="projections",
+    ),
+    pytest.param(
+        {"heads": 4, "kv_heads": 2, "projections": {"key": W["key"][:, :4], "value": W["value"][:, :4]}},
+        {"heads": 4, "kv_heads": 2, "w_k": W["key"][:, :4], "w_v": W["value"][:, :4]},
+        id="gqa",
+    ),
     pytest.param({"rope": {"style": "half"}}, {"rope": {"style": "half"}}, id="rope-half"),
-    pytest.param({"rope": {"style": "interleaved", "base": 100.0}}, {"rope": {"style": "interleaved", "base": 100.0}},
-                 id="rope-interleaved"),
-    *[pytest.param({"failure_mode": m, "projections": W},
-                   {"failure_mode": m, "w_q": W["query"], "w_k": W["key"], "w_v": W["value"], "w_o": W["output"]},
-                   id=m) for m in sorted(FAILURE_MODES)],
+    pytest.param(
+        {"rope": {"style": "interleaved", "base": 100.0}},
+        {"rope": {"style": "interleaved", "base": 100.0}},
+        id="rope-interleaved",
+    ),
+    *[
+        pytest.param(
+            {"failure_mode": m, "projections": W},
+            {"failure_mode": m, "w_q": W["query"], "w_k": W["key"], "w_v": W["value"], "w_o": W["output"]},
+            id=m,
+        )
+        for m in sorted(FAILURE_MODES)
+    ],
 ]
 
 
@@ -51,8 +71,9 @@ def test_every_option_matches_the_loop_reference(client, options, ref_options):
     body = {"tokens": X.tolist(), "heads": 2, **_jsonable(options)}
     ref_kwargs = {"heads": 2, **ref_options}
     heads = ref_kwargs.pop("heads")
-    ref = reference_mha(X.tolist(), heads, **{k: (v.tolist() if isinstance(v, np.ndarray) else v)
-                                              for k, v in ref_kwargs.items()})
+    ref = reference_mha(
+        X.tolist(), heads, **{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in ref_kwargs.items()}
+    )
     assert_matches(post(client, body), ref)
 
 
@@ -82,7 +103,7 @@ def test_masked_scores_are_null_exactly_where_masked(client):
     for head in body["heads"]:
         for i, row in enumerate(head["masked_scores"]):
             assert row[: i + 1] == head["scores"][i][: i + 1]
-            assert row[i + 1:] == [None] * (len(row) - i - 1)
+            assert row[i + 1 :] == [None] * (len(row) - i - 1)
 
 
 def test_summary_matches_the_weights(client):
@@ -124,10 +145,13 @@ def test_compare_returns_both_and_their_differences(client, mode):
     np.testing.assert_array_equal(result["broken"]["output"], broken["output"])
     expected = np.array(broken["concat"]) - np.array(correct["concat"])
     np.testing.assert_allclose(result["differences"]["concat"], expected, atol=1e-15)
-    weights_diff = np.array([h["weights"] for h in broken["heads"]]) - np.array([h["weights"] for h in correct["heads"]])
+    weights_diff = np.array([h["weights"] for h in broken["heads"]]) - np.array(
+        [h["weights"] for h in correct["heads"]]
+    )
     np.testing.assert_allclose(result["differences"]["weights"], weights_diff, atol=1e-15)
     assert result["differences"]["max_abs"]["output"] == pytest.approx(
-        np.abs(np.array(broken["output"]) - np.array(correct["output"])).max())
+        np.abs(np.array(broken["output"]) - np.array(correct["output"])).max()
+    )
 
 
 def test_compare_requires_a_failure_mode(client):

@@ -23,7 +23,7 @@ def post_chunked(server, payload: bytes, chunk: int = 256):
     conn.putheader("Transfer-Encoding", "chunked")
     conn.endheaders()
     for i in range(0, len(payload), chunk):
-        piece = payload[i:i + chunk]
+        piece = payload[i : i + chunk]
         conn.send(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
     conn.send(b"0\r\n\r\n")
     response = conn.getresponse()

@@ -98,8 +98,9 @@ def test_batch_over_the_cap_is_413(app_config, make_key):
 
     with small.extensions["db"].write() as s:
         key, _ = create_key(s, "acme", frozenset({"events:write"}))
-    response = client.post("/api/v1/events", json={"events": [event() for _ in range(4)]},
-                           headers={"Authorization": f"Bearer {key.token}"})
+    response = client.post(
+        "/api/v1/events", json={"events": [event() for _ in range(4)]}, headers={"Authorization": f"Bearer {key.token}"}
+    )
     assert response.status_code == 413 and "max_batch_events" in response.json["limits"]
 
 
@@ -126,8 +127,11 @@ def test_batch_over_the_cap_is_413(app_config, make_key):
         ({"platform": "globex"}, "events.0.platform", "set by the server"),
         ({"favourite_colour": "blue"}, "events.0.favourite_colour", "Unknown field"),
         ({"event": "completed", "checkpoint": "predict", "data": {}}, "events.0.data", "data.text"),
-        ({"event": "completed", "checkpoint": "implement", "data": {"tests": {"passed": 3, "failed": 1}}},
-         "events.0.data", "send 'attempted'"),
+        (
+            {"event": "completed", "checkpoint": "implement", "data": {"tests": {"passed": 3, "failed": 1}}},
+            "events.0.data",
+            "send 'attempted'",
+        ),
         ({"event": "completed", "checkpoint": "experiment"}, "events.0.event", "not on 'completed'"),
         ({"event": "completed", "checkpoint": None}, "events.0.checkpoint", "names the checkpoint"),
     ],
@@ -166,8 +170,9 @@ def test_parameter_changed_from_another_instance_does_not_complete_the_experimen
 
 
 def test_attempted_does_not_complete_the_implement_checkpoint(client, acme):
-    body = event(checkpoint="implement", event="attempted", instance_id=None,
-                 data={"tests": {"passed": 3, "failed": 9}})
+    body = event(
+        checkpoint="implement", event="attempted", instance_id=None, data={"tests": {"passed": 3, "failed": 9}}
+    )
     assert client.post("/api/v1/events", json=body, headers=acme).status_code == 201
     assert progress(client, acme)["implement"]["completed"] is False
 
@@ -180,8 +185,9 @@ def test_the_earliest_completion_wins_even_when_it_arrives_later(client, db, acm
         rows = s.scalars(select(CheckpointProgress)).all()
     assert len(rows) == 1
     completed_at = progress(client, acme)["predict"]["completed_at"]
-    assert completed_at == min(e["occurred_at"] for e in client.get(
-        "/api/v1/learners/learner-1/events", headers=acme).json["events"])
+    assert completed_at == min(
+        e["occurred_at"] for e in client.get("/api/v1/learners/learner-1/events", headers=acme).json["events"]
+    )
 
 
 def test_response_lists_newly_completed_checkpoints(client, acme):

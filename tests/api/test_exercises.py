@@ -14,8 +14,11 @@ TOKENS = [[1.0, 0.5, -0.5, 1.0], [0.2, 1.0, 1.5, -0.3], [-1.0, 0.3, 0.8, 0.6]]
 
 def body(mode=None, **extra):
     trace = multi_head_attention(TOKENS, 2, failure_mode=mode)
-    return {"case": {"tokens": TOKENS, "heads": 2, "causal": True},
-            "output": {"weights": trace.weights.tolist(), "concatenated": trace.concat.tolist()}, **extra}
+    return {
+        "case": {"tokens": TOKENS, "heads": 2, "causal": True},
+        "output": {"weights": trace.weights.tolist(), "concatenated": trace.concat.tolist()},
+        **extra,
+    }
 
 
 def test_a_failure_mode_output_is_named(client):
@@ -54,8 +57,9 @@ def test_a_nan_literal_is_not_json_so_400(client):
 
 
 def test_oversized_cases_are_413(client):
-    response = client.post(CHECK, json={"case": {"tokens": [[1.0] * 4] * 100, "heads": 2},
-                                        "output": {"concatenated": [[1.0] * 4] * 100}})
+    response = client.post(
+        CHECK, json={"case": {"tokens": [[1.0] * 4] * 100, "heads": 2}, "output": {"concatenated": [[1.0] * 4] * 100}}
+    )
     assert response.status_code == 413
 
 

@@ -9,8 +9,15 @@ from .helpers import LESSON, completed, event
 pytestmark = pytest.mark.databases
 
 
-@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wb_00000000_" + "x" * 43},
-                                     {"Authorization": "Bearer nonsense"}, {"Authorization": "Token abc"}])
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"Authorization": "Bearer wb_00000000_" + "x" * 43},
+        {"Authorization": "Bearer nonsense"},
+        {"Authorization": "Token abc"},
+    ],
+)
 def test_missing_or_unknown_key_is_401(client, headers):
     response = client.post("/api/v1/events", json=event(), headers=headers)
     assert response.status_code == 401

@@ -68,8 +68,14 @@ def test_lessons_list_and_detail(client):
     assert [lesson["id"] for lesson in lessons] == [LESSON]
     detail = client.get(f"/api/v1/lessons/{LESSON}").json
     assert detail["objectives"] and detail["prerequisites"]
-    assert {b["kind"] for b in detail["blocks"]} == {"predict", "answer", "explorable", "exercise", "explain",
-                                                      "self-check"}
+    assert {b["kind"] for b in detail["blocks"]} == {
+        "predict",
+        "answer",
+        "explorable",
+        "exercise",
+        "explain",
+        "self-check",
+    }
     assert detail["html"].startswith("<h1>")
     rules = {c["id"]: c for c in detail["checkpoints"]}
     assert rules["experiment"]["on"] == {"event": "parameter-changed", "instance_id": "multi-head-workbench"}

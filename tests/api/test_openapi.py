@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 import schemathesis
+from hypothesis import HealthCheck, settings
 from schemathesis.config import SchemathesisConfig
 from schemathesis.specs.openapi.checks import positive_data_acceptance
-from hypothesis import HealthCheck, settings
 
 from service.app import create_app
 from service.db.migrate import upgrade
@@ -27,8 +27,9 @@ def spec(client):
 
 def test_document_lists_every_compute_endpoint(spec):
     assert spec["openapi"].startswith("3.0")
-    assert {"/api/v1/attention", "/api/v1/attention/compare", "/api/v1/presets",
-            "/api/v1/presets/{preset_id}"} <= set(spec["paths"])
+    assert {"/api/v1/attention", "/api/v1/attention/compare", "/api/v1/presets", "/api/v1/presets/{preset_id}"} <= set(
+        spec["paths"]
+    )
 
 
 def test_every_error_response_is_documented_as_problem_json(spec):
@@ -69,8 +70,16 @@ def _fuzz_app():
     # a key with every scope (so authenticated endpoints are fuzzed past the 401), small caps.
     url = f"sqlite:///{Path(tempfile.mkdtemp(prefix='fuzz-')) / 'wb.db'}"
     upgrade(url)
-    app = create_app({"env": "testing", "database_url": url, "ratelimit_enabled": False,
-                      "max_tokens": 16, "max_d_model": 16, "max_heads": 8})
+    app = create_app(
+        {
+            "env": "testing",
+            "database_url": url,
+            "ratelimit_enabled": False,
+            "max_tokens": 16,
+            "max_d_model": 16,
+            "max_heads": 8,
+        }
+    )
     with app.extensions["db"].write() as session:
         key, _ = create_key(session, "fuzz", frozenset(SCOPES))
     return app, key.token
@@ -80,8 +89,15 @@ FUZZ_APP, FUZZ_TOKEN = _fuzz_app()
 
 
 # 413 is a rejection too: an invalid body that is also over a cap is refused for its size first.
-CONFIG = SchemathesisConfig.from_dict({"checks": {"negative_data_rejection": {
-    "expected-statuses": [400, 401, 403, 404, 405, 406, 409, 413, 415, 422, 428, 429]}}})
+CONFIG = SchemathesisConfig.from_dict(
+    {
+        "checks": {
+            "negative_data_rejection": {
+                "expected-statuses": [400, 401, 403, 404, 405, 406, 409, 413, 415, 422, 428, 429]
+            }
+        }
+    }
+)
 schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", FUZZ_APP, config=CONFIG)
 
 

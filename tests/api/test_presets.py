@@ -31,7 +31,7 @@ def test_workbench_is_three_4d_tokens_two_heads_identity_causal(client):
     assert np.array(request["tokens"]).shape == (3, 4) and request["heads"] == 2 and request["causal"] is True
     assert "projections" not in request  # identity: Q = K = V = tokens
     for h, head in enumerate(body["heads"]):
-        np.testing.assert_array_equal(head["query"], np.array(request["tokens"])[:, 2 * h:2 * h + 2])
+        np.testing.assert_array_equal(head["query"], np.array(request["tokens"])[:, 2 * h : 2 * h + 2])
 
 
 def test_seed_split_is_the_lessons_example(client):

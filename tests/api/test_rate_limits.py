@@ -12,8 +12,9 @@ REDIS = os.environ.get("WORKBENCH_TEST_REDIS_URL", "")
 
 
 def limited_app(app_config, **extra):
-    return create_app({**app_config, "ratelimit_enabled": True, "ratelimit_key": "3/minute",
-                       "ratelimit_learner": "2/minute", **extra})
+    return create_app(
+        {**app_config, "ratelimit_enabled": True, "ratelimit_key": "3/minute", "ratelimit_learner": "2/minute", **extra}
+    )
 
 
 def key_for(app, platform="acme"):
@@ -63,8 +64,9 @@ def test_health_probes_are_never_limited(app_config):
 def test_limits_are_shared_across_workers_through_redis(app_config):
     # Two apps stand for two gunicorn workers; each new key has fresh counters in Redis.
     first = limited_app(app_config, ratelimit_storage_uri=REDIS)
-    second = create_app({**app_config, "ratelimit_enabled": True, "ratelimit_key": "3/minute",
-                         "ratelimit_storage_uri": REDIS})
+    second = create_app(
+        {**app_config, "ratelimit_enabled": True, "ratelimit_key": "3/minute", "ratelimit_storage_uri": REDIS}
+    )
     headers = key_for(first)
     a, b = first.test_client(), second.test_client()
     statuses = [client.post("/api/v1/events", json=event(), headers=headers).status_code for client in (a, b, a, b)]

@@ -132,7 +132,9 @@ def test_caps_are_configurable(app_config):
     from service.app import create_app
 
     small = create_app({**app_config, "max_tokens": 2}).test_client()
-    assert_problem(small.post("/api/v1/attention", json={"tokens": [[1.0]] * 3, "heads": 1}), 413, text="max_tokens = 2")
+    assert_problem(
+        small.post("/api/v1/attention", json={"tokens": [[1.0]] * 3, "heads": 1}), 413, text="max_tokens = 2"
+    )
     assert small.post("/api/v1/attention", json={"tokens": [[1.0]] * 2, "heads": 1}).status_code == 200
 
 

@@ -12,8 +12,15 @@ from service.db.migrate import upgrade
 from ..live import LiveServer
 
 CHROMIUM = os.environ.get("WORKBENCH_TEST_CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 pytestmark = pytest.mark.browser
 
@@ -63,8 +70,10 @@ def host_site(tmp_path_factory):
 def live(tmp_path_factory, host_site):
     url = f"sqlite:///{tmp_path_factory.mktemp('browser') / 'wb.db'}"
     upgrade(url)
-    server = LiveServer({"WORKBENCH_DATABASE_URL": url, "WORKBENCH_RATELIMIT_ENABLED": "0",
-                         "WORKBENCH_FRAME_ANCESTORS": host_site.url}, workers=2).start()
+    server = LiveServer(
+        {"WORKBENCH_DATABASE_URL": url, "WORKBENCH_RATELIMIT_ENABLED": "0", "WORKBENCH_FRAME_ANCESTORS": host_site.url},
+        workers=2,
+    ).start()
     yield server
     server.stop()
 
@@ -82,8 +91,12 @@ def page(context, live):
     page.errors = []
     page.outside = []
     page.on("pageerror", lambda e: page.errors.append(str(e)))
-    page.on("request", lambda r: None if r.url.startswith((live.url, "data:", "about:", "http://127.0.0.1:"))
-            else page.outside.append(r.url))
+    page.on(
+        "request",
+        lambda r: (
+            None if r.url.startswith((live.url, "data:", "about:", "http://127.0.0.1:")) else page.outside.append(r.url)
+        ),
+    )
     yield page
     assert not page.errors, page.errors
     assert not page.outside, f"requests left the origin: {page.outside}"

@@ -7,8 +7,7 @@ from axe_playwright_python.sync_playwright import Axe
 
 from .conftest import open_page
 
-PAGES = ["/", "/lessons/multi-head-attention", "/explorables/multi-head-attention", "/figures/four-heads",
-         "/dashboard"]
+PAGES = ["/", "/lessons/multi-head-attention", "/explorables/multi-head-attention", "/figures/four-heads", "/dashboard"]
 SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
 
@@ -16,8 +15,11 @@ SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 def test_no_serious_or_critical_axe_violations(page, live, path):
     open_page(page, live, path)
     results = Axe().run(page)
-    bad = [(v["id"], v["impact"], len(v["nodes"])) for v in results.response["violations"]
-           if v["impact"] in ("serious", "critical")]
+    bad = [
+        (v["id"], v["impact"], len(v["nodes"]))
+        for v in results.response["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
     assert bad == [], bad
 
 
@@ -32,9 +34,16 @@ def test_every_heatmap_has_a_table_and_a_summary(page, live):
         assert figure.locator(".summary").inner_text().startswith("query 3 puts ")
 
 
-@pytest.mark.parametrize("path, name", [("/", "index"), ("/lessons/multi-head-attention", "lesson"),
-                                        ("/explorables/multi-head-attention", "workbench"),
-                                        ("/figures/four-heads", "four-heads"), ("/dashboard", "dashboard")])
+@pytest.mark.parametrize(
+    "path, name",
+    [
+        ("/", "index"),
+        ("/lessons/multi-head-attention", "lesson"),
+        ("/explorables/multi-head-attention", "workbench"),
+        ("/figures/four-heads", "four-heads"),
+        ("/dashboard", "dashboard"),
+    ],
+)
 def test_screenshot(page, live, path, name):
     open_page(page, live, path)
     SHOTS.mkdir(parents=True, exist_ok=True)

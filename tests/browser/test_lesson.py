@@ -107,7 +107,8 @@ def test_a_host_page_receives_the_workbench_events(page, live, host_site):
     (host_site.directory / "course.html").write_text(
         f"<!doctype html><title>Host</title><iframe id=wb src='{live.url}/explorables/multi-head-attention' "
         "height=850 width=1000></iframe><script>window.received=[];addEventListener('message',"
-        "e=>window.received.push(e.data))</script>")
+        "e=>window.received.push(e.data))</script>"
+    )
     page.goto(host_site.url + "/course.html")
     frame = page.frame_locator("#wb")
     frame.locator("body[data-ready=true]").wait_for()

@@ -9,7 +9,8 @@ PATH = "/explorables/multi-head-attention"
 
 def cells(page, head):
     return page.eval_on_selector_all(
-        f"#heatmap-{head} td.cell", "els => els.map(e => [e.dataset.row, e.dataset.col, Number(e.dataset.value)])")
+        f"#heatmap-{head} td.cell", "els => els.map(e => [e.dataset.row, e.dataset.col, Number(e.dataset.value)])"
+    )
 
 
 def edit(page, token, dimension, value):
@@ -69,8 +70,10 @@ def test_broken_reuse_makes_both_heads_identical(page, live):
 def test_drawn_numbers_equal_the_apis(page, live):
     open_page(page, live, PATH)
     edit(page, 1, 2, 1.25)
-    tokens = [[float(page.get_by_label(f"Token {t} dimension {d}", exact=True).input_value()) for d in range(1, 5)]
-              for t in range(1, 4)]
+    tokens = [
+        [float(page.get_by_label(f"Token {t} dimension {d}", exact=True).input_value()) for d in range(1, 5)]
+        for t in range(1, 4)
+    ]
     api = requests.post(live.url + "/api/v1/attention", json={"tokens": tokens, "heads": 2}).json()
     for h in range(2):
         for row, col, value in cells(page, h):

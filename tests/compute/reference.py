@@ -46,8 +46,9 @@ def head_columns(h, heads, d_head, failure_mode):
     return list(range(h * d_head, (h + 1) * d_head))
 
 
-def reference_mha(x, heads, causal=True, w_q=None, w_k=None, w_v=None, w_o=None, kv_heads=None, rope=None,
-                  failure_mode=None):
+def reference_mha(
+    x, heads, causal=True, w_q=None, w_k=None, w_v=None, w_o=None, kv_heads=None, rope=None, failure_mode=None
+):
     n, d_model = len(x), len(x[0])
     d_head = d_model // heads
     kv = kv_heads or heads
@@ -83,8 +84,14 @@ def reference_mha(x, heads, causal=True, w_q=None, w_k=None, w_v=None, w_o=None,
                 weights.append([e / total for e in exps])
             scores.append(row)
         out = [[sum(weights[i][j] * v[j][t] for j in range(n)) for t in range(d_head)] for i in range(n)]
-        for key, value in (("query", q), ("key", k), ("value", v), ("scores", scores),
-                           ("weights", weights), ("head_outputs", out)):
+        for key, value in (
+            ("query", q),
+            ("key", k),
+            ("value", v),
+            ("scores", scores),
+            ("weights", weights),
+            ("head_outputs", out),
+        ):
             result[key].append(value)
     order = list(range(heads))[::-1] if failure_mode == "swapped_head_order" else list(range(heads))
     concat = [sum((result["head_outputs"][h][i] for h in order), []) for i in range(n)]

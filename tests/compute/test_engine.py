@@ -96,8 +96,9 @@ def test_engine_equals_the_per_head_loop(n, d_model, heads, kv_heads, causal, pr
             "w_o": rng.normal(size=(d_model, d_model)) / 2,
         }
     trace = multi_head_attention(x, heads, causal=causal, kv_heads=kv_heads, rope=rope, **weights)
-    ref = reference_mha(x.tolist(), heads, causal=causal, kv_heads=kv_heads, rope=rope,
-                        **{k: v.tolist() for k, v in weights.items()})
+    ref = reference_mha(
+        x.tolist(), heads, causal=causal, kv_heads=kv_heads, rope=rope, **{k: v.tolist() for k, v in weights.items()}
+    )
     for name in ("query", "key", "value", "scores", "weights", "head_outputs", "concat", "output", "residual"):
         np.testing.assert_allclose(getattr(trace, name), np.array(ref[name]), rtol=0, atol=1e-12, err_msg=name)
 
@@ -139,10 +140,16 @@ def test_trace_arrays_are_read_only_and_inputs_untouched():
         ({"x": [["a", "b"]], "heads": 1}, "matrix of numbers", "tokens"),
         ({"x": [[1.0, float("nan")]], "heads": 1}, "tokens[0][1] is nan", "tokens"),
         ({"x": [[1.0, 2.0], [float("inf"), 0]], "heads": 2}, "tokens[1][0] is inf", "tokens"),
-        ({"x": np.ones((2, 4)), "heads": 2, "w_q": np.ones((4, 3))},
-         "projections.query must have shape [4][4]", "projections.query"),
-        ({"x": np.ones((2, 4)), "heads": 2, "kv_heads": 1, "w_k": np.ones((4, 4))},
-         "projections.key must have shape [4][2]", "projections.key"),
+        (
+            {"x": np.ones((2, 4)), "heads": 2, "w_q": np.ones((4, 3))},
+            "projections.query must have shape [4][4]",
+            "projections.query",
+        ),
+        (
+            {"x": np.ones((2, 4)), "heads": 2, "kv_heads": 1, "w_k": np.ones((4, 4))},
+            "projections.key must have shape [4][2]",
+            "projections.key",
+        ),
     ],
 )
 def test_invalid_input_names_the_numbers_and_the_field(kwargs, message, field):
@@ -178,10 +185,15 @@ def test_each_failure_mode_equals_the_loop_written_the_broken_way(mode, kv_heads
     rng = np.random.default_rng(7)
     x = rng.normal(size=(5, 8))
     kv_width = (kv_heads or 2) * 4
-    weights = {"w_q": rng.normal(size=(8, 8)), "w_k": rng.normal(size=(8, kv_width)),
-               "w_v": rng.normal(size=(8, kv_width)), "w_o": rng.normal(size=(8, 8))}
+    weights = {
+        "w_q": rng.normal(size=(8, 8)),
+        "w_k": rng.normal(size=(8, kv_width)),
+        "w_v": rng.normal(size=(8, kv_width)),
+        "w_o": rng.normal(size=(8, 8)),
+    }
     trace = multi_head_attention(x, 2, kv_heads=kv_heads, failure_mode=mode, **weights)
-    ref = reference_mha(x.tolist(), 2, kv_heads=kv_heads, failure_mode=mode,
-                        **{k: v.tolist() for k, v in weights.items()})
+    ref = reference_mha(
+        x.tolist(), 2, kv_heads=kv_heads, failure_mode=mode, **{k: v.tolist() for k, v in weights.items()}
+    )
     for name in ("scores", "weights", "head_outputs", "concat", "output", "residual"):
         np.testing.assert_allclose(getattr(trace, name), np.array(ref[name]), rtol=0, atol=1e-12, err_msg=name)

@@ -43,14 +43,17 @@ def test_a_lock_held_past_the_busy_timeout_is_503_then_everything_is_stored_once
 
 
 def test_postgresql_unreachable_is_503_everywhere_it_is_needed(tmp_path):
-    app = create_app({"env": "testing", "ratelimit_enabled": False,
-                      "database_url": "postgresql+psycopg://postgres@127.0.0.1:1/none"})
+    app = create_app(
+        {"env": "testing", "ratelimit_enabled": False, "database_url": "postgresql+psycopg://postgres@127.0.0.1:1/none"}
+    )
     client = app.test_client()
     headers = {"Authorization": "Bearer wb_abcdef12_" + "x" * 43}
-    for response in (client.post("/api/v1/events", json=event(), headers=headers),
-                     client.get("/api/v1/learners/x/progress", headers=headers),
-                     client.post("/api/v1/session"),
-                     client.get("/readyz")):
+    for response in (
+        client.post("/api/v1/events", json=event(), headers=headers),
+        client.get("/api/v1/learners/x/progress", headers=headers),
+        client.post("/api/v1/session"),
+        client.get("/readyz"),
+    ):
         assert response.status_code == 503, response.data
         assert response.headers["Retry-After"]
         assert response.mimetype == "application/problem+json"

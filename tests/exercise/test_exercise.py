@@ -22,19 +22,42 @@ IMPLEMENTATIONS = Path(__file__).resolve().parent / "implementations"
 def run_exercise_tests(tmp_path, implementation: Path, **env) -> dict[str, str | None]:
     """test name -> failure message (None when it passed, 'skipped' when skipped)."""
     report = tmp_path / "report.xml"
-    environment = {**os.environ, "MHA_EXERCISE": str(implementation), **env,
-                   "PYTHONPATH": os.pathsep.join([str(ROOT), str(IMPLEMENTATIONS)])}
-    subprocess.run([sys.executable, "-m", "pytest", str(EXERCISE / "tests"), "-q", "-p", "no:cacheprovider",
-                    f"--junitxml={report}", "-o", "addopts="], cwd=ROOT, env=environment,
-                   capture_output=True, text=True)
+    environment = {
+        **os.environ,
+        "MHA_EXERCISE": str(implementation),
+        **env,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), str(IMPLEMENTATIONS)]),
+    }
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(EXERCISE / "tests"),
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={report}",
+            "-o",
+            "addopts=",
+        ],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+    )
     outcomes: dict[str, str | None] = {}
     for case in ET.parse(report).getroot().iter("testcase"):
         failure = case.find("failure")
         if failure is None:
             failure = case.find("error")
         outcomes[case.get("name")] = (
-            (failure.get("message") or "") if failure is not None
-            else "skipped" if case.find("skipped") is not None else None)
+            (failure.get("message") or "")
+            if failure is not None
+            else "skipped"
+            if case.find("skipped") is not None
+            else None
+        )
     assert outcomes, "no exercise test ran"
     return outcomes
 
@@ -51,11 +74,16 @@ def test_the_reference_passes_every_exercise_test(tmp_path):
 
 def test_the_starter_fails_naming_exactly_its_three_bugs(tmp_path):
     failed = failures(run_exercise_tests(tmp_path, EXERCISE / "starter.py"))
-    assert set(failed) == {"test_each_head_reads_its_own_contiguous_slice", "test_scores_are_scaled_by_sqrt_d_head",
-                           "test_mask_hides_the_future_before_the_softmax"}
+    assert set(failed) == {
+        "test_each_head_reads_its_own_contiguous_slice",
+        "test_scores_are_scaled_by_sqrt_d_head",
+        "test_mask_hides_the_future_before_the_softmax",
+    }
     assert "interleaved" in failed["test_each_head_reads_its_own_contiguous_slice"]
-    assert "head 2 received features [1, 3]; the split must be contiguous: [2, 3]" in \
-        failed["test_each_head_reads_its_own_contiguous_slice"]
+    assert (
+        "head 2 received features [1, 3]; the split must be contiguous: [2, 3]"
+        in failed["test_each_head_reads_its_own_contiguous_slice"]
+    )
     assert "not divided by sqrt(d_head)" in failed["test_scores_are_scaled_by_sqrt_d_head"]
     assert "applied after the softmax" in failed["test_mask_hides_the_future_before_the_softmax"]
 

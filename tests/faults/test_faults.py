@@ -36,17 +36,21 @@ def make_key(url: str) -> str:
     return key.token
 
 
-def stored_ids(url: str) -> list[str]:
+def stored(url: str, column: str) -> list[str]:
     engine = create_engine(url)
     with engine.connect() as conn:
-        ids = [r[0] for r in conn.execute(text("SELECT event_id FROM events"))]
+        values = [r[0] for r in conn.execute(text(f"SELECT {column} FROM events"))]
     engine.dispose()
-    return ids
+    return values
+
+
+def stored_ids(url: str) -> list[str]:
+    return stored(url, "event_id")
 
 
 def post_until_acknowledged(url: str, token: str, body: dict, statuses: list | None = None) -> int:
     session = requests.Session()
-    for attempt in range(400):
+    for _ in range(400):
         try:
             response = session.post(url, json=body, headers={"Authorization": f"Bearer {token}"}, timeout=10)
         except requests.RequestException:
@@ -103,16 +107,24 @@ def test_a_sqlite_lock_past_the_busy_timeout_gives_only_503s_then_everything_onc
     url = f"sqlite:///{path}"
     upgrade(url)
     token = make_key(url)
-    server = LiveServer({"WORKBENCH_DATABASE_URL": url, "WORKBENCH_RATELIMIT_ENABLED": "0",
-                         "WORKBENCH_SQLITE_BUSY_TIMEOUT_MS": "200"}, workers=2).start()
+    server = LiveServer(
+        {"WORKBENCH_DATABASE_URL": url, "WORKBENCH_RATELIMIT_ENABLED": "0", "WORKBENCH_SQLITE_BUSY_TIMEOUT_MS": "200"},
+        workers=2,
+    ).start()
     holder = sqlite3.connect(path, isolation_level=None)
     statuses: list = []
     try:
         holder.execute("BEGIN IMMEDIATE")
         bodies = [event(f"locked-{i}") for i in range(20)]
         results: list[int] = []
-        threads = [threading.Thread(target=lambda b=b: results.append(
-            post_until_acknowledged(server.url + "/api/v1/events", token, b, statuses))) for b in bodies]
+        threads = [
+            threading.Thread(
+                target=lambda b=b: results.append(
+                    post_until_acknowledged(server.url + "/api/v1/events", token, b, statuses)
+                )
+            )
+            for b in bodies
+        ]
         for t in threads:
             t.start()
         time.sleep(2.0)
@@ -160,13 +172,4 @@ def test_postgresql_going_away_gives_503s_and_a_failing_readyz_then_recovers_wit
     finally:
         server.stop()
         proxy.close()
-    learners = {r for r in stored_learners(PG_URL)}
-    assert learners == {"before", "after"}  # the refused events were not half-written
-
-
-def stored_learners(url: str) -> list[str]:
-    engine = create_engine(url)
-    with engine.connect() as conn:
-        rows = [r[0] for r in conn.execute(text("SELECT learner FROM events"))]
-    engine.dispose()
-    return rows
+    assert set(stored(PG_URL, "learner")) == {"before", "after"}  # the refused events were not half-written

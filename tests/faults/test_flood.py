@@ -56,8 +56,9 @@ def test_a_compute_flood_keeps_ingestion_p99_within_twice_idle(tmp_path):
     url = f"sqlite:///{tmp_path / 'flood.db'}"
     upgrade(url)
     token = make_key(url)
-    server = LiveServer({"WORKBENCH_DATABASE_URL": url, "WORKBENCH_RATELIMIT_ENABLED": "0"}, workers=2,
-                        threads=4).start()
+    server = LiveServer(
+        {"WORKBENCH_DATABASE_URL": url, "WORKBENCH_RATELIMIT_ENABLED": "0"}, workers=2, threads=4
+    ).start()
     try:
         time.sleep(3)  # the workers' compute processes finish starting
         events_url = server.url + "/api/v1/events"
@@ -70,5 +71,4 @@ def test_a_compute_flood_keeps_ingestion_p99_within_twice_idle(tmp_path):
     finally:
         server.stop()
     assert computed > 0  # the flood really ran (some of it was shed with 503)
-    assert p99(loaded) <= 2 * p99(idle), (f"idle p99 {p99(idle) * 1000:.1f} ms, "
-                                         f"under flood {p99(loaded) * 1000:.1f} ms")
+    assert p99(loaded) <= 2 * p99(idle), f"idle p99 {p99(idle) * 1000:.1f} ms, under flood {p99(loaded) * 1000:.1f} ms"

@@ -1,7 +1,5 @@
 """The lesson loader: the seed lesson as objects, and malformed files stopped with file and line."""
 
-import textwrap
-
 import pytest
 
 from service.app import create_app
@@ -67,11 +65,11 @@ checkpoints:
 @pytest.mark.parametrize(
     "text, line, message",
     [
-        (GOOD_FRONT + "\n:::predict{checkpoint=\"predict\"}\nhi\n", 13, "never closed"),
+        (GOOD_FRONT + '\n:::predict{checkpoint="predict"}\nhi\n', 13, "never closed"),
         (GOOD_FRONT + "\n:::wobble\nhi\n:::\n", 13, "unknown directive :::wobble"),
-        (GOOD_FRONT + "\n:::predict{checkpoint=\"nope\"}\nhi\n:::\n", 13, "names checkpoint 'nope'"),
-        (GOOD_FRONT + "\n:::explorable{id=\"x\"}\nhi\n:::\n", 13, "is missing"),
-        (GOOD_FRONT + "\n:::predict{checkpoint=\"predict\" color=\"red\"}\nhi\n:::\n", 13, "unknown attributes"),
+        (GOOD_FRONT + '\n:::predict{checkpoint="nope"}\nhi\n:::\n', 13, "names checkpoint 'nope'"),
+        (GOOD_FRONT + '\n:::explorable{id="x"}\nhi\n:::\n', 13, "is missing"),
+        (GOOD_FRONT + '\n:::predict{checkpoint="predict" color="red"}\nhi\n:::\n', 13, "unknown attributes"),
         (GOOD_FRONT + "\n:::\n", 13, "never opened"),
         (GOOD_FRONT.replace("order: 1", "order: one"), 4, "'order' (int)"),
         (GOOD_FRONT.replace("title: Tiny", "title: [unclosed"), 4, "not valid YAML"),
@@ -96,14 +94,17 @@ def test_a_malformed_lesson_stops_start_up(tmp_path):
 
 
 def test_explorable_checkpoints_need_their_explorable(tmp_path):
-    text = GOOD_FRONT.replace("""  - id: predict
+    text = GOOD_FRONT.replace(
+        """  - id: predict
     title: Predict
     completion: learner
-    requires: text""", """  - id: play
+    requires: text""",
+        """  - id: play
     title: Play
     completion: explorable-event
     instanceId: missing-widget
-    event: parameter-changed""")
+    event: parameter-changed""",
+    )
     (tmp_path / "x.md").write_text(text)
     with pytest.raises(LessonError, match="no :::explorable has that id"):
         load_lessons(tmp_path)

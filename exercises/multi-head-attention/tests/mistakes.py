@@ -15,7 +15,7 @@ def split(x, heads, layout="contiguous"):
         return [x[:, h::heads] for h in range(heads)]
     if layout == "first":
         return [x[:, :d_head] for _ in range(heads)]
-    return [x[:, h * d_head:(h + 1) * d_head] for h in range(heads)]
+    return [x[:, h * d_head : (h + 1) * d_head] for h in range(heads)]
 
 
 def softmax_rows(s):
@@ -60,8 +60,12 @@ def attention(tokens, heads, causal=True, mistake=None, output_projection=None):
         output = concatenated
     else:
         output = concatenated @ np.asarray(output_projection)
-    return {"weights": np.array(weights), "head_outputs": np.array(outputs), "concatenated": concatenated,
-            "output": output}
+    return {
+        "weights": np.array(weights),
+        "head_outputs": np.array(outputs),
+        "concatenated": concatenated,
+        "output": output,
+    }
 
 
 def run(mha, tokens, heads, causal=True, output_projection=None):
@@ -80,8 +84,7 @@ def which(result, tokens, heads, causal, candidates, parts=("weights", "concaten
     """The first candidate mistake that reproduces `result` (on the given parts), else None."""
     for mistake in candidates:
         expected = attention(tokens, heads, causal, mistake, **kwargs)
-        if all(result[p].shape == expected[p].shape and np.allclose(result[p], expected[p], atol=1e-9)
-               for p in parts):
+        if all(result[p].shape == expected[p].shape and np.allclose(result[p], expected[p], atol=1e-9) for p in parts):
             return mistake
     return None
 

@@ -24,7 +24,8 @@ def test_output_shapes(mha):
     for part, shape in expected.items():
         assert result[part].shape == shape, (
             f"wrong output shape: {part} has shape {result[part].shape}; it must be {names[part]} = {shape} "
-            "for 3 tokens of width 4 and 2 heads")
+            "for 3 tokens of width 4 and 2 heads"
+        )
 
 
 def test_incompatible_head_count_explains_itself(mha):
@@ -33,7 +34,8 @@ def test_incompatible_head_count_explains_itself(mha):
     text = str(info.value)
     assert "6" in text and "4" in text, (
         f"an incompatible head count must fail with a message naming both numbers (d_model 6, heads 4); "
-        f"got {type(info.value).__name__}({text!r})")
+        f"got {type(info.value).__name__}({text!r})"
+    )
 
 
 def test_each_head_reads_its_own_contiguous_slice(mha):
@@ -44,11 +46,15 @@ def test_each_head_reads_its_own_contiguous_slice(mha):
     if got == want:
         return
     if got == [[0, 2], [1, 3]]:
-        pytest.fail(f"head 2 received features {got[1]}; the split must be contiguous: {want[1]} "
-                    "(features were interleaved across heads)")
+        pytest.fail(
+            f"head 2 received features {got[1]}; the split must be contiguous: {want[1]} "
+            "(features were interleaved across heads)"
+        )
     if got == [[0, 1], [0, 1]]:
-        pytest.fail(f"head 2 received features {got[1]}, the same as head 1; each head must read its own "
-                    f"slice ({want[1]} for head 2), or features 2-3 are lost")
+        pytest.fail(
+            f"head 2 received features {got[1]}, the same as head 1; each head must read its own "
+            f"slice ({want[1]} for head 2), or features 2-3 are lost"
+        )
     pytest.fail(f"the heads received features {got}; the split must be contiguous: {want}")
 
 
@@ -57,11 +63,15 @@ def test_concatenation_keeps_head_order(mha):
     in_order = np.concatenate(list(result["head_outputs"]), axis=1)
     reversed_ = np.concatenate(list(result["head_outputs"])[::-1], axis=1)
     if not np.allclose(result["concatenated"], in_order, atol=1e-9) and np.allclose(
-            result["concatenated"], reversed_, atol=1e-9):
-        pytest.fail("the heads were concatenated in reverse order: columns 0-1 must hold head 1, "
-                    f"got {fmt(result['concatenated'][0, :2])} (head 2's output)")
+        result["concatenated"], reversed_, atol=1e-9
+    ):
+        pytest.fail(
+            "the heads were concatenated in reverse order: columns 0-1 must hold head 1, "
+            f"got {fmt(result['concatenated'][0, :2])} (head 2's output)"
+        )
     assert np.allclose(result["concatenated"], in_order, atol=1e-9), (
-        "concatenated must be the head outputs side by side, head 1 first")
+        "concatenated must be the head outputs side by side, head 1 first"
+    )
 
 
 def test_scores_are_scaled_by_sqrt_d_head(mha):
@@ -72,11 +82,15 @@ def test_scores_are_scaled_by_sqrt_d_head(mha):
     mistake = which(result, UNIFORM, 2, False, ["no_scaling", "scale_by_d_model"], parts=("weights",))
     got, want = fmt(result["weights"][0, 1]), fmt(expected["weights"][0, 1])
     if mistake == "no_scaling":
-        pytest.fail(f"scores were not divided by sqrt(d_head) = {math.sqrt(2):.3f}: query 2's weights are "
-                    f"{got}, expected {want}")
+        pytest.fail(
+            f"scores were not divided by sqrt(d_head) = {math.sqrt(2):.3f}: query 2's weights are "
+            f"{got}, expected {want}"
+        )
     if mistake == "scale_by_d_model":
-        pytest.fail(f"scores were divided by sqrt(d_model) = 2 instead of sqrt(d_head) = {math.sqrt(2):.3f}: "
-                    f"query 2's weights are {got}, expected {want}")
+        pytest.fail(
+            f"scores were divided by sqrt(d_model) = 2 instead of sqrt(d_head) = {math.sqrt(2):.3f}: "
+            f"query 2's weights are {got}, expected {want}"
+        )
     pytest.fail(f"query 2's weights are {got}, expected {want} (scores divided by sqrt(d_head), mask off)")
 
 
@@ -87,22 +101,31 @@ def test_mask_hides_the_future_before_the_softmax(mha):
     future, past = np.triu(np.ones((n, n), bool), 1), np.tril(np.ones((n, n), bool), -1)
     if np.any(w[future] > 1e-12):
         if np.all(np.abs(w[past]) < 1e-12):
-            pytest.fail(f"the weights are transposed: row 1 is {fmt(w[0])}; row i must be query i's "
-                        "distribution over the keys (weight on tokens up to i, none after)")
+            pytest.fail(
+                f"the weights are transposed: row 1 is {fmt(w[0])}; row i must be query i's "
+                "distribution over the keys (weight on tokens up to i, none after)"
+            )
         if np.allclose(w[0, 1:], w[0, 1]):
-            pytest.fail(f"future scores were set to 0 instead of -inf: query 1 still puts {w[0, 1]:.3f} on "
-                        "each future token")
+            pytest.fail(
+                f"future scores were set to 0 instead of -inf: query 1 still puts {w[0, 1]:.3f} on each future token"
+            )
         pytest.fail(f"no causal mask: query 1 puts {w[0, 1]:.3f} on the future token 2")
     if np.any(np.abs(np.diagonal(w)) < 1e-12):
-        pytest.fail(f"the diagonal is masked too: the weights on the diagonal are {fmt(np.diagonal(w))}; a "
-                    "token must attend to itself (mask j > i, not j >= i)")
+        pytest.fail(
+            f"the diagonal is masked too: the weights on the diagonal are {fmt(np.diagonal(w))}; a "
+            "token must attend to itself (mask j > i, not j >= i)"
+        )
     sums = w.sum(axis=1)
     if not np.allclose(sums, 1.0, atol=1e-9):
         if np.allclose(w.sum(axis=0), 1.0, atol=1e-9):
-            pytest.fail(f"the softmax ran over the queries (columns sum to 1, rows to {fmt(sums)}); "
-                        "normalise each row over the keys")
-        pytest.fail(f"row 1 of head 1 sums to {sums[0]:.3f}, not 1: the mask was applied after the softmax; "
-                    "set future scores to -inf before normalising")
+            pytest.fail(
+                f"the softmax ran over the queries (columns sum to 1, rows to {fmt(sums)}); "
+                "normalise each row over the keys"
+            )
+        pytest.fail(
+            f"row 1 of head 1 sums to {sums[0]:.3f}, not 1: the mask was applied after the softmax; "
+            "set future scores to -inf before normalising"
+        )
 
 
 def test_rows_are_distributions_over_keys(mha):
@@ -110,7 +133,8 @@ def test_rows_are_distributions_over_keys(mha):
     sums = result["weights"].sum(axis=2)
     assert np.allclose(sums, 1.0, atol=1e-9), (
         f"each row of weights must sum to 1 (a distribution over keys); head 1's rows sum to {fmt(sums[0])}"
-        + (": the softmax ran over the wrong axis" if np.allclose(result["weights"].sum(axis=1), 1.0) else ""))
+        + (": the softmax ran over the wrong axis" if np.allclose(result["weights"].sum(axis=1), 1.0) else "")
+    )
 
 
 def test_output_projection_is_applied(mha):
@@ -121,10 +145,13 @@ def test_output_projection_is_applied(mha):
         pytest.fail("multi_head_attention must accept output_projection=W_O (a [d_model][d_model] matrix)")
     assert "output" in result, "return the projected result as 'output' (concatenated @ W_O)"
     if np.allclose(result["output"], result["concatenated"]):
-        pytest.fail("output equals the concatenated heads: the output projection was not applied "
-                    "(output = concatenated @ W_O mixes features across heads)")
+        pytest.fail(
+            "output equals the concatenated heads: the output projection was not applied "
+            "(output = concatenated @ W_O mixes features across heads)"
+        )
     assert np.allclose(result["output"], result["concatenated"] @ w_o, atol=1e-9), (
-        "output must be concatenated @ W_O (row vectors)")
+        "output must be concatenated @ W_O (row vectors)"
+    )
 
 
 def test_the_workbench_case_end_to_end(mha, failed_so_far):
@@ -135,4 +162,5 @@ def test_the_workbench_case_end_to_end(mha, failed_so_far):
     for part in ("weights", "head_outputs", "concatenated"):
         assert np.allclose(result[part], expected[part], atol=1e-9), (
             f"{part} differs from the expected result (largest difference "
-            f"{np.abs(result[part] - expected[part]).max():.3g}) although the checks above pass")
+            f"{np.abs(result[part] - expected[part]).max():.3g}) although the checks above pass"
+        )

@@ -5,5 +5,9 @@ from service.compute import multi_head_attention as engine
 
 def multi_head_attention(tokens, heads, causal=True, output_projection=None):
     trace = engine(tokens, heads, causal=causal, w_o=output_projection)
-    return {"weights": trace.weights, "head_outputs": trace.head_outputs, "concatenated": trace.concat,
-            "output": trace.output}
+    return {
+        "weights": trace.weights,
+        "head_outputs": trace.head_outputs,
+        "concatenated": trace.concat,
+        "output": trace.output,
+    }
