@@ -59,13 +59,14 @@ class Gunicorn:
 
     def __enter__(self) -> Gunicorn:
         self.proc = subprocess.Popen(self.cmd, cwd=self.cwd, env=self.env, stdout=subprocess.DEVNULL)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
-                requests.get(self.url + self.health, timeout=1)
+                requests.get(self.url + self.health, timeout=2)
                 return self
-            except requests.ConnectionError:
-                time.sleep(0.1)
+            except requests.RequestException:  # not listening yet, or workers still booting
+                time.sleep(0.2)
+        self.__exit__()
         raise RuntimeError(f"{self.cmd} did not start")
 
     def __exit__(self, *exc) -> None:

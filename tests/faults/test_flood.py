@@ -13,9 +13,8 @@ import statistics
 import time
 
 import numpy as np
+import pytest
 import requests
-
-from service.db.migrate import upgrade
 
 from ..api.helpers import event
 from ..live import LiveServer
@@ -52,9 +51,9 @@ def p99(values: list[float]) -> float:
     return statistics.quantiles(values, n=100)[-1]
 
 
-def test_a_compute_flood_keeps_ingestion_p99_within_twice_idle(tmp_path):
-    url = f"sqlite:///{tmp_path / 'flood.db'}"
-    upgrade(url)
+@pytest.mark.databases
+def test_a_compute_flood_keeps_ingestion_p99_within_twice_idle(database_url):
+    url = database_url
     token = make_key(url)
     server = LiveServer(
         {"WORKBENCH_DATABASE_URL": url, "WORKBENCH_RATELIMIT_ENABLED": "0"}, workers=2, threads=4
