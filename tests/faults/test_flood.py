@@ -54,7 +54,7 @@ def p99(values: list[float]) -> float:
 
 
 @pytest.mark.skipif(not os.environ.get("WORKBENCH_TEST_FLOOD"),
-                    reason="timing-sensitive (p99 on a shared 2-core VM): set WORKBENCH_TEST_FLOOD=1 on a quiet machine")
+                    reason="timing-sensitive (p99, shared 2-core VM): set WORKBENCH_TEST_FLOOD=1 on a quiet machine")
 def test_a_compute_flood_keeps_ingestion_p99_within_twice_idle(tmp_path):
     # SQLite only: on PostgreSQL each event's durable commit (an fsync here) dominates both
     # measurements and its jitter alone moves p99 by 2x (measured 12.8 ms idle, 27.1 ms loaded).
