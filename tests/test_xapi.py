@@ -205,3 +205,8 @@ def test_an_unreachable_lrs_backs_off_and_keeps_the_cursor(app, client, acme):
     assert row.last_event_row == 0 and row.failures == 1 and row.next_attempt_at is not None
     waiting = forward_once(db, lessons, "https://x.example/xapi", settle_seconds=0)
     assert "waiting_until" in waiting["acme"]  # backing off: not retried at once
+
+
+def test_a_forged_more_cursor_is_400(client, analyst):
+    response = client.get("/api/v1/xapi/statements?cursor=bm9wZQ", headers={**analyst, **X})
+    assert response.status_code == 400 and response.mimetype == "application/problem+json"

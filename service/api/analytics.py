@@ -3,8 +3,6 @@ learner rows and a streamed export. Aggregates over fewer than k learners are su
 
 from __future__ import annotations
 
-import base64
-import binascii
 import csv
 import datetime as dt
 import io
@@ -17,6 +15,7 @@ from marshmallow import Schema, fields, validate
 
 from ..db import analytics as q
 from ..lessons import Lesson
+from . import cursors
 from .auth import current_principal
 from .core import Blueprint
 from .event_schemas import name
@@ -307,12 +306,12 @@ class Learners(MethodView):
         """Per-learner progress rows for a lesson, a page at a time (ordered by learner id)"""
         principal = current_principal("analytics:read", allow_web=False)
         lesson = _lesson(args["lesson"])
-        after = _decode(args["cursor"]) if args["cursor"] else ""
+        after = cursors.decode(args["cursor"]) if args["cursor"] else ""
         with _conn() as conn:
             rows = q.learners_page(conn, principal.platform_id, lesson.id, after, args["limit"] + 1)
         page = rows[: args["limit"]]
         more = len(rows) > args["limit"]
-        return {"lesson": lesson.id, "learners": page, "next": _encode(page[-1]["learner"]) if more else None}
+        return {"lesson": lesson.id, "learners": page, "next": cursors.encode(page[-1]["learner"]) if more else None}
 
 
 class ExportArgs(Schema):
@@ -397,7 +396,7 @@ def _export_record(row: Any) -> dict[str, Any]:
         "data": row.data,
         "occurred_at": row.occurred_at.isoformat(),
         "stored_at": row.stored_at.isoformat(),
-        "cursor": _encode(f"{row.stored_at.isoformat()}|{row.id}"),
+        "cursor": cursors.encode(f"{row.stored_at.isoformat()}|{row.id}"),
     }
 
 
@@ -407,24 +406,8 @@ def _csv_line(values) -> bytes:
     return buffer.getvalue().encode()
 
 
-def _encode(text: str) -> str:
-    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
-
-
-def _decode(cursor: str) -> str:
-    try:
-        return base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-    except (ValueError, binascii.Error, UnicodeDecodeError):
-        raise Problem(
-            400,
-            "the cursor is not one this service gave out",
-            errors={"cursor": ["invalid cursor"]},
-            slug="invalid-cursor",
-        ) from None
-
-
 def _decode_row(cursor: str) -> tuple[dt.datetime, int]:
-    text = _decode(cursor)
+    text = cursors.decode(cursor, "after")
     try:
         stored, row = text.split("|")
         when = dt.datetime.fromisoformat(stored)
@@ -432,9 +415,4 @@ def _decode_row(cursor: str) -> tuple[dt.datetime, int]:
             raise ValueError
         return when, int(row)
     except ValueError:
-        raise Problem(
-            400,
-            "the cursor is not one this service gave out",
-            errors={"after": ["invalid cursor"]},
-            slug="invalid-cursor",
-        ) from None
+        raise cursors.invalid("after") from None

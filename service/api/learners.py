@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
-
 from flask import current_app
 from flask.views import MethodView
 
 from ..db.events import erase_learner
 from ..db.progress import event_json, learner_events, learner_exists, learner_progress
 from ..identity import Principal
+from . import cursors
 from .auth import current_principal
 from .core import Blueprint
 from .event_schemas import ErasureSchema, EventPageSchema, PageArgsSchema, ProgressArgsSchema, ProgressSchema
@@ -88,21 +86,13 @@ class Learner(MethodView):
 
 
 def encode_cursor(row_id: int) -> str:
-    return base64.urlsafe_b64encode(f"e{row_id}".encode()).decode().rstrip("=")
+    return cursors.encode(f"e{row_id}")
 
 
 def decode_cursor(cursor: str | None) -> int:
     if cursor is None:
         return 0
-    try:
-        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        if not text.startswith("e") or not text[1:].isdigit():
-            raise ValueError
-        return int(text[1:])
-    except (ValueError, binascii.Error, UnicodeDecodeError):
-        raise Problem(
-            400,
-            "the cursor is not one this service gave out",
-            errors={"cursor": ["invalid cursor"]},
-            slug="invalid-cursor",
-        ) from None
+    text = cursors.decode(cursor)
+    if not text.startswith("e") or not text[1:].isdigit():
+        raise cursors.invalid()
+    return int(text[1:])

@@ -17,7 +17,7 @@ from sqlalchemy import select
 
 from .. import xapi
 from ..db.models import Event, Platform
-from .analytics import _decode, _encode
+from . import cursors
 from .auth import current_principal
 from .core import Blueprint
 from .problems import Problem
@@ -131,7 +131,7 @@ class Statements(MethodView):
                 query = query.where(Event.lesson == lesson)
                 if checkpoint is not None:
                     query = query.where(Event.checkpoint == checkpoint)
-            after = int(_decode(args["cursor"])) if args["cursor"] else None
+            after = _row_cursor(args["cursor"]) if args["cursor"] else None
             if after is not None:
                 query = query.where(Event.id > after if args["ascending"] else Event.id < after)
             order = Event.id.asc() if args["ascending"] else Event.id.desc()
@@ -154,7 +154,7 @@ class Statements(MethodView):
         more = ""
         if not exhausted and last_id is not None:
             params = {k: v for k, v in request.args.items() if k != "cursor"}
-            params["cursor"] = _encode(str(last_id))
+            params["cursor"] = cursors.encode(str(last_id))
             more = url_for("xapi.Statements", _external=False) + "?" + urllib.parse.urlencode(params)
         consistent = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
         return current_app.response_class(
@@ -167,6 +167,13 @@ class Statements(MethodView):
         return current_app.response_class(
             orjson.dumps({"statements": [], "more": ""}), mimetype="application/json", headers={HEADER: xapi.VERSION}
         )
+
+
+def _row_cursor(cursor: str) -> int:
+    position = cursors.decode(cursor)
+    if not position.isdigit():
+        raise cursors.invalid()
+    return int(position)
 
 
 def _parse_activity(iri: str, base: str) -> tuple[str, str | None]:

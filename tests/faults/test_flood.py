@@ -53,8 +53,10 @@ def p99(values: list[float]) -> float:
     return statistics.quantiles(values, n=100)[-1]
 
 
-@pytest.mark.skipif(not os.environ.get("WORKBENCH_TEST_FLOOD"),
-                    reason="timing-sensitive (p99, shared 2-core VM): set WORKBENCH_TEST_FLOOD=1 on a quiet machine")
+@pytest.mark.skipif(
+    not os.environ.get("WORKBENCH_TEST_FLOOD"),
+    reason="timing-sensitive (p99, shared 2-core VM): set WORKBENCH_TEST_FLOOD=1 on a quiet machine",
+)
 def test_a_compute_flood_keeps_ingestion_p99_within_twice_idle(tmp_path):
     # SQLite only: on PostgreSQL each event's durable commit (an fsync here) dominates both
     # measurements and its jitter alone moves p99 by 2x (measured 12.8 ms idle, 27.1 ms loaded).
