@@ -14,6 +14,7 @@ from flask.views import MethodView
 from marshmallow import Schema, fields, validate
 
 from ..db import analytics as q
+from ..db.progress import event_json
 from ..lessons import Lesson
 from . import cursors
 from .auth import current_principal
@@ -386,18 +387,12 @@ class Export(MethodView):
 
 
 def _export_record(row: Any) -> dict[str, Any]:
-    return {
-        "id": row.event_id,
-        "learner": row.learner,
-        "lesson": row.lesson,
-        "checkpoint": row.checkpoint,
-        "event": row.event,
-        "instance_id": row.instance_id,
-        "data": row.data,
-        "occurred_at": row.occurred_at.isoformat(),
-        "stored_at": row.stored_at.isoformat(),
-        "cursor": cursors.encode(f"{row.stored_at.isoformat()}|{row.id}"),
-    }
+    """The learner-events shape, with text timestamps (CSV needs them) and the row's resume cursor."""
+    record = event_json(row)
+    record["occurred_at"] = row.occurred_at.isoformat()
+    record["stored_at"] = row.stored_at.isoformat()
+    record["cursor"] = cursors.encode(f"{row.stored_at.isoformat()}|{row.id}")
+    return record
 
 
 def _csv_line(values) -> bytes:
