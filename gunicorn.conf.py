@@ -10,7 +10,7 @@ import tempfile
 
 bind = os.environ.get("WORKBENCH_BIND", "0.0.0.0:8000")
 workers = int(os.environ.get("WORKBENCH_WORKERS", "2"))
-threads = int(os.environ.get("WORKBENCH_THREADS", "4"))
+threads = int(os.environ.get("WORKBENCH_THREADS", "8"))  # mostly waiting on the database or a slot
 worker_class = "gthread" if threads > 1 else "sync"
 timeout = int(os.environ.get("WORKBENCH_TIMEOUT", "30"))
 graceful_timeout = int(os.environ.get("WORKBENCH_GRACEFUL_TIMEOUT", "20"))

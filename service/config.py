@@ -32,9 +32,13 @@ class Settings:
     max_heads: int = 64
     max_score_cells: int = 512 * 1024  # heads * n * n: also bounds the response (about 30 MB of JSON)
     max_batch_events: int = 500
-    # Traces with at least this many score cells run in a niced process, a few at a time.
+    # Traces with at least this many score cells run in a background (SCHED_IDLE) process:
+    # at most `concurrency` at once on the machine (0: one less than the cores); each worker
+    # lets `waiting` more wait up to `wait_seconds` for a slot and refuses the rest with 503.
     heavy_compute_cells: int = 65536
-    heavy_compute_concurrency: int = 1
+    heavy_compute_concurrency: int = 0
+    heavy_compute_waiting: int = 4  # half of gunicorn's default 8 threads
+    heavy_compute_wait_seconds: float = 10.0
     # Platforms' origins allowed by CORS (comma separated in the environment).
     cors_origins: tuple[str, ...] = ()
     # Who may frame the workbench (CSP frame-ancestors), besides the origin itself.
@@ -85,9 +89,12 @@ class Settings:
             "max_content_length",
             "max_batch_events",
             "k_anonymity",
+            "heavy_compute_waiting",
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"WORKBENCH_{name.upper()} must be at least 1")
+        if self.heavy_compute_concurrency < 0 or self.heavy_compute_wait_seconds < 0:
+            raise ConfigError("WORKBENCH_HEAVY_COMPUTE_CONCURRENCY and _WAIT_SECONDS cannot be negative")
         if not self.database_url.startswith(("sqlite", "postgresql")):
             raise ConfigError(
                 f"WORKBENCH_DATABASE_URL must be sqlite:// or postgresql+psycopg://, got {self.database_url!r}"
@@ -115,6 +122,11 @@ def _parse(name: str, kind: Any, raw: str) -> Any:
             return lowered in ("1", "true", "yes", "on")
         if kind == "int":
             return int(raw)
+        if kind == "float":
+            value = float(raw)
+            if value != value or value in (float("inf"), float("-inf")):
+                raise ValueError(raw)
+            return value
         if kind.startswith("tuple"):
             return tuple(part.strip() for part in raw.split(",") if part.strip())
     except ValueError:

@@ -55,6 +55,10 @@ def test_mapping_overrides_environment_which_overrides_defaults(monkeypatch):
             {"WORKBENCH_ENV": "production", "WORKBENCH_SECRET_KEY": "x" * 40, "WORKBENCH_DEBUG": "1"},
             "WORKBENCH_DEBUG must be off",
         ),
+        ({"WORKBENCH_HEAVY_COMPUTE_WAIT_SECONDS": "nan"}, "WAIT_SECONDS='nan' is not a valid float"),
+        ({"WORKBENCH_HEAVY_COMPUTE_WAIT_SECONDS": "-1"}, "cannot be negative"),
+        ({"WORKBENCH_HEAVY_COMPUTE_CONCURRENCY": "-2"}, "cannot be negative"),
+        ({"WORKBENCH_HEAVY_COMPUTE_WAITING": "0"}, "WORKBENCH_HEAVY_COMPUTE_WAITING must be at least 1"),
     ],
 )
 def test_bad_settings_stop_start_up_with_a_clear_message(env, message):

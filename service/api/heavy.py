@@ -1,51 +1,100 @@
-"""Large traces are computed away from the request threads, at low CPU priority.
+"""Large traces are computed away from the request threads, in the background.
 
-A trace above `heavy_compute_cells` score cells is computed and encoded in a separate, niced
-process; its JSON goes to a file in shared memory that gunicorn sends with sendfile, so the
-worker's own threads stay free for small requests (event ingestion above all). Each worker
-runs at most `heavy_compute_concurrency` of them at once and sheds the rest with 503 +
-Retry-After rather than queueing them.
+A trace above `heavy_compute_cells` score cells is computed and encoded in a separate process
+under SCHED_IDLE (service/background.py); its JSON goes to a file in shared memory that
+gunicorn sends with sendfile, so the worker's own threads stay free for small requests (event
+ingestion above all). At most `heavy_compute_concurrency` of them run at once on the machine,
+across every worker (by default one less than the cores, so one core is always left to the
+request path). A few requests per worker wait for a slot (each holds a thread); the rest
+are shed with 503 + Retry-After. Waiting throttles a client that retries at once on a 503,
+which would otherwise cost the request path a parse and a refusal per retry.
 """
 
 from __future__ import annotations
 
+import fcntl
 import multiprocessing
 import os
 import tempfile
 import threading
+import time
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from flask import current_app, send_file
 
+from ..background import become_background
 from .problems import Problem
+
+SHARED = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
+SLOTS_DIR = SHARED / f"workbench-heavy-{os.getuid()}"  # one set of slots per machine (container) and user
+
+POLL_SECONDS = 0.02  # how often a waiting request looks for a free slot
 
 _lock = threading.Lock()
 _pool: ProcessPoolExecutor | None = None
 _pool_pid: int | None = None
-_slots: threading.BoundedSemaphore | None = None
-SHARED = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
-NICENESS = 19  # the lowest: small requests always run first
 
 
-def _lower_priority() -> None:
-    os.nice(NICENESS)
+def machine_slots(configured: int) -> int:
+    """How many large traces may run at once on this machine: 0 means one less than the cores."""
+    return configured if configured > 0 else max(1, (os.cpu_count() or 2) - 1)
 
 
-def _executor(concurrency: int) -> tuple[ProcessPoolExecutor, threading.BoundedSemaphore]:
-    global _pool, _pool_pid, _slots
+@contextmanager
+def slot(count: int, wait: float = 0.0) -> Iterator[bool]:
+    """Hold one of `count` machine-wide slots, waiting up to `wait` seconds for one to free up.
+
+    A slot is a non-blocking flock on its file; the kernel drops it when the descriptor closes,
+    so a killed worker never leaks one.
+    """
+    SLOTS_DIR.mkdir(mode=0o700, exist_ok=True)
+    deadline = time.monotonic() + wait
+    while True:
+        for index in range(count):
+            handle = os.open(SLOTS_DIR / f"slot-{index}", os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(handle)
+                continue
+            try:
+                yield True
+            finally:
+                os.close(handle)
+            return
+        if time.monotonic() >= deadline:
+            yield False
+            return
+        time.sleep(POLL_SECONDS)
+
+
+def _executor(slots: int) -> ProcessPoolExecutor:
+    global _pool, _pool_pid
     with _lock:
         if _pool is None or _pool_pid != os.getpid():  # one pool per gunicorn worker, made after the fork
             context = multiprocessing.get_context("forkserver")
-            _pool = ProcessPoolExecutor(max_workers=concurrency, mp_context=context, initializer=_lower_priority)
+            _pool = ProcessPoolExecutor(max_workers=slots, mp_context=context, initializer=become_background)
             _pool_pid = os.getpid()
-            _slots = threading.BoundedSemaphore(concurrency)
-        return _pool, _slots
+        return _pool
+
+
+def waiting_room(app) -> threading.BoundedSemaphore:
+    """Places for requests of this worker waiting for a slot; each holds a thread, so few."""
+    with _lock:
+        room = app.extensions.get("heavy_waiting")
+        if room is None:
+            room = app.extensions["heavy_waiting"] = threading.BoundedSemaphore(
+                app.extensions["settings"].heavy_compute_waiting
+            )
+        return room
 
 
 def _compute_to_file(args: dict[str, Any], failure_mode: str | None, compare: bool) -> tuple[str | None, Any]:
-    """In the niced process: compute, encode, write to shared memory; errors come back as data."""
+    """In the background process: compute, encode, write to shared memory; errors come back as data."""
     from . import attention
 
     try:
@@ -67,18 +116,17 @@ def _compute_to_file(args: dict[str, Any], failure_mode: str | None, compare: bo
 
 def run(args: dict[str, Any], failure_mode: str | None = None, compare: bool = False):
     settings = current_app.extensions["settings"]
-    pool, slots = _executor(settings.heavy_compute_concurrency)
-    if not slots.acquire(blocking=False):
-        raise Problem(
-            503,
-            "this worker is already computing large traces; try again shortly",
-            headers={"Retry-After": "1"},
-            slug="busy",
-        )
+    count = machine_slots(settings.heavy_compute_concurrency)
+    room = waiting_room(current_app)
+    if not room.acquire(blocking=False):
+        raise _busy(f"{settings.heavy_compute_waiting} large traces are already waiting here")
     try:
-        path, error = pool.submit(_compute_to_file, args, failure_mode, compare).result()
+        with slot(count, wait=settings.heavy_compute_wait_seconds) as held:
+            if not held:
+                raise _busy(f"no large-trace slot came free within {settings.heavy_compute_wait_seconds:g} s")
+            path, error = _executor(count).submit(_compute_to_file, args, failure_mode, compare).result()
     finally:
-        slots.release()
+        room.release()
     if error is not None:
         raise Problem(error["status"], error["detail"], errors=error["errors"], slug=error["slug"])
     body = open(path, "rb")  # noqa: SIM115 - closed by the server after sending
@@ -86,11 +134,19 @@ def run(args: dict[str, Any], failure_mode: str | None = None, compare: bool = F
     return send_file(body, mimetype="application/json", max_age=0, conditional=False, etag=False)
 
 
+def _busy(reason: str) -> Problem:
+    return Problem(
+        503,
+        f"the server is computing as many large traces as it allows and {reason}; try again shortly",
+        headers={"Retry-After": "1"},
+        slug="busy",
+    )
+
+
 def warm_up(app) -> None:
     """Start this worker's compute process now, so the first large trace does not wait for it."""
     with app.app_context():
-        pool, _ = _executor(app.extensions["settings"].heavy_compute_concurrency)
-        pool.submit(_ready)
+        _executor(machine_slots(app.extensions["settings"].heavy_compute_concurrency)).submit(_ready)
 
 
 def _ready() -> bool:

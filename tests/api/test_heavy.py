@@ -1,5 +1,12 @@
 """Large traces take the low-priority path and answer exactly what the direct path does."""
 
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
 import numpy as np
 import orjson
 
@@ -26,15 +33,102 @@ def test_the_heavy_path_reports_input_errors_as_422(app_config):
     compare.close()
 
 
-def test_a_busy_worker_sheds_large_traces_with_503(app_config):
-    app = create_app({**app_config, "heavy_compute_cells": 1})
+def test_large_traces_beyond_the_machine_slots_are_shed_with_503(app_config):
+    app = create_app(
+        {**app_config, "heavy_compute_cells": 1, "heavy_compute_concurrency": 2, "heavy_compute_wait_seconds": 0}
+    )
     client = app.test_client()
-    with app.app_context():
-        _, slots = heavy._executor(1)
-    slots.acquire()
-    try:
+    with heavy.slot(2) as first, heavy.slot(2) as second:  # as if two other workers were computing
+        assert first and second
         response = client.post("/api/v1/attention", json=BODY)
-    finally:
-        slots.release()
     assert response.status_code == 503 and response.headers["Retry-After"] == "1"
+    assert response.mimetype == "application/problem+json"
     assert client.post("/api/v1/attention", json={"tokens": [[1.0, 2.0]], "heads": 1}).status_code == 200
+    with heavy.slot(2) as held:  # one slot still taken: the trace runs in the other
+        assert held
+        freed = client.post("/api/v1/attention", json=BODY)
+    assert freed.status_code == 200
+    freed.close()
+
+
+def test_a_slot_held_by_a_killed_process_is_free_again():
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from service.api import heavy; import time\nwith heavy.slot(1) as h:\n"
+            "    print(h, flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        cwd=Path(__file__).resolve().parents[2],
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "True"
+        with heavy.slot(1) as held:
+            assert not held
+    finally:
+        holder.kill()
+        holder.wait()
+    with heavy.slot(1) as held:
+        assert held
+
+
+def test_background_processes_yield_the_cpu_on_every_thread(app_config):
+    app = create_app({**app_config, "heavy_compute_cells": 1})
+    with app.app_context():
+        policies = heavy._executor(1).submit(_policies).result()
+    assert policies and set(policies) == {os.SCHED_IDLE}
+
+
+def _policies() -> list[int]:
+    import numpy  # noqa: F401  (BLAS threads, if any, exist now)
+
+    return [os.sched_getscheduler(int(tid)) for tid in os.listdir("/proc/self/task")]
+
+
+def test_a_large_trace_waits_for_a_slot_then_runs(app_config):
+    client = create_app({**app_config, "heavy_compute_cells": 1, "heavy_compute_concurrency": 1}).test_client()
+    held, release = threading.Event(), threading.Event()
+
+    def other_worker():
+        with heavy.slot(1) as got:
+            assert got
+            held.set()
+            release.wait(5)
+
+    holder = threading.Thread(target=other_worker)
+    holder.start()
+    held.wait(5)
+    threading.Timer(0.3, release.set).start()
+    started = time.monotonic()
+    response = client.post("/api/v1/attention", json=BODY)
+    holder.join()
+    assert response.status_code == 200 and time.monotonic() - started >= 0.3
+    response.close()
+
+
+def test_only_so_many_requests_wait_and_only_so_long(app_config):
+    config = {**app_config, "heavy_compute_cells": 1, "heavy_compute_concurrency": 1}
+    impatient = create_app({**config, "heavy_compute_wait_seconds": 0.2})
+    crowded = create_app({**config, "heavy_compute_waiting": 1})
+    with heavy.slot(1):
+        started = time.monotonic()
+        assert impatient.test_client().post("/api/v1/attention", json=BODY).status_code == 503
+        assert 0.2 <= time.monotonic() - started < 2
+        room = heavy.waiting_room(crowded)
+        room.acquire()  # another request of this worker is already waiting
+        try:
+            started = time.monotonic()
+            turned_away = crowded.test_client().post("/api/v1/attention", json=BODY)
+        finally:
+            room.release()
+    assert turned_away.status_code == 503 and turned_away.headers["Retry-After"] == "1"
+    assert time.monotonic() - started < 1  # at once, without waiting for a slot
+
+
+def test_the_machine_keeps_a_core_for_requests_by_default(monkeypatch):
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    assert heavy.machine_slots(0) == 7 and heavy.machine_slots(3) == 3
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    assert heavy.machine_slots(0) == 1  # one core: large traces still run, in the background
