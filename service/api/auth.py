@@ -46,7 +46,7 @@ def current_principal(scope: str, *, allow_web: bool = True, allow_basic: bool =
     """The authenticated caller holding `scope`, or 401/403."""
     token = bearer_token(allow_basic)
     if token is not None:
-        with current_app.extensions["db"].engine.connect() as conn:
+        with current_app.extensions["db"].single_read() as conn:  # on every API call: one round trip
             principal = authenticate(conn, token)
         if principal is None:
             raise _unauthorized("the API key is unknown or revoked")

@@ -95,6 +95,14 @@ class Database:
         """A session for reads (deferred BEGIN on SQLite)."""
         return sessionmaker(self.engine, expire_on_commit=False)()
 
+    @contextmanager
+    def single_read(self) -> Iterator[Connection]:
+        """A connection for one read statement. On PostgreSQL it runs in autocommit, which
+        saves the BEGIN and ROLLBACK round trips (a single statement is its own snapshot)."""
+        engine = self.engine if self.is_sqlite else self.engine.execution_options(isolation_level="AUTOCOMMIT")
+        with engine.connect() as conn:
+            yield conn
+
     @property
     def writer(self) -> Engine:
         """The engine whose transactions start with `BEGIN IMMEDIATE` on SQLite."""
