@@ -20,7 +20,7 @@ from . import cursors
 from .auth import current_principal
 from .core import Blueprint
 from .event_schemas import name
-from .fields import SafeString
+from .fields import SafeString, UTCDateTime
 from .problems import Problem
 
 blp = Blueprint(
@@ -149,8 +149,8 @@ class Durations(MethodView):
 class TimeseriesArgs(Schema):
     bucket = SafeString(load_default="day", validate=validate.OneOf(q.BUCKETS))
     group_by = SafeString(load_default="event", validate=validate.OneOf(("event", "checkpoint")))
-    from_ = fields.AwareDateTime(data_key="from", load_default=None)
-    to = fields.AwareDateTime(load_default=None)
+    from_ = UTCDateTime(data_key="from", load_default=None)
+    to = UTCDateTime(load_default=None)
     lesson = SafeString(load_default=None, validate=name(64))
 
 

@@ -8,7 +8,7 @@ import orjson
 from flask import current_app
 from marshmallow import Schema, ValidationError, fields, post_load, pre_load, validate
 
-from .fields import SafeString
+from .fields import SafeString, UTCDateTime
 from .problems import Problem
 
 EVENT_KINDS = ("started", "attempted", "completed", "parameter-changed")
@@ -81,7 +81,7 @@ class EventSchema(Schema):
         validate=validate_data,
         metadata={"description": f"event details, at most {MAX_DATA_BYTES} bytes of JSON"},
     )
-    occurred_at = fields.AwareDateTime(
+    occurred_at = UTCDateTime(
         required=True, validate=validate_occurred_at, metadata={"description": "when it happened, with a time zone"}
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from typing import Any
 
@@ -53,6 +54,18 @@ class SafeString(fields.String):
         if "\x00" in value:
             raise ValidationError("must not contain NUL (\\u0000) characters")
         return super()._deserialize(value, attr, data, **kwargs)
+
+
+class UTCDateTime(fields.AwareDateTime):
+    """An ISO 8601 date-time with a time zone, returned in UTC; one that has no UTC equivalent
+    (0001-01-01T00:00+00:01 falls before year 1) is a validation error, not an overflow."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        moment = super()._deserialize(value, attr, data, **kwargs)
+        try:
+            return moment.astimezone(dt.UTC)
+        except OverflowError:
+            raise ValidationError("is outside the range of dates that can be stored (years 1 to 9999 in UTC)") from None
 
 
 class Matrix(fields.Field):

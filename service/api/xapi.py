@@ -20,6 +20,7 @@ from ..db.models import Event, Platform
 from . import cursors
 from .auth import current_principal
 from .core import Blueprint
+from .fields import UTCDateTime
 from .problems import Problem
 
 blp = Blueprint(
@@ -64,8 +65,8 @@ class StatementsArgs(Schema):
     agent = AgentField(load_default=None)
     verb = fields.String(load_default=None, validate=validate.Length(max=512))
     activity = fields.String(load_default=None, validate=validate.Length(max=512))
-    since = fields.AwareDateTime(load_default=None)
-    until = fields.AwareDateTime(load_default=None)
+    since = UTCDateTime(load_default=None)
+    until = UTCDateTime(load_default=None)
     limit = fields.Integer(load_default=100, validate=validate.Range(0, 1000))
     ascending = fields.Boolean(load_default=False)
     cursor = fields.String(load_default=None, validate=validate.Length(max=512))

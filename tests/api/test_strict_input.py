@@ -176,3 +176,23 @@ def _numbers(node, key=None):
                 yield from _numbers(v, key)
     elif node is None or isinstance(node, (int, float)):
         yield node
+
+
+BEFORE_YEAR_ONE = "0001-01-01T00:00:00+00:01"  # valid ISO 8601, but a minute before year 1 in UTC
+
+
+@pytest.mark.parametrize(
+    "method, path, body, field",
+    [
+        ("get", f"/api/v1/analytics/events/timeseries?from={BEFORE_YEAR_ONE}", None, "from"),
+        ("get", f"/api/v1/xapi/statements?since={BEFORE_YEAR_ONE}", None, "since"),
+        ("post", "/api/v1/events", "event", "occurred_at"),
+    ],
+)
+def test_a_date_time_with_no_utc_equivalent_is_422_not_500(client, acme, method, path, body, field):
+    from .helpers import event
+
+    payload = event(occurred_at=BEFORE_YEAR_ONE) if body == "event" else None
+    response = getattr(client, method)(path.replace("+", "%2B"), json=payload, headers=acme)
+    assert_problem(response, 422, text="outside the range of dates")
+    assert field in str(response.json["errors"])
