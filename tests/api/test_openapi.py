@@ -1,6 +1,7 @@
 """The OpenAPI document describes every endpoint with its problem+json errors; schemathesis
 fuzzes it in-process and finds no server error and no response outside its own schema."""
 
+import os
 import tempfile
 from pathlib import Path
 
@@ -102,7 +103,11 @@ schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", FUZZ_APP, config
 
 
 @schema.parametrize()
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=int(os.environ.get("WORKBENCH_FUZZ_EXAMPLES", "40")),
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
 def test_fuzzed_requests_get_no_server_error_and_conform(case):
     response = case.call(headers={"Authorization": f"Bearer {FUZZ_TOKEN}"})
     assert response.status_code < 500, response.text
