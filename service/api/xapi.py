@@ -32,21 +32,15 @@ HEADER = "X-Experience-API-Version"
 def _require_version() -> None:
     version = request.headers.get(HEADER)
     if version is None:
-        raise Problem(
-            400,
-            f"xAPI requests carry the {HEADER} header (1.0.x)",
-            errors={HEADER: ["required"]},
-            headers={HEADER: xapi.VERSION},
-            slug="xapi-version",
-        )
+        raise _version_problem(f"xAPI requests carry the {HEADER} header (1.0.x)", "required")
     if not version.startswith("1.0"):
-        raise Problem(
-            400,
-            f"unsupported xAPI version {version!r}; this service speaks {xapi.VERSION}",
-            errors={HEADER: ["unsupported"]},
-            headers={HEADER: xapi.VERSION},
-            slug="xapi-version",
+        raise _version_problem(
+            f"unsupported xAPI version {version!r}; this service speaks {xapi.VERSION}", "unsupported"
         )
+
+
+def _version_problem(detail: str, error: str) -> Problem:
+    return Problem(400, detail, errors={HEADER: [error]}, headers={HEADER: xapi.VERSION}, slug="xapi-version")
 
 
 class AgentField(fields.Field):
