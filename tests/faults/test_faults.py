@@ -128,7 +128,9 @@ def test_a_sqlite_lock_past_the_busy_timeout_gives_only_503s_then_everything_onc
         for t in threads:
             t.start()
         time.sleep(2.0)
-        ready = requests.get(server.url + "/readyz", timeout=5)
+        # Sync workers: /readyz queues behind the 20 clients' retries, each holding a worker for
+        # the 200 ms busy timeout, so its answer can take seconds; what it answers is the point.
+        ready = requests.get(server.url + "/readyz", timeout=30)
         assert ready.status_code == 503 and ready.headers["Retry-After"]
         holder.execute("ROLLBACK")
         for t in threads:
