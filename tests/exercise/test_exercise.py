@@ -81,7 +81,7 @@ def test_the_starter_fails_naming_exactly_its_three_bugs(tmp_path):
     }
     assert "interleaved" in failed["test_each_head_reads_its_own_contiguous_slice"]
     assert (
-        "head 2 received features [1, 3]; the split must be contiguous: [2, 3]"
+        "head 2 received features [2, 4]; the split must be contiguous: [3, 4]"
         in failed["test_each_head_reads_its_own_contiguous_slice"]
     )
     assert "not divided by sqrt(d_head)" in failed["test_scores_are_scaled_by_sqrt_d_head"]
@@ -123,3 +123,98 @@ def test_wrong_output_shapes_are_named(tmp_path):
 def test_an_unexplained_head_count_error_is_caught(tmp_path):
     failed = failures(run_exercise_tests(tmp_path, IMPLEMENTATIONS / "silent_error.py"))
     assert "naming both numbers" in failed["test_incompatible_head_count_explains_itself"]
+
+
+# The issue's list: the lesson's failure modes and the common slips, each written by hand as a
+# learner would (implementations/handwritten.py), so a masked diagonal really produces NaN.
+HANDWRITTEN = {
+    "diagonal_masked": "diagonal is masked too",
+    "scale_by_d_model": "divided by sqrt(d_model)",
+    "softmax_wrong_axis": "ran over the queries",
+    "swapped_head_order": "reverse order",
+    "no_mask": "no causal mask",
+    "mask_after_softmax": "applied after the softmax",
+    "interleaved_split": "interleaved",
+    "reuse_first_slice": "the same as head 1",
+    "no_scaling": "not divided by sqrt(d_head)",
+    "no_output_projection": "output projection was not applied",
+}
+
+
+def test_a_handwritten_correct_implementation_passes(tmp_path):
+    outcomes = run_exercise_tests(tmp_path, IMPLEMENTATIONS / "handwritten.py", MHA_MISTAKE="")
+    assert failures(outcomes) == {}
+    assert outcomes["test_the_workbench_case_end_to_end"] is None
+
+
+@pytest.mark.parametrize("mistake, phrase", sorted(HANDWRITTEN.items()))
+def test_each_handwritten_slip_is_named_in_every_failure_it_causes(tmp_path, mistake, phrase):
+    failed = failures(run_exercise_tests(tmp_path, IMPLEMENTATIONS / "handwritten.py", MHA_MISTAKE=mistake))
+    assert failed, f"{mistake} passed every exercise test"
+    assert any(phrase in message for message in failed.values()), failed
+    unnamed = {t: m for t, m in failed.items() if not any(p in m for p in HANDWRITTEN.values())}
+    assert not unnamed, f"failures that name no mistake: {unnamed}"
+
+
+@pytest.mark.parametrize("float_errors", ["", "raise"])
+def test_a_masked_diagonal_is_named_whether_it_yields_nan_or_raises(tmp_path, float_errors):
+    report = tmp_path / "out"
+    report.mkdir()
+    failed = failures(
+        run_exercise_tests(
+            report, IMPLEMENTATIONS / "handwritten.py", MHA_MISTAKE="diagonal_masked", MHA_FLOAT_ERRORS=float_errors
+        )
+    )
+    assert failed and all("diagonal is masked too" in m for m in failed.values()), failed
+    assert not any("RuntimeWarning" in m for m in failed.values())
+
+
+@pytest.fixture(scope="module")
+def bare_python(tmp_path_factory):
+    """A virtualenv holding only numpy and pytest, as a learner's own Python might."""
+    venv = tmp_path_factory.mktemp("learner") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+    python = venv / "bin" / "python"
+    installed = subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "numpy", "pytest"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if installed.returncode:
+        pytest.skip(f"could not install numpy and pytest into a fresh virtualenv: {installed.stderr[-300:]}")
+    return python
+
+
+def bare_run(python, implementation: Path | None) -> subprocess.CompletedProcess:
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/tmp")}
+    if implementation is not None:
+        env["MHA_EXERCISE"] = str(implementation)
+    return subprocess.run(
+        [str(python), "-m", "pytest", "exercises/multi-head-attention/tests", "-p", "no:cacheprovider", "-rf"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_readme_command_in_a_python_with_only_numpy_and_pytest(bare_python):
+    starter = bare_run(bare_python, None)
+    assert "Unknown config option" not in starter.stdout + starter.stderr
+    failed = sorted(
+        line.split("::")[1].split(" ")[0] for line in starter.stdout.splitlines() if line.startswith("FAILED")
+    )
+    assert failed == [
+        "test_each_head_reads_its_own_contiguous_slice",
+        "test_mask_hides_the_future_before_the_softmax",
+        "test_scores_are_scaled_by_sqrt_d_head",
+    ], starter.stdout
+    assert (
+        "interleaved" in starter.stdout and "sqrt(d_head)" in starter.stdout and "after the softmax" in starter.stdout
+    )
+
+    correct = bare_run(bare_python, IMPLEMENTATIONS / "handwritten.py")
+    assert correct.returncode == 0, correct.stdout
+    assert "9 passed" in correct.stdout

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from mistakes import attention, fmt, run, which
+from mistakes import attention, fmt, looks_like, run, which
 
 # Three 4-d tokens, two heads of width 2: the workbench's case.
 TOKENS = [[1.0, 0.5, -0.5, 1.0], [0.2, 1.0, 1.5, -0.3], [-1.0, 0.3, 0.8, 0.6]]
@@ -39,23 +39,24 @@ def test_incompatible_head_count_explains_itself(mha):
 
 
 def test_each_head_reads_its_own_contiguous_slice(mha):
-    token = [[10.0, 11.0, 12.0, 13.0]]  # one token: each head returns exactly the slice it received
+    # One token whose feature f (numbered from 1) holds 10 + f: each head returns exactly the slice it received.
+    token = [[11.0, 12.0, 13.0, 14.0]]
     result = run(mha, token, 2)
     got = [[int(round(v)) - 10 for v in result["head_outputs"][h][0]] for h in range(2)]
-    want = [[0, 1], [2, 3]]
+    want = [[1, 2], [3, 4]]
     if got == want:
         return
-    if got == [[0, 2], [1, 3]]:
+    if got == [[1, 3], [2, 4]]:
         pytest.fail(
             f"head 2 received features {got[1]}; the split must be contiguous: {want[1]} "
-            "(features were interleaved across heads)"
+            "(features were interleaved across heads; features numbered from 1)"
         )
-    if got == [[0, 1], [0, 1]]:
+    if got == [[1, 2], [1, 2]]:
         pytest.fail(
             f"head 2 received features {got[1]}, the same as head 1; each head must read its own "
-            f"slice ({want[1]} for head 2), or features 2-3 are lost"
+            f"slice ({want[1]} for head 2), or features 3-4 are lost"
         )
-    pytest.fail(f"the heads received features {got}; the split must be contiguous: {want}")
+    pytest.fail(f"the heads received features {got} (numbered from 1); the split must be contiguous: {want}")
 
 
 def test_concatenation_keeps_head_order(mha):
@@ -66,7 +67,7 @@ def test_concatenation_keeps_head_order(mha):
         result["concatenated"], reversed_, atol=1e-9
     ):
         pytest.fail(
-            "the heads were concatenated in reverse order: columns 0-1 must hold head 1, "
+            "the heads were concatenated in reverse order: columns 1-2 must hold head 1, "
             f"got {fmt(result['concatenated'][0, :2])} (head 2's output)"
         )
     assert np.allclose(result["concatenated"], in_order, atol=1e-9), (
@@ -91,7 +92,10 @@ def test_scores_are_scaled_by_sqrt_d_head(mha):
             f"scores were divided by sqrt(d_model) = 2 instead of sqrt(d_head) = {math.sqrt(2):.3f}: "
             f"query 2's weights are {got}, expected {want}"
         )
-    pytest.fail(f"query 2's weights are {got}, expected {want} (scores divided by sqrt(d_head), mask off)")
+    pytest.fail(
+        f"query 2's weights are {got}, expected {want} (scores divided by sqrt(d_head), mask off)"
+        + looks_like(result, UNIFORM, 2, False)
+    )
 
 
 def test_mask_hides_the_future_before_the_softmax(mha):
@@ -133,7 +137,11 @@ def test_rows_are_distributions_over_keys(mha):
     sums = result["weights"].sum(axis=2)
     assert np.allclose(sums, 1.0, atol=1e-9), (
         f"each row of weights must sum to 1 (a distribution over keys); head 1's rows sum to {fmt(sums[0])}"
-        + (": the softmax ran over the wrong axis" if np.allclose(result["weights"].sum(axis=1), 1.0) else "")
+        + (
+            ": the softmax ran over the queries (columns) instead of the keys"
+            if np.allclose(result["weights"].sum(axis=1), 1.0)
+            else ""
+        )
     )
 
 
