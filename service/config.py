@@ -32,6 +32,7 @@ class Settings:
     max_heads: int = 64
     max_score_cells: int = 512 * 1024  # heads * n * n: also bounds the response (about 30 MB of JSON)
     max_batch_events: int = 500
+    challenge_ttl_seconds: int = 3600  # how long an exercise challenge can be answered
     # Traces with at least this many score cells run in a background (SCHED_IDLE) process:
     # at most `concurrency` at once on the machine (0: one less than the cores); each worker
     # lets `waiting` more wait up to `wait_seconds` for a slot and refuses the rest with 503.
@@ -90,6 +91,7 @@ class Settings:
             "max_batch_events",
             "k_anonymity",
             "heavy_compute_waiting",
+            "challenge_ttl_seconds",
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"WORKBENCH_{name.upper()} must be at least 1")

@@ -39,6 +39,8 @@ def verb_for(event: str, checkpoint: str | None, data: dict[str, Any], requires:
         return "answered" if checkpoint == "predict" else "responded"
     if event == "attempted" and isinstance(data.get("tests"), dict) and data["tests"].get("failed"):
         return "failed"
+    if event == "attempted" and data.get("verification") == "verified":
+        return "failed"  # the server's check found a mistake
     return "attempted"
 
 
@@ -87,7 +89,14 @@ def statement(row: Any, home_page: str, base: str, lessons: dict[str, Lesson]) -
             }
     elif row.event == "completed":
         result["completion"] = True
+    tested = checkpoint is not None and checkpoint.requires == "passing-tests"
+    if tested and data.get("verification") == "verified":
+        result["success"] = row.event == "completed"
+        result["completion"] = row.event == "completed"
     extensions = {EXTENSION + k: v for k, v in data.items() if k not in ("text", "tests")}
+    if tested:
+        # verified: the server checked the learner's numbers on fresh cases; reported: a platform said so.
+        extensions[EXTENSION + "verification"] = "verified" if data.get("verification") == "verified" else "reported"
     if extensions:
         result["extensions"] = extensions
     context: dict[str, Any] = {"platform": "attention-workbench", "language": "en-US"}

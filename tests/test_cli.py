@@ -2,6 +2,7 @@
 
 import sqlite3
 
+import pytest
 from click.testing import CliRunner
 
 from service.cli import main
@@ -73,10 +74,43 @@ def test_exercise_check_names_the_starters_three_bugs_and_fails():
     assert result.exit_code == 1
     first = result.output.splitlines()[0]
     assert "interleaved_split" in first and "no_scaling" in first and "mask_after_softmax" in first
-    assert result.output.strip().endswith("0 of 4 cases correct")
+    assert result.output.strip().endswith("0 of 5 cases correct")
 
 
 def test_exercise_check_passes_a_correct_implementation():
     result = CliRunner().invoke(main, ["exercise", "check", "tests/exercise/implementations/reference_adapter.py"])
     assert result.exit_code == 0, result.output
-    assert "4 of 4 cases correct" in result.output
+    assert "5 of 5 cases correct" in result.output
+
+
+HANDWRITTEN = "tests/exercise/implementations/handwritten.py"
+SLIPS = [
+    "diagonal_masked",
+    "scale_by_d_model",
+    "softmax_wrong_axis",
+    "swapped_head_order",
+    "no_mask",
+    "mask_after_softmax",
+    "interleaved_split",
+    "reuse_first_slice",
+    "no_scaling",
+    "no_output_projection",
+]
+
+
+@pytest.mark.parametrize("mistake", SLIPS)
+def test_exercise_check_recognises_each_handwritten_slip(monkeypatch, mistake):
+    monkeypatch.setenv("MHA_MISTAKE", mistake)
+    result = CliRunner().invoke(main, ["exercise", "check", HANDWRITTEN])
+    assert result.exit_code == 1, result.output
+    assert f"[{mistake}]" in result.output, result.output
+    assert "not a known mistake" not in result.output
+    assert "Warning" not in result.output
+
+
+def test_exercise_check_says_what_a_raising_implementation_raised(monkeypatch):
+    monkeypatch.setenv("MHA_MISTAKE", "diagonal_masked")
+    monkeypatch.setenv("MHA_FLOAT_ERRORS", "raise")
+    result = CliRunner().invoke(main, ["exercise", "check", HANDWRITTEN])
+    assert result.exit_code == 1
+    assert "raised FloatingPointError" in result.output

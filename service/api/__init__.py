@@ -5,7 +5,21 @@ from __future__ import annotations
 from flask import Flask
 from flask_cors import CORS
 
-from . import analytics, attention, docs, errors, events, exercises, health, learners, lessons, presets, session, xapi
+from . import (
+    analytics,
+    attention,
+    challenges,
+    docs,
+    errors,
+    events,
+    exercises,
+    health,
+    learners,
+    lessons,
+    presets,
+    session,
+    xapi,
+)
 from .auth import init_limiter
 from .core import Api
 from .jsonio import OrjsonProvider
@@ -31,7 +45,7 @@ def init_app(app: Flask) -> Api:
     )
     api = Api(app)
     errors.init_app(app)
-    for module in (attention, presets, lessons, events, learners, session, exercises, analytics, xapi):
+    for module in (attention, presets, lessons, events, learners, session, exercises, challenges, analytics, xapi):
         api.register_blueprint(module.blp)
     app.register_blueprint(health.blp)
     app.register_blueprint(docs.blp)

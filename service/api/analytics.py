@@ -64,6 +64,14 @@ class FunnelStepSchema(Schema):
         metadata={"description": "of the learners who completed the previous step, the share who completed this one"},
     )
     suppressed = fields.Boolean()
+    verified = fields.Integer(
+        allow_none=True,
+        metadata={"description": "test checkpoints: learners whose numbers the server checked (null: under k)"},
+    )
+    reported = fields.Integer(
+        allow_none=True,
+        metadata={"description": "test checkpoints: learners whose platform reported passing tests (null: under k)"},
+    )
 
 
 class FunnelSchema(Suppression):
@@ -99,6 +107,10 @@ class Funnel(MethodView):
                     "suppressed": shown is None,
                 }
             )
+            if cp.requires == "passing-tests":
+                for how in ("verified", "reported"):
+                    n = raw["verification"].get((cp.id, how), 0)
+                    steps[-1][how] = _kept(n, n) if shown is not None else None
         return {"lesson": lesson.id, "k": _k(), "started": _kept(raw["started"], raw["started"]), "steps": steps}
 
 

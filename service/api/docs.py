@@ -14,6 +14,7 @@ PAGE = """<!doctype html>
 <html lang="en">
 <head>
   <meta charset="utf-8">
+  <meta name="viewport" content="width=device-width, initial-scale=1">
   <title>Multi-head attention workbench API</title>
   <link rel="stylesheet" href="/api/docs/assets/swagger-ui.css">
   <link rel="icon" href="/api/docs/assets/favicon-32x32.png">

@@ -179,6 +179,13 @@ class CheckpointStateSchema(Schema):
     title = fields.String()
     completed = fields.Boolean()
     completed_at = fields.DateTime(allow_none=True)
+    verification = fields.String(
+        allow_none=True, metadata={"description": "test checkpoints: verified (challenge) or reported (platform)"}
+    )
+    response = fields.String(
+        allow_none=True,
+        metadata={"description": "text checkpoints: the learner's latest recorded text (their own words)"},
+    )
 
 
 class LessonProgressSchema(Schema):

@@ -23,11 +23,22 @@ blp = Blueprint(
 )
 
 
-def check_against_lessons(events: list[dict[str, Any]], lessons: dict[str, Lesson]) -> dict[str, list[str]]:
-    """Lesson, checkpoint and completion-data rules; field -> messages (empty when valid)."""
+SERVER_KEYS = ("verification", "challenge")  # written only by the challenge checker
+
+
+def check_against_lessons(
+    events: list[dict[str, Any]], lessons: dict[str, Lesson], browser: bool = False
+) -> dict[str, list[str]]:
+    """Lesson, checkpoint and completion-data rules; field -> messages (empty when valid).
+
+    `browser`: the caller is a browser session, which may not report its own test results."""
     errors: dict[str, list[str]] = {}
     for i, e in enumerate(events):
         where = f"events.{i}"
+        reserved = [k for k in SERVER_KEYS if k in e["data"]]
+        if reserved:
+            errors[f"{where}.data"] = [f"data.{reserved[0]} is written by the server's challenge checker only"]
+            continue
         lesson = lessons.get(e["lesson"])
         if lesson is None:
             errors[f"{where}.lesson"] = [f"unknown lesson {e['lesson']!r}; lessons are {sorted(lessons)}"]
@@ -46,6 +57,12 @@ def check_against_lessons(events: list[dict[str, Any]], lessons: dict[str, Lesso
                 errors[f"{where}.event"] = [
                     f"checkpoint {checkpoint.id!r} completes on {checkpoint.event!r} "
                     f"from explorable {checkpoint.instance_id!r}, not on 'completed'"
+                ]
+            elif browser and checkpoint.requires == "passing-tests":
+                errors[f"{where}.event"] = [
+                    f"a browser session completes {checkpoint.id!r} by solving a challenge "
+                    "(POST /api/v1/exercises/multi-head-attention/challenges), not by reporting test counts; "
+                    "send 'attempted' to record a run"
                 ]
             elif problem := _requirement_problem(checkpoint.requires, e["data"]):
                 errors[f"{where}.data"] = [problem]
@@ -123,7 +140,7 @@ class Events(MethodView):
                 errors={"events": [f"id {i} appears more than once" for i in repeated]},
             )
         lessons = current_app.extensions["lessons"]
-        errors = check_against_lessons(events, lessons)
+        errors = check_against_lessons(events, lessons, browser=principal.learner is not None)
         if errors:
             raise Problem(422, "some events do not fit the lesson they name; nothing was stored", errors=errors)
         new_events = to_new_events(principal, events)

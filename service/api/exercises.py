@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
-import uuid
 from typing import Any
 
 import numpy as np
@@ -14,7 +12,6 @@ from marshmallow import Schema, ValidationError, fields, pre_load, validate
 from ..compute import AttentionInputError
 from ..compute.diagnose import MISTAKES, diagnose
 from ..config import ROOT
-from ..db.events import NewEvent, record_events
 from ..db.models import ExerciseCheck
 from .auth import optional_principal
 from .core import JSON_BODY_ERRORS, Blueprint
@@ -45,7 +42,7 @@ class Tensor3(fields.Field):
             try:
                 matrices.append(parse_matrix(item))
             except ValidationError as exc:
-                raise ValidationError(f"[{i}]: {exc.messages[0]}") from None
+                raise ValidationError(f"matrix {i + 1} (counting from 1): {exc.messages[0]}") from None
         if len({m.shape for m in matrices}) != 1:
             raise ValidationError("every matrix must have the same shape")
         return np.stack(matrices)
@@ -135,8 +132,9 @@ class Check(MethodView):
 
 
 def _record(platform_id: int, learner: str, case: dict[str, Any], result) -> None:
-    db = current_app.extensions["db"]
-    with db.write() as session:
+    """Keep the diagnosis for analytics. A check never completes the checkpoint: the learner chose
+    the case and could have copied the numbers; a challenge (random cases) is what verifies."""
+    with current_app.extensions["db"].write() as session:
         session.add(
             ExerciseCheck(
                 platform_id=platform_id,
@@ -148,18 +146,6 @@ def _record(platform_id: int, learner: str, case: dict[str, Any], result) -> Non
                 diagnosis=",".join(result.mistakes) or None,
             )
         )
-    if result.correct:
-        completion = NewEvent(
-            event_id=str(uuid.uuid4()),
-            learner=learner,
-            lesson=LESSON,
-            checkpoint="implement",
-            event="completed",
-            instance_id=None,
-            data={"source": "check", "tests": {"passed": 1, "failed": 0}},
-            occurred_at=dt.datetime.now(dt.UTC),
-        )
-        record_events(db, platform_id, [completion], current_app.extensions["lessons"])
 
 
 class MistakesSchema(Schema):

@@ -96,18 +96,24 @@ def parse_matrix(value: Any) -> np.ndarray:
     width = None
     for i, row in enumerate(value):
         if not isinstance(row, list) or not row:
-            raise ValidationError(f"row {i} must be a non-empty list of numbers, got {_json_type(row)}")
+            raise ValidationError(
+                f"row {i + 1} (counting from 1) must be a non-empty list of numbers, got {_json_type(row)}"
+            )
         if width is None:
             width = len(row)
         elif len(row) != width:
-            raise ValidationError(f"row {i} has {len(row)} numbers; row 0 has {width}: rows must be the same length")
+            raise ValidationError(
+                f"row {i + 1} (counting from 1) has {len(row)} numbers; row 1 has {width}: rows must be the same length"
+            )
         if not set(map(type, row)) <= _NUMBER_TYPES:  # exact types: bool is not a number here
             j, cell = next((j, c) for j, c in enumerate(row) if type(c) not in _NUMBER_TYPES)
-            raise ValidationError(f"[{i}][{j}] must be a number, got {_json_type(cell)}")
+            raise ValidationError(
+                f"row {i + 1}, column {j + 1} (counting from 1) must be a number, got {_json_type(cell)}"
+            )
     matrix = np.array(value, dtype=np.float64)
     if not np.isfinite(matrix).all():  # orjson never yields these; defence for other callers
         i, j = (int(t) for t in np.argwhere(~np.isfinite(matrix))[0])
-        raise ValidationError(f"[{i}][{j}] must be a finite number")
+        raise ValidationError(f"row {i + 1}, column {j + 1} (counting from 1) must be a finite number")
     return matrix
 
 

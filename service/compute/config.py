@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from .errors import AttentionInputError
 
 FAILURE_MODES: dict[str, str] = {
-    "reuse_first_slice": "every head reads slice 0 of Q, K and V",
-    "interleaved_split": "head h takes features h, h+H, h+2H, ... instead of a contiguous slice",
+    "reuse_first_slice": "every head reads the first slice of Q, K and V (head 1's features)",
+    "interleaved_split": "head h takes features h, h+H, h+2H, ... (counting from 1) instead of a contiguous slice",
     "no_scaling": "scores are not divided by sqrt(d_head)",
     "scale_by_d_model": "scores are divided by sqrt(d_model) instead of sqrt(d_head)",
     "mask_after_softmax": "softmax over all positions, then future weights set to 0",

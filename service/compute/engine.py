@@ -186,7 +186,10 @@ def as_matrix(value, field: str) -> np.ndarray:
     bad = ~np.isfinite(matrix)
     if bad.any():
         i, j = (int(a) for a in np.argwhere(bad)[0])
-        raise AttentionInputError(f"{field}[{i}][{j}] is {matrix[i, j]}; every number must be finite", field=field)
+        raise AttentionInputError(
+            f"{field} row {i + 1}, column {j + 1} (counting from 1) is {matrix[i, j]}; every number must be finite",
+            field=field,
+        )
     return matrix
 
 
@@ -207,7 +210,8 @@ def _finite(a: np.ndarray, what: str, weight: object = True) -> np.ndarray:
     if weight is not None and not np.isfinite(a).all():
         i, j = (int(t) for t in np.argwhere(~np.isfinite(a))[0])
         raise AttentionInputError(
-            f"{what} overflowed float64 at row {i}, column {j}; the inputs are too large to compute",
+            f"{what} overflowed float64 at row {i + 1}, column {j + 1} (counting from 1); "
+            "the inputs are too large to compute",
             field="tokens",
         )
     return a
@@ -225,7 +229,7 @@ def _check_scores(scores: np.ndarray, q: np.ndarray, k: np.ndarray, scale: float
     if bad.any():
         h, i, j = (int(t) for t in np.argwhere(bad)[0])
         raise AttentionInputError(
-            f"scores overflowed float64 in head {h} at query {i}, key {j}; "
+            f"scores overflowed float64 in head {h + 1} at query {i + 1}, key {j + 1} (counting from 1); "
             "the inputs or projections are too large to compute",
             field="tokens",
         )

@@ -58,7 +58,24 @@ def funnel(conn: Connection, platform_id: int, lesson: str, checkpoint_ids: list
                 b.c.checkpoint == current,
             )
         ).scalar_one()
-    return {"started": started, "completed": {c: counts.get(c, 0) for c in checkpoint_ids}, "after_previous": both}
+    verification = {
+        (checkpoint, how): count
+        for checkpoint, how, count in conn.execute(
+            select(CheckpointProgress.checkpoint, CheckpointProgress.verification, func.count())
+            .where(
+                CheckpointProgress.platform_id == platform_id,
+                CheckpointProgress.lesson == lesson,
+                CheckpointProgress.verification.is_not(None),
+            )
+            .group_by(CheckpointProgress.checkpoint, CheckpointProgress.verification)
+        )
+    }
+    return {
+        "started": started,
+        "completed": {c: counts.get(c, 0) for c in checkpoint_ids},
+        "after_previous": both,
+        "verification": verification,
+    }
 
 
 def durations(

@@ -20,9 +20,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
-from ..lessons import Lesson
+from ..lessons import Checkpoint, Lesson
 from .engine import Database
-from .models import CheckpointProgress, ErasedEvent, Event, ExerciseCheck, LearnerLesson
+from .models import CheckpointProgress, ErasedEvent, Event, ExerciseChallenge, ExerciseCheck, LearnerLesson
 
 RETRYABLE_SQLSTATES = {"40001", "40P01"}  # serialization failure, deadlock detected
 MAX_ATTEMPTS = 4
@@ -106,6 +106,7 @@ def _statements(dialect: str) -> dict[str, Any]:
             "seconds_from_start": case(
                 (earlier, upsert.excluded.seconds_from_start), else_=progress.c.seconds_from_start
             ),
+            "verification": case((earlier, upsert.excluded.verification), else_=progress.c.verification),
         },
     )
     visits = LearnerLesson.__table__
@@ -141,13 +142,20 @@ def _statements(dialect: str) -> dict[str, Any]:
     }
 
 
+def verification(checkpoint: Checkpoint | None, data: dict[str, Any]) -> str | None:
+    """How a test checkpoint's completion is known: "verified" only from the server's own challenge
+    check (clients may not send `data.verification`), else "reported"; None for other checkpoints."""
+    if checkpoint is None or checkpoint.requires != "passing-tests":
+        return None
+    return "verified" if data.get("verification") == "verified" else "reported"
+
+
 def record_events(db: Database, platform_id: int, events: list[NewEvent], lessons: dict[str, Lesson]) -> RecordResult:
     """Store new events, acknowledge identical replays, reject the whole batch on any conflict."""
-    ordered = sorted(events, key=lambda e: e.event_id)  # one lock order for every writer
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
             with db.transaction() as conn:
-                return _record(conn, platform_id, ordered, lessons)
+                return record_events_in(conn, platform_id, events, lessons)
         except DBAPIError as exc:
             if getattr(exc.orig, "sqlstate", None) not in RETRYABLE_SQLSTATES or attempt == MAX_ATTEMPTS:
                 raise
@@ -155,7 +163,11 @@ def record_events(db: Database, platform_id: int, events: list[NewEvent], lesson
     raise AssertionError("unreachable")
 
 
-def _record(conn: Connection, platform_id: int, events: list[NewEvent], lessons: dict[str, Lesson]) -> RecordResult:
+def record_events_in(
+    conn: Connection, platform_id: int, events: list[NewEvent], lessons: dict[str, Lesson]
+) -> RecordResult:
+    """`record_events` inside a transaction the caller holds (one transaction per user action)."""
+    events = sorted(events, key=lambda e: e.event_id)  # one lock order for every writer
     sql = _statements(conn.dialect.name)
     result = RecordResult()
     hashes = {e.event_id: e.content_hash for e in events}
@@ -207,6 +219,7 @@ def _record(conn: Connection, platform_id: int, events: list[NewEvent], lessons:
                     "completed_at": e.occurred_at,
                     "event_id": e.event_id,
                     "seconds_from_start": (e.occurred_at - first_seen[(k[1], k[0])]).total_seconds(),
+                    "verification": verification(lessons[k[1]].checkpoint(k[2]), e.data),
                 }
                 for k, e in completions.items()
             ],
@@ -286,7 +299,12 @@ def erase_learner(db: Database, platform_id: int, learner: str) -> dict[str, int
         checks = session.execute(
             delete(ExerciseCheck).where(ExerciseCheck.platform_id == platform_id, ExerciseCheck.learner == learner)
         ).rowcount
-        if not event_ids and not progress and not checks:
+        challenges = session.execute(
+            delete(ExerciseChallenge).where(
+                ExerciseChallenge.platform_id == platform_id, ExerciseChallenge.learner == learner
+            )
+        ).rowcount
+        if not event_ids and not progress and not checks and not challenges:
             return None
         session.execute(delete(Event).where(Event.platform_id == platform_id, Event.learner == learner))
         session.execute(

@@ -125,6 +125,9 @@ class CheckpointProgress(Base):
     event_id: Mapped[str] = mapped_column(String(36))
     # Seconds from the learner's first event in the lesson; kept current when an earlier event arrives.
     seconds_from_start: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # Test-result checkpoints: "verified" (the server checked a challenge) or "reported" (a platform's
+    # own autograder said so); null for the others. Follows the completing event.
+    verification: Mapped[str | None] = mapped_column(String(16), nullable=True)
 
 
 class ErasedEvent(Base):
@@ -154,3 +157,25 @@ class ExerciseCheck(Base):
     max_abs_error: Mapped[float | None] = mapped_column(Float, nullable=True)
     diagnosis: Mapped[str | None] = mapped_column(String(255), nullable=True)  # comma-separated mistake ids
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ExerciseChallenge(Base):
+    """Random cases issued to one learner; answering them correctly completes the exercise's checkpoint.
+
+    The id is a 128-bit random secret: whoever holds it (the learner's terminal) may fetch and answer.
+    """
+
+    __tablename__ = "exercise_challenges"
+    __table_args__ = (Index("ix_exercise_challenges_platform_learner", "platform_id", "learner", "created_at"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"))
+    learner: Mapped[str] = mapped_column(String(128))
+    lesson: Mapped[str] = mapped_column(String(64))
+    checkpoint: Mapped[str] = mapped_column(String(64))
+    cases: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    solved_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    last_result: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)

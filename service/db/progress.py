@@ -8,7 +8,7 @@ from sqlalchemy import exists, select
 from sqlalchemy.orm import Session
 
 from ..lessons import Lesson
-from .models import CheckpointProgress, Event, ExerciseCheck
+from .models import CheckpointProgress, Event, ExerciseChallenge, ExerciseCheck
 
 
 def learner_exists(session: Session, platform_id: int, learner: str) -> bool:
@@ -18,6 +18,7 @@ def learner_exists(session: Session, platform_id: int, learner: str) -> bool:
                 exists().where(Event.platform_id == platform_id, Event.learner == learner)
                 | exists().where(CheckpointProgress.platform_id == platform_id, CheckpointProgress.learner == learner)
                 | exists().where(ExerciseCheck.platform_id == platform_id, ExerciseCheck.learner == learner)
+                | exists().where(ExerciseChallenge.platform_id == platform_id, ExerciseChallenge.learner == learner)
             )
         )
     )
@@ -32,6 +33,7 @@ def learner_progress(session: Session, platform_id: int, learner: str, lessons: 
             )
         )
     }
+    texts = latest_texts(session, platform_id, learner, lessons)
     result = []
     for lesson in lessons:
         checkpoints = []
@@ -43,6 +45,8 @@ def learner_progress(session: Session, platform_id: int, learner: str, lessons: 
                     "title": cp.title,
                     "completed": row is not None,
                     "completed_at": row.completed_at if row else None,
+                    "verification": row.verification if row else None,
+                    "response": texts.get((lesson.id, cp.id)),
                 }
             )
         completed = sum(c["completed"] for c in checkpoints)
@@ -56,6 +60,28 @@ def learner_progress(session: Session, platform_id: int, learner: str, lessons: 
             }
         )
     return result
+
+
+def latest_texts(session: Session, platform_id: int, learner: str, lessons: list[Lesson]) -> dict[tuple[str, str], str]:
+    """(lesson, checkpoint) -> the learner's latest recorded text, for checkpoints that carry text."""
+    wanted = {(lesson.id, cp.id) for lesson in lessons for cp in lesson.checkpoints if cp.requires == "text"}
+    if not wanted:
+        return {}
+    rows = session.execute(
+        select(Event.lesson, Event.checkpoint, Event.data)
+        .where(
+            Event.platform_id == platform_id,
+            Event.learner == learner,
+            Event.lesson.in_({lesson for lesson, _ in wanted}),
+            Event.event == "completed",
+        )
+        .order_by(Event.occurred_at, Event.id)
+    )
+    texts: dict[tuple[str, str], str] = {}
+    for lesson, checkpoint, data in rows:
+        if (lesson, checkpoint) in wanted and isinstance((data or {}).get("text"), str):
+            texts[(lesson, checkpoint)] = data["text"]  # later rows win
+    return texts
 
 
 def learner_events(session: Session, platform_id: int, learner: str, after: int, limit: int) -> list[Event]:

@@ -138,8 +138,12 @@ def test_trace_arrays_are_read_only_and_inputs_untouched():
         ({"x": [[]], "heads": 1}, "non-empty 2-D matrix", "tokens"),
         ({"x": [1, 2, 3, 4], "heads": 1}, "non-empty 2-D matrix", "tokens"),
         ({"x": [["a", "b"]], "heads": 1}, "matrix of numbers", "tokens"),
-        ({"x": [[1.0, float("nan")]], "heads": 1}, "tokens[0][1] is nan", "tokens"),
-        ({"x": [[1.0, 2.0], [float("inf"), 0]], "heads": 2}, "tokens[1][0] is inf", "tokens"),
+        ({"x": [[1.0, float("nan")]], "heads": 1}, "tokens row 1, column 2 (counting from 1) is nan", "tokens"),
+        (
+            {"x": [[1.0, 2.0], [float("inf"), 0]], "heads": 2},
+            "tokens row 2, column 1 (counting from 1) is inf",
+            "tokens",
+        ),
         (
             {"x": np.ones((2, 4)), "heads": 2, "w_q": np.ones((4, 3))},
             "projections.query must have shape [4][4]",
