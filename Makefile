@@ -6,7 +6,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
 .DEFAULT_GOAL := help
-.PHONY: help run test lint bench migrate clean
+.PHONY: help run test lint bench migrate screenshots clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -16,7 +16,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e .
+	$(BIN)/pip install --quiet -e '.[exercise]'
 	@touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
@@ -34,6 +34,9 @@ test: $(VENV)/.installed-dev ## Set up with the dev extra and run every test
 
 lint: $(VENV)/.installed-dev ## ruff over service/, tests/, bench/
 	$(BIN)/ruff check service tests bench
+
+screenshots: $(VENV)/.installed-dev ## Retake docs/screenshots/ (every page at 1280x800 and 390x844; needs chromium)
+	WORKBENCH_UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/browser/test_layout.py -k screenshot
 
 bench: $(VENV)/.installed-dev ## Run the benchmarks and rewrite docs/performance.md
 	$(BIN)/python bench/run_all.py

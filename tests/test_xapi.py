@@ -210,3 +210,30 @@ def test_an_unreachable_lrs_backs_off_and_keeps_the_cursor(app, client, acme):
 def test_a_forged_more_cursor_is_400(client, analyst):
     response = client.get("/api/v1/xapi/statements?cursor=bm9wZQ", headers={**analyst, **X})
     assert response.status_code == 400 and response.mimetype == "application/problem+json"
+
+
+VERIFICATION = "https://attention-workbench.example/xapi/extensions/verification"
+
+
+@pytest.mark.databases
+def test_statements_tell_verified_results_from_reported_ones(client, acme, analyst):
+    from .api.test_challenges import reference_answers
+
+    reported = completed("ada", "implement", {"tests": {"passed": 5, "failed": 0}})
+    assert client.post("/api/v1/events", json=reported, headers=acme).status_code == 201
+    challenge = client.post(
+        "/api/v1/exercises/multi-head-attention/challenges", json={"learner": "bea"}, headers=acme
+    ).json
+    verdict = client.post(challenge["answers_url"], json={"answers": reference_answers(challenge["cases"])}).json
+    assert verdict["correct"]
+    body = statements(client, analyst, "?ascending=true")
+    by_learner = {s["actor"]["account"]["name"]: s for s in body["statements"]}
+    assert by_learner["ada"]["result"]["extensions"][VERIFICATION] == "reported"
+    verified = by_learner["bea"]
+    assert verified["verb"]["id"].endswith("/passed")
+    assert verified["result"]["extensions"][VERIFICATION] == "verified"
+    assert verified["result"]["success"] is True and verified["result"]["completion"] is True
+    models = pytest.importorskip(
+        "ralph.models.xapi.base.statements", reason="Ralph (ralph-malph) is installed by .ci/run"
+    )
+    models.BaseXapiStatement(**verified)

@@ -1,5 +1,8 @@
 // Talking to the API: JSON fetch helpers, the browser session, and an offline event queue
 // kept in localStorage that re-sends with the same event ids until the server acknowledges.
+// The queue announces itself: "workbench:queue" (detail: {pending}) whenever it changes, here or
+// in another page of this origin (the lesson and its embedded workbench share it), and
+// "workbench:events-sent" (detail: {ids, status}) when the server has answered for a batch.
 
 const QUEUE_KEY = "workbench.outbox";
 const BATCH = 50;
@@ -19,9 +22,14 @@ export async function request(method, url, body, headers = {}) {
     options.headers["Content-Type"] = "application/json";
     options.body = JSON.stringify(body);
   }
-  const response = await fetch(url, options);
+  let response;
+  try {
+    response = await fetch(url, options);
+  } catch {
+    throw new ApiError(0, { detail: "the server is not reachable" }); // fetch's own "Failed to fetch" says less
+  }
   const type = response.headers.get("Content-Type") || "";
-  const data = type.includes("json") ? await response.json() : null;
+  const data = type.includes("json") ? await response.json().catch(() => null) : null;
   if (!response.ok) throw new ApiError(response.status, data);
   return data;
 }
@@ -69,10 +77,24 @@ function writeQueue(queue) {
   const store = storage();
   if (store) store.setItem(QUEUE_KEY, JSON.stringify(queue));
   else memoryQueue = queue;
+  announce();
+}
+
+function announce() {
+  document.dispatchEvent(new CustomEvent("workbench:queue", { detail: { pending: readQueue().length } }));
 }
 
 export function pendingEvents() {
   return readQueue().length;
+}
+
+// The queued events (oldest first): what this device holds that the server has not acknowledged.
+export function queued() {
+  return readQueue();
+}
+
+export function isPending(id) {
+  return readQueue().some((e) => e.id === id);
 }
 
 // Queue one event (id and time fixed now, so a re-send is an identical replay) and try to send.
@@ -113,9 +135,19 @@ async function sendQueued() {
     if (status === 429 || status >= 500) return false;
     const sent = new Set(batch.map((e) => e.id));
     writeQueue(readQueue().filter((e) => !sent.has(e.id)));
-    document.dispatchEvent(new CustomEvent("workbench:events-sent", { detail: { status, count: batch.length } }));
+    document.dispatchEvent(new CustomEvent("workbench:events-sent", { detail: { status, ids: [...sent] } }));
   }
 }
 
-window.addEventListener("online", () => flush());
-setInterval(() => { if (pendingEvents()) flush(); }, 3000);
+let started = false;
+
+// Keep trying while anything is queued: every few seconds, when the browser is back online, and
+// when another page of this origin changes the queue. Pages that record events call this once.
+export function startOutbox(intervalMs = 3000) {
+  if (started) return;
+  started = true;
+  window.addEventListener("online", () => flush());
+  window.addEventListener("storage", (e) => { if (e.key === QUEUE_KEY) announce(); });
+  setInterval(() => { if (pendingEvents()) flush(); }, intervalMs);
+  if (pendingEvents()) flush();
+}

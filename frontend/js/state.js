@@ -1,4 +1,8 @@
 // The workbench's whole configuration lives in the URL hash, so a link reproduces the view.
+// Embedded in a lesson (whose iframe URL has no hash) it is also kept on this device, so a
+// reload of the lesson comes back to the learner's last configuration.
+
+const KEPT = "workbench.embedded-state";
 
 export const DEFAULT_TOKENS = [
   [1.0, 0.5, -0.5, 1.0],
@@ -10,7 +14,8 @@ export function defaults() {
   return { tokens: DEFAULT_TOKENS.map((row) => [...row]), causal: true, reuse: false, compare: "" };
 }
 
-export function fromHash(hash = location.hash) {
+export function fromHash(hash = location.hash, restore = false) {
+  if (!hash.replace(/^#/, "") && restore) hash = kept();
   const state = defaults();
   const params = new URLSearchParams(hash.replace(/^#/, ""));
   const tokens = params.get("t");
@@ -35,4 +40,20 @@ export function toHash(state) {
 
 export function save(state) {
   history.replaceState(null, "", toHash(state));
+}
+
+export function remember(state) {
+  try {
+    localStorage.setItem(KEPT, toHash(state));
+  } catch {
+    // storage denied (some third-party iframes): the state lives for this page only
+  }
+}
+
+function kept() {
+  try {
+    return localStorage.getItem(KEPT) || "";
+  } catch {
+    return "";
+  }
 }

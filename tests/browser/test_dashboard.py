@@ -1,5 +1,7 @@
 """An instructor reads the dashboard with an analytics key (kept for the tab only)."""
 
+import requests
+
 from service.db import Database
 from service.db.platforms import create_key
 from service.demo import load
@@ -34,3 +36,35 @@ def test_a_wrong_key_says_so(page, live):
     page.get_by_label("Analytics key (kept for this tab only)").fill("wb_00000000_" + "x" * 43)
     page.get_by_role("button", name="Show analytics").click()
     page.get_by_text("Could not load analytics").wait_for()
+
+
+def test_the_dashboard_counts_verified_and_reported_implement_results_apart(page, live):
+    from ..api.test_challenges import reference_answers
+
+    db = Database(live.env["WORKBENCH_DATABASE_URL"])
+    load(db, load_lessons("content/lessons"), 60, seed=5, platform="college")
+    with db.write() as session:
+        reader, _ = create_key(session, "college", frozenset({"analytics:read"}))
+        writer, _ = create_key(session, "college", frozenset({"events:write"}))
+    db.dispose()
+    auth = {"Authorization": f"Bearer {writer.token}"}
+    for learner in ("v1", "v2", "v3", "v4", "v5"):  # five learners solve a challenge: k is 5
+        challenge = requests.post(
+            f"{live.url}/api/v1/exercises/multi-head-attention/challenges", json={"learner": learner}, headers=auth
+        ).json()
+        verdict = requests.post(challenge["answers_url"], json={"answers": reference_answers(challenge["cases"])})
+        assert verdict.json()["correct"]
+    funnel = requests.get(
+        f"{live.url}/api/v1/analytics/lessons/multi-head-attention/funnel",
+        headers={"Authorization": f"Bearer {reader.token}"},
+    ).json()
+    step = next(s for s in funnel["steps"] if s["checkpoint"] == "implement")
+    assert step["verified"] == 5 and step["reported"] == step["learners"] - 5
+    open_page(page, live, "/dashboard")
+    page.get_by_label("Analytics key (kept for this tab only)").fill(reader.token)
+    page.get_by_role("button", name="Show analytics").click()
+    rows = page.locator("#implement table tbody tr")
+    rows.first.wait_for()
+    shown = {rows.nth(i).locator("th").inner_text(): rows.nth(i).locator("td").first.inner_text() for i in range(2)}
+    assert shown["verified by the server (challenge)"] == "5"
+    assert shown["reported by the platform"] == str(step["reported"])

@@ -1,7 +1,26 @@
 """A learner's walk through the lesson: every checkpoint recorded and kept after a reload;
-a host page receives the workbench's events; the offline queue re-sends with the same ids."""
+a host page receives the workbench's events; the offline queue re-sends with the same ids;
+the implement checkpoint is earned by answering a challenge with the learner's own code."""
+
+import json
+
+from click.testing import CliRunner
+
+from service.cli import main
 
 from .conftest import open_page, wait_until
+
+HANDWRITTEN = "tests/exercise/implementations/handwritten.py"
+
+
+def submit(page, monkeypatch, mistake="", print_only=False):
+    """What the learner does in their terminal: run the command the lesson shows."""
+    command = page.locator("#challenge-command").inner_text()
+    url = command.split("--challenge ", 1)[1].strip()
+    monkeypatch.setenv("MHA_MISTAKE", mistake)
+    args = ["exercise", "submit", HANDWRITTEN, "--challenge", url] + (["--print"] if print_only else [])
+    return CliRunner().invoke(main, args)
+
 
 LESSON = "/lessons/multi-head-attention"
 
@@ -14,7 +33,7 @@ def wait_done(page, checkpoint):
     wait_until(page, f"(document.body.dataset.progress || '').split(',').includes('{checkpoint}')", timeout=20)
 
 
-def test_all_four_checkpoints_with_the_mouse_and_kept_after_reload(page, live):
+def test_all_four_checkpoints_with_the_mouse_and_kept_after_reload(page, live, monkeypatch):
     open_page(page, live, LESSON)
     assert done(page) == set()
     assert page.locator(".directive-answer").is_hidden()
@@ -28,10 +47,12 @@ def test_all_four_checkpoints_with_the_mouse_and_kept_after_reload(page, live):
     frame.get_by_label("Token 1 dimension 3", exact=True).fill("2")
     wait_done(page, "experiment")
 
-    page.get_by_label("Tests passed").fill("9")
-    page.get_by_label("Tests failed").fill("0")
-    page.get_by_role("button", name="Report result").click()
-    wait_done(page, "implement")
+    page.get_by_role("button", name="Get a challenge").click()
+    page.locator("#challenge-command").wait_for()
+    result = submit(page, monkeypatch)
+    assert result.exit_code == 0, result.output
+    wait_done(page, "implement")  # the page learns of it without a reload
+    assert page.get_by_text("Verified:").is_visible()
 
     page.get_by_label("Your explanation").fill("Only head 2 changed; swapping heads breaks W_O.")
     page.get_by_role("button", name="Record explanation").click()
@@ -47,18 +68,50 @@ def test_all_four_checkpoints_with_the_mouse_and_kept_after_reload(page, live):
     assert page.locator("[data-lesson=multi-head-attention]").get_attribute("data-completed") == "4"
 
 
-def test_a_failing_test_run_is_an_attempt_not_a_completion(page, live):
+def test_a_wrong_implementation_is_named_and_does_not_complete(page, live, monkeypatch):
     open_page(page, live, LESSON)
-    page.get_by_label("Tests passed").fill("3")
-    page.get_by_label("Tests failed").fill("2")
-    page.get_by_role("button", name="Report result").click()
-    page.get_by_text("Recorded an attempt (3 passed, 2 failed).").wait_for()
+    page.get_by_role("button", name="Get a challenge").click()
+    page.locator("#challenge-command").wait_for()
+    result = submit(page, monkeypatch, mistake="interleaved_split")
+    assert result.exit_code == 1 and "[interleaved_split]" in result.output
+    page.get_by_text("Not yet (interleaved_split)").wait_for()
     page.reload()
     page.wait_for_selector("body[data-ready=true]")
     assert "implement" not in done(page)
 
 
-def test_keyboard_only_walk_through_the_lesson(page, live):
+def test_pasted_answers_are_checked_and_complete_implement(page, live, monkeypatch):
+    open_page(page, live, LESSON)
+    page.get_by_role("button", name="Get a challenge").click()
+    page.locator("#challenge-command").wait_for()
+    wrong = submit(page, monkeypatch, mistake="diagonal_masked", print_only=True)
+    page.get_by_text("Paste the answers instead").click()
+    page.get_by_label("Answers printed by workbench exercise submit --print").fill(wrong.output)
+    page.get_by_role("button", name="Check pasted answers").click()
+    page.get_by_text("Not yet (diagonal_masked)").wait_for()
+    assert "implement" not in done(page)
+    right = submit(page, monkeypatch, print_only=True)
+    assert json.loads(right.output)["answers"]
+    page.get_by_label("Answers printed by workbench exercise submit --print").fill(right.output)
+    page.get_by_role("button", name="Check pasted answers").click()
+    wait_done(page, "implement")
+
+
+def test_reported_test_counts_from_the_browser_do_not_complete_implement(page, live):
+    open_page(page, live, LESSON)
+    status = page.evaluate(
+        """fetch('/api/v1/events', {method: 'POST', headers: {'Content-Type': 'application/json'},
+             body: JSON.stringify({id: crypto.randomUUID(), lesson: 'multi-head-attention', checkpoint: 'implement',
+               event: 'completed', data: {tests: {passed: 3, failed: 0}}, occurred_at: new Date().toISOString()})})
+           .then(r => r.status)"""
+    )
+    assert status == 422
+    page.reload()
+    page.wait_for_selector("body[data-ready=true]")
+    assert "implement" not in done(page)
+
+
+def test_keyboard_only_walk_through_the_lesson(page, live, monkeypatch):
     open_page(page, live, LESSON)
 
     def tab_to(selector, limit=120):
@@ -81,12 +134,10 @@ def test_keyboard_only_walk_through_the_lesson(page, live):
             break
     page.keyboard.press("ArrowUp")  # a number input steps by 0.1
     wait_done(page, "experiment")
-    tab_to("#tests-passed")
-    page.keyboard.press("Control+A")
-    page.keyboard.type("5")
-    page.keyboard.press("Tab")
-    page.keyboard.press("Tab")
+    tab_to("#new-challenge")
     page.keyboard.press("Enter")
+    page.locator("#challenge-command").wait_for()
+    assert submit(page, monkeypatch).exit_code == 0
     wait_done(page, "implement")
     tab_to("#explanation")
     page.keyboard.type("Head 1 did not change.")
@@ -113,8 +164,11 @@ def test_a_host_page_receives_the_workbench_events(page, live, host_site):
     frame = page.frame_locator("#wb")
     frame.locator("body[data-ready=true]").wait_for()
     frame.get_by_label("Token 2 dimension 1", exact=True).fill("1.5")
-    wait_until(page, "window.received.length > 0", timeout=10.0)
-    message = page.evaluate("window.received[0]")
+    changed = "window.received.filter(m => m.type === 'parameter-changed')"
+    wait_until(page, f"{changed}.length > 0", timeout=10.0)
+    message = page.evaluate(f"{changed}[0]")
+    heights = page.evaluate("window.received.filter(m => m.type === 'height').map(m => m.height)")
+    assert heights and all(h > 300 for h in heights)  # the host can size its iframe to the workbench
     assert message["type"] == "parameter-changed" and message["instanceId"] == "multi-head-workbench"
     assert message["data"] == {"parameter": "token", "token": 2, "dimension": 1, "value": 1.5}
 

@@ -7,6 +7,10 @@ from .conftest import open_page, wait_until
 PATH = "/explorables/multi-head-attention"
 
 
+def renders(page):
+    return int(page.evaluate("Number(document.body.dataset.renders || 0)"))
+
+
 def cells(page, head):
     return page.eval_on_selector_all(
         f"#heatmap-{head} td.cell", "els => els.map(e => [e.dataset.row, e.dataset.col, Number(e.dataset.value)])"
@@ -14,15 +18,15 @@ def cells(page, head):
 
 
 def edit(page, token, dimension, value):
-    before = page.evaluate("window.__workbenchTimings.length")
+    before = renders(page)
     page.get_by_label(f"Token {token} dimension {dimension}", exact=True).fill(str(value))
-    wait_until(page, f"window.__workbenchTimings.length > {before}")
+    wait_until(page, f"Number(document.body.dataset.renders || 0) > {before}")
 
 
 def toggle(page, label):
-    before = page.evaluate("window.__workbenchTimings.length")
+    before = renders(page)
     page.get_by_label(label, exact=True).click()
-    wait_until(page, f"window.__workbenchTimings.length > {before}")
+    wait_until(page, f"Number(document.body.dataset.renders || 0) > {before}")
 
 
 def test_inputs_are_labelled_token_t_dimension_d(page, live):
@@ -64,7 +68,7 @@ def test_broken_reuse_makes_both_heads_identical(page, live):
     assert [v for *_, v in cells(page, 0)] != [v for *_, v in cells(page, 1)]
     toggle(page, "Reuse head 1 features for both heads (broken)")
     assert [v for *_, v in cells(page, 0)] == [v for *_, v in cells(page, 1)]
-    assert "features 3–4 are ignored" in page.locator("#status").inner_text()
+    assert "dimensions 3–4 are ignored" in page.locator("#status").inner_text()
 
 
 def test_drawn_numbers_equal_the_apis(page, live):
@@ -97,9 +101,9 @@ def test_the_url_hash_reproduces_the_state(page, live, context):
 
 def test_failure_mode_comparison_marks_the_differences(page, live):
     open_page(page, live, PATH)
-    before = page.evaluate("window.__workbenchTimings.length")
-    page.get_by_label("Compare with a broken implementation").select_option("no_scaling")
-    wait_until(page, f"window.__workbenchTimings.length > {before}")
+    before = renders(page)
+    page.get_by_label("Compare with").select_option("no_scaling")
+    wait_until(page, f"Number(document.body.dataset.renders || 0) > {before}")
     assert page.locator("#comparison").is_visible()
     assert page.locator("#compare-broken-0 td.changed").count() > 0
     assert page.locator("#compare-correct-0 td.changed").count() == 0

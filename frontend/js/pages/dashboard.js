@@ -26,6 +26,11 @@ async function show(key) {
   $("charts").replaceChildren(
     barChart({ id: "funnel", title: "Learners per checkpoint", valueLabel: "learners",
       rows: [{ label: "started", value: funnel.started }, ...funnel.steps.map((s) => ({ label: s.title, value: s.learners, note: pct(s.share_of_previous) }))] }),
+    barChart({ id: "implement", title: "How the implement checkpoint was completed", valueLabel: "learners",
+      rows: funnel.steps.filter((s) => "verified" in s).flatMap((s) => [
+        { label: "verified by the server (challenge)", value: s.verified, note: s.title },
+        { label: "reported by the platform", value: s.reported, note: s.title },
+      ]) }),
     barChart({ id: "durations", title: "Median minutes to complete (from first event)", valueLabel: "minutes",
       rows: durations.checkpoints.map((c) => ({ label: c.checkpoint, value: minutes(c.median_seconds), note: c.p90_seconds === null ? "" : `p90 ${minutes(c.p90_seconds)} min` })) }),
     barChart({ id: "timeseries", title: "Events per day", valueLabel: "events",

@@ -3,6 +3,7 @@
 import { getJSON, postJSON } from "../api.js";
 import { el, fmt } from "../views/dom.js";
 import { heatmap } from "../views/heatmap.js";
+import { scrollRegion } from "../views/matrix.js";
 
 // Describe where a head's mass goes, from its weights alone.
 export function describe(weights) {
@@ -29,11 +30,13 @@ async function init() {
   const preset = await getJSON("/api/v1/presets/four-heads");
   const result = await postJSON("/api/v1/attention", { ...preset.request, include: ["weights", "masked_scores"] });
   document.getElementById("figures").replaceChildren(...result.heads.map((head) => {
+    const number = head.index + 1; // people count heads from 1
     const masked = head.masked_scores.map((row) => row.map((v) => v === null));
-    const caption = `Head ${head.index}: ${describe(head.weights)}.`;
-    const figure = heatmap({ head: head.index, weights: head.weights, masked, id: `four-${head.index}`,
-      title: `Head ${head.index} weights over six positions` });
-    figure.append(el("figcaption", { class: "caption", dataset: { head: String(head.index) }, text: caption }));
+    const figure = el("figure", { class: "head-figure", "aria-labelledby": `four-caption-${head.index}` },
+      scrollRegion(`Head ${number} weights`, heatmap({ head: head.index, weights: head.weights, masked,
+        id: `four-${head.index}`, title: `Head ${number} weights over six positions` })),
+      el("figcaption", { class: "caption", id: `four-caption-${head.index}`, dataset: { head: String(head.index) },
+        text: `Head ${number}: ${describe(head.weights)}.` }));
     return figure;
   }));
   document.body.dataset.ready = "true";

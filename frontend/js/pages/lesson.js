@@ -1,75 +1,157 @@
 // The lesson page: objectives, checkpoints, the embedded workbench, the exercise, progress.
+// Progress is honest about where it is: on the server, or saved on this device until it answers.
 
-import { ApiError, ensureSession, flush, getJSON, queueEvent } from "../api.js";
-import { progressBar, reportForm, textForm } from "../views/checkpoint-panel.js";
+import { ApiError, ensureSession, flush, getJSON, isPending, pendingEvents, queued, queueEvent, startOutbox } from "../api.js";
+import { challengePanel } from "../views/challenge-panel.js";
+import { progressBar, syncLine, textForm } from "../views/checkpoint-panel.js";
 import { el } from "../views/dom.js";
 
 const lessonId = decodeURIComponent(location.pathname.split("/").pop());
 const $ = (id) => document.getElementById(id);
 let learner = null;
 let lesson = null;
-let completed = new Set();
+let checkpoints = [];
+let deliveredAt = null;
+let unreachable = false;
+const forms = new Map(); // event id -> the form waiting for its delivery
+
+const byId = (id) => checkpoints.find((c) => c.id === id) || {};
 
 async function refreshProgress() {
-  await flush();
-  let checkpoints = lesson.checkpoints.map((c) => ({ ...c, completed: false }));
   try {
     const progress = await getJSON(`/api/v1/learners/${encodeURIComponent(learner)}/progress?lesson=${lessonId}`);
     checkpoints = progress.lessons[0].checkpoints;
+    unreachable = false;
   } catch (error) {
-    if (!(error instanceof ApiError && error.status === 404)) throw error;
+    if (error instanceof ApiError && error.status === 404) {
+      checkpoints = lesson.checkpoints.map((c) => ({ ...c, completed: false }));
+    } else if (error instanceof ApiError && error.status === 0) {
+      unreachable = true; // keep what is drawn; the queue line says what is waiting
+    } else {
+      throw error;
+    }
   }
-  completed = new Set(checkpoints.filter((c) => c.completed).map((c) => c.id));
-  progressBar($("progress"), checkpoints);
-  document.body.dataset.progress = [...completed].sort().join(",");
-  const answer = document.querySelector(".directive-answer");
-  if (answer && completed.has("predict")) answer.hidden = false;
+  drawProgress();
 }
 
-async function record(checkpoint, event, data) {
-  queueEvent({ lesson: lessonId, checkpoint, event, data });
-  await refreshProgress();
+function drawProgress() {
+  if (!checkpoints.length) checkpoints = lesson.checkpoints.map((c) => ({ ...c, completed: false }));
+  const done = checkpoints.filter((c) => c.completed).map((c) => c.id);
+  progressBar($("progress"), checkpoints);
+  syncLine($("sync"), { pending: pendingEvents(), deliveredAt, unreachable });
+  document.body.dataset.progress = [...done].sort().join(",");
+  const answer = document.querySelector(".directive-answer");
+  if (answer && done.includes("predict")) answer.hidden = false;
+}
+
+function record(form, checkpoint, event, data) {
+  const queuedEvent = queueEvent({ lesson: lessonId, checkpoint, event, data });
+  forms.set(queuedEvent.id, form);
+  form.showDelivery(false);
+  drawProgress();
+  flush();
+}
+
+// The learner's words survive a reload: from the server, or from this device's queue if not sent yet.
+function savedText(checkpoint) {
+  const waiting = queued().filter((e) => e.lesson === lessonId && e.checkpoint === checkpoint && e.data && e.data.text);
+  if (waiting.length) return { text: waiting[waiting.length - 1].data.text, delivered: false };
+  const response = byId(checkpoint).response;
+  return response ? { text: response, delivered: true } : null;
+}
+
+function textCheckpoint(section, { heading, id, label, button, checkpoint, after }) {
+  const saved = savedText(checkpoint);
+  const form = textForm({ id, label, button, text: saved ? saved.text : "", done: Boolean(saved && saved.delivered),
+    onSubmit: (text) => {
+      record(form, checkpoint, "completed", { text });
+      if (after) after();
+    } });
+  if (saved && !saved.delivered) form.showDelivery(false);
+  section.prepend(el("h2", { text: heading }));
+  section.append(form);
 }
 
 function enhance(section, block) {
   const cp = block.checkpoint;
   switch (block.kind) {
     case "predict":
-      section.prepend(el("h2", { text: "Predict" }));
-      section.append(textForm({ id: "prediction", label: "Your prediction", button: "Record prediction",
-        done: completed.has(cp), onSubmit: async (text) => {
-          await record(cp, "completed", { text });
-          document.querySelector(".directive-answer").hidden = false;
-        } }));
+      textCheckpoint(section, { heading: "Predict", id: "prediction", label: "Your prediction", button: "Record prediction",
+        checkpoint: cp, after: () => { document.querySelector(".directive-answer").hidden = false; } });
       break;
     case "answer":
-      section.hidden = !completed.has(cp);
+      section.hidden = !byId(cp).completed && !savedText(cp);
       section.prepend(el("h2", { text: "The answer" }));
       break;
-    case "explorable":
+    case "explorable": {
       section.prepend(el("h2", { text: block.title }));
-      section.append(el("iframe", { src: `${block.src}`, title: block.title, height: block.height || "850",
-        loading: "lazy", id: "workbench-frame" }));
+      const frame = el("iframe", { src: block.src, title: block.title, height: block.height || "850", id: "workbench-frame",
+        name: "workbench" });
+      section.append(frame);
       break;
+    }
     case "exercise":
       section.prepend(el("h2", { text: block.title }));
       section.append(
         el("p", {}, "Run the tests: ", el("code", { text: block.command })),
         el("p", {}, el("a", { href: block.starter, download: "starter.py", text: "Download the starter (starter.py)" }),
           " · or use ", el("code", { text: `${block.path}/starter.py` }), " in the repository."),
-        reportForm({ done: completed.has(cp), onSubmit: (passed, failed) => record(cp,
-          failed === 0 && passed > 0 ? "completed" : "attempted", { tests: { passed, failed } }) }));
+        challengePanel({ path: block.path, verification: byId(cp).verification,
+          onVerdict: (result) => { if (result.correct) refreshProgress(); } }));
       break;
     case "explain":
-      section.prepend(el("h2", { text: "Explain" }));
-      section.append(textForm({ id: "explanation", label: "Your explanation", button: "Record explanation",
-        done: completed.has(cp), onSubmit: (text) => record(cp, "completed", { text }) }));
+      textCheckpoint(section, { heading: "Explain", id: "explanation", label: "Your explanation",
+        button: "Record explanation", checkpoint: cp });
       break;
     case "self-check":
       section.prepend(el("h2", { text: "Check your understanding" }));
       break;
     default:
   }
+}
+
+// Scroll so the workbench's inputs and both heatmaps (its rows top..bottom) share the screen.
+function showTogether(iframe, top, bottom) {
+  const box = iframe.getBoundingClientRect();
+  const [from, to] = [box.top + top, box.top + bottom];
+  if (to - from > window.innerHeight) return; // taller than the screen: leave the learner's scroll alone
+  if (from < 0) window.scrollBy(0, from - 8);
+  else if (to > window.innerHeight) window.scrollBy(0, to - window.innerHeight + 8);
+}
+
+function listen() {
+  const frame = () => document.getElementById("workbench-frame");
+  window.addEventListener("message", (e) => {
+    if (e.origin !== location.origin || !e.data || e.data.source !== "attention-workbench") return;
+    const iframe = frame();
+    if (!iframe || e.source !== iframe.contentWindow) return;
+    if (e.data.type === "height") {
+      iframe.style.height = `${Math.max(200, Math.ceil(e.data.height) + 2)}px`; // + the iframe's border
+    } else if (e.data.type === "show") {
+      showTogether(iframe, e.data.top, e.data.bottom);
+    }
+  });
+  document.addEventListener("workbench:events-sent", (e) => {
+    deliveredAt = new Date();
+    unreachable = false;
+    for (const id of e.detail.ids) {
+      const form = forms.get(id);
+      if (form) { form.showDelivery(true); forms.delete(id); }
+    }
+    refreshProgress();
+  });
+  let pending = pendingEvents();
+  document.addEventListener("workbench:queue", (e) => {
+    // The embedded workbench shares this queue: when it sends, its events leave the queue too.
+    if (e.detail.pending < pending) {
+      deliveredAt = new Date();
+      for (const [id, form] of forms) if (!isPending(id)) { form.showDelivery(true); forms.delete(id); }
+      refreshProgress();
+    } else {
+      drawProgress();
+    }
+    pending = e.detail.pending;
+  });
 }
 
 async function init() {
@@ -90,12 +172,8 @@ async function init() {
     const block = byLine.get(section.dataset.line);
     if (block) enhance(section, block);
   }
-  window.addEventListener("message", (e) => {
-    if (e.origin === location.origin && e.data && e.data.source === "attention-workbench") {
-      setTimeout(refreshProgress, 800);
-    }
-  });
-  document.addEventListener("workbench:events-sent", () => setTimeout(refreshProgress, 100));
+  listen();
+  startOutbox();
   document.body.dataset.ready = "true";
 }
 

@@ -1,6 +1,7 @@
 // A horizontal bar chart in SVG, with a data table beside it (the table is the accessible truth).
 
 import { el } from "./dom.js";
+import { scrollRegion } from "./matrix.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 
@@ -35,5 +36,5 @@ export function barChart({ title, rows, valueLabel, id }) {
     el("tbody", {}, rows.map((r) => el("tr", {}, el("th", { scope: "row", text: r.label }),
       el("td", { text: r.value === null ? "suppressed" : String(r.value) }), el("td", { text: r.note || "" })))));
   return el("section", { class: "chart-block", id, "aria-label": title }, el("h2", { text: title }),
-    el("div", { class: "chart-pair" }, chart, table));
+    el("div", { class: "chart-pair" }, chart, scrollRegion(`${title}: the numbers`, table)));
 }

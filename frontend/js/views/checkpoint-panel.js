@@ -1,4 +1,5 @@
-// Checkpoint forms (predict, exercise report, explain) and the progress bar.
+// Checkpoint forms (predict, explain), the progress chips and the line that says where the
+// learner's progress is: on the server, or saved on this device waiting to be sent.
 
 import { el } from "./dom.js";
 
@@ -8,32 +9,37 @@ export function progressBar(list, checkpoints) {
   }, `${c.title}${c.completed ? " (done)" : ""}`)));
 }
 
-export function textForm({ id, label, button, done, onSubmit }) {
-  const area = el("textarea", { id, required: true });
-  const note = el("p", { class: "done-note", hidden: !done, text: "Recorded." });
-  const form = el("form", { class: "checkpoint-form", onsubmit: (e) => {
-    e.preventDefault();
-    const text = area.value.trim();
-    if (!text) { area.focus(); return; }
-    onSubmit(text);
-    note.hidden = false;
-  } }, el("label", { for: id, text: label }), area, el("p", {}, el("button", { type: "submit", text: button })), note);
-  return form;
+const clock = (date) => date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+
+export function syncLine(node, { pending, deliveredAt, unreachable }) {
+  node.dataset.pending = String(pending);
+  if (pending) {
+    node.textContent = `${pending} ${pending === 1 ? "event is" : "events are"} saved on this device and will be ` +
+      `sent when the server answers${unreachable ? " (the server is not reachable right now)" : ""}.`;
+  } else {
+    node.textContent = deliveredAt
+      ? `All your progress is on the server (last sent at ${clock(deliveredAt)}).`
+      : "All your progress is on the server.";
+  }
 }
 
-export function reportForm({ onSubmit, done }) {
-  const passed = el("input", { id: "tests-passed", type: "number", min: "0", step: "1", value: "0" });
-  const failed = el("input", { id: "tests-failed", type: "number", min: "0", step: "1", value: "0" });
-  const note = el("p", { class: "done-note", role: "status", hidden: !done, text: done ? "All tests passed: recorded." : "" });
-  return el("form", { class: "checkpoint-form", onsubmit: (e) => {
+// A text checkpoint: the learner's words, restored after a reload, with an honest note of where they are.
+export function textForm({ id, label, button, text = "", done, onSubmit }) {
+  const area = el("textarea", { id, required: true });
+  area.value = text;
+  const note = el("p", { class: "done-note", role: "status", hidden: !done, text: done ? "Recorded on the server." : "" });
+  const form = el("form", { class: "checkpoint-form", onsubmit: (e) => {
     e.preventDefault();
-    const p = Math.max(0, Math.trunc(Number(passed.value) || 0));
-    const f = Math.max(0, Math.trunc(Number(failed.value) || 0));
-    onSubmit(p, f);
+    const value = area.value.trim();
+    if (!value) { area.focus(); return; }
+    onSubmit(value);
+  } }, el("label", { for: id, text: label }), area, el("p", {}, el("button", { type: "submit", text: button })), note);
+  form.showDelivery = (delivered) => {
     note.hidden = false;
-    note.textContent = f === 0 && p > 0 ? "All tests passed: recorded." : `Recorded an attempt (${p} passed, ${f} failed).`;
-  } }, el("p", { text: "Report your test run:" }),
-  el("label", { for: "tests-passed", text: "Tests passed " }), passed, " ",
-  el("label", { for: "tests-failed", text: "Tests failed " }), failed, " ",
-  el("button", { type: "submit", text: "Report result" }), note);
+    note.classList.toggle("queued", !delivered);
+    note.textContent = delivered
+      ? "Recorded on the server."
+      : "Saved on this device; it will be sent when the server answers.";
+  };
+  return form;
 }

@@ -1,38 +1,47 @@
 // An attention matrix as an HTML table: a number in every cell, colour for the eye, a caption
 // and a one-line summary for everyone. Cells carry data-head/row/col/value (unrounded).
+// Numbers people read are 1-based: "query 1" is row 0.
 
 import { paint } from "./color.js";
 import { el, fmt } from "./dom.js";
+import { markCell } from "./marks.js";
 
 export function summary(weights) {
   const last = weights.length - 1;
   const row = weights[last];
   const top = row.indexOf(Math.max(...row));
-  return `query ${last + 1} puts ${fmt(row[top])} on token ${top + 1}`;
+  return `query ${last + 1} puts ${fmt(row[top])} on key ${top + 1}`;
 }
 
-export function heatmap({ head, weights, masked = null, title, marks = null, id }) {
+// values: [n][n] numbers; masked: [n][n] booleans (future cells); marks: [n][n] of null | "up" | "down" | "differs".
+// colour: false draws plain numbers (scores are not probabilities, so the 0..1 scale does not apply).
+export function heatmap({ head, weights, masked = null, title, marks = null, id, colour = true, summarise = true }) {
   const n = weights.length;
-  const table = el("table", { class: "heatmap", id },
+  const keys = weights[0].length;
+  const table = el("table", { class: `heatmap${colour ? "" : " plain"}`, id },
     el("caption", { text: title }),
-    el("thead", {}, el("tr", {}, el("th", { scope: "col" }, el("span", { class: "visually-hidden", text: "query \\ key" })),
-      ...Array.from({ length: n }, (_, j) => el("th", { scope: "col", text: `key ${j + 1}` })))),
+    el("thead", {}, el("tr", {}, el("th", { scope: "col", class: "corner" },
+      el("span", { "aria-hidden": "true", text: "q \\ k" }), el("span", { class: "visually-hidden", text: "query by key" })),
+    ...Array.from({ length: keys }, (_, j) => el("th", { scope: "col", "aria-label": `key ${j + 1}` },
+      el("span", { "aria-hidden": "true", text: `k${j + 1}` }))))),
   );
   const body = el("tbody");
   weights.forEach((row, i) => {
-    const tr = el("tr", {}, el("th", { scope: "row", text: `query ${i + 1}` }));
+    const tr = el("tr", {}, el("th", { scope: "row", "aria-label": `query ${i + 1}` },
+      el("span", { "aria-hidden": "true", text: `q${i + 1}` })));
     row.forEach((value, j) => {
-      const isMasked = masked && masked[i][j];
+      const isMasked = Boolean(masked && masked[i][j]);
       const cell = el("td", {
         dataset: { head: String(head), row: String(i), col: String(j), value: String(value) },
-        class: ["cell", isMasked ? "masked" : "", marks && marks[i][j] ? "changed" : ""].join(" ").trim(),
+        class: isMasked ? "cell masked" : "cell",
       }, isMasked ? el("span", { "aria-label": "masked", text: "·" }) : fmt(value));
-      if (!isMasked) paint(cell, value);
-      if (marks && marks[i][j]) cell.append(el("span", { class: "mark", "aria-label": "differs", text: "Δ" }));
+      if (!isMasked && colour) paint(cell, value);
+      if (marks && marks[i][j]) markCell(cell, marks[i][j]);
       tr.append(cell);
     });
     body.append(tr);
   });
   table.append(body);
-  return el("figure", { class: "heatmap-figure" }, table, el("p", { class: "summary", text: summary(weights) }));
+  return el("figure", { class: "heatmap-figure" }, table,
+    summarise ? el("p", { class: "summary", text: summary(weights) }) : null);
 }

@@ -1,0 +1,154 @@
+"""Every page at 1280x800 and on a 390x844 phone: nothing scrolls sideways, no heatmap lies on
+another, and in the lesson the edited input and both heads' weights share the screen.
+
+Screenshots of every page at both sizes are taken here; with WORKBENCH_UPDATE_SCREENSHOTS=1
+(`make screenshots`) they replace the ones in docs/screenshots/ that the README shows.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from pathlib import Path
+
+import pytest
+
+from .conftest import open_page, wait_until
+
+PAGES = {
+    "index": "/",
+    "lesson": "/lessons/multi-head-attention",
+    "workbench": "/explorables/multi-head-attention",
+    "four-heads": "/figures/four-heads",
+    "dashboard": "/dashboard",
+    "api-docs": "/api/docs",
+}
+SIZES = {"desktop": (1280, 800), "phone": (390, 844)}
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+
+
+@pytest.fixture(scope="module")
+def analytics_key(live):
+    """A demo cohort and an analytics key, so the dashboard is measured with its charts drawn."""
+    from service.db import Database
+    from service.db.platforms import create_key
+    from service.demo import load as load_demo
+    from service.lessons import load_lessons
+
+    db = Database(live.env["WORKBENCH_DATABASE_URL"])
+    load_demo(db, load_lessons("content/lessons"), 120, seed=11, platform="layout-school")
+    with db.write() as session:
+        key, _ = create_key(session, "layout-school", frozenset({"analytics:read"}))
+    db.dispose()
+    return key.token
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory):
+    return DOCS if os.environ.get("WORKBENCH_UPDATE_SCREENSHOTS") == "1" else tmp_path_factory.mktemp("shots")
+
+
+def load(page, live, path):
+    if path == "/api/docs":
+        page.goto(live.url + path)
+        page.wait_for_selector(".swagger-ui .opblock", timeout=15000)
+    else:
+        open_page(page, live, path)
+
+
+def overflow(target) -> int:
+    """How far the page scrolls sideways (0: not at all)."""
+    return target.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+
+
+def heatmap_boxes(page):
+    return [b for b in (t.bounding_box() for t in page.locator("table.heatmap").all()) if b and b["width"]]
+
+
+def overlapping(boxes):
+    return [
+        (a, b)
+        for a, b in itertools.combinations(boxes, 2)
+        if a["x"] < b["x"] + b["width"] - 0.5
+        and b["x"] < a["x"] + a["width"] - 0.5
+        and a["y"] < b["y"] + b["height"] - 0.5
+        and b["y"] < a["y"] + a["height"] - 0.5
+    ]
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("name", PAGES)
+def test_no_sideways_scrolling_no_overlap_and_a_screenshot(page, live, shots, analytics_key, name, size):
+    width, height = SIZES[size]
+    page.set_viewport_size({"width": width, "height": height})
+    load(page, live, PAGES[name])
+    if name == "dashboard":
+        page.get_by_label("Analytics key (kept for this tab only)").fill(analytics_key)
+        page.get_by_role("button", name="Show analytics").click()
+        page.locator("#mistakes table").wait_for()
+    assert overflow(page) == 0, f"{PAGES[name]} scrolls sideways by {overflow(page)} px at {width} px"
+    assert not overlapping(heatmap_boxes(page))
+    if name == "lesson":
+        frame = page.frame_locator("#workbench-frame")
+        frame.locator("body[data-ready=true]").wait_for()
+        assert overflow(page.frame("workbench")) == 0
+    path = shots / f"{name}-{size}.png"
+    page.screenshot(path=str(path), full_page=name not in ("lesson", "api-docs"))
+    assert path.stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("width", [320, 390, 768, 1024, 1280, 1920])
+def test_the_four_heads_never_overlap_or_spill(page, live, width):
+    page.set_viewport_size({"width": width, "height": 900})
+    open_page(page, live, "/figures/four-heads")
+    boxes = heatmap_boxes(page)
+    assert len(boxes) == 4 and not overlapping(boxes)
+    assert overflow(page) == 0
+    # Each heatmap stays inside its own figure (a six-column table scrolls within it on a narrow phone).
+    for i in range(4):
+        figure = page.locator("figure.head-figure").nth(i).bounding_box()
+        region = page.locator("figure.head-figure").nth(i).locator(".scroll-region").bounding_box()
+        assert region["x"] >= figure["x"] - 0.5 and region["x"] + region["width"] <= figure["x"] + figure["width"] + 0.5
+
+
+def test_in_the_lesson_the_edited_input_and_both_heads_share_the_screen(page, live):
+    page.set_viewport_size({"width": 1280, "height": 800})
+    open_page(page, live, "/lessons/multi-head-attention")
+    frame_element = page.locator("#workbench-frame")
+    frame_element.scroll_into_view_if_needed()
+    frame = page.frame_locator("#workbench-frame")
+    frame.locator("body[data-ready=true]").wait_for()
+    inner = page.frame("workbench")
+    before = int(inner.evaluate("Number(document.body.dataset.renders)"))
+    frame.get_by_label("Token 2 dimension 3", exact=True).fill("2.5")
+    wait_until(inner, f"Number(document.body.dataset.renders) > {before}")
+    page.wait_for_timeout(300)  # let the host apply the workbench's scroll request
+    offset = frame_element.bounding_box()
+    viewport = page.viewport_size
+
+    def on_screen(selector):
+        box = frame.locator(selector).bounding_box()  # Playwright reports it in the top page's coordinates
+        assert box is not None, selector
+        return box["y"] >= -0.5 and box["y"] + box["height"] <= viewport["height"] + 0.5
+
+    assert on_screen("#token-2-dim-3"), "the edited input is off screen"
+    assert on_screen("#heatmap-0") and on_screen("#heatmap-1"), "a head's weights are off screen"
+    scroll_height, client_height = inner.evaluate(
+        "[document.documentElement.scrollHeight, document.documentElement.clientHeight]"
+    )
+    assert scroll_height <= client_height, "the iframe scrolls inside the page"
+    assert offset["height"] >= scroll_height
+    # The change is marked where the learner looks: head 2's cells changed, head 1's did not.
+    assert frame.locator("#heatmap-1 td.changed").count() > 0
+    assert frame.locator("#heatmap-0 td.changed").count() == 0
+
+
+def test_secondary_numbers_are_one_keystroke_away(page, live):
+    open_page(page, live, "/explorables/multi-head-attention")
+    scores = page.locator("#scores-details")
+    assert not page.locator("#scores-0").is_visible()
+    scores.locator("summary").focus()
+    page.keyboard.press("Enter")
+    assert page.locator("#scores-0").is_visible()
+    assert page.locator("#scores-0 td.masked").count() == 3
+    assert page.locator(".legend").is_visible()

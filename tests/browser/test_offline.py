@@ -1,0 +1,86 @@
+"""With the server stopped and started again: the lesson says what is only on this device, what
+reached the server, and updates its checkpoints live; the learner's words and the embedded
+workbench's state come back after a reload; a failed compute greys out the stale numbers."""
+
+from __future__ import annotations
+
+import pytest
+
+from service.db.migrate import upgrade
+
+from ..live import LiveServer
+from .conftest import open_page, wait_until
+
+LESSON = "/lessons/multi-head-attention"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    url = f"sqlite:///{tmp_path_factory.mktemp('offline') / 'wb.db'}"
+    upgrade(url)
+    live = LiveServer({"WORKBENCH_DATABASE_URL": url, "WORKBENCH_RATELIMIT_ENABLED": "0"}, workers=1).start()
+    yield live
+    live.stop()
+
+
+@pytest.fixture
+def tab(context, server):
+    page = context.new_page()
+    page.errors = []
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    yield page
+    assert not page.errors, page.errors
+    if server.proc.poll() is not None:
+        server.start()
+
+
+def progress(page):
+    return set(filter(None, (page.locator("body").get_attribute("data-progress") or "").split(",")))
+
+
+def test_a_prediction_made_while_the_server_is_down_is_kept_then_delivered_live(tab, server):
+    open_page(tab, server, LESSON)
+    server.stop()
+    tab.get_by_label("Your prediction").fill("Two features each; reuse loses dimensions 3-4.")
+    tab.get_by_role("button", name="Record prediction").click()
+    tab.get_by_text("Saved on this device; it will be sent when the server answers.").wait_for()
+    assert "saved on this device" in tab.locator("#sync").inner_text()
+    assert "predict" not in progress(tab)
+    server.start()
+    wait_until(tab, "(document.body.dataset.progress || '').split(',').includes('predict')", timeout=20)
+    tab.get_by_text("Recorded on the server.").wait_for()
+    assert "All your progress is on the server" in tab.locator("#sync").inner_text()
+    tab.reload()
+    tab.wait_for_selector("body[data-ready=true]")
+    assert tab.get_by_label("Your prediction").input_value() == "Two features each; reuse loses dimensions 3-4."
+    assert "predict" in progress(tab)
+
+
+def test_the_embedded_workbench_keeps_its_state_and_chips_follow_its_queue(tab, server):
+    open_page(tab, server, LESSON)
+    frame = tab.frame_locator("#workbench-frame")
+    frame.locator("body[data-ready=true]").wait_for()
+    server.stop()
+    frame.get_by_label("Token 1 dimension 4", exact=True).fill("1.7")
+    wait_until(tab.frame("workbench"), "document.body.classList.contains('stale')")
+    assert "Could not compute" in frame.locator("#status").inner_text()
+    wait_until(tab, "document.getElementById('sync').dataset.pending !== '0'", timeout=10)
+    assert "experiment" not in progress(tab)
+    server.start()
+    wait_until(tab, "(document.body.dataset.progress || '').split(',').includes('experiment')", timeout=20)
+    tab.reload()
+    tab.wait_for_selector("body[data-ready=true]")
+    frame.locator("body[data-ready=true]").wait_for()
+    assert frame.get_by_label("Token 1 dimension 4", exact=True).input_value() == "1.7"
+    assert not tab.frame("workbench").evaluate("document.body.classList.contains('stale')")
+
+
+def test_an_explanation_comes_back_after_a_reload_from_the_server(tab, server):
+    open_page(tab, server, LESSON)
+    tab.get_by_label("Your explanation").fill("Only head 2 moved.")
+    tab.get_by_role("button", name="Record explanation").click()
+    tab.get_by_text("Recorded on the server.").wait_for()
+    tab.evaluate("localStorage.clear()")  # the words must come from the server, not from this device
+    tab.reload()
+    tab.wait_for_selector("body[data-ready=true]")
+    assert tab.get_by_label("Your explanation").input_value() == "Only head 2 moved."
