@@ -33,6 +33,7 @@ class Settings:
     max_score_cells: int = 512 * 1024  # heads * n * n: also bounds the response (about 30 MB of JSON)
     max_batch_events: int = 500
     challenge_ttl_seconds: int = 3600  # how long an exercise challenge can be answered
+    auth_cache_seconds: float = 5.0  # a verified key is trusted this long without a database read
     # Traces with at least this many score cells run in a background (SCHED_IDLE) process:
     # at most `concurrency` at once on the machine (0: one less than the cores); each worker
     # lets `waiting` more wait up to `wait_seconds` for a slot and refuses the rest with 503.
@@ -95,6 +96,8 @@ class Settings:
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"WORKBENCH_{name.upper()} must be at least 1")
+        if self.auth_cache_seconds < 0 or self.auth_cache_seconds > 300:
+            raise ConfigError("WORKBENCH_AUTH_CACHE_SECONDS must be between 0 and 300")
         if self.heavy_compute_concurrency < 0 or self.heavy_compute_wait_seconds < 0:
             raise ConfigError("WORKBENCH_HEAVY_COMPUTE_CONCURRENCY and _WAIT_SECONDS cannot be negative")
         if not self.database_url.startswith(("sqlite", "postgresql")):

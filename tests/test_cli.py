@@ -114,3 +114,55 @@ def test_exercise_check_says_what_a_raising_implementation_raised(monkeypatch):
     result = CliRunner().invoke(main, ["exercise", "check", HANDWRITTEN])
     assert result.exit_code == 1
     assert "raised FloatingPointError" in result.output
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory):
+    from service.db.migrate import upgrade
+
+    from .live import LiveServer
+
+    url = f"sqlite:///{tmp_path_factory.mktemp('submit') / 'wb.db'}"
+    upgrade(url)
+    server = LiveServer({"WORKBENCH_DATABASE_URL": url, "WORKBENCH_RATELIMIT_ENABLED": "0"}, workers=1).start()
+    yield server
+    server.stop()
+
+
+def new_challenge(server, learner="ada"):
+    import requests
+
+    session = requests.Session()
+    session.post(f"{server.url}/api/v1/session")
+    body = session.post(f"{server.url}/api/v1/exercises/multi-head-attention/challenges", json={}).json()
+    return session, f"{server.url}/api/v1/exercises/multi-head-attention/challenges/{body['id']}"
+
+
+@pytest.mark.parametrize("mistake", SLIPS)
+def test_exercise_submit_rejects_each_slip_naming_it(live_server, monkeypatch, mistake):
+    _, url = new_challenge(live_server)
+    monkeypatch.setenv("MHA_MISTAKE", mistake)
+    result = CliRunner().invoke(main, ["exercise", "submit", HANDWRITTEN, "--challenge", url])
+    assert result.exit_code == 1, result.output
+    assert f"[{mistake}" in result.output or f", {mistake}" in result.output, result.output
+
+
+def test_exercise_submit_completes_implement_for_a_correct_file(live_server, monkeypatch):
+    session, url = new_challenge(live_server)
+    monkeypatch.setenv("MHA_MISTAKE", "")
+    result = CliRunner().invoke(main, ["exercise", "submit", HANDWRITTEN, "--challenge", url])
+    assert result.exit_code == 0, result.output
+    assert "implement checkpoint is complete" in result.output
+    learner = session.post(f"{live_server.url}/api/v1/session").json()["learner"]
+    progress = session.get(f"{live_server.url}/api/v1/learners/{learner}/progress?lesson=multi-head-attention").json()
+    implement = next(c for c in progress["lessons"][0]["checkpoints"] if c["id"] == "implement")
+    assert implement["completed"] and implement["verification"] == "verified"
+    again = CliRunner().invoke(main, ["exercise", "submit", HANDWRITTEN, "--challenge", url])
+    assert again.exit_code == 1 and "already solved" in again.output
+
+
+def test_exercise_submit_says_what_is_wrong_with_a_bad_challenge(live_server):
+    result = CliRunner().invoke(
+        main, ["exercise", "submit", HANDWRITTEN, "--challenge", f"{live_server.url}/api/v1/exercises/x/challenges/0"]
+    )
+    assert result.exit_code == 1 and "answered 404" in result.output

@@ -9,6 +9,8 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import threading
+import time
 
 from flask import Flask, current_app, g, request
 from flask import session as cookie
@@ -42,12 +44,57 @@ def bearer_token(allow_basic: bool = False) -> str | None:
     raise _unauthorized("send the API key as 'Authorization: Bearer <key>'")
 
 
+class KeyCache:
+    """Live keys this worker has verified recently, so the hot path needs no database round trip.
+
+    A revoked key keeps working here for at most `seconds` (WORKBENCH_AUTH_CACHE_SECONDS; 0 turns
+    the cache off). Only keys that verified are kept, under a hash of the whole token, at most
+    `size` of them (the oldest go first).
+    """
+
+    def __init__(self, seconds: float, size: int = 10_000):
+        self.seconds = seconds
+        self.size = size
+        self._keys: dict[str, tuple[float, Principal]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, token: str) -> Principal | None:
+        if self.seconds <= 0:
+            return None
+        hit = self._keys.get(self._digest(token))
+        if hit is None or hit[0] < time.monotonic():
+            return None
+        return hit[1]
+
+    def put(self, token: str, principal: Principal) -> None:
+        if self.seconds <= 0:
+            return
+        with self._lock:
+            if len(self._keys) >= self.size:
+                self._keys.pop(next(iter(self._keys)))
+            self._keys[self._digest(token)] = (time.monotonic() + self.seconds, principal)
+
+    @staticmethod
+    def _digest(token: str) -> str:
+        return hashlib.sha256(token.encode()).hexdigest()
+
+
+def _known_key(token: str) -> Principal | None:
+    cache: KeyCache = current_app.extensions["key_cache"]
+    principal = cache.get(token)
+    if principal is None:
+        with current_app.extensions["db"].single_read() as conn:  # one round trip, then cached
+            principal = authenticate(conn, token)
+        if principal is not None:
+            cache.put(token, principal)
+    return principal
+
+
 def current_principal(scope: str, *, allow_web: bool = True, allow_basic: bool = False) -> Principal:
     """The authenticated caller holding `scope`, or 401/403."""
     token = bearer_token(allow_basic)
     if token is not None:
-        with current_app.extensions["db"].single_read() as conn:  # on every API call: one round trip
-            principal = authenticate(conn, token)
+        principal = _known_key(token)
         if principal is None:
             raise _unauthorized("the API key is unknown or revoked")
     elif allow_web and cookie.get("learner"):
@@ -109,6 +156,7 @@ def rate_limit() -> str:
 
 def init_limiter(app: Flask) -> Limiter:
     settings = app.extensions["settings"]
+    app.extensions["key_cache"] = KeyCache(settings.auth_cache_seconds)
     limiter = Limiter(
         key_func=rate_key,
         app=app,

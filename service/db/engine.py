@@ -18,7 +18,7 @@ from pathlib import Path
 import orjson
 from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeout
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -63,9 +63,9 @@ class Database:
     def _create(self) -> Engine:
         json_options = {"json_serializer": _json_dumps, "json_deserializer": orjson.loads}
         if not self.is_sqlite:
-            return create_engine(
-                self.url, pool_pre_ping=True, pool_size=5, max_overflow=5, pool_timeout=5, **json_options
-            )
+            engine = create_engine(self.url, pool_size=5, max_overflow=5, pool_timeout=5, **json_options)
+            _ping_when_rested(engine)
+            return engine
         ensure_sqlite_directory(self.url)
         engine = create_engine(
             self.url,
@@ -184,6 +184,29 @@ class Database:
         if self._engine is not None:
             self._engine.dispose()
             self._engine = None
+
+
+RESTED_SECONDS = 1.0  # a pooled connection unused this long is pinged before use
+
+
+def _ping_when_rested(engine: Engine) -> None:
+    """Pessimistic disconnect handling for connections that have rested, not on every checkout:
+    the busy path saves `pool_pre_ping`'s round trip. If the server goes away within a second of a
+    connection's last use, the one request that meets it fails (503, Retry-After) and SQLAlchemy
+    drops every pooled connection of that server (a disconnect invalidates the pool)."""
+
+    @event.listens_for(engine, "checkin")
+    def _rested_from(_dbapi_conn, record):
+        record.info["checked_in"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _ping(dbapi_conn, record, _proxy):
+        if time.monotonic() - record.info.get("checked_in", 0.0) < RESTED_SECONDS:
+            return
+        try:
+            engine.dialect.do_ping(dbapi_conn)  # outside a transaction (autocommit while it pings)
+        except Exception as exc:  # any driver error: the pool discards it and connects anew
+            raise DisconnectionError(str(exc)) from exc
 
 
 def ensure_sqlite_directory(url: str) -> None:

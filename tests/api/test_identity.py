@@ -34,6 +34,39 @@ def test_revoked_key_is_401(client, app, acme):
     assert client.post("/api/v1/events", json=event(), headers=acme).status_code == 401
 
 
+@pytest.mark.databases
+def test_a_revoked_key_stops_working_within_the_auth_cache_bound(app_config):
+    import time
+
+    from service.app import create_app
+    from service.db.platforms import create_key, revoke_key
+
+    app = create_app({**app_config, "auth_cache_seconds": 0.5})
+    client, db = app.test_client(), app.extensions["db"]
+    with db.write() as s:
+        key, _ = create_key(s, "acme", frozenset({"events:write"}))
+    headers = {"Authorization": f"Bearer {key.token}"}
+    assert client.post("/api/v1/events", json=event(), headers=headers).status_code == 201
+    with db.write() as s:
+        revoke_key(s, key.prefix)
+    revoked_at = time.monotonic()
+    while client.post("/api/v1/events", json=event(), headers=headers).status_code != 401:
+        assert time.monotonic() - revoked_at < 0.5 + 0.25, "a revoked key outlived the cache bound"
+        time.sleep(0.05)
+    app.extensions["db"].dispose()
+
+
+@pytest.mark.databases
+def test_a_recently_verified_key_costs_no_database_read(app, client, db, acme):
+    from sqlalchemy import event as sa_event
+
+    assert client.post("/api/v1/events", json=event(), headers=acme).status_code == 201
+    statements: list[str] = []
+    sa_event.listen(db.engine, "before_cursor_execute", lambda *a: statements.append(a[2]))
+    assert client.post("/api/v1/events", json=event(), headers=acme).status_code == 201
+    assert statements and not any("api_keys" in s for s in statements), statements
+
+
 @pytest.mark.parametrize(
     "scopes, method, path",
     [
