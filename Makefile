@@ -32,8 +32,10 @@ migrate: $(VENV)/.installed ## Apply database migrations (WORKBENCH_DATABASE_URL
 test: $(VENV)/.installed-dev ## Set up with the dev extra and run every test
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-lint: $(VENV)/.installed-dev ## ruff over service/, tests/, bench/
+lint: $(VENV)/.installed-dev ## ruff (lint and format) over service/, tests/, bench/; mypy over service/
 	$(BIN)/ruff check service tests bench
+	$(BIN)/ruff format --check service tests bench
+	$(BIN)/mypy
 
 screenshots: $(VENV)/.installed-dev ## Retake docs/screenshots/ (every page at 1280x800 and 390x844; needs chromium)
 	WORKBENCH_UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/browser/test_layout.py -k screenshot

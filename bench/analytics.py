@@ -48,10 +48,10 @@ def populate(url: str, events: int) -> str:
     )
     with db.write() as session:
         key, _ = create_key(session, "bench", frozenset({"analytics:read"}))
-    with db.engine.connect() as conn:
+    with db.read() as conn:
         total = conn.execute(text("SELECT count(*) FROM events")).scalar_one()
     # What autovacuum does to a live database: statistics and the visibility map (index-only scans).
-    with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+    with db.read().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.exec_driver_sql("VACUUM ANALYZE" if url.startswith("postgresql") else "ANALYZE")
     db.dispose()
     print(f"  stored {counts['events_created']} events ({total} in the table)", file=sys.stderr, flush=True)
@@ -62,7 +62,7 @@ def measure(url: str, backend: str, token: str, repeats: int = 7) -> list[dict]:
     app = create_app({"env": "testing", "database_url": url, "ratelimit_enabled": False})
     client = app.test_client()
     headers = {"Authorization": f"Bearer {token}"}
-    with app.extensions["db"].engine.connect() as conn:
+    with app.extensions["db"].read() as conn:
         total = conn.execute(text("SELECT count(*) FROM events")).scalar_one()
     results = []
     for name, path in (

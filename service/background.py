@@ -5,8 +5,11 @@ Imports nothing heavy, so a process pool can run it before numpy (and its BLAS t
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
 
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 NICENESS = 19  # the lowest nice value: the fallback where SCHED_IDLE is missing
 BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -25,6 +28,24 @@ def become_background() -> None:
             os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
         except (AttributeError, OSError):  # not Linux, or SCHED_IDLE refused
             os.setpriority(os.PRIO_PROCESS, tid, NICENESS)
+
+
+def die_with_parent() -> None:
+    """Ask the kernel to kill this process when the thread that started it goes (a gunicorn
+    worker's main thread, even under kill -9): a compute process never outlives its worker."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the pool's own shutdown is all there is
+        return
+    if os.getppid() == 1:  # the parent died before the request took effect
+        os._exit(0)
+
+
+def start_compute_process() -> None:
+    """The initializer of the background pool's processes."""
+    die_with_parent()
+    become_background()
 
 
 def _threads() -> list[int]:

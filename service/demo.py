@@ -11,10 +11,10 @@ from collections.abc import Callable, Iterator
 
 from sqlalchemy import select
 
-from .compute.diagnose import MISTAKES
+from .compute.failure_modes import FAILURE_MODES
 from .db import Database
+from .db.challenges import add_check
 from .db.events import NewEvent, record_events
-from .db.models import ExerciseCheck
 from .db.platforms import ensure_platform
 from .lessons import Lesson
 
@@ -33,83 +33,75 @@ COMMON_MISTAKES = [
 ]
 
 
+class _Learner:
+    """One synthetic learner's clock, events and exercise checks."""
+
+    def __init__(self, learner: str, seed: int, start: dt.datetime, now: dt.datetime):
+        self.learner, self.t, self.now = learner, start, now
+        self.ids = (str(uuid.uuid5(NAMESPACE, f"{seed}/{learner}/{i}")) for i in range(10_000))
+        self.events: list[NewEvent] = []
+        self.checks: list[dict] = []
+
+    def add(self, event: str, checkpoint: str | None, data: dict, minutes: float, instance: str | None = None) -> None:
+        self.t = min(self.now - dt.timedelta(seconds=1), self.t + dt.timedelta(minutes=minutes))
+        self.events.append(NewEvent(next(self.ids), self.learner, LESSON, checkpoint, event, instance, data, self.t))
+
+
 def cohort(learners: int, seed: int, now: dt.datetime) -> Iterator[tuple[str, list[NewEvent], list[dict]]]:
     """(learner, their events, their exercise checks) for each synthetic learner."""
     rng = random.Random(seed)
     for n in range(learners):
-        learner = f"demo-{seed}-{n:06d}"
-        ids = (str(uuid.uuid5(NAMESPACE, f"{seed}/{learner}/{i}")) for i in range(10_000))
-        t = now - dt.timedelta(days=rng.uniform(0.05, 14))
-        events: list[NewEvent] = []
-        checks: list[dict] = []
+        one = _Learner(f"demo-{seed}-{n:06d}", seed, now - dt.timedelta(days=rng.uniform(0.05, 14)), now)
+        _walk(rng, one)
+        yield one.learner, one.events, one.checks
 
-        def add(event: str, checkpoint: str | None, data: dict, minutes: float, instance: str | None = None) -> None:
-            # Called only within this learner's iteration, so the loop variables are the current ones.
-            nonlocal t
-            t = min(now - dt.timedelta(seconds=1), t + dt.timedelta(minutes=minutes))
-            events.append(NewEvent(next(ids), learner, LESSON, checkpoint, event, instance, data, t))  # noqa: B023
 
-        add("started", None, {}, 0)
-        if rng.random() < 0.9:
-            add(
-                "completed",
-                "predict",
-                {
-                    "text": rng.choice(
-                        [
-                            "2 wide; slice 1 is lost",
-                            "each head gets 2 features",
-                            "width 2, the last two features vanish",
-                        ]
-                    )
-                },
-                rng.lognormvariate(1.0, 0.6),
-            )
-            if rng.random() < 0.82:
-                for _ in range(rng.randint(1, 14)):
-                    parameter = rng.choices([p for p, _ in PARAMETERS], [w for _, w in PARAMETERS])[0]
-                    data = {"parameter": parameter}
-                    if parameter == "token":
-                        data.update(
-                            token=rng.randint(1, 3), dimension=rng.randint(1, 4), value=round(rng.uniform(-2, 2), 1)
-                        )
-                    elif parameter == "failure_mode":
-                        data["value"] = rng.choice(list(MISTAKES)[:6])
-                    else:
-                        data["value"] = rng.random() < 0.5
-                    add("parameter-changed", "experiment", data, rng.lognormvariate(-0.5, 0.8), "multi-head-workbench")
-                if rng.random() < 0.7:
-                    for _ in range(rng.choice([0, 1, 1, 2, 3])):
-                        mistakes = rng.choice(
-                            [
-                                ["interleaved_split", "no_scaling", "mask_after_softmax"],
-                                [rng.choice(COMMON_MISTAKES)],
-                                [rng.choice(COMMON_MISTAKES)],
-                            ]
-                        )
-                        add(
-                            "attempted",
-                            "implement",
-                            {"tests": {"passed": rng.randint(2, 6), "failed": len(mistakes)}},
-                            rng.lognormvariate(2.0, 0.7),
-                        )
-                        checks.append({"diagnosis": ",".join(mistakes), "correct": False, "at": t})
-                    if rng.random() < 0.75:
-                        add(
-                            "completed",
-                            "implement",
-                            {"tests": {"passed": 9, "failed": 0}},
-                            rng.lognormvariate(2.3, 0.6),
-                        )
-                        checks.append({"diagnosis": None, "correct": True, "at": t})
-                        if rng.random() < 0.72:
-                            add(
-                                "completed",
-                                "explain",
-                                {"text": "only head 2 changed; swapped order breaks W_O"},
-                                rng.lognormvariate(1.2, 0.7),
-                            )
-        yield learner, events, checks
+def _walk(rng: random.Random, one: _Learner) -> None:
+    """Through the lesson, dropping out at each step with a plausible probability."""
+    one.add("started", None, {}, 0)
+    if rng.random() >= 0.9:
+        return
+    texts = ["2 wide; the second slice is lost", "each head gets 2 features", "width 2, the last two features vanish"]
+    one.add("completed", "predict", {"text": rng.choice(texts)}, rng.lognormvariate(1.0, 0.6))
+    if rng.random() >= 0.82:
+        return
+    for _ in range(rng.randint(1, 14)):
+        one.add(
+            "parameter-changed", "experiment", _parameter(rng), rng.lognormvariate(-0.5, 0.8), "multi-head-workbench"
+        )
+    if rng.random() >= 0.7:
+        return
+    for _ in range(rng.choice([0, 1, 1, 2, 3])):
+        mistakes = rng.choice(
+            [
+                ["interleaved_split", "no_scaling", "mask_after_softmax"],
+                [rng.choice(COMMON_MISTAKES)],
+                [rng.choice(COMMON_MISTAKES)],
+            ]
+        )
+        tests = {"passed": rng.randint(2, 6), "failed": len(mistakes)}
+        one.add("attempted", "implement", {"tests": tests}, rng.lognormvariate(2.0, 0.7))
+        one.checks.append({"diagnosis": ",".join(mistakes), "correct": False, "at": one.t})
+    if rng.random() >= 0.75:
+        return
+    # The demo platform reports its own autograder's results: "reported", not "verified".
+    one.add("completed", "implement", {"tests": {"passed": 9, "failed": 0}}, rng.lognormvariate(2.3, 0.6))
+    one.checks.append({"diagnosis": None, "correct": True, "at": one.t})
+    if rng.random() < 0.72:
+        text = "only head 2 changed; swapped order breaks W_O"
+        one.add("completed", "explain", {"text": text}, rng.lognormvariate(1.2, 0.7))
+
+
+def _parameter(rng: random.Random) -> dict:
+    parameter = rng.choices([p for p, _ in PARAMETERS], [w for _, w in PARAMETERS])[0]
+    data: dict = {"parameter": parameter}
+    if parameter == "token":
+        data.update(token=rng.randint(1, 3), dimension=rng.randint(1, 4), value=round(rng.uniform(-2, 2), 1))
+    elif parameter == "failure_mode":
+        data["value"] = rng.choice(list(FAILURE_MODES)[:6])
+    else:
+        data["value"] = rng.random() < 0.5
+    return data
 
 
 def load(
@@ -136,25 +128,7 @@ def load(
         result = record_events(db, platform_id, pending, lessons)
         created += len(result.created)
         replayed += len(result.replayed)
-        fresh = set(result.created)
-        with db.write() as session:
-            for learner, items in pending_checks:
-                if not items or not any(e.learner == learner and e.event_id in fresh for e in pending):
-                    continue  # this learner was stored before: their checks are too
-                for item in items:
-                    session.add(
-                        ExerciseCheck(
-                            platform_id=platform_id,
-                            learner=learner,
-                            lesson=LESSON,
-                            case={"tokens": "demo"},
-                            correct=item["correct"],
-                            max_abs_error=0.0 if item["correct"] else 0.3,
-                            diagnosis=item["diagnosis"],
-                            created_at=item["at"],
-                        )
-                    )
-                    checks += 1
+        checks += _store_checks(db, platform_id, pending, pending_checks, set(result.created))
         pending.clear()
         pending_checks.clear()
 
@@ -169,13 +143,44 @@ def load(
     return {"events_created": created, "events_replayed": replayed, "exercise_checks": checks}
 
 
+def _store_checks(
+    db: Database,
+    platform_id: int,
+    events: list[NewEvent],
+    learners_checks: list[tuple[str, list[dict]]],
+    fresh: set[str],
+) -> int:
+    """The exercise checks of learners whose events were new (a replayed learner's are stored)."""
+    stored = 0
+    with db.write() as session:
+        for learner, items in learners_checks:
+            if not items or not any(e.learner == learner and e.event_id in fresh for e in events):
+                continue
+            for item in items:
+                mistakes = item["diagnosis"].split(",") if item["diagnosis"] else []
+                error = 0.0 if item["correct"] else 0.3
+                add_check(
+                    session,
+                    platform_id,
+                    learner,
+                    LESSON,
+                    {"tokens": "demo"},
+                    item["correct"],
+                    error,
+                    mistakes,
+                    item["at"],
+                )
+                stored += 1
+    return stored
+
+
 def _anchor(db: Database, platform_id: int, seed: int) -> dt.datetime | None:
     """The `now` of this seed's first run, recovered from its first learner's first event:
     the same seed then rebuilds the same events, which are all replays."""
     from .db.models import Event
 
     first_id = str(uuid.uuid5(NAMESPACE, f"{seed}/demo-{seed}-000000/0"))
-    with db.session() as session:
+    with db.read() as session:
         first = session.scalar(
             select(Event.occurred_at).where(Event.platform_id == platform_id, Event.event_id == first_id)
         )

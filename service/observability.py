@@ -110,25 +110,27 @@ def init_app(app: Flask) -> None:
         )
         return response
 
-    @app.get("/metrics")
-    def metrics():
-        settings = current_app.extensions["settings"]
-        token = settings.metrics_token
-        if token:
-            if request.headers.get("Authorization", "") != f"Bearer {token}":
-                return Response(
-                    "metrics need 'Authorization: Bearer <WORKBENCH_METRICS_TOKEN>'\n",
-                    status=401,
-                    mimetype="text/plain",
-                    headers={"WWW-Authenticate": "Bearer"},
-                )
-        elif request.remote_addr not in ("127.0.0.1", "::1"):
+    app.add_url_rule("/metrics", "metrics", _metrics)
+
+
+def _metrics() -> Response:
+    """Prometheus text: loopback only, unless a token is configured (then the token)."""
+    token = current_app.extensions["settings"].metrics_token
+    if token:
+        if request.headers.get("Authorization", "") != f"Bearer {token}":
             return Response(
-                "metrics are served to loopback only unless WORKBENCH_METRICS_TOKEN is set\n",
-                status=403,
+                "metrics need 'Authorization: Bearer <WORKBENCH_METRICS_TOKEN>'\n",
+                status=401,
                 mimetype="text/plain",
+                headers={"WWW-Authenticate": "Bearer"},
             )
-        return Response(_scrape(), mimetype=CONTENT_TYPE_LATEST)
+    elif request.remote_addr not in ("127.0.0.1", "::1"):
+        return Response(
+            "metrics are served to loopback only unless WORKBENCH_METRICS_TOKEN is set\n",
+            status=403,
+            mimetype="text/plain",
+        )
+    return Response(_scrape(), mimetype=CONTENT_TYPE_LATEST)
 
 
 def _scrape() -> bytes:

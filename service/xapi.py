@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from .lessons import Lesson
+from .lessons import Checkpoint, Lesson
 
 VERSION = "1.0.3"
 ADL = "http://adlnet.gov/expapi/verbs/"
@@ -59,12 +59,25 @@ def statement(row: Any, home_page: str, base: str, lessons: dict[str, Lesson]) -
     checkpoint = lesson.checkpoint(row.checkpoint) if (lesson and row.checkpoint) else None
     data = row.data or {}
     verb = verb_for(row.event, row.checkpoint, data, checkpoint.requires if checkpoint else None)
-    kind = (
-        "interaction"
-        if row.event == "parameter-changed"
-        else ("assessment" if checkpoint is not None and checkpoint.requires == "passing-tests" else "interaction")
-    )
-    target = {
+    body = {
+        "id": row.event_id,
+        "actor": {"objectType": "Agent", "account": {"homePage": home_page, "name": row.learner}},
+        "verb": {"id": VERBS[verb], "display": {"en-US": verb}},
+        "object": _target(row, lesson, checkpoint, base),
+        "context": _context(row, base),
+        "timestamp": timestamp(row.occurred_at),
+        "version": VERSION,
+    }
+    result = _result(row.event, data, checkpoint)
+    if result:
+        body["result"] = result
+    return body
+
+
+def _target(row: Any, lesson: Lesson | None, checkpoint: Checkpoint | None, base: str) -> dict[str, Any]:
+    tested = checkpoint is not None and checkpoint.requires == "passing-tests"
+    kind = "assessment" if tested and row.event != "parameter-changed" else "interaction"
+    return {
         "objectType": "Activity",
         "id": activity_id(base, row.lesson, row.checkpoint),
         "definition": {
@@ -72,6 +85,9 @@ def statement(row: Any, home_page: str, base: str, lessons: dict[str, Lesson]) -
             "type": ACTIVITY_TYPES[kind] if row.checkpoint else ACTIVITY_TYPES["lesson"],
         },
     }
+
+
+def _result(event: str, data: dict[str, Any], checkpoint: Checkpoint | None) -> dict[str, Any]:
     result: dict[str, Any] = {}
     if isinstance(data.get("text"), str):
         result["response"] = data["text"][:4096]
@@ -79,7 +95,7 @@ def statement(row: Any, home_page: str, base: str, lessons: dict[str, Lesson]) -
     if isinstance(tests, dict) and isinstance(tests.get("passed"), int) and isinstance(tests.get("failed"), int):
         total = tests["passed"] + tests["failed"]
         result["success"] = tests["failed"] == 0 and tests["passed"] > 0
-        result["completion"] = row.event == "completed"
+        result["completion"] = event == "completed"
         if total:
             result["score"] = {
                 "raw": tests["passed"],
@@ -87,18 +103,21 @@ def statement(row: Any, home_page: str, base: str, lessons: dict[str, Lesson]) -
                 "max": total,
                 "scaled": round(tests["passed"] / total, 4),
             }
-    elif row.event == "completed":
+    elif event == "completed":
         result["completion"] = True
     tested = checkpoint is not None and checkpoint.requires == "passing-tests"
     if tested and data.get("verification") == "verified":
-        result["success"] = row.event == "completed"
-        result["completion"] = row.event == "completed"
+        result["success"] = result["completion"] = event == "completed"
     extensions = {EXTENSION + k: v for k, v in data.items() if k not in ("text", "tests")}
     if tested:
         # verified: the server checked the learner's numbers on fresh cases; reported: a platform said so.
         extensions[EXTENSION + "verification"] = "verified" if data.get("verification") == "verified" else "reported"
     if extensions:
         result["extensions"] = extensions
+    return result
+
+
+def _context(row: Any, base: str) -> dict[str, Any]:
     context: dict[str, Any] = {"platform": "attention-workbench", "language": "en-US"}
     if row.checkpoint:
         context["contextActivities"] = {
@@ -112,15 +131,4 @@ def statement(row: Any, home_page: str, base: str, lessons: dict[str, Lesson]) -
         }
     if row.instance_id:
         context["extensions"] = {EXTENSION + "instance_id": row.instance_id}
-    body = {
-        "id": row.event_id,
-        "actor": {"objectType": "Agent", "account": {"homePage": home_page, "name": row.learner}},
-        "verb": {"id": VERBS[verb], "display": {"en-US": verb}},
-        "object": target,
-        "context": context,
-        "timestamp": timestamp(row.occurred_at),
-        "version": VERSION,
-    }
-    if result:
-        body["result"] = result
-    return body
+    return context

@@ -15,6 +15,7 @@ from . import xapi
 from .db import Database
 from .db.models import Event, Platform, XapiForwarding
 from .db.platforms import platform_by_name
+from .db.statements import events_after
 from .lessons import Lesson
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,7 @@ def statements_url(endpoint: str) -> str:
 
 
 def backlog(db: Database) -> dict[str, int]:
-    with db.engine.connect() as conn:
+    with db.read() as conn:
         rows = conn.execute(
             select(Platform.name, func.count(Event.id))
             .select_from(XapiForwarding)
@@ -71,8 +72,9 @@ def forward_once(
     """One pass over every configured platform; returns per-platform counts and errors."""
     http = http or requests.Session()
     now = dt.datetime.now(dt.UTC)
+    settled = now - dt.timedelta(seconds=settle_seconds)  # later commits could still slip in before this
     report: dict[str, Any] = {}
-    with db.session() as session:
+    with db.read() as session:
         targets = session.execute(
             select(XapiForwarding, Platform).join(Platform, Platform.id == XapiForwarding.platform_id)
         ).all()
@@ -80,32 +82,7 @@ def forward_once(
         if target.next_attempt_at is not None and target.next_attempt_at > now:
             report[platform.name] = {"sent": 0, "waiting_until": target.next_attempt_at.isoformat()}
             continue
-        sent, error = 0, None
-        while True:
-            with db.engine.connect() as conn:
-                rows = conn.execute(
-                    select(Event.__table__)
-                    .where(
-                        Event.platform_id == platform.id,
-                        Event.id > target.last_event_row,
-                        Event.stored_at <= now - dt.timedelta(seconds=settle_seconds),
-                    )
-                    .order_by(Event.id)
-                    .limit(batch)
-                ).all()
-            if not rows:
-                break
-            body = [xapi.statement(r, platform.home_page, activity_base, lessons) for r in rows]
-            try:
-                _deliver(http, target, body, timeout)
-            except DeliveryError as exc:
-                error = str(exc)
-                break
-            target.last_event_row = rows[-1].id
-            target.last_stored_at = rows[-1].stored_at
-            target.sent += len(rows)
-            sent += len(rows)
-            _save(db, target, failures=0, error=None, next_attempt=None)
+        sent, error = _forward_platform(db, target, platform, lessons, activity_base, batch, settled, http, timeout)
         if error is not None:
             failures = target.failures + 1
             wait = min(MAX_BACKOFF, 2 ** min(failures, 9))
@@ -113,6 +90,26 @@ def forward_once(
             log.warning("xAPI forwarding for platform %s failed (%s); retrying in %s s", platform.name, error, wait)
         report[platform.name] = {"sent": sent, "error": error}
     return report
+
+
+def _forward_platform(db, target, platform, lessons, activity_base, batch, settled, http, timeout):
+    """Send one platform's settled events in batches from its cursor: (sent, error or None)."""
+    sent = 0
+    while True:
+        with db.read() as session:
+            rows = events_after(session, platform.id, target.last_event_row, settled, batch)
+        if not rows:
+            return sent, None
+        body = [xapi.statement(r, platform.home_page, activity_base, lessons) for r in rows]
+        try:
+            _deliver(http, target, body, timeout)
+        except DeliveryError as exc:
+            return sent, str(exc)
+        target.last_event_row = rows[-1].id
+        target.last_stored_at = rows[-1].stored_at
+        target.sent += len(rows)
+        sent += len(rows)
+        _save(db, target, failures=0, error=None, next_attempt=None)
 
 
 class DeliveryError(Exception):

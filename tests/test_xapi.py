@@ -200,7 +200,7 @@ def test_an_unreachable_lrs_backs_off_and_keeps_the_cursor(app, client, acme):
     configure(db, "acme", f"http://127.0.0.1:{free_port()}/xAPI/", "lrs", "secret")
     report = forward_once(db, lessons, "https://x.example/xapi", settle_seconds=0, timeout=2)
     assert report["acme"]["sent"] == 0 and "ConnectionError" in report["acme"]["error"]
-    with db.session() as session:
+    with db.read() as session:
         row = session.query(XapiForwarding).one()
     assert row.last_event_row == 0 and row.failures == 1 and row.next_attempt_at is not None
     waiting = forward_once(db, lessons, "https://x.example/xapi", settle_seconds=0)

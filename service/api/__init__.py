@@ -10,19 +10,21 @@ from . import (
     attention,
     challenges,
     docs,
-    errors,
     events,
     exercises,
+    exports,
+    failure_modes,
     health,
     learners,
     lessons,
     presets,
+    problems,
     session,
     xapi,
 )
 from .auth import init_limiter
-from .core import Api
-from .jsonio import OrjsonProvider
+from .json_codec import OrjsonProvider
+from .smorest import Api
 
 
 def init_app(app: Flask) -> Api:
@@ -44,8 +46,21 @@ def init_app(app: Flask) -> Api:
         },
     )
     api = Api(app)
-    errors.init_app(app)
-    for module in (attention, presets, lessons, events, learners, session, exercises, challenges, analytics, xapi):
+    problems.init_app(app)
+    for module in (
+        attention,
+        presets,
+        failure_modes,
+        lessons,
+        events,
+        learners,
+        session,
+        exercises,
+        challenges,
+        analytics,
+        exports,
+        xapi,
+    ):
         api.register_blueprint(module.blp)
     app.register_blueprint(health.blp)
     app.register_blueprint(docs.blp)

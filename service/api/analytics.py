@@ -1,27 +1,28 @@
-"""Analytics for a platform's own learners: funnel, time series, durations, parameters, mistakes,
-learner rows and a streamed export. Aggregates over fewer than k learners are suppressed."""
+"""Analytics for a platform's own learners: funnel, time series, durations, parameters, mistakes
+and learner rows (the export is in exports.py). Aggregates over fewer than k learners are suppressed."""
 
 from __future__ import annotations
 
-import csv
-import datetime as dt
-import io
-from typing import Any
-
-import orjson
-from flask import Response, current_app, stream_with_context
+from flask import current_app
 from flask.views import MethodView
-from marshmallow import Schema, fields, validate
 
+from ..compute.failure_modes import REGISTRY
 from ..db import analytics as q
-from ..db.progress import event_json
 from ..lessons import Lesson
 from . import cursors
 from .auth import current_principal
-from .core import Blueprint
-from .event_schemas import name
-from .fields import SafeString, UTCDateTime
 from .problems import Problem
+from .schemas.analytics import (
+    DurationsSchema,
+    FunnelSchema,
+    LearnersArgs,
+    LearnersSchema,
+    MistakeCountsSchema,
+    ParametersSchema,
+    TimeseriesArgs,
+    TimeseriesSchema,
+)
+from .smorest import Blueprint
 
 blp = Blueprint(
     "analytics",
@@ -44,40 +45,11 @@ def _k() -> int:
 
 
 def _conn():
-    return current_app.extensions["db"].engine.connect()
+    return current_app.extensions["db"].read()
 
 
 def _kept(count: int | None, learners: int) -> int | None:
     return count if learners >= _k() else None
-
-
-class Suppression(Schema):
-    k = fields.Integer(metadata={"description": "groups of fewer learners are suppressed (null)"})
-
-
-class FunnelStepSchema(Schema):
-    checkpoint = fields.String()
-    title = fields.String()
-    learners = fields.Integer(allow_none=True)
-    share_of_previous = fields.Float(
-        allow_none=True,
-        metadata={"description": "of the learners who completed the previous step, the share who completed this one"},
-    )
-    suppressed = fields.Boolean()
-    verified = fields.Integer(
-        allow_none=True,
-        metadata={"description": "test checkpoints: learners whose numbers the server checked (null: under k)"},
-    )
-    reported = fields.Integer(
-        allow_none=True,
-        metadata={"description": "test checkpoints: learners whose platform reported passing tests (null: under k)"},
-    )
-
-
-class FunnelSchema(Suppression):
-    lesson = fields.String()
-    started = fields.Integer(allow_none=True)
-    steps = fields.List(fields.Nested(FunnelStepSchema))
 
 
 @blp.route("/lessons/<string:lesson_id>/funnel")
@@ -114,20 +86,6 @@ class Funnel(MethodView):
         return {"lesson": lesson.id, "k": _k(), "started": _kept(raw["started"], raw["started"]), "steps": steps}
 
 
-class DurationSchema(Schema):
-    checkpoint = fields.String()
-    learners = fields.Integer(allow_none=True)
-    median_seconds = fields.Float(allow_none=True)
-    p90_seconds = fields.Float(allow_none=True)
-    suppressed = fields.Boolean()
-
-
-class DurationsSchema(Suppression):
-    lesson = fields.String()
-    measured_from = fields.String()
-    checkpoints = fields.List(fields.Nested(DurationSchema))
-
-
 @blp.route("/lessons/<string:lesson_id>/durations")
 class Durations(MethodView):
     @blp.response(200, DurationsSchema)
@@ -158,28 +116,6 @@ class Durations(MethodView):
         }
 
 
-class TimeseriesArgs(Schema):
-    bucket = SafeString(load_default="day", validate=validate.OneOf(q.BUCKETS))
-    group_by = SafeString(load_default="event", validate=validate.OneOf(("event", "checkpoint")))
-    from_ = UTCDateTime(data_key="from", load_default=None)
-    to = UTCDateTime(load_default=None)
-    lesson = SafeString(load_default=None, validate=name(64))
-
-
-class TimeseriesRowSchema(Schema):
-    bucket = fields.String(metadata={"description": "bucket start, UTC"})
-    key = fields.String(allow_none=True)
-    events = fields.Integer(allow_none=True)
-    learners = fields.Integer(allow_none=True)
-    suppressed = fields.Boolean()
-
-
-class TimeseriesSchema(Suppression):
-    bucket = fields.String()
-    group_by = fields.String()
-    rows = fields.List(fields.Nested(TimeseriesRowSchema))
-
-
 @blp.route("/events/timeseries")
 class Timeseries(MethodView):
     @blp.arguments(TimeseriesArgs(), location="query")
@@ -205,20 +141,6 @@ class Timeseries(MethodView):
             for b, key, n, learners in rows
         ]
         return {"bucket": args["bucket"], "group_by": args["group_by"], "k": _k(), "rows": out}
-
-
-class CountRowSchema(Schema):
-    id = fields.String()
-    description = fields.String()
-    times = fields.Integer(allow_none=True)
-    learners = fields.Integer(allow_none=True)
-    suppressed = fields.Boolean()
-
-
-class ParametersSchema(Suppression):
-    lesson = fields.String()
-    parameters = fields.List(fields.Nested(CountRowSchema))
-    token_cells = fields.List(fields.Dict(), metadata={"description": "which token dimensions were edited"})
 
 
 PARAMETER_NAMES = {
@@ -258,19 +180,12 @@ class Parameters(MethodView):
         }
 
 
-class MistakeCountsSchema(Suppression):
-    lesson = fields.String()
-    mistakes = fields.List(fields.Nested(CountRowSchema))
-
-
 @blp.route("/lessons/<string:lesson_id>/mistakes")
 class Mistakes(MethodView):
     @blp.response(200, MistakeCountsSchema)
     @blp.problems(404, *AUTH_ERRORS)
     def get(self, lesson_id):
         """Mistakes the exercise checker diagnosed, by how many checks and learners"""
-        from ..compute.diagnose import MISTAKES
-
         principal = current_principal("analytics:read", allow_web=False)
         lesson = _lesson(lesson_id)
         with _conn() as conn:
@@ -282,7 +197,8 @@ class Mistakes(MethodView):
             "mistakes": [
                 {
                     "id": m,
-                    "description": MISTAKES.get(m, m),
+                    "name": REGISTRY[m].name if m in REGISTRY else m,
+                    "description": REGISTRY[m].description if m in REGISTRY else m,
                     "times": _kept(n, learners),
                     "learners": _kept(learners, learners),
                     "suppressed": learners < _k(),
@@ -290,24 +206,6 @@ class Mistakes(MethodView):
                 for m, (n, learners) in rows
             ],
         }
-
-
-class LearnersArgs(Schema):
-    lesson = SafeString(required=True, validate=name(64))
-    limit = fields.Integer(load_default=100, validate=validate.Range(1, 1000))
-    cursor = SafeString(load_default=None, validate=validate.Length(1, 512))
-
-
-class LearnerRowSchema(Schema):
-    learner = fields.String()
-    started_at = fields.DateTime()
-    completed = fields.Dict(keys=fields.String(), values=fields.DateTime())
-
-
-class LearnersSchema(Schema):
-    lesson = fields.String()
-    learners = fields.List(fields.Nested(LearnerRowSchema))
-    next = fields.String(allow_none=True)
 
 
 @blp.route("/learners")
@@ -325,101 +223,3 @@ class Learners(MethodView):
         page = rows[: args["limit"]]
         more = len(rows) > args["limit"]
         return {"lesson": lesson.id, "learners": page, "next": cursors.encode(page[-1]["learner"]) if more else None}
-
-
-class ExportArgs(Schema):
-    format = SafeString(load_default="ndjson", validate=validate.OneOf(("ndjson", "csv")))
-    after = SafeString(
-        load_default=None, validate=validate.Length(1, 512), metadata={"description": "resume after this row's cursor"}
-    )
-    limit = fields.Integer(load_default=None, validate=validate.Range(1, 10_000_000))
-
-
-EXPORT_FIELDS = (
-    "id",
-    "learner",
-    "lesson",
-    "checkpoint",
-    "event",
-    "instance_id",
-    "data",
-    "occurred_at",
-    "stored_at",
-    "cursor",
-)
-PAGE = 2000
-
-
-@blp.route("/events/export")
-class Export(MethodView):
-    @blp.arguments(ExportArgs(), location="query")
-    @blp.response(200, content_type="application/x-ndjson", description="One event per line (or CSV rows)")
-    @blp.problems(400, 422, *AUTH_ERRORS)
-    def get(self, args):
-        """Every event of the platform once, streamed in (stored time, id) order, resumable"""
-        principal = current_principal("analytics:read", allow_web=False)
-        after = _decode_row(args["after"]) if args["after"] else None
-        settle = current_app.extensions["settings"].export_settle_seconds
-        through = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=settle)
-        db = current_app.extensions["db"]
-        csv_format = args["format"] == "csv"
-
-        def rows():
-            cursor, left = after, args["limit"]
-            if csv_format:
-                yield _csv_line(EXPORT_FIELDS)
-            while left is None or left > 0:
-                size = PAGE if left is None else min(PAGE, left)
-                with db.engine.connect() as conn:
-                    batch = q.export_page(conn, principal.platform_id, cursor, through, size)
-                for row in batch:
-                    record = _export_record(row)
-                    yield (
-                        _csv_line(
-                            [record[f] if f != "data" else orjson.dumps(record[f]).decode() for f in EXPORT_FIELDS]
-                        )
-                        if csv_format
-                        else orjson.dumps(record) + b"\n"
-                    )
-                if len(batch) < size:
-                    return
-                cursor = (batch[-1].stored_at, batch[-1].id)
-                if left is not None:
-                    left -= len(batch)
-
-        mimetype = "text/csv" if csv_format else "application/x-ndjson"
-        return Response(
-            stream_with_context(rows()),
-            mimetype=mimetype,
-            headers={
-                "X-Consistent-Through": through.isoformat(timespec="milliseconds"),
-                "Content-Disposition": f"attachment; filename=events.{'csv' if csv_format else 'ndjson'}",
-            },
-        )
-
-
-def _export_record(row: Any) -> dict[str, Any]:
-    """The learner-events shape, with text timestamps (CSV needs them) and the row's resume cursor."""
-    record = event_json(row)
-    record["occurred_at"] = row.occurred_at.isoformat()
-    record["stored_at"] = row.stored_at.isoformat()
-    record["cursor"] = cursors.encode(f"{row.stored_at.isoformat()}|{row.id}")
-    return record
-
-
-def _csv_line(values) -> bytes:
-    buffer = io.StringIO()
-    csv.writer(buffer).writerow(["" if v is None else v for v in values])
-    return buffer.getvalue().encode()
-
-
-def _decode_row(cursor: str) -> tuple[dt.datetime, int]:
-    text = cursors.decode(cursor, "after")
-    try:
-        stored, row = text.split("|")
-        when = dt.datetime.fromisoformat(stored)
-        if when.tzinfo is None:
-            raise ValueError
-        return when, int(row)
-    except ValueError:
-        raise cursors.invalid("after") from None

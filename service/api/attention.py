@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 from flask import current_app
 from flask.views import MethodView
 
-from ..compute import AttentionInputError, AttentionTrace, multi_head_attention
-from ..compute.config import FAILURE_MODES
 from . import heavy
-from .core import JSON_BODY_ERRORS, Blueprint
-from .jsonio import dumps_bytes
-from .problems import Problem
-from .schemas import AttentionRequestSchema, AttentionResponseSchema, CompareRequestSchema, CompareResponseSchema
-from .serialize import trace_json
+from .json_codec import dumps_bytes
+from .schemas.attention import (
+    AttentionRequestSchema,
+    AttentionResponseSchema,
+    CompareRequestSchema,
+    CompareResponseSchema,
+)
+from .smorest import JSON_BODY_ERRORS, Blueprint
+from .traces import compare_body, trace_body
 
 blp = Blueprint(
     "attention",
@@ -25,58 +26,8 @@ blp = Blueprint(
 )
 
 
-def compute(args: dict[str, Any], failure_mode: str | None) -> AttentionTrace:
-    projections = args.get("projections") or {}
-    rope = args.get("rope")
-    try:
-        return multi_head_attention(
-            args["tokens"],
-            args["heads"],
-            causal=args.get("causal", True),
-            w_q=projections.get("query"),
-            w_k=projections.get("key"),
-            w_v=projections.get("value"),
-            w_o=projections.get("output"),
-            kv_heads=args.get("kv_heads"),
-            rope=None if rope is None else {"style": rope["style"], "base": rope.get("base", 10000.0)},
-            failure_mode=failure_mode,
-        )
-    except AttentionInputError as exc:
-        field = exc.field or "tokens"
-        raise Problem(422, str(exc), errors={field: [str(exc)]}, slug="invalid-attention-input") from None
-
-
 def json_response(body: dict) -> Any:
     return current_app.response_class(dumps_bytes(body), mimetype="application/json")
-
-
-def trace_body(args: dict[str, Any], failure_mode: str | None) -> dict:
-    trace = compute(args, failure_mode)
-    return trace_json(trace, set(args.get("include") or ()), args.get("precision"))
-
-
-def compare_body(args: dict[str, Any]) -> dict:
-    mode = args["failure_mode"]
-    correct = compute(args, None)
-    broken = compute(args, mode)
-    include = set(args.get("include") or ())
-    precision = args.get("precision")
-    diffs = {
-        "weights": broken.weights - correct.weights,
-        "head_outputs": broken.head_outputs - correct.head_outputs,
-        "concat": broken.concat - correct.concat,
-        "output": broken.output - correct.output,
-        "residual": broken.residual - correct.residual,
-    }
-    max_abs = {name: float(np.abs(d).max()) for name, d in diffs.items()}
-    if precision is not None:
-        diffs = {name: np.round(d, precision) + 0.0 for name, d in diffs.items()}
-    return {
-        "failure_mode": {"id": mode, "description": FAILURE_MODES[mode]},
-        "correct": trace_json(correct, include, precision),
-        "broken": trace_json(broken, include, precision),
-        "differences": {**diffs, "max_abs": max_abs},
-    }
 
 
 def is_heavy(args: dict[str, Any]) -> bool:

@@ -83,7 +83,7 @@ def _known_key(token: str) -> Principal | None:
     cache: KeyCache = current_app.extensions["key_cache"]
     principal = cache.get(token)
     if principal is None:
-        with current_app.extensions["db"].single_read() as conn:  # one round trip, then cached
+        with current_app.extensions["db"].read() as conn:  # one round trip, then cached
             principal = authenticate(conn, token)
         if principal is not None:
             cache.put(token, principal)

@@ -16,18 +16,16 @@ from typing import Any
 import numpy as np
 from flask import current_app, url_for
 from flask.views import MethodView
-from marshmallow import Schema, ValidationError, fields, validate
-from sqlalchemy import update
 
 from ..compute import AttentionInputError
 from ..compute.challenge import check_answers, new_cases
-from ..db.events import NewEvent, record_events_in
-from ..db.models import ExerciseChallenge, ExerciseCheck
+from ..db import challenges as challenges_db
+from ..db.events import NewEvent
+from ..db.models import ExerciseChallenge
 from .auth import current_principal, optional_principal
-from .core import JSON_BODY_ERRORS, Blueprint
-from .event_schemas import name
-from .fields import SafeString
 from .problems import Problem
+from .schemas.exercises import AnswersSchema, ChallengeSchema, NewChallengeSchema, VerdictSchema
+from .smorest import JSON_BODY_ERRORS, Blueprint
 
 blp = Blueprint(
     "challenges",
@@ -37,98 +35,6 @@ blp = Blueprint(
 )
 
 LESSON, CHECKPOINT = "multi-head-attention", "implement"
-MAX_ANSWER_CELLS = 4096  # the cases are at most 6 tokens x 8: generous, still tiny
-
-
-class Numbers(fields.Field):
-    """A rectangular nested list of numbers with `ndim` axes; null stands for NaN (JSON has none)."""
-
-    def __init__(self, ndim: int, **kwargs: Any):
-        super().__init__(metadata={"description": f"{ndim}-d nested lists of numbers; null for NaN"}, **kwargs)
-        self.ndim = ndim
-
-    def _deserialize(self, value, attr, data, **kwargs) -> np.ndarray:
-        cells: list[float] = []
-        shape = _shape(value, self.ndim, cells, "")
-        return np.array(cells, dtype=np.float64).reshape(shape)
-
-
-def _shape(value: Any, ndim: int, cells: list[float], where: str) -> tuple[int, ...]:
-    if ndim == 0:
-        if value is None:
-            cells.append(np.nan)
-        elif type(value) in (int, float):
-            cells.append(float(value))
-        else:
-            raise ValidationError(f"{where or 'the value'} must be a number or null")
-        return ()
-    if not isinstance(value, list) or not value:
-        raise ValidationError(f"{where or 'the value'} must be a non-empty list")
-    if len(cells) + len(value) > MAX_ANSWER_CELLS:
-        raise ValidationError(f"an answer holds at most {MAX_ANSWER_CELLS} numbers")
-    shapes = {_shape(item, ndim - 1, cells, f"{where}[{i}]") for i, item in enumerate(value)}
-    if len(shapes) != 1:
-        raise ValidationError(f"{where or 'the value'} is not rectangular: its items differ in shape")
-    return (len(value), *shapes.pop())
-
-
-class ChallengeAnswerSchema(Schema):
-    weights = Numbers(3, required=True)
-    head_outputs = Numbers(3, required=True)
-    concatenated = Numbers(2, required=True)
-    output = Numbers(2, required=True)
-
-
-class AnswersSchema(Schema):
-    answers = fields.List(
-        fields.Nested(ChallengeAnswerSchema),
-        required=True,
-        validate=validate.Length(min=1, max=8),
-        metadata={"description": "one answer per case, in the challenge's order"},
-    )
-
-
-class NewChallengeSchema(Schema):
-    learner = SafeString(
-        validate=name(128),
-        metadata={"description": "platform keys: whose challenge this is (browser sessions: always their own)"},
-    )
-
-
-class ChallengeCaseSchema(Schema):
-    tokens = fields.List(fields.List(fields.Float()))
-    heads = fields.Integer()
-    causal = fields.Boolean()
-    output_projection = fields.List(fields.List(fields.Float()), allow_none=True)
-
-
-class CaseVerdictSchema(Schema):
-    case = fields.Integer(metadata={"description": "1-based"})
-    correct = fields.Boolean()
-    max_abs_error = fields.Float()
-    mistakes = fields.List(fields.String())
-    message = fields.String()
-
-
-class VerdictSchema(Schema):
-    correct = fields.Boolean()
-    mistakes = fields.List(fields.String(), metadata={"description": "every mistake named in any case"})
-    message = fields.String()
-    cases = fields.List(fields.Nested(CaseVerdictSchema))
-    completed = fields.Boolean(metadata={"description": "this answer completed the learner's checkpoint"})
-
-
-class ChallengeSchema(Schema):
-    id = fields.String()
-    lesson = fields.String()
-    checkpoint = fields.String()
-    status = fields.String(metadata={"description": "open, solved or expired"})
-    cases = fields.List(fields.Nested(ChallengeCaseSchema))
-    created_at = fields.DateTime()
-    expires_at = fields.DateTime()
-    attempts = fields.Integer()
-    answers_url = fields.String()
-    result = fields.Nested(VerdictSchema, allow_none=True, metadata={"description": "the latest verdict"})
 
 
 @blp.route("/multi-head-attention/challenges")
@@ -157,7 +63,7 @@ class Challenges(MethodView):
             attempts=0,
         )
         with current_app.extensions["db"].write() as session:
-            session.add(challenge)
+            challenges_db.add_challenge(session, challenge)
         return _json(challenge, now)
 
 
@@ -215,10 +121,8 @@ class Answers(MethodView):
 def _find(challenge_id: str) -> ExerciseChallenge:
     if len(challenge_id) != 32 or any(c not in "0123456789abcdef" for c in challenge_id):
         raise Problem(404, "no such challenge (an id is 32 hex digits)", slug="not-found")
-    with current_app.extensions["db"].session() as session:
-        challenge = session.get(ExerciseChallenge, challenge_id)
-        if challenge is not None:
-            session.expunge(challenge)
+    with current_app.extensions["db"].read() as session:
+        challenge = challenges_db.find_challenge(session, challenge_id)
     principal = optional_principal("events:write")
     foreign = principal is not None and (
         principal.platform_id != getattr(challenge, "platform_id", None)
@@ -232,8 +136,6 @@ def _find(challenge_id: str) -> ExerciseChallenge:
 def _record(challenge: ExerciseChallenge, result: dict[str, Any], now: dt.datetime) -> bool:
     """One transaction: the attempt, each case's diagnosis, and the learner's event (completion
     when solved). Two answers racing to solve: the first wins, the second is a 409."""
-    db = current_app.extensions["db"]
-    table = ExerciseChallenge.__table__
     data: dict[str, Any] = {"verification": "verified", "challenge": challenge.id, "cases": len(challenge.cases)}
     if not result["correct"]:
         data["mistakes"] = result["mistakes"]
@@ -247,37 +149,13 @@ def _record(challenge: ExerciseChallenge, result: dict[str, Any], now: dt.dateti
         data=data,
         occurred_at=now,
     )
-    stored = {k: v for k, v in result.items() if k != "completed"}
-    with db.transaction() as conn:
-        claimed = conn.execute(
-            update(table)
-            .where(table.c.id == challenge.id, table.c.solved_at.is_(None))
-            .values(
-                attempts=table.c.attempts + 1,
-                last_result=stored,
-                solved_at=now if result["correct"] else None,
-            )
-        ).rowcount
-        if not claimed:
-            raise Problem(409, "this challenge is already solved; ask for a new one to check again", slug="solved")
-        conn.execute(
-            ExerciseCheck.__table__.insert(),
-            [
-                {
-                    "platform_id": challenge.platform_id,
-                    "learner": challenge.learner,
-                    "lesson": challenge.lesson,
-                    "case": {**case, "challenge": challenge.id},
-                    "correct": verdict["correct"],
-                    "max_abs_error": verdict["max_abs_error"],
-                    "diagnosis": ",".join(verdict["mistakes"]) or None,
-                    "created_at": now,
-                }
-                for case, verdict in zip(challenge.cases, result["cases"], strict=True)
-            ],
-        )
-        recorded = record_events_in(conn, challenge.platform_id, [event], current_app.extensions["lessons"])
-    return bool(recorded.completed)
+    try:
+        with current_app.extensions["db"].write() as session:
+            return challenges_db.record_answer(session, challenge, result, event, current_app.extensions["lessons"])
+    except challenges_db.ChallengeSolved:
+        raise Problem(
+            409, "this challenge is already solved; ask for a new one to check again", slug="solved"
+        ) from None
 
 
 def _json(challenge: ExerciseChallenge, now: dt.datetime) -> dict[str, Any]:

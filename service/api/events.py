@@ -13,10 +13,10 @@ from ..identity import Principal
 from ..lessons import Lesson
 from ..observability import EVENTS
 from .auth import current_principal
-from .core import JSON_BODY_ERRORS, Blueprint
-from .event_schemas import EventBatchSchema, EventsResultSchema
-from .jsonio import dumps_bytes
+from .json_codec import dumps_bytes
 from .problems import Problem
+from .schemas.events import EventBatchSchema, EventsResultSchema
+from .smorest import JSON_BODY_ERRORS, Blueprint
 
 blp = Blueprint(
     "events", __name__, url_prefix="/api/v1/events", description="Learner progress events, recorded exactly once."

@@ -26,7 +26,8 @@ from typing import Any
 
 from flask import current_app, send_file
 
-from ..background import become_background
+from ..background import start_compute_process
+from .json_codec import dumps_bytes
 from .problems import Problem
 
 SHARED = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
@@ -75,9 +76,12 @@ def slot(count: int, wait: float = 0.0) -> Iterator[bool]:
 def _executor(slots: int) -> ProcessPoolExecutor:
     global _pool, _pool_pid
     with _lock:
-        if _pool is None or _pool_pid != os.getpid():  # one pool per gunicorn worker, made after the fork
-            context = multiprocessing.get_context("forkserver")
-            _pool = ProcessPoolExecutor(max_workers=slots, mp_context=context, initializer=become_background)
+        broken = _pool is not None and getattr(_pool, "_broken", False)
+        if _pool is None or _pool_pid != os.getpid() or broken:  # one pool per gunicorn worker, after the fork
+            # spawn, not forkserver: the compute process is then the worker's own child, so the
+            # kernel kills it with the worker (die_with_parent); a forkserver outlived its worker.
+            context = multiprocessing.get_context("spawn")
+            _pool = ProcessPoolExecutor(max_workers=slots, mp_context=context, initializer=start_compute_process)
             _pool_pid = os.getpid()
         return _pool
 
@@ -95,10 +99,10 @@ def waiting_room(app) -> threading.BoundedSemaphore:
 
 def _compute_to_file(args: dict[str, Any], failure_mode: str | None, compare: bool) -> tuple[str | None, Any]:
     """In the background process: compute, encode, write to shared memory; errors come back as data."""
-    from . import attention
+    from . import traces
 
     try:
-        body = attention.compare_body(args) if compare else attention.trace_body(args, failure_mode)
+        body = traces.compare_body(args) if compare else traces.trace_body(args, failure_mode)
     except Problem as problem:  # the engine's AttentionInputError, already turned into a 422
         return None, {
             "status": problem.status,
@@ -106,7 +110,6 @@ def _compute_to_file(args: dict[str, Any], failure_mode: str | None, compare: bo
             "errors": problem.errors,
             "slug": problem.slug,
         }
-    from .jsonio import dumps_bytes
 
     handle, path = tempfile.mkstemp(prefix="workbench-trace-", suffix=".json", dir=SHARED)
     with os.fdopen(handle, "wb") as out:
@@ -150,6 +153,6 @@ def warm_up(app) -> None:
 
 
 def _ready() -> bool:
-    from . import attention  # noqa: F401  (imports numpy and the engine in the child)
+    from . import traces  # noqa: F401  (imports numpy and the engine in the child)
 
     return True

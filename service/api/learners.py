@@ -5,14 +5,15 @@ from __future__ import annotations
 from flask import current_app
 from flask.views import MethodView
 
-from ..db.events import erase_learner
+from ..db.erasure import erase_learner
 from ..db.progress import event_json, learner_events, learner_exists, learner_progress
 from ..identity import Principal
 from . import cursors
 from .auth import current_principal
-from .core import Blueprint
-from .event_schemas import ErasureSchema, EventPageSchema, PageArgsSchema, ProgressArgsSchema, ProgressSchema
 from .problems import Problem
+from .schemas.events import EventPageSchema, PageArgsSchema
+from .schemas.learners import ErasureSchema, ProgressArgsSchema, ProgressSchema
+from .smorest import Blueprint
 
 blp = Blueprint(
     "learners", __name__, url_prefix="/api/v1/learners", description="A learner's progress and events; erasure."
@@ -31,7 +32,7 @@ def _not_found(learner: str) -> Problem:
 def _visible(principal: Principal, learner: str) -> None:
     if not principal.may_act_for(learner):
         raise _not_found(learner)
-    with current_app.extensions["db"].session() as session:
+    with current_app.extensions["db"].read() as session:
         if not learner_exists(session, principal.platform_id, learner):
             raise _not_found(learner)
 
@@ -49,7 +50,7 @@ class Progress(MethodView):
             raise Problem(404, f"no lesson {args['lesson']!r}", slug="not-found")
         _visible(principal, learner)
         chosen = [lessons[args["lesson"]]] if args["lesson"] else list(lessons.values())
-        with current_app.extensions["db"].session() as session:
+        with current_app.extensions["db"].read() as session:
             return {"learner": learner, "lessons": learner_progress(session, principal.platform_id, learner, chosen)}
 
 
@@ -63,7 +64,7 @@ class LearnerEvents(MethodView):
         principal = current_principal("progress:read")
         _visible(principal, learner)
         after = decode_cursor(args["cursor"])
-        with current_app.extensions["db"].session() as session:
+        with current_app.extensions["db"].read() as session:
             rows = learner_events(session, principal.platform_id, learner, after, args["limit"] + 1)
         page = rows[: args["limit"]]
         more = len(rows) > args["limit"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 from flask import current_app
 from flask.views import MethodView
 
-from .core import Blueprint
-from .event_schemas import LessonListSchema, LessonSchema
 from .problems import Problem
+from .schemas.lessons import LessonListSchema, LessonSchema
+from .smorest import Blueprint
 
 blp = Blueprint("lessons", __name__, url_prefix="/api/v1/lessons", description="Lessons and their checkpoints.")
 

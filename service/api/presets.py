@@ -5,9 +5,9 @@ from __future__ import annotations
 from flask.views import MethodView
 
 from ..presets import presets
-from .core import Blueprint
 from .problems import Problem
-from .schemas import PresetListSchema, PresetSchema
+from .schemas.attention import PresetListSchema, PresetSchema
+from .smorest import Blueprint
 
 blp = Blueprint(
     "presets", __name__, url_prefix="/api/v1/presets", description="Ready request bodies for POST /attention."

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Response
+from flask import Flask, Response
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeout
+from werkzeug.exceptions import HTTPException
 from werkzeug.http import HTTP_STATUS_CODES
 
-from .jsonio import dumps_bytes
+from ..db import DatabaseUnavailable
+from .json_codec import dumps_bytes
 
 PROBLEM_MIMETYPE = "application/problem+json"
 TYPE_BASE = "https://attention-workbench.invalid/problems/"
@@ -53,3 +57,93 @@ class Problem(Exception):
         for key, value in self.headers.items():
             response.headers[key] = value
         return response
+
+
+# -- every failure at the edge becomes problem+json; never a 500 for bad input -------------
+
+RETRY_AFTER_SECONDS = "2"
+
+
+def http_problem(error: HTTPException) -> Problem:
+    data = getattr(error, "data", None) or {}
+    messages = data.get("messages") or data.get("errors")
+    if isinstance(messages, dict) and set(messages) <= {"json", "query", "path", "headers", "form", "files"}:
+        # webargs nests by location; flatten "json" (the body) so fields are named directly.
+        flat: dict = {}
+        for location, fields in messages.items():
+            if isinstance(fields, dict):
+                flat.update(fields if location == "json" else {f"{location}.{k}": v for k, v in fields.items()})
+        messages = flat
+    if isinstance(messages, dict):
+        messages = flatten_errors(messages)
+    status = error.code or 500
+    detail = data.get("message") or error.description or error.name
+    if messages and status == 422:
+        detail = "the request is well-formed JSON but some fields are invalid: " + ", ".join(sorted(map(str, messages)))
+    headers = dict(data.get("headers") or {})
+    if status == 405 and hasattr(error, "valid_methods") and error.valid_methods:
+        headers["Allow"] = ", ".join(error.valid_methods)
+    return Problem(status, detail, errors=messages if isinstance(messages, dict) else None, headers=headers)
+
+
+def flatten_errors(errors: dict, prefix: str = "") -> dict[str, list]:
+    """{"projections": {"query": [...]}} -> {"projections.query": [...]}: one level, dotted names."""
+    flat: dict[str, list] = {}
+    for key, value in errors.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten_errors(value, f"{name}."))
+        else:
+            flat[name] = value if isinstance(value, list) else [value]
+    return flat
+
+
+def unavailable(detail: str) -> Problem:
+    return Problem(503, detail, headers={"Retry-After": RETRY_AFTER_SECONDS}, slug="database-unavailable")
+
+
+def init_app(app: Flask) -> None:
+    @app.errorhandler(Problem)
+    def _problem(problem: Problem):
+        return problem.response()
+
+    @app.errorhandler(HTTPException)
+    def _http(error: HTTPException):
+        return http_problem(error).response()
+
+    @app.errorhandler(DatabaseUnavailable)
+    def _unavailable(error: DatabaseUnavailable):
+        return unavailable(f"the database is unavailable, try again shortly ({error})").response()
+
+    @app.errorhandler(SQLAlchemyTimeout)
+    def _pool_timeout(error: SQLAlchemyTimeout):
+        return unavailable("every database connection is busy, try again shortly").response()
+
+    @app.errorhandler(DBAPIError)
+    def _dbapi(error: DBAPIError):
+        # Locks held past the busy timeout and lost connections are transient: 503, retry.
+        if _is_transient(error):
+            app.logger.warning("database unavailable: %s", type(error.orig).__name__)
+            return unavailable("the database is busy or unreachable, try again shortly").response()
+        raise error
+
+
+def _is_transient(error: DBAPIError) -> bool:
+    if error.connection_invalidated:
+        return True
+    text = str(error.orig).lower()
+    markers = (
+        "database is locked",
+        "database is busy",
+        "could not connect",
+        "connection refused",
+        "server closed the connection",
+        "terminating connection",
+        "connection timeout",
+        "timeout expired",
+        "the database system is",
+        "no connection to the server",
+        "consuming input failed",
+        "connection is closed",
+    )
+    return any(m in text for m in markers) or type(error.orig).__name__ in ("OperationalError",)

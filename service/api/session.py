@@ -8,9 +8,9 @@ from flask.views import MethodView
 
 from ..identity import WEB_PLATFORM, new_learner_id
 from .auth import web_platform_id
-from .core import Blueprint
-from .event_schemas import SessionSchema
 from .problems import Problem
+from .schemas.learners import SessionSchema
+from .smorest import Blueprint
 
 blp = Blueprint(
     "session",

@@ -12,16 +12,14 @@ import urllib.parse
 import orjson
 from flask import current_app, request, url_for
 from flask.views import MethodView
-from marshmallow import Schema, ValidationError, fields, validate
-from sqlalchemy import select
 
 from .. import xapi
-from ..db.models import Event, Platform
+from ..db import statements as statements_db
 from . import cursors
 from .auth import current_principal
-from .core import Blueprint
-from .fields import UTCDateTime
 from .problems import Problem
+from .schemas.xapi import AboutSchema, StatementResultSchema, StatementsArgs
+from .smorest import Blueprint
 
 blp = Blueprint(
     "xapi", __name__, url_prefix="/api/v1/xapi", description="The platform's events as xAPI 1.0.3 statements."
@@ -41,39 +39,6 @@ def _require_version() -> None:
 
 def _version_problem(detail: str, error: str) -> Problem:
     return Problem(400, detail, errors={HEADER: [error]}, headers={HEADER: xapi.VERSION}, slug="xapi-version")
-
-
-class AgentField(fields.Field):
-    def _deserialize(self, value, attr, data, **kwargs):
-        try:
-            agent = orjson.loads(value)
-            account = agent["account"]
-            return str(account["homePage"]), str(account["name"])
-        except (orjson.JSONDecodeError, KeyError, TypeError):
-            raise ValidationError(
-                'must be a JSON agent with an account: {"account": {"homePage": ..., "name": ...}}'
-            ) from None
-
-
-class StatementsArgs(Schema):
-    agent = AgentField(load_default=None)
-    verb = fields.String(load_default=None, validate=validate.Length(max=512))
-    activity = fields.String(load_default=None, validate=validate.Length(max=512))
-    since = UTCDateTime(load_default=None)
-    until = UTCDateTime(load_default=None)
-    limit = fields.Integer(load_default=100, validate=validate.Range(0, 1000))
-    ascending = fields.Boolean(load_default=False)
-    cursor = fields.String(load_default=None, validate=validate.Length(max=512))
-
-
-class StatementResultSchema(Schema):
-    statements = fields.List(fields.Dict())
-    more = fields.String(metadata={"description": "IRL of the next page, empty at the end"})
-
-
-class AboutSchema(Schema):
-    version = fields.List(fields.String())
-    extensions = fields.Dict()
 
 
 @blp.route("/about")
@@ -107,34 +72,25 @@ class Statements(MethodView):
         lessons = current_app.extensions["lessons"]
         settings = current_app.extensions["settings"]
         db = current_app.extensions["db"]
-        with db.engine.connect() as conn:
-            home_page = conn.execute(
-                select(Platform.home_page).where(Platform.id == principal.platform_id)
-            ).scalar_one()
-            query = select(Event.__table__).where(Event.platform_id == principal.platform_id)
+        with db.read() as session:
+            home_page = statements_db.home_page(session, principal.platform_id)
+            learner = None
             if args["agent"] is not None:
                 page, learner = args["agent"]
                 if page != home_page:
                     return self._empty()
-                query = query.where(Event.learner == learner)
-            if args["since"] is not None:
-                query = query.where(Event.stored_at > args["since"])
-            if args["until"] is not None:
-                query = query.where(Event.stored_at <= args["until"])
+            lesson = checkpoint = None
             if args["activity"] is not None:
                 lesson, checkpoint = _parse_activity(args["activity"], settings.activity_base)
-                query = query.where(Event.lesson == lesson)
-                if checkpoint is not None:
-                    query = query.where(Event.checkpoint == checkpoint)
+            where = statements_db.StatementFilter(
+                learner, args["since"], args["until"], lesson, checkpoint, args["ascending"]
+            )
             after = _row_cursor(args["cursor"]) if args["cursor"] else None
-            if after is not None:
-                query = query.where(Event.id > after if args["ascending"] else Event.id < after)
-            order = Event.id.asc() if args["ascending"] else Event.id.desc()
             limit = args["limit"] or 1000
             # The verb is computed, not stored: filter after mapping, reading until the page is full.
             statements, last_id, exhausted = [], None, False
             while len(statements) < limit and not exhausted:
-                rows = conn.execute(query.order_by(order).limit(limit * 2)).all()
+                rows = statements_db.events_page(session, principal.platform_id, where, after, limit * 2)
                 exhausted = len(rows) < limit * 2
                 for row in rows:
                     last_id = row.id
@@ -145,7 +101,7 @@ class Statements(MethodView):
                             exhausted = exhausted and row is rows[-1]
                             break
                 if rows:
-                    query = query.where(Event.id > last_id if args["ascending"] else Event.id < last_id)
+                    after = last_id
         more = ""
         if not exhausted and last_id is not None:
             params = {k: v for k, v in request.args.items() if k != "cursor"}

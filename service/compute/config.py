@@ -6,16 +6,7 @@ import math
 from dataclasses import dataclass
 
 from .errors import AttentionInputError
-
-FAILURE_MODES: dict[str, str] = {
-    "reuse_first_slice": "every head reads the first slice of Q, K and V (head 1's features)",
-    "interleaved_split": "head h takes features h, h+H, h+2H, ... (counting from 1) instead of a contiguous slice",
-    "no_scaling": "scores are not divided by sqrt(d_head)",
-    "scale_by_d_model": "scores are divided by sqrt(d_model) instead of sqrt(d_head)",
-    "mask_after_softmax": "softmax over all positions, then future weights set to 0",
-    "swapped_head_order": "head outputs are concatenated in reverse order",
-    "no_output_projection": "stops at concatenation: W_O is ignored",
-}
+from .failure_modes import FAILURE_MODES, steps
 
 ROPE_STYLES: dict[str, str] = {
     "half": "GPT-NeoX / Llama 'rotate half': feature i pairs with feature i + d_head/2",
@@ -99,11 +90,9 @@ class AttentionConfig:
 
     @property
     def scale(self) -> float:
-        if self.failure_mode == "no_scaling":
-            return 1.0
-        if self.failure_mode == "scale_by_d_model":
-            return 1.0 / math.sqrt(self.d_model)
-        return 1.0 / math.sqrt(self.d_head)
+        """What the scores are multiplied by (1/sqrt(d_head), unless the failure mode scales otherwise)."""
+        how = steps(self.failure_mode).scale
+        return {"none": 1.0, "d_model": 1.0 / math.sqrt(self.d_model)}.get(how, 1.0 / math.sqrt(self.d_head))
 
 
 def _field(name: str) -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .config import FAILURE_MODES, ROPE_STYLES, AttentionConfig
+from .config import ROPE_STYLES, AttentionConfig
+from .failure_modes import FAILURE_MODES
 
 
 def conventions(cfg: AttentionConfig) -> dict[str, Any]:

@@ -10,46 +10,17 @@ zeros the checker computes for such a row, so the mistake is still named.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from . import ops
-from .engine import multi_head_attention
+from .engine import with_mistakes
 from .errors import AttentionInputError
+from .failure_modes import GROUPS, REGISTRY
 
 TOLERANCE = 1e-6
 
-MISTAKES: dict[str, str] = {
-    "interleaved_split": "Head h took features h, h+H, h+2H, ...: the split must give each head a contiguous "
-    "slice (head 1 features 1..d_head, head 2 the next d_head, ...; numbered from 1).",
-    "reuse_first_slice": "Every head read the first slice of features: each head must read its own slice, "
-    "otherwise the other features never reach attention.",
-    "no_scaling": "The scores were not divided by sqrt(d_head) before the softmax.",
-    "scale_by_d_model": "The scores were divided by sqrt(d_model); each head divides by sqrt(d_head).",
-    "mask_after_softmax": "The mask was applied after the softmax, so rows no longer sum to 1: set future "
-    "scores to -inf before normalising.",
-    "swapped_head_order": "The head outputs were concatenated in reverse order: keep head 1 first.",
-    "no_output_projection": "The output projection was skipped: the result stops at the concatenation "
-    "(output = concatenated @ W_O mixes features across heads).",
-    "no_mask": "There is no causal mask: queries put weight on later tokens.",
-    "diagonal_masked": "The diagonal was masked too: a token must be able to attend to itself (mask j > i, "
-    "not j >= i).",
-    "zero_mask": "Future scores were set to 0 instead of -inf, so future tokens still get weight.",
-    "softmax_wrong_axis": "The softmax ran over queries (columns) instead of over keys (rows).",
-    "weights_transposed": "The weights are transposed: row i must be query i's distribution over the keys.",
-}
-
-
-# Mistakes that can happen together, one from each group (None: that step is right).
-GROUPS: tuple[tuple[str | None, ...], ...] = (
-    (None, "interleaved_split", "reuse_first_slice"),
-    (None, "no_scaling", "scale_by_d_model"),
-    (None, "mask_after_softmax", "no_mask", "diagonal_masked", "zero_mask", "softmax_wrong_axis", "weights_transposed"),
-    (None, "swapped_head_order"),
-    (None, "no_output_projection"),
-)
+MISTAKES: dict[str, str] = {m.id: m.advice for m in REGISTRY.values()}  # id -> what the learner reads
 MASKING = set(GROUPS[2]) - {None}
 UNMASKED = (None, "softmax_wrong_axis")  # the masking step's mistakes that show without a mask
 
@@ -74,28 +45,13 @@ def expected_outputs(
 
     Q = K = V = tokens; `output` is `concatenated @ output_projection` (or `concatenated`).
     """
-    made = {m for m in mistakes if m}
-    trace = multi_head_attention(tokens, heads, causal=causal, w_o=output_projection)  # validates the case
-    x, cfg = trace.tokens, trace.config
-    if "interleaved_split" in made:
-        parts = ops.gather_heads(x, ops.interleaved_features(heads, cfg.d_head))  # [H, n, d_head]
-    elif "reuse_first_slice" in made:
-        parts = ops.gather_heads(x, np.tile(np.arange(cfg.d_head), (heads, 1)))
-    else:
-        parts = ops.split_heads(x, heads)
-    scale = {"no_scaling": 1.0, "scale_by_d_model": 1 / math.sqrt(cfg.d_model)}
-    s = ops.scores(parts, parts, next((scale[m] for m in made if m in scale), 1 / math.sqrt(cfg.d_head)))
-    mask = next((m for m in made if m in MASKING), None)
-    if causal:
-        weights = _MASKINGS[mask](s, trace.mask)
-    else:  # nothing to mask; the softmax can still run over the wrong axis
-        weights = _MASKINGS[mask if mask in UNMASKED else None](s, np.zeros(s.shape[-2:], dtype=bool))
-    head_outputs = ops.attend(weights, parts)  # [H, n, d_head]
-    ordered = head_outputs[::-1] if "swapped_head_order" in made else head_outputs
-    concatenated = ops.merge_heads(ordered)  # [n, d_model]
-    skip = output_projection is None or "no_output_projection" in made
-    output = concatenated if skip else concatenated @ np.asarray(output_projection, dtype=float)  # [n, d_model]
-    return {"weights": weights, "head_outputs": head_outputs, "concatenated": concatenated, "output": output}
+    trace = with_mistakes(tokens, heads, causal, *mistakes, w_o=output_projection)
+    return {
+        "weights": trace.weights,
+        "head_outputs": trace.head_outputs,
+        "concatenated": trace.concat,
+        "output": trace.output,
+    }
 
 
 PARTS = ("weights", "head_outputs", "concatenated", "output")
@@ -162,42 +118,3 @@ def _combinations(causal: bool, projected: bool) -> list[tuple[str, ...]]:
             continue  # without W_O skipping it does not show
         combos = [c + ((m,) if m else ()) for c in combos for m in group]
     return [c for c in combos if c]
-
-
-def _correct_mask(s: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    return ops.softmax(s, mask)
-
-
-def _mask_after_softmax(s: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    return np.where(mask, 0.0, ops.softmax(s))
-
-
-def _no_mask(s: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    return ops.softmax(s)
-
-
-def _diagonal_masked(s: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    return ops.softmax(s, mask | np.eye(mask.shape[0], dtype=bool))  # row 0 sees nothing: zeros
-
-
-def _zero_mask(s: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    return ops.softmax(np.where(mask, 0.0, s))
-
-
-def _wrong_axis(s: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    return np.swapaxes(ops.softmax(np.swapaxes(s, -1, -2), mask.T), -1, -2)
-
-
-def _transposed(s: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    return np.swapaxes(ops.softmax(s, mask), -1, -2).copy()
-
-
-_MASKINGS = {
-    None: _correct_mask,
-    "mask_after_softmax": _mask_after_softmax,
-    "no_mask": _no_mask,
-    "diagonal_masked": _diagonal_masked,
-    "zero_mask": _zero_mask,
-    "softmax_wrong_axis": _wrong_axis,
-    "weights_transposed": _transposed,
-}

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import ops
+from .checks import as_matrix, as_weight, check_scores, finite
 from .config import AttentionConfig, RopeConfig
-from .errors import AttentionInputError
-
-# Any |score| bound below this cannot have overflowed on the way (float64 max is 1.8e308).
-_SAFE_BOUND = 1e300
-_SCAN_DIRECTLY = 4096  # score cells below which a direct scan beats computing the bound
+from .failure_modes import Steps, steps
 
 
 @dataclass(frozen=True, eq=False)
@@ -73,71 +71,66 @@ def multi_head_attention(
     grouped-query attention `w_k`/`w_v` are `[d_model][kv_heads * d_head]`. `failure_mode`
     computes exactly what the named broken implementation would.
     """
-    # Overflow is detected by explicit checks below (with the place it happened), not warnings.
+    # Overflow is detected by explicit checks (with the place it happened), not warnings.
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-        return _compute(x, heads, causal, w_q, w_k, w_v, w_o, kv_heads, rope, failure_mode)
+        x = as_matrix(x, "tokens")
+        cfg = AttentionConfig(
+            n=x.shape[0],
+            d_model=x.shape[1],
+            heads=heads,
+            kv_heads=heads if kv_heads is None else kv_heads,
+            causal=bool(causal),
+            rope=RopeConfig.coerce(rope),
+            failure_mode=failure_mode,
+        )
+        return _pipeline(x, cfg, Projections.of(cfg, w_q, w_k, w_v, w_o), steps(failure_mode))
 
 
-def _compute(x, heads, causal, w_q, w_k, w_v, w_o, kv_heads, rope, failure_mode) -> AttentionTrace:
-    x = as_matrix(x, "tokens")
-    n, d_model = x.shape
-    cfg = AttentionConfig(
-        n=n,
-        d_model=d_model,
-        heads=heads,
-        kv_heads=heads if kv_heads is None else kv_heads,
-        causal=bool(causal),
-        rope=RopeConfig.coerce(rope),
-        failure_mode=failure_mode,
-    )
-    w_q = as_weight(w_q, (d_model, d_model), "projections.query")
-    w_k = as_weight(w_k, (d_model, cfg.kv_width), "projections.key")
-    w_v = as_weight(w_v, (d_model, cfg.kv_width), "projections.value")
-    w_o = as_weight(w_o, (d_model, d_model), "projections.output")
+def with_mistakes(x, heads: int, causal: bool, *mistakes: str | None, w_o=None) -> AttentionTrace:
+    """What code making every one of `mistakes` computes (any mix, one per step; the checker's
+    slips included), with Q = K = V = X as in the exercise."""
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        x = as_matrix(x, "tokens")
+        cfg = AttentionConfig(n=x.shape[0], d_model=x.shape[1], heads=heads, kv_heads=heads, causal=bool(causal))
+        return _pipeline(x, cfg, Projections.of(cfg, None, None, None, w_o), steps(*mistakes))
 
-    # Identity projections of finite tokens are finite: only real matmuls are checked.
-    q = _finite(ops.project(x, w_q), "the query projection X @ W_Q", w_q)  # [n, d_model]
-    k = _finite(ops.project(x, w_k, cfg.kv_width), "the key projection X @ W_K", w_k)  # [n, kv*d_head]
-    v = _finite(ops.project(x, w_v, cfg.kv_width), "the value projection X @ W_V", w_v)  # [n, kv*d_head]
 
-    features, kv_features = head_features(cfg)
-    if cfg.failure_mode in ("reuse_first_slice", "interleaved_split"):
-        qh = ops.gather_heads(q, features)  # [n, d_model] -> [H, n, d_head]
-        kh = ops.gather_heads(k, kv_features)  # [n, kv*d_head] -> [kv, n, d_head]
-        vh = ops.gather_heads(v, kv_features)  # [n, kv*d_head] -> [kv, n, d_head]
-    else:
-        qh = ops.split_heads(q, cfg.heads)  # [n, d_model] -> [H, n, d_head]
-        kh = ops.split_heads(k, cfg.kv_heads)  # [n, kv*d_head] -> [kv, n, d_head]
-        vh = ops.split_heads(v, cfg.kv_heads)  # [n, kv*d_head] -> [kv, n, d_head]
-    if cfg.rope is not None:
-        qh = ops.rope(qh, cfg.rope.style, cfg.rope.base)
-        kh = ops.rope(kh, cfg.rope.style, cfg.rope.base)
-    kh = ops.repeat_kv(kh, cfg.group_size)  # [kv, n, d] -> [H, n, d]
-    vh = ops.repeat_kv(vh, cfg.group_size)  # [kv, n, d] -> [H, n, d]
+@dataclass(frozen=True)
+class Projections:
+    """W_Q, W_K, W_V, W_O as `[in][out]` float64 arrays, or None for the identity."""
 
-    scores = ops.scores(qh, kh, cfg.scale)  # [H, n, n]
-    _check_scores(scores, qh, kh, cfg.scale)
-    mask = ops.causal_mask(n) if cfg.causal else np.zeros((n, n), dtype=bool)  # [n, n]
-    if cfg.failure_mode == "mask_after_softmax":
-        weights = ops.softmax(scores)  # every position, future included
-        weights[:, mask] = 0.0  # rows no longer sum to 1
-    elif cfg.causal:
-        weights = ops.causal_softmax(scores)  # [H, n, n], future weights exactly 0
-    else:
-        weights = ops.softmax(scores)  # [H, n, n]
+    query: np.ndarray | None
+    key: np.ndarray | None
+    value: np.ndarray | None
+    output: np.ndarray | None
 
-    head_outputs = ops.attend(weights, vh, causal=cfg.causal)  # [H, n, n] @ [H, n, d] -> [H, n, d]
-    ordered = head_outputs[::-1] if cfg.failure_mode == "swapped_head_order" else head_outputs
-    concat = ops.merge_heads(ordered)  # [H, n, d] -> [n, d_model]
-    if cfg.failure_mode == "no_output_projection":
-        output = concat
-    else:
-        output = _finite(ops.project(concat, w_o), "the output projection concat @ W_O", w_o)  # [n, d_model]
-    residual = _finite(x + output, "the residual X + output")  # [n, d_model]
+    @classmethod
+    def of(cls, cfg: AttentionConfig, w_q, w_k, w_v, w_o) -> Projections:
+        d, kv = cfg.d_model, cfg.kv_width
+        return cls(
+            as_weight(w_q, (d, d), "projections.query"),
+            as_weight(w_k, (d, kv), "projections.key"),
+            as_weight(w_v, (d, kv), "projections.value"),
+            as_weight(w_o, (d, d), "projections.output"),
+        )
 
-    kv_head = np.arange(cfg.heads) // cfg.group_size  # [H]
-    if cfg.failure_mode == "reuse_first_slice":
-        kv_head = np.zeros(cfg.heads, dtype=np.int64)
+
+def _pipeline(x: np.ndarray, cfg: AttentionConfig, w: Projections, how: Steps) -> AttentionTrace:
+    """The ten steps of the contract (docs/conventions.md), one line each; `how` says how a
+    broken implementation does the steps it gets wrong (failure_modes.py)."""
+    q, k, v = _project(x, w, cfg.kv_width)  # 1. [n, d_model] -> [n, d_model], [n, kv*d_head], [n, kv*d_head]
+    features, kv_features = head_features(cfg, how.split)  # which features each head reads
+    qh, kh, vh = _split(q, features), _split(k, kv_features), _split(v, kv_features)  # 2. -> [H|kv, n, d_head]
+    qh, kh = _rope(qh, cfg.rope), _rope(kh, cfg.rope)  # 3. rotate by position (RoPE only)
+    kh, vh = ops.repeat_kv(kh, cfg.group_size), ops.repeat_kv(vh, cfg.group_size)  # [kv, n, d] -> [H, n, d]
+    scores = _scores(qh, kh, _SCALES[how.scale](cfg))  # 4. Q_h K_h^T * scale: [H, n, n]
+    mask = ops.causal_mask(cfg.n) if cfg.causal else np.zeros((cfg.n, cfg.n), dtype=bool)  # 5. [n, n] future
+    weights = _NORMALISE[_masking(how.mask, cfg.causal)](scores, mask)  # 5-6. mask, then softmax: [H, n, n]
+    head_outputs = ops.attend(weights, vh, causal=_lower_triangular(how.mask, cfg.causal))  # 7. [H, n, d_head]
+    concat = ops.merge_heads(head_outputs[::-1] if how.order == "reversed" else head_outputs)  # 8. [n, d_model]
+    output = concat if how.output == "skip" else _out(concat, w.output)  # 9. concat @ W_O: [n, d_model]
+    residual = finite(x + output, "the residual X + output", "tokens")  # 10. X + output: [n, d_model]
+    kv_head = np.zeros(cfg.heads, dtype=np.int64) if how.split == "first" else np.arange(cfg.heads) // cfg.group_size
     return _frozen(
         AttentionTrace(
             config=cfg,
@@ -159,86 +152,82 @@ def _compute(x, heads, causal, w_q, w_k, w_v, w_o, kv_heads, rope, failure_mode)
     )
 
 
-def head_features(cfg: AttentionConfig) -> tuple[np.ndarray, np.ndarray]:
+def _project(x: np.ndarray, w: Projections, kv_width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Q, K, V; identity projections of finite tokens are finite, so only real matmuls are checked."""
+    q = finite(ops.project(x, w.query), "the query projection X @ W_Q", "projections.query", w.query)
+    k = finite(ops.project(x, w.key, kv_width), "the key projection X @ W_K", "projections.key", w.key)
+    v = finite(ops.project(x, w.value, kv_width), "the value projection X @ W_V", "projections.value", w.value)
+    return q, k, v
+
+
+def _split(m: np.ndarray, features: np.ndarray) -> np.ndarray:
+    """[n, heads*d_head] -> [heads, n, d_head]: a reshape when the slices are contiguous, else a gather."""
+    heads, d_head = features.shape
+    if np.array_equal(features.ravel(), np.arange(heads * d_head)):
+        return ops.split_heads(m, heads)
+    return ops.gather_heads(m, features)
+
+
+def _rope(m: np.ndarray, rope: RopeConfig | None) -> np.ndarray:
+    return m if rope is None else ops.rope(m, rope.style, rope.base)
+
+
+def _scores(q: np.ndarray, k: np.ndarray, scale: float) -> np.ndarray:
+    scores = ops.scores(q, k, scale)  # [H, n, d] @ [H, d, n] -> [H, n, n]
+    check_scores(scores, q, k, scale)
+    return scores
+
+
+def _out(concat: np.ndarray, w_o: np.ndarray | None) -> np.ndarray:
+    return finite(ops.project(concat, w_o), "the output projection concat @ W_O", "projections.output", w_o)
+
+
+_SCALES = {
+    "d_head": lambda cfg: 1.0 / math.sqrt(cfg.d_head),
+    "none": lambda cfg: 1.0,
+    "d_model": lambda cfg: 1.0 / math.sqrt(cfg.d_model),
+}
+
+
+def _masking(mask: str, causal: bool) -> str:
+    """Without a causal mask only the softmax's axis (or a transposition) can still go wrong."""
+    return mask if causal or mask in ("wrong_axis", "transposed") else "before_softmax"
+
+
+def _lower_triangular(mask: str, causal: bool) -> bool:
+    """The weights are zero above the diagonal, so `attend` may skip those blocks."""
+    return causal and mask in ("before_softmax", "after_softmax", "diagonal")
+
+
+def _mask_then_softmax(s: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    return ops.causal_softmax(s) if mask.any() else ops.softmax(s)  # future weights exactly 0
+
+
+def _softmax_then_mask(s: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    weights = ops.softmax(s)  # every position, future included
+    weights[:, mask] = 0.0  # rows no longer sum to 1
+    return weights
+
+
+_NORMALISE = {
+    "before_softmax": _mask_then_softmax,
+    "after_softmax": _softmax_then_mask,
+    "none": lambda s, mask: ops.softmax(s),
+    "diagonal": lambda s, mask: ops.softmax(s, mask | np.eye(mask.shape[0], dtype=bool)),  # row 1 sees nothing: 0s
+    "zero": lambda s, mask: ops.softmax(np.where(mask, 0.0, s)),
+    "wrong_axis": lambda s, mask: np.swapaxes(ops.softmax(np.swapaxes(s, -1, -2), mask.T), -1, -2),
+    "transposed": lambda s, mask: np.swapaxes(_mask_then_softmax(s, mask), -1, -2).copy(),
+}
+
+
+def head_features(cfg: AttentionConfig, split: str = "contiguous") -> tuple[np.ndarray, np.ndarray]:
     """Feature index per query head `[H, d_head]` and per kv head `[kv_heads, d_head]`."""
-    mode = cfg.failure_mode
-    if mode == "reuse_first_slice":
+    if split == "first":
         first = np.arange(cfg.d_head)
         return np.tile(first, (cfg.heads, 1)), np.tile(first, (cfg.kv_heads, 1))
-    if mode == "interleaved_split":
+    if split == "interleaved":
         return ops.interleaved_features(cfg.heads, cfg.d_head), ops.interleaved_features(cfg.kv_heads, cfg.d_head)
     return ops.contiguous_features(cfg.heads, cfg.d_head), ops.contiguous_features(cfg.kv_heads, cfg.d_head)
-
-
-def as_matrix(value, field: str) -> np.ndarray:
-    """A finite 2-D float64 array, or an AttentionInputError naming the field and the cell."""
-    try:
-        raw = np.asarray(value)
-    except ValueError as exc:  # ragged nesting
-        raise AttentionInputError(f"{field} must be a rectangular matrix of numbers ({exc})", field=field) from None
-    if raw.dtype.kind not in "iuf":
-        raise AttentionInputError(
-            f"{field} must be a rectangular matrix of numbers, got elements of type {raw.dtype}", field=field
-        )
-    if raw.ndim != 2 or 0 in raw.shape:
-        raise AttentionInputError(f"{field} must be a non-empty 2-D matrix, got shape {list(raw.shape)}", field=field)
-    matrix = np.array(raw, dtype=np.float64)  # always a copy: the trace freezes it
-    bad = ~np.isfinite(matrix)
-    if bad.any():
-        i, j = (int(a) for a in np.argwhere(bad)[0])
-        raise AttentionInputError(
-            f"{field} row {i + 1}, column {j + 1} (counting from 1) is {matrix[i, j]}; every number must be finite",
-            field=field,
-        )
-    return matrix
-
-
-def as_weight(value, shape: tuple[int, int], field: str) -> np.ndarray | None:
-    if value is None:
-        return None
-    w = as_matrix(value, field)
-    if w.shape != shape:
-        raise AttentionInputError(
-            f"{field} must have shape [{shape[0]}][{shape[1]}] (d_in x d_out, row vectors), "
-            f"got [{w.shape[0]}][{w.shape[1]}]",
-            field=field,
-        )
-    return w
-
-
-def _finite(a: np.ndarray, what: str, weight: object = True) -> np.ndarray:
-    if weight is not None and not np.isfinite(a).all():
-        i, j = (int(t) for t in np.argwhere(~np.isfinite(a))[0])
-        raise AttentionInputError(
-            f"{what} overflowed float64 at row {i + 1}, column {j + 1} (counting from 1); "
-            "the inputs are too large to compute",
-            field="tokens",
-        )
-    return a
-
-
-def _check_scores(scores: np.ndarray, q: np.ndarray, k: np.ndarray, scale: float) -> None:
-    """Cauchy-Schwarz bounds |q_i . k_j| by |q_i| |k_j|: a full scan only when that bound is huge."""
-    if scores.size <= _SCAN_DIRECTLY:
-        bound = np.inf  # small: scanning is cheaper than bounding
-    else:
-        bound = _norm_bound(q, k, scale)
-    if bound < _SAFE_BOUND:
-        return
-    bad = ~np.isfinite(scores)
-    if bad.any():
-        h, i, j = (int(t) for t in np.argwhere(bad)[0])
-        raise AttentionInputError(
-            f"scores overflowed float64 in head {h + 1} at query {i + 1}, key {j + 1} (counting from 1); "
-            "the inputs or projections are too large to compute",
-            field="tokens",
-        )
-
-
-def _norm_bound(q: np.ndarray, k: np.ndarray, scale: float) -> float:
-    with np.errstate(over="ignore"):
-        bound = scale * np.sqrt(np.einsum("hnd,hnd->hn", q, q).max()) * np.sqrt(np.einsum("hnd,hnd->hn", k, k).max())
-    return float(bound) if np.isfinite(bound) else np.inf
 
 
 def _frozen(trace: AttentionTrace) -> AttentionTrace:

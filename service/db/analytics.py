@@ -125,7 +125,7 @@ def timeseries(
     lesson: str | None,
 ) -> list[tuple[str, str | None, int, int]]:
     key = Event.event if group_by == "event" else Event.checkpoint
-    when = bucket_expr(conn.dialect.name, Event.occurred_at, bucket).label("bucket")
+    when = bucket_expr(conn.get_bind().dialect.name, Event.occurred_at, bucket).label("bucket")
     query = select(when, key.label("key"), func.count(), func.count(distinct(Event.learner))).where(
         Event.platform_id == platform_id
     )

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import orjson
 from sqlalchemy import create_engine, event, text
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeout
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
 PING_BUSY_MS = 250
 
@@ -91,35 +91,23 @@ class Database:
 
         return engine
 
-    def session(self) -> Session:
-        """A session for reads (deferred BEGIN on SQLite)."""
-        return sessionmaker(self.engine, expire_on_commit=False)()
-
     @contextmanager
-    def single_read(self) -> Iterator[Connection]:
-        """A connection for one read statement. On PostgreSQL it runs in autocommit, which
-        saves the BEGIN and ROLLBACK round trips (a single statement is its own snapshot)."""
+    def read(self) -> Iterator[Session]:
+        """The one way to read. On PostgreSQL each statement runs in autocommit: its own snapshot,
+        and no BEGIN/ROLLBACK round trips; on SQLite a deferred transaction (WAL readers never wait)."""
         engine = self.engine if self.is_sqlite else self.engine.execution_options(isolation_level="AUTOCOMMIT")
-        with engine.connect() as conn:
-            yield conn
-
-    @property
-    def writer(self) -> Engine:
-        """The engine whose transactions start with `BEGIN IMMEDIATE` on SQLite."""
-        return self.engine.execution_options(sqlite_immediate=True) if self.is_sqlite else self.engine
+        with Session(engine, expire_on_commit=False) as session:
+            yield session
 
     @contextmanager
     def write(self) -> Iterator[Session]:
-        """An ORM write transaction: `BEGIN IMMEDIATE` on SQLite, committed on success, else rolled back."""
-        with self._writers_queue(), Session(self.writer, expire_on_commit=False) as session:
+        """The one way to write: one transaction per user action, committed on success, else rolled
+        back (`BEGIN IMMEDIATE` behind the writers' queue on SQLite). Hot paths run Core statements
+        on `session.connection()` inside it."""
+        writer = self.engine.execution_options(sqlite_immediate=True) if self.is_sqlite else self.engine
+        with self._writers_queue(), Session(writer, expire_on_commit=False) as session:
             with session.begin():
                 yield session
-
-    @contextmanager
-    def transaction(self) -> Iterator[Connection]:
-        """A Core write transaction (the hot paths: no ORM bookkeeping)."""
-        with self._writers_queue(), self.writer.begin() as conn:
-            yield conn
 
     @contextmanager
     def _writers_queue(self) -> Iterator[None]:

@@ -15,14 +15,14 @@ from functools import lru_cache
 from typing import Any
 
 import orjson
-from sqlalchemy import bindparam, case, delete, select
+from sqlalchemy import bindparam, case, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
 from ..lessons import Checkpoint, Lesson
 from .engine import Database
-from .models import CheckpointProgress, ErasedEvent, Event, ExerciseChallenge, ExerciseCheck, LearnerLesson
+from .models import CheckpointProgress, ErasedEvent, Event, LearnerLesson
 
 RETRYABLE_SQLSTATES = {"40001", "40P01"}  # serialization failure, deadlock detected
 MAX_ATTEMPTS = 4
@@ -86,28 +86,26 @@ def _insert(dialect: str, table):
     return (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table)
 
 
+def _earliest_completion_wins(dialect: str):
+    """Insert a completion; on a conflict keep whichever completing event happened first."""
+    progress = CheckpointProgress.__table__
+    upsert = _insert(dialect, progress)
+    earlier = upsert.excluded.completed_at < progress.c.completed_at
+    kept = ("completed_at", "event_id", "seconds_from_start", "verification")
+    return upsert.on_conflict_do_update(
+        index_elements=["platform_id", "learner", "lesson", "checkpoint"],
+        set_={name: case((earlier, upsert.excluded[name]), else_=progress.c[name]) for name in kept},
+    )
+
+
 @lru_cache(maxsize=4)
 def _statements(dialect: str) -> dict[str, Any]:
     """Built once per dialect, executed with parameter lists: compiled once, cached by SQLAlchemy."""
     events = Event.__table__
-    progress = CheckpointProgress.__table__
     insert_events = (
         _insert(dialect, events)
         .on_conflict_do_nothing(index_elements=["platform_id", "event_id"])
         .returning(events.c.event_id)
-    )
-    upsert = _insert(dialect, progress)
-    earlier = upsert.excluded.completed_at < progress.c.completed_at
-    upsert = upsert.on_conflict_do_update(
-        index_elements=["platform_id", "learner", "lesson", "checkpoint"],
-        set_={
-            "completed_at": case((earlier, upsert.excluded.completed_at), else_=progress.c.completed_at),
-            "event_id": case((earlier, upsert.excluded.event_id), else_=progress.c.event_id),
-            "seconds_from_start": case(
-                (earlier, upsert.excluded.seconds_from_start), else_=progress.c.seconds_from_start
-            ),
-            "verification": case((earlier, upsert.excluded.verification), else_=progress.c.verification),
-        },
     )
     visits = LearnerLesson.__table__
     first = _insert(dialect, visits)
@@ -134,7 +132,7 @@ def _statements(dialect: str) -> dict[str, Any]:
     )
     return {
         "insert_events": insert_events,
-        "upsert_progress": upsert,
+        "upsert_progress": _earliest_completion_wins(dialect),
         "upsert_first_visit": first,
         "first_visits": first_visits,
         "tombstones": tombstones,
@@ -154,8 +152,8 @@ def record_events(db: Database, platform_id: int, events: list[NewEvent], lesson
     """Store new events, acknowledge identical replays, reject the whole batch on any conflict."""
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
-            with db.transaction() as conn:
-                return record_events_in(conn, platform_id, events, lessons)
+            with db.write() as session:
+                return record_events_in(session.connection(), platform_id, events, lessons)
         except DBAPIError as exc:
             if getattr(exc.orig, "sqlstate", None) not in RETRYABLE_SQLSTATES or attempt == MAX_ATTEMPTS:
                 raise
@@ -178,8 +176,27 @@ def record_events_in(
     fresh = [e for e in events if e.event_id not in skip]
     if not fresh:
         return result
+    inserted = set(conn.execute(sql["insert_events"], _event_rows(platform_id, fresh, hashes)).scalars())
+    others = [e.event_id for e in fresh if e.event_id not in inserted]
+    if others:
+        stored = dict(conn.execute(sql["stored"], {"platform_id": platform_id, "ids": others}).all())
+        conflicts = sorted(i for i in others if stored.get(i) != hashes[i])
+        if conflicts:
+            raise EventConflict(conflicts)  # leaving the transaction block rolls everything back
+    result.created = [e.event_id for e in fresh if e.event_id in inserted]
+    result.replayed = others
+    new = [e for e in fresh if e.event_id in inserted]
+    first_seen = _first_visits(conn, sql, platform_id, new)
+    completions = _completions(new, lessons)
+    if completions:
+        conn.execute(sql["upsert_progress"], _progress_rows(platform_id, completions, first_seen, lessons))
+        result.completed = sorted(completions)
+    return result
+
+
+def _event_rows(platform_id: int, events: list[NewEvent], hashes: dict[str, str]) -> list[dict[str, Any]]:
     now = dt.datetime.now(dt.UTC)
-    rows = [
+    return [
         {
             "platform_id": platform_id,
             "event_id": e.event_id,
@@ -193,39 +210,29 @@ def record_events_in(
             "stored_at": now,
             "content_hash": hashes[e.event_id],
         }
-        for e in fresh
+        for e in events
     ]
-    inserted = set(conn.execute(sql["insert_events"], rows).scalars())
-    others = [e.event_id for e in fresh if e.event_id not in inserted]
-    if others:
-        stored = dict(conn.execute(sql["stored"], {"platform_id": platform_id, "ids": others}).all())
-        conflicts = sorted(i for i in others if stored.get(i) != hashes[i])
-        if conflicts:
-            raise EventConflict(conflicts)  # leaving the transaction block rolls everything back
-    result.created = [e.event_id for e in fresh if e.event_id in inserted]
-    result.replayed = others
-    new = [e for e in fresh if e.event_id in inserted]
-    first_seen = _first_visits(conn, sql, platform_id, new)
-    completions = _completions(new, lessons)
-    if completions:
-        conn.execute(
-            sql["upsert_progress"],
-            [
-                {
-                    "platform_id": platform_id,
-                    "learner": k[0],
-                    "lesson": k[1],
-                    "checkpoint": k[2],
-                    "completed_at": e.occurred_at,
-                    "event_id": e.event_id,
-                    "seconds_from_start": (e.occurred_at - first_seen[(k[1], k[0])]).total_seconds(),
-                    "verification": verification(lessons[k[1]].checkpoint(k[2]), e.data),
-                }
-                for k, e in completions.items()
-            ],
-        )
-        result.completed = sorted(completions)
-    return result
+
+
+def _progress_rows(
+    platform_id: int,
+    completions: dict[tuple[str, str, str], NewEvent],
+    first_seen: dict[tuple[str, str], dt.datetime],
+    lessons: dict[str, Lesson],
+) -> list[dict[str, Any]]:
+    return [
+        {
+            "platform_id": platform_id,
+            "learner": learner,
+            "lesson": lesson,
+            "checkpoint": checkpoint,
+            "completed_at": e.occurred_at,
+            "event_id": e.event_id,
+            "seconds_from_start": (e.occurred_at - first_seen[(lesson, learner)]).total_seconds(),
+            "verification": verification(lessons[lesson].checkpoint(checkpoint), e.data),
+        }
+        for (learner, lesson, checkpoint), e in completions.items()
+    ]
 
 
 def _first_visits(
@@ -283,38 +290,3 @@ def _completions(events: Iterable[NewEvent], lessons: dict[str, Lesson]) -> dict
         if key not in earliest or e.occurred_at < earliest[key].occurred_at:
             earliest[key] = e
     return earliest
-
-
-def erase_learner(db: Database, platform_id: int, learner: str) -> dict[str, int] | None:
-    """Delete everything about one learner of one platform; None when there was nothing."""
-    with db.write() as session:
-        event_ids = list(
-            session.scalars(select(Event.event_id).where(Event.platform_id == platform_id, Event.learner == learner))
-        )
-        progress = session.execute(
-            delete(CheckpointProgress).where(
-                CheckpointProgress.platform_id == platform_id, CheckpointProgress.learner == learner
-            )
-        ).rowcount
-        checks = session.execute(
-            delete(ExerciseCheck).where(ExerciseCheck.platform_id == platform_id, ExerciseCheck.learner == learner)
-        ).rowcount
-        challenges = session.execute(
-            delete(ExerciseChallenge).where(
-                ExerciseChallenge.platform_id == platform_id, ExerciseChallenge.learner == learner
-            )
-        ).rowcount
-        if not event_ids and not progress and not checks and not challenges:
-            return None
-        session.execute(delete(Event).where(Event.platform_id == platform_id, Event.learner == learner))
-        session.execute(
-            delete(LearnerLesson).where(LearnerLesson.platform_id == platform_id, LearnerLesson.learner == learner)
-        )
-        if event_ids:
-            stones = [{"platform_id": platform_id, "event_hash": tombstone(platform_id, i)} for i in event_ids]
-            session.execute(
-                _insert(session.get_bind().dialect.name, ErasedEvent)
-                .values(stones)
-                .on_conflict_do_nothing(index_elements=["platform_id", "event_hash"])
-            )
-        return {"events": len(event_ids), "checkpoints": progress, "exercise_checks": checks}

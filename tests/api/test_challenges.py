@@ -81,7 +81,7 @@ def test_a_browser_learner_solves_a_fresh_challenge_and_completes_implement(clie
     assert result.json["correct"] is True and result.json["completed"] is True
     assert implement(client, browser)["completed"]
     assert client.get(f"{CHALLENGES}/{body['id']}").json["status"] == "solved"
-    with db.session() as s:
+    with db.read() as s:
         progress = s.scalars(select(CheckpointProgress).where(CheckpointProgress.checkpoint == "implement")).one()
         checks = s.scalars(select(ExerciseCheck)).all()
     assert progress.verification == "verified"
@@ -142,7 +142,7 @@ def test_no_client_may_claim_a_verified_result(client, acme, key):
 def test_a_platform_may_still_report_its_own_autograder_and_it_is_marked_reported(client, db, acme):
     assert client.post("/api/v1/events", json=completed("implement", learner="ada"), headers=acme).status_code == 201
     assert implement(client, "ada", acme)["completed"]
-    with db.session() as s:
+    with db.read() as s:
         assert s.scalars(select(CheckpointProgress.verification)).one() == "reported"
 
 
@@ -197,7 +197,7 @@ def test_malformed_answers_are_422_and_record_nothing(client, db, browser, mangl
     response = client.post(body["answers_url"], json={"answers": mangle(reference_answers(body["cases"]))})
     assert response.status_code == 422, response.json
     assert field in response.json["errors"], response.json
-    with db.session() as s:
+    with db.read() as s:
         assert s.scalars(select(ExerciseCheck)).all() == []
         assert s.get(ExerciseChallenge, body["id"]).attempts == 0
 
@@ -211,7 +211,7 @@ def test_unknown_challenge_ids_are_404(client, bad):
 def test_erasing_a_learner_removes_their_challenges(client, db, browser):
     client.post(CHALLENGES, json={})
     assert client.delete(f"/api/v1/learners/{browser}").status_code in (200, 204)
-    with db.session() as s:
+    with db.read() as s:
         assert s.scalars(select(ExerciseChallenge)).all() == []
 
 

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.databases
 
 
 def count_events(db) -> int:
-    with db.session() as s:
+    with db.read() as s:
         return s.scalar(select(func.count()).select_from(Event))
 
 
@@ -181,7 +181,7 @@ def test_the_earliest_completion_wins_even_when_it_arrives_later(client, db, acm
     client.post("/api/v1/events", json=completed("predict", occurred_at=at(5)), headers=acme)
     client.post("/api/v1/events", json=completed("predict", occurred_at=at(30)), headers=acme)  # offline, older
     client.post("/api/v1/events", json=completed("predict", occurred_at=at(1)), headers=acme)
-    with db.session() as s:
+    with db.read() as s:
         rows = s.scalars(select(CheckpointProgress)).all()
     assert len(rows) == 1
     completed_at = progress(client, acme)["predict"]["completed_at"]

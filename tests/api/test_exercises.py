@@ -72,7 +72,7 @@ def test_a_platform_learners_checks_are_recorded_but_never_complete_implement(cl
     assert right["correct"] and right["recorded"]
     progress = client.get(f"/api/v1/learners/ada/progress?lesson={LESSON}", headers=acme).json
     assert not next(c for c in progress["lessons"][0]["checkpoints"] if c["id"] == "implement")["completed"]
-    with db.session() as s:
+    with db.read() as s:
         rows = s.scalars(select(ExerciseCheck).order_by(ExerciseCheck.id)).all()
     assert [(r.learner, r.correct, r.diagnosis) for r in rows] == [("ada", False, "no_scaling"), ("ada", True, None)]
 
@@ -83,7 +83,7 @@ def test_a_browser_learners_check_is_their_own(client, db):
     assert client.post(CHECK, json=body()).json["recorded"] is True
     assert client.post(CHECK, json=body(learner="web-someone-else")).status_code == 403
     assert client.get(f"/api/v1/learners/{learner}/events").json["events"] == []
-    with db.session() as s:
+    with db.read() as s:
         assert [r.learner for r in s.scalars(select(ExerciseCheck))] == [learner]
 
 

@@ -1,8 +1,8 @@
-"""Progress, paginated events, lessons, erasure and the replay policy for erased ids."""
+"""Progress, paginated events, erasure and the replay policy for erased ids."""
 
 import pytest
 
-from .helpers import LESSON, completed, event
+from .helpers import completed, event
 
 pytestmark = pytest.mark.databases
 
@@ -61,22 +61,3 @@ def test_erasure_removes_events_progress_and_checks_and_replays_are_not_stored(c
     assert client.get("/api/v1/learners/learner-1/events", headers=acme).status_code == 404
     fresh = client.post("/api/v1/events", json=event(), headers=acme)  # a new id starts a new record
     assert fresh.status_code == 201
-
-
-def test_lessons_list_and_detail(client):
-    lessons = client.get("/api/v1/lessons").json["lessons"]
-    assert [lesson["id"] for lesson in lessons] == [LESSON]
-    detail = client.get(f"/api/v1/lessons/{LESSON}").json
-    assert detail["objectives"] and detail["prerequisites"]
-    assert {b["kind"] for b in detail["blocks"]} == {
-        "predict",
-        "answer",
-        "explorable",
-        "exercise",
-        "explain",
-        "self-check",
-    }
-    assert detail["html"].startswith("<h1>")
-    rules = {c["id"]: c for c in detail["checkpoints"]}
-    assert rules["experiment"]["on"] == {"event": "parameter-changed", "instance_id": "multi-head-workbench"}
-    assert client.get("/api/v1/lessons/nope").status_code == 404

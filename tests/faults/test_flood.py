@@ -61,17 +61,21 @@ def _flood(url: str, hang_up: bool, flooding, stop, inflight) -> int:
         if not flooding.wait(0.1):
             continue
         inflight[os.getpid()] = True
-        connection.request("POST", parts.path, body=payload, headers=headers)
-        response = connection.getresponse()
-        computed += response.status == 200
-        if hang_up:
-            connection.close()  # reconnects on the next request
-        else:
-            started, received = time.monotonic(), 0
-            while got := response.readinto(buffer):
-                received += got
-                time.sleep(max(0.0, received / rate - (time.monotonic() - started)))
-        inflight[os.getpid()] = False
+        try:
+            connection.request("POST", parts.path, body=payload, headers=headers)
+            response = connection.getresponse()
+            computed += response.status == 200
+            if hang_up:
+                connection.close()  # reconnects on the next request
+            else:
+                started, received = time.monotonic(), 0
+                while got := response.readinto(buffer):
+                    received += got
+                    time.sleep(max(0.0, received / rate - (time.monotonic() - started)))
+        except (OSError, http.client.HTTPException):
+            connection.close()  # the server closed an idle keep-alive connection between rounds: reconnect
+        finally:
+            inflight[os.getpid()] = False
     return computed
 
 
@@ -131,7 +135,9 @@ def test_a_compute_flood_keeps_ingestion_p99_within_twice_idle(database_url):
             while len(inflight) < FLOOD_CLIENTS:  # the clients have started: their imports are not idle time
                 time.sleep(0.05)
             for _ in range(ROUNDS):
+                drained_by = time.monotonic() + 150
                 while any(inflight.values()):  # the last flood requests drain
+                    assert time.monotonic() < drained_by, "a flood request never finished"
                     time.sleep(0.05)
                 time.sleep(0.5)
                 idle += _latencies(session, events_url, token, SAMPLES)

@@ -38,7 +38,7 @@ async function show(key) {
     barChart({ id: "parameters", title: "Workbench parameters changed", valueLabel: "changes",
       rows: parameters.parameters.map((p) => ({ label: p.description, value: p.times, note: p.learners === null ? "" : `${p.learners} learners` })) }),
     barChart({ id: "mistakes", title: "Mistakes found by the exercise checker", valueLabel: "checks",
-      rows: mistakes.mistakes.map((m) => ({ label: m.id, value: m.times, note: m.learners === null ? "" : `${m.learners} learners` })) }),
+      rows: mistakes.mistakes.map((m) => ({ label: m.name || m.id, value: m.times, note: m.learners === null ? "" : `${m.learners} learners` })) }),
     el("p", { class: "note", text: `Groups of fewer than ${funnel.k} learners are suppressed.` }),
   );
   $("status").textContent = "";

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, pre_load, validate
 
-from ..compute import FAILURE_MODES, ROPE_STYLES
+from ...compute import FAILURE_MODES, ROPE_STYLES
+from ..strict_input import check_compute_caps
+from ..traces import INCLUDE_CHOICES
 from .fields import Matrix, SafeString, StrictBoolean, StrictFloat, StrictInteger
-from .limits import check_compute_caps
-from .serialize import INCLUDE_CHOICES
 
 
 class ProjectionsSchema(Schema):

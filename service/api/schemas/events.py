@@ -8,8 +8,8 @@ import orjson
 from flask import current_app
 from marshmallow import Schema, ValidationError, fields, post_load, pre_load, validate
 
+from ..problems import Problem
 from .fields import SafeString, UTCDateTime
-from .problems import Problem
 
 EVENT_KINDS = ("started", "attempted", "completed", "parameter-changed")
 SERVER_OWNED = ("stored_at", "platform", "platform_id", "content_hash", "seq", "status")
@@ -168,88 +168,3 @@ class EventPageSchema(Schema):
 class PageArgsSchema(Schema):
     limit = fields.Integer(load_default=100, validate=validate.Range(1, 1000))  # query strings: "3" is 3
     cursor = SafeString(load_default=None, validate=validate.Length(1, 64))
-
-
-class ProgressArgsSchema(Schema):
-    lesson = SafeString(load_default=None, validate=name(64))
-
-
-class CheckpointStateSchema(Schema):
-    id = fields.String()
-    title = fields.String()
-    completed = fields.Boolean()
-    completed_at = fields.DateTime(allow_none=True)
-    verification = fields.String(
-        allow_none=True, metadata={"description": "test checkpoints: verified (challenge) or reported (platform)"}
-    )
-    response = fields.String(
-        allow_none=True,
-        metadata={"description": "text checkpoints: the learner's latest recorded text (their own words)"},
-    )
-
-
-class LessonProgressSchema(Schema):
-    lesson = fields.String()
-    title = fields.String()
-    completed = fields.Integer()
-    total = fields.Integer()
-    checkpoints = fields.List(fields.Nested(CheckpointStateSchema))
-
-
-class ProgressSchema(Schema):
-    learner = fields.String()
-    lessons = fields.List(fields.Nested(LessonProgressSchema))
-
-
-class ErasureSchema(Schema):
-    learner = fields.String()
-    erased = fields.Dict(keys=fields.String(), values=fields.Integer())
-    replays = fields.String(metadata={"description": "what happens to later replays of the erased event ids"})
-
-
-class SessionSchema(Schema):
-    learner = fields.String()
-    platform = fields.String()
-
-
-class CheckpointRuleSchema(Schema):
-    id = fields.String()
-    title = fields.String()
-    completion = fields.String()
-    on = fields.Dict()
-    requires = fields.String(allow_none=True)
-
-
-class LessonSummarySchema(Schema):
-    id = fields.String()
-    title = fields.String()
-    order = fields.Integer()
-    summary = fields.String()
-    objectives = fields.List(fields.String())
-    prerequisites = fields.List(fields.String())
-    checkpoints = fields.List(fields.Nested(CheckpointRuleSchema))
-
-
-class LessonListSchema(Schema):
-    lessons = fields.List(fields.Nested(LessonSummarySchema))
-
-
-class BlockSchema(Schema):
-    class Meta:
-        unknown = "include"
-
-    kind = fields.String()
-    markdown = fields.String()
-    html = fields.String()
-    questions = fields.List(fields.String())
-
-
-class LessonSchema(LessonSummarySchema):
-    markdown = fields.String()
-    html = fields.String()
-    blocks = fields.List(
-        fields.Dict(),
-        metadata={
-            "description": "predict, answer, explorable, exercise, explain, self-check blocks with their attributes"
-        },
-    )

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from .config import ConfigError, Settings
+from ..config import ConfigError, Settings
 
 
 def _settings() -> Settings:
@@ -30,7 +30,7 @@ def serve(host: str | None, port: int | None, workers: int, migrate: bool) -> No
     """Serve the API and the front end with gunicorn."""
     from gunicorn.app.base import BaseApplication
 
-    from .app import create_app
+    from ..app import create_app
 
     settings = _settings()
     host = host or settings.host
@@ -71,7 +71,7 @@ def db_upgrade(revision: str) -> None:
 @db.command("current")
 def db_current() -> None:
     """Print the applied revision."""
-    from .db.migrate import current
+    from ..db.migrate import current
 
     click.echo(current(_settings().database_url) or "(empty database)")
 
@@ -82,7 +82,7 @@ def keys() -> None:
 
 
 def _database():
-    from .db import Database
+    from ..db import Database
 
     settings = _settings()
     return Database(settings.database_url, settings.sqlite_busy_timeout_ms)
@@ -99,8 +99,8 @@ def _database():
 @click.option("--label", default="", help="A note to recognise the key by.")
 def keys_create(platform_name: str, scopes: str, label: str) -> None:
     """Make a key for a platform; the key alone is printed on the last line."""
-    from .db.platforms import create_key
-    from .identity import parse_scopes
+    from ..db.platforms import create_key
+    from ..identity import parse_scopes
 
     try:
         scope_set = parse_scopes(scopes)
@@ -118,9 +118,9 @@ def keys_create(platform_name: str, scopes: str, label: str) -> None:
 @keys.command("list")
 def keys_list() -> None:
     """Every key: prefix, platform, scopes, created, revoked."""
-    from .db.platforms import list_keys
+    from ..db.platforms import list_keys
 
-    with _database().session() as session:
+    with _database().read() as session:
         rows = list_keys(session)
     click.echo(f"{'prefix':10} {'platform':20} {'scopes':50} {'created':20} revoked")
     for key, platform in rows:
@@ -135,7 +135,7 @@ def keys_list() -> None:
 @click.argument("prefix")
 def keys_revoke(prefix: str) -> None:
     """Revoke the key with this prefix (the 8 characters after 'wb_')."""
-    from .db.platforms import revoke_key
+    from ..db.platforms import revoke_key
 
     with _database().write() as session:
         key = revoke_key(session, prefix)
@@ -150,8 +150,8 @@ def keys_revoke(prefix: str) -> None:
 @click.option("--platform", "platform_name", default="demo", show_default=True)
 def demo_data(learners: int, seed: int, platform_name: str) -> None:
     """Store a synthetic cohort for demos and benchmarks (idempotent per seed)."""
-    from .demo import load
-    from .lessons import load_lessons
+    from ..demo import load
+    from ..lessons import load_lessons
 
     settings = _settings()
     lessons = load_lessons(settings.content_dir)
@@ -175,7 +175,7 @@ def xapi_group() -> None:
 @click.option("--password", required=True, prompt=True, hide_input=True)
 def xapi_configure(platform_name: str, endpoint: str, username: str, password: str) -> None:
     """Set where a platform's statements are forwarded (Basic auth)."""
-    from .xapi_forward import configure
+    from ..xapi_forward import configure
 
     try:
         configure(_database(), platform_name, endpoint, username, password)
@@ -192,8 +192,8 @@ def xapi_forward(loop: bool, interval: float, batch: int) -> None:
     """Send every platform's new statements to its LRS."""
     import time
 
-    from .lessons import load_lessons
-    from .xapi_forward import forward_once
+    from ..lessons import load_lessons
+    from ..xapi_forward import forward_once
 
     settings = _settings()
     db = _database()
@@ -218,166 +218,14 @@ def xapi_forward(loop: bool, interval: float, batch: int) -> None:
 @xapi_group.command("status")
 def xapi_status() -> None:
     """Statements waiting to be forwarded, per platform."""
-    from .xapi_forward import backlog
+    from ..xapi_forward import backlog
 
     for platform, count in sorted(backlog(_database()).items()):
         click.echo(f"{platform}: {count} waiting")
 
 
-@main.group()
-def exercise() -> None:
-    """The lesson's exercise."""
-
-
-@exercise.command("check")
-@click.argument(
-    "path", default="exercises/multi-head-attention/starter.py", type=click.Path(exists=True, dir_okay=False)
-)
-def exercise_check(path: str) -> None:
-    """Run PATH's multi_head_attention on several cases and name any known mistake."""
-    import numpy as np
-
-    from .compute.challenge import describe, new_cases
-    from .compute.diagnose import diagnose
-    from .learner_code import LearnerCodeError
-
-    workbench = [[1.0, 0.5, -0.5, 1.0], [0.2, 1.0, 1.5, -0.3], [-1.0, 0.3, 0.8, 0.6]]
-    cases = [
-        {"tokens": workbench, "heads": 2, "causal": True},
-        {"tokens": workbench, "heads": 2, "causal": False},
-        *new_cases(np.random.default_rng(7)),  # fixed seed: the same cases on every run
-    ]
-    function = _learner_function(path)
-    failures = 0
-    for case in cases:
-        title = describe(case)
-        try:
-            verdict = diagnose(
-                case["tokens"],
-                case["heads"],
-                case["causal"],
-                _learner_outputs(function, case),
-                output_projection=case.get("output_projection"),
-            )
-        except LearnerCodeError as exc:
-            failures += 1
-            click.echo(f"✗ {title}: {exc}")
-            continue
-        failures += not verdict.correct
-        mark = "✓" if verdict.correct else "✗"
-        named = f" [{', '.join(verdict.mistakes)}]" if verdict.mistakes else ""
-        click.echo(f"{mark} {title}:{named} {verdict.message}")
-    click.echo(f"{len(cases) - failures} of {len(cases)} cases correct")
-    sys.exit(1 if failures else 0)
-
-
-@exercise.command("submit")
-@click.argument("path", type=click.Path(exists=True, dir_okay=False))
-@click.option(
-    "--challenge",
-    "source",
-    required=True,
-    help="the challenge's URL (the lesson page shows the whole command) or a challenge JSON file",
-)
-@click.option("--print", "print_only", is_flag=True, help="print the answers as JSON (for the lesson's paste box)")
-def exercise_submit(path: str, source: str, print_only: bool) -> None:
-    """Answer a challenge with PATH's multi_head_attention; the server checks the numbers."""
-    import json
-
-    from .learner_code import LearnerCodeError, to_json
-
-    challenge = _read_challenge(source)
-    function = _learner_function(path)
-    answers = []
-    for i, case in enumerate(challenge["cases"]):
-        try:
-            outputs = _learner_outputs(function, case)
-        except LearnerCodeError as exc:
-            raise click.ClickException(f"case {i + 1}: {exc}") from None
-        missing = {"weights", "head_outputs", "concatenated", "output"} - set(outputs)
-        if missing:
-            raise click.ClickException(f"case {i + 1}: the result is missing {sorted(missing)}")
-        answers.append({part: to_json(values) for part, values in outputs.items()})
-    body = {"challenge": challenge["id"], "answers": answers}
-    if print_only:
-        click.echo(json.dumps(body, separators=(",", ":")))
-        return
-    result = _post_answers(challenge["answers_url"], {"answers": answers})
-    for case in result["cases"]:
-        mark = "✓" if case["correct"] else "✗"
-        named = f" [{', '.join(case['mistakes'])}]" if case["mistakes"] else ""
-        click.echo(f"{mark} case {case['case']}:{named} {case['message']}")
-    click.echo(result["message"])
-    if result["correct"]:
-        click.echo("The implement checkpoint is complete: the lesson page shows it.")
-    sys.exit(0 if result["correct"] else 1)
-
-
-def _learner_function(path: str):
-    from .learner_code import LearnerCodeError, load
-
-    try:
-        return load(path)
-    except LearnerCodeError as exc:
-        raise click.ClickException(str(exc)) from None
-
-
-def _learner_outputs(function, case):
-    from .learner_code import run
-
-    return run(function, case)
-
-
-def _read_challenge(source: str) -> dict:
-    import json
-
-    import requests
-
-    if source.startswith(("http://", "https://")):
-        try:
-            response = requests.get(source, headers={"Accept": "application/json"}, timeout=30)
-        except requests.RequestException as exc:
-            raise click.ClickException(f"could not reach {source}: {exc}") from None
-        if response.status_code != 200:
-            raise click.ClickException(f"{source} answered {response.status_code}: {_problem_detail(response)}")
-        challenge = response.json()
-    else:
-        try:
-            challenge = json.loads(open(source, encoding="utf-8").read())
-        except (OSError, ValueError) as exc:
-            raise click.ClickException(f"could not read the challenge from {source}: {exc}") from None
-    if challenge.get("status") == "solved":
-        raise click.ClickException("this challenge is already solved; ask the lesson page for a new one")
-    if challenge.get("status") == "expired":
-        raise click.ClickException("this challenge has expired; ask the lesson page for a new one")
-    if not isinstance(challenge.get("cases"), list) or "answers_url" not in challenge:
-        raise click.ClickException(f"{source} is not a challenge (no cases or answers_url)")
-    return challenge
-
-
-def _post_answers(url: str, body: dict) -> dict:
-    import requests
-
-    try:
-        response = requests.post(url, json=body, headers={"Accept": "application/json"}, timeout=30)
-    except requests.RequestException as exc:
-        raise click.ClickException(
-            f"could not reach {url}: {exc}. Run again with --print and paste the output into the lesson page."
-        ) from None
-    if response.status_code != 200:
-        raise click.ClickException(f"the server answered {response.status_code}: {_problem_detail(response)}")
-    return response.json()
-
-
-def _problem_detail(response) -> str:
-    try:
-        return response.json().get("detail", response.text[:200])
-    except ValueError:
-        return response.text[:200]
-
-
 def _upgrade(settings: Settings, revision: str = "head") -> None:
-    from .db.migrate import upgrade
+    from ..db.migrate import upgrade
 
     upgrade(settings.database_url, revision)
 
@@ -388,6 +236,10 @@ def _redact(url: str) -> str:
         return f"{scheme}://***@{rest.split('@', 1)[1]}"
     return url
 
+
+from .exercise import exercise  # noqa: E402  (registered after `main` exists)
+
+main.add_command(exercise)
 
 if __name__ == "__main__":
     main()

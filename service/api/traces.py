@@ -1,4 +1,6 @@
-"""An `AttentionTrace` as the JSON the API returns (numpy arrays go straight to orjson)."""
+"""Traces for the API: a request's arguments computed by the engine, and the JSON returned
+(numpy arrays go straight to orjson). Shared by the attention views and the background path
+that computes large traces (heavy.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +9,10 @@ from typing import Any
 import numpy as np
 import orjson
 
-from ..compute import AttentionTrace
+from ..compute import AttentionInputError, AttentionTrace, multi_head_attention
 from ..compute.conventions import conventions
+from ..compute.failure_modes import REGISTRY
+from .problems import Problem
 
 HEAD_PARTS = ("query", "key", "value", "scores", "masked_scores", "weights", "output", "summary")
 TOP_PARTS = ("concat", "output", "residual")
@@ -91,3 +95,53 @@ def _normalise(include: set[str] | None) -> dict[str, set[str]]:
     # "output" alone is the top-level output, "heads.output" the per-head one.
     heads |= {p for p in include if p in HEAD_PARTS and p not in TOP_PARTS}
     return {"heads": heads, "top": top}
+
+
+def compute(args: dict[str, Any], failure_mode: str | None) -> AttentionTrace:
+    projections = args.get("projections") or {}
+    rope = args.get("rope")
+    try:
+        return multi_head_attention(
+            args["tokens"],
+            args["heads"],
+            causal=args.get("causal", True),
+            w_q=projections.get("query"),
+            w_k=projections.get("key"),
+            w_v=projections.get("value"),
+            w_o=projections.get("output"),
+            kv_heads=args.get("kv_heads"),
+            rope=None if rope is None else {"style": rope["style"], "base": rope.get("base", 10000.0)},
+            failure_mode=failure_mode,
+        )
+    except AttentionInputError as exc:
+        field = exc.field or "tokens"
+        raise Problem(422, str(exc), errors={field: [str(exc)]}, slug="invalid-attention-input") from None
+
+
+def trace_body(args: dict[str, Any], failure_mode: str | None) -> dict:
+    trace = compute(args, failure_mode)
+    return trace_json(trace, set(args.get("include") or ()), args.get("precision"))
+
+
+def compare_body(args: dict[str, Any]) -> dict:
+    mode = args["failure_mode"]
+    correct = compute(args, None)
+    broken = compute(args, mode)
+    include = set(args.get("include") or ())
+    precision = args.get("precision")
+    diffs = {
+        "weights": broken.weights - correct.weights,
+        "head_outputs": broken.head_outputs - correct.head_outputs,
+        "concat": broken.concat - correct.concat,
+        "output": broken.output - correct.output,
+        "residual": broken.residual - correct.residual,
+    }
+    max_abs = {name: float(np.abs(d).max()) for name, d in diffs.items()}
+    if precision is not None:
+        diffs = {name: np.round(d, precision) + 0.0 for name, d in diffs.items()}
+    return {
+        "failure_mode": {"id": mode, "name": REGISTRY[mode].name, "description": REGISTRY[mode].description},
+        "correct": trace_json(correct, include, precision),
+        "broken": trace_json(broken, include, precision),
+        "differences": {**diffs, "max_abs": max_abs},
+    }

@@ -9,10 +9,9 @@ import flask_smorest
 import marshmallow as ma
 from flask_smorest.utils import prepare_response
 
-from .body import StrictParser
-from .errors import http_problem
-from .fields import Matrix
-from .problems import PROBLEM_MIMETYPE
+from .problems import PROBLEM_MIMETYPE, http_problem
+from .schemas.fields import Matrix
+from .strict_input import StrictParser
 
 
 class ProblemSchema(ma.Schema):

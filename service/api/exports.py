@@ -1,0 +1,119 @@
+"""`GET /analytics/events/export`: every event of a platform once, streamed (NDJSON or CSV) in
+(stored time, id) order, resumable from any row's cursor."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+from typing import Any
+
+import orjson
+from flask import Response, current_app, stream_with_context
+from flask.views import MethodView
+
+from ..db import analytics as q
+from ..db.progress import event_json
+from . import cursors
+from .auth import current_principal
+from .schemas.analytics import ExportArgs
+from .smorest import Blueprint
+
+blp = Blueprint(
+    "exports",
+    __name__,
+    url_prefix="/api/v1/analytics",
+    description="Every event of a platform's own learners, streamed and resumable (scope analytics:read).",
+)
+AUTH_ERRORS = (401, 403, 429, 503)
+
+EXPORT_FIELDS = (
+    "id",
+    "learner",
+    "lesson",
+    "checkpoint",
+    "event",
+    "instance_id",
+    "data",
+    "occurred_at",
+    "stored_at",
+    "cursor",
+)
+
+
+PAGE = 2000
+
+
+@blp.route("/events/export")
+class Export(MethodView):
+    @blp.arguments(ExportArgs(), location="query")
+    @blp.response(200, content_type="application/x-ndjson", description="One event per line (or CSV rows)")
+    @blp.problems(400, 422, *AUTH_ERRORS)
+    def get(self, args):
+        """Every event of the platform once, streamed in (stored time, id) order, resumable"""
+        principal = current_principal("analytics:read", allow_web=False)
+        after = _decode_row(args["after"]) if args["after"] else None
+        settle = current_app.extensions["settings"].export_settle_seconds
+        through = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=settle)
+        db = current_app.extensions["db"]
+        csv_format = args["format"] == "csv"
+
+        def rows():
+            cursor, left = after, args["limit"]
+            if csv_format:
+                yield _csv_line(EXPORT_FIELDS)
+            while left is None or left > 0:
+                size = PAGE if left is None else min(PAGE, left)
+                with db.read() as conn:
+                    batch = q.export_page(conn, principal.platform_id, cursor, through, size)
+                for row in batch:
+                    record = _export_record(row)
+                    yield (
+                        _csv_line(
+                            [record[f] if f != "data" else orjson.dumps(record[f]).decode() for f in EXPORT_FIELDS]
+                        )
+                        if csv_format
+                        else orjson.dumps(record) + b"\n"
+                    )
+                if len(batch) < size:
+                    return
+                cursor = (batch[-1].stored_at, batch[-1].id)
+                if left is not None:
+                    left -= len(batch)
+
+        mimetype = "text/csv" if csv_format else "application/x-ndjson"
+        return Response(
+            stream_with_context(rows()),
+            mimetype=mimetype,
+            headers={
+                "X-Consistent-Through": through.isoformat(timespec="milliseconds"),
+                "Content-Disposition": f"attachment; filename=events.{'csv' if csv_format else 'ndjson'}",
+            },
+        )
+
+
+def _export_record(row: Any) -> dict[str, Any]:
+    """The learner-events shape, with text timestamps (CSV needs them) and the row's resume cursor."""
+    record = event_json(row)
+    record["occurred_at"] = row.occurred_at.isoformat()
+    record["stored_at"] = row.stored_at.isoformat()
+    record["cursor"] = cursors.encode(f"{row.stored_at.isoformat()}|{row.id}")
+    return record
+
+
+def _csv_line(values) -> bytes:
+    buffer = io.StringIO()
+    csv.writer(buffer).writerow(["" if v is None else v for v in values])
+    return buffer.getvalue().encode()
+
+
+def _decode_row(cursor: str) -> tuple[dt.datetime, int]:
+    text = cursors.decode(cursor, "after")
+    try:
+        stored, row = text.split("|")
+        when = dt.datetime.fromisoformat(stored)
+        if when.tzinfo is None:
+            raise ValueError
+        return when, int(row)
+    except ValueError:
+        raise cursors.invalid("after") from None

@@ -1,0 +1,120 @@
+"""Schemas of the analytics endpoints (every count over fewer than k learners is null)."""
+
+from __future__ import annotations
+
+from marshmallow import Schema, fields, validate
+
+from ...db import analytics as q
+from .events import name
+from .fields import SafeString, UTCDateTime
+
+
+class Suppression(Schema):
+    k = fields.Integer(metadata={"description": "groups of fewer learners are suppressed (null)"})
+
+
+class FunnelStepSchema(Schema):
+    checkpoint = fields.String()
+    title = fields.String()
+    learners = fields.Integer(allow_none=True)
+    share_of_previous = fields.Float(
+        allow_none=True,
+        metadata={"description": "of the learners who completed the previous step, the share who completed this one"},
+    )
+    suppressed = fields.Boolean()
+    verified = fields.Integer(
+        allow_none=True,
+        metadata={"description": "test checkpoints: learners whose numbers the server checked (null: under k)"},
+    )
+    reported = fields.Integer(
+        allow_none=True,
+        metadata={"description": "test checkpoints: learners whose platform reported passing tests (null: under k)"},
+    )
+
+
+class FunnelSchema(Suppression):
+    lesson = fields.String()
+    started = fields.Integer(allow_none=True)
+    steps = fields.List(fields.Nested(FunnelStepSchema))
+
+
+class DurationSchema(Schema):
+    checkpoint = fields.String()
+    learners = fields.Integer(allow_none=True)
+    median_seconds = fields.Float(allow_none=True)
+    p90_seconds = fields.Float(allow_none=True)
+    suppressed = fields.Boolean()
+
+
+class DurationsSchema(Suppression):
+    lesson = fields.String()
+    measured_from = fields.String()
+    checkpoints = fields.List(fields.Nested(DurationSchema))
+
+
+class TimeseriesArgs(Schema):
+    bucket = SafeString(load_default="day", validate=validate.OneOf(q.BUCKETS))
+    group_by = SafeString(load_default="event", validate=validate.OneOf(("event", "checkpoint")))
+    from_ = UTCDateTime(data_key="from", load_default=None)
+    to = UTCDateTime(load_default=None)
+    lesson = SafeString(load_default=None, validate=name(64))
+
+
+class TimeseriesRowSchema(Schema):
+    bucket = fields.String(metadata={"description": "bucket start, UTC"})
+    key = fields.String(allow_none=True)
+    events = fields.Integer(allow_none=True)
+    learners = fields.Integer(allow_none=True)
+    suppressed = fields.Boolean()
+
+
+class TimeseriesSchema(Suppression):
+    bucket = fields.String()
+    group_by = fields.String()
+    rows = fields.List(fields.Nested(TimeseriesRowSchema))
+
+
+class CountRowSchema(Schema):
+    id = fields.String()
+    name = fields.String(metadata={"description": "mistakes: the short name from GET /api/v1/failure-modes"})
+    description = fields.String()
+    times = fields.Integer(allow_none=True)
+    learners = fields.Integer(allow_none=True)
+    suppressed = fields.Boolean()
+
+
+class ParametersSchema(Suppression):
+    lesson = fields.String()
+    parameters = fields.List(fields.Nested(CountRowSchema))
+    token_cells = fields.List(fields.Dict(), metadata={"description": "which token dimensions were edited"})
+
+
+class MistakeCountsSchema(Suppression):
+    lesson = fields.String()
+    mistakes = fields.List(fields.Nested(CountRowSchema))
+
+
+class LearnersArgs(Schema):
+    lesson = SafeString(required=True, validate=name(64))
+    limit = fields.Integer(load_default=100, validate=validate.Range(1, 1000))
+    cursor = SafeString(load_default=None, validate=validate.Length(1, 512))
+
+
+class LearnerRowSchema(Schema):
+    learner = fields.String()
+    started_at = fields.DateTime()
+    completed = fields.Dict(keys=fields.String(), values=fields.DateTime())
+
+
+class LearnersSchema(Schema):
+    lesson = fields.String()
+    learners = fields.List(fields.Nested(LearnerRowSchema))
+    next = fields.String(allow_none=True)
+
+
+class ExportArgs(Schema):
+    format = SafeString(load_default="ndjson", validate=validate.OneOf(("ndjson", "csv")))
+    after = SafeString(
+        load_default=None, validate=validate.Length(1, 512), metadata={"description": "resume after this row's cursor"}
+    )
+    limit = fields.Integer(load_default=None, validate=validate.Range(1, 10_000_000))

@@ -1,0 +1,179 @@
+"""Schemas of the exercise: checks of one output, and challenges with their answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from marshmallow import Schema, ValidationError, fields, pre_load, validate
+
+from ..problems import Problem
+from .events import name
+from .fields import Matrix, SafeString, StrictBoolean, StrictInteger, parse_matrix
+
+MAX_N, MAX_D = 32, 64  # exercise-sized cases
+MAX_ANSWER_CELLS = 4096  # challenge cases are at most 6 tokens x 8: generous, still tiny
+
+
+class Tensor3(fields.Field):
+    """[a][b][c] numbers: a list of equal-shape matrices."""
+
+    def _deserialize(self, value, attr, data, **kwargs) -> np.ndarray:
+        if not isinstance(value, list) or not value:
+            raise ValidationError("must be a non-empty list of matrices")
+        matrices = []
+        for i, item in enumerate(value):
+            try:
+                matrices.append(parse_matrix(item))
+            except ValidationError as exc:
+                raise ValidationError(f"matrix {i + 1} (counting from 1): {exc.messages[0]}") from None
+        if len({m.shape for m in matrices}) != 1:
+            raise ValidationError("every matrix must have the same shape")
+        return np.stack(matrices)
+
+
+class CaseSchema(Schema):
+    tokens = Matrix(required=True)
+    heads = StrictInteger(required=True, validate=validate.Range(min=1, max=MAX_D))
+    causal = StrictBoolean(load_default=True)
+
+
+class OutputSchema(Schema):
+    weights = Tensor3(metadata={"description": "[H][n][n]"})
+    head_outputs = Tensor3(metadata={"description": "[H][n][d_head]"})
+    concatenated = Matrix(metadata={"description": "[n][d_model]"})
+
+
+class CheckSchema(Schema):
+    case = fields.Nested(CaseSchema, required=True)
+    output = fields.Nested(OutputSchema, required=True)
+    learner = SafeString(
+        validate=name(128),
+        metadata={"description": "platform keys: whose check this is (browser sessions: always the session's learner)"},
+    )
+
+    @pre_load
+    def _small_cases_only(self, data, **kwargs):
+        tokens = (
+            data.get("case", {}).get("tokens")
+            if isinstance(data, dict) and isinstance(data.get("case"), dict)
+            else None
+        )
+        if isinstance(tokens, list) and (
+            len(tokens) > MAX_N or (tokens and isinstance(tokens[0], list) and len(tokens[0]) > MAX_D)
+        ):
+            raise Problem(
+                413,
+                f"exercise cases are at most {MAX_N} tokens of width {MAX_D}",
+                errors={"case.tokens": [f"at most {MAX_N} x {MAX_D}"]},
+                slug="over-limit",
+                extra={"limits": {"tokens": MAX_N, "d_model": MAX_D}},
+            )
+        return data
+
+
+class CheckResultSchema(Schema):
+    correct = fields.Boolean()
+    max_abs_error = fields.Float()
+    diagnosis = fields.String(
+        allow_none=True,
+        metadata={"description": "the mistake's id when the output shows exactly one known mistake, else null"},
+    )
+    mistakes = fields.List(fields.String(), metadata={"description": "every known mistake the output shows"})
+    message = fields.String()
+    recorded = fields.Boolean(metadata={"description": "stored for the identified learner"})
+
+
+class MistakesSchema(Schema):
+    mistakes = fields.Dict(keys=fields.String(), values=fields.String())
+
+
+class Numbers(fields.Field):
+    """A rectangular nested list of numbers with `ndim` axes; null stands for NaN (JSON has none)."""
+
+    def __init__(self, ndim: int, **kwargs: Any):
+        super().__init__(metadata={"description": f"{ndim}-d nested lists of numbers; null for NaN"}, **kwargs)
+        self.ndim = ndim
+
+    def _deserialize(self, value, attr, data, **kwargs) -> np.ndarray:
+        cells: list[float] = []
+        shape = _shape(value, self.ndim, cells, "")
+        return np.array(cells, dtype=np.float64).reshape(shape)
+
+
+def _shape(value: Any, ndim: int, cells: list[float], where: str) -> tuple[int, ...]:
+    if ndim == 0:
+        if value is None:
+            cells.append(np.nan)
+        elif type(value) in (int, float):
+            cells.append(float(value))
+        else:
+            raise ValidationError(f"{where or 'the value'} must be a number or null")
+        return ()
+    if not isinstance(value, list) or not value:
+        raise ValidationError(f"{where or 'the value'} must be a non-empty list")
+    if len(cells) + len(value) > MAX_ANSWER_CELLS:
+        raise ValidationError(f"an answer holds at most {MAX_ANSWER_CELLS} numbers")
+    shapes = {_shape(item, ndim - 1, cells, f"{where}[{i}]") for i, item in enumerate(value)}
+    if len(shapes) != 1:
+        raise ValidationError(f"{where or 'the value'} is not rectangular: its items differ in shape")
+    return (len(value), *shapes.pop())
+
+
+class ChallengeAnswerSchema(Schema):
+    weights = Numbers(3, required=True)
+    head_outputs = Numbers(3, required=True)
+    concatenated = Numbers(2, required=True)
+    output = Numbers(2, required=True)
+
+
+class AnswersSchema(Schema):
+    answers = fields.List(
+        fields.Nested(ChallengeAnswerSchema),
+        required=True,
+        validate=validate.Length(min=1, max=8),
+        metadata={"description": "one answer per case, in the challenge's order"},
+    )
+
+
+class NewChallengeSchema(Schema):
+    learner = SafeString(
+        validate=name(128),
+        metadata={"description": "platform keys: whose challenge this is (browser sessions: always their own)"},
+    )
+
+
+class ChallengeCaseSchema(Schema):
+    tokens = fields.List(fields.List(fields.Float()))
+    heads = fields.Integer()
+    causal = fields.Boolean()
+    output_projection = fields.List(fields.List(fields.Float()), allow_none=True)
+
+
+class CaseVerdictSchema(Schema):
+    case = fields.Integer(metadata={"description": "1-based"})
+    correct = fields.Boolean()
+    max_abs_error = fields.Float()
+    mistakes = fields.List(fields.String())
+    message = fields.String()
+
+
+class VerdictSchema(Schema):
+    correct = fields.Boolean()
+    mistakes = fields.List(fields.String(), metadata={"description": "every mistake named in any case"})
+    message = fields.String()
+    cases = fields.List(fields.Nested(CaseVerdictSchema))
+    completed = fields.Boolean(metadata={"description": "this answer completed the learner's checkpoint"})
+
+
+class ChallengeSchema(Schema):
+    id = fields.String()
+    lesson = fields.String()
+    checkpoint = fields.String()
+    status = fields.String(metadata={"description": "open, solved or expired"})
+    cases = fields.List(fields.Nested(ChallengeCaseSchema))
+    created_at = fields.DateTime()
+    expires_at = fields.DateTime()
+    attempts = fields.Integer()
+    answers_url = fields.String()
+    result = fields.Nested(VerdictSchema, allow_none=True, metadata={"description": "the latest verdict"})

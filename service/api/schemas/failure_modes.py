@@ -1,0 +1,18 @@
+"""Schema of the failure-mode registry."""
+
+from __future__ import annotations
+
+from marshmallow import Schema, fields
+
+
+class FailureModeSchema(Schema):
+    id = fields.String()
+    name = fields.String(metadata={"description": "short, for people"})
+    description = fields.String(metadata={"description": "what the broken code does"})
+    advice = fields.String(metadata={"description": "what the checker tells a learner who made it"})
+    step = fields.String(metadata={"description": "the pipeline step it breaks: split, scale, mask, concat, output"})
+    engine = fields.Boolean(metadata={"description": "POST /attention computes it as failure_mode"})
+
+
+class FailureModesSchema(Schema):
+    failure_modes = fields.List(fields.Nested(FailureModeSchema))

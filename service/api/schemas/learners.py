@@ -1,0 +1,50 @@
+"""Schemas of a learner's progress, erasure and browser session."""
+
+from __future__ import annotations
+
+from marshmallow import Schema, fields
+
+from .events import name
+from .fields import SafeString
+
+
+class ProgressArgsSchema(Schema):
+    lesson = SafeString(load_default=None, validate=name(64))
+
+
+class CheckpointStateSchema(Schema):
+    id = fields.String()
+    title = fields.String()
+    completed = fields.Boolean()
+    completed_at = fields.DateTime(allow_none=True)
+    verification = fields.String(
+        allow_none=True, metadata={"description": "test checkpoints: verified (challenge) or reported (platform)"}
+    )
+    response = fields.String(
+        allow_none=True,
+        metadata={"description": "text checkpoints: the learner's latest recorded text (their own words)"},
+    )
+
+
+class LessonProgressSchema(Schema):
+    lesson = fields.String()
+    title = fields.String()
+    completed = fields.Integer()
+    total = fields.Integer()
+    checkpoints = fields.List(fields.Nested(CheckpointStateSchema))
+
+
+class ProgressSchema(Schema):
+    learner = fields.String()
+    lessons = fields.List(fields.Nested(LessonProgressSchema))
+
+
+class ErasureSchema(Schema):
+    learner = fields.String()
+    erased = fields.Dict(keys=fields.String(), values=fields.Integer())
+    replays = fields.String(metadata={"description": "what happens to later replays of the erased event ids"})
+
+
+class SessionSchema(Schema):
+    learner = fields.String()
+    platform = fields.String()

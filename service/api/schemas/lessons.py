@@ -1,0 +1,48 @@
+"""Schemas of lessons: metadata, checkpoints and their completion rules, parsed blocks."""
+
+from __future__ import annotations
+
+from marshmallow import Schema, fields
+
+
+class CheckpointRuleSchema(Schema):
+    id = fields.String()
+    title = fields.String()
+    completion = fields.String()
+    on = fields.Dict()
+    requires = fields.String(allow_none=True)
+
+
+class LessonSummarySchema(Schema):
+    id = fields.String()
+    title = fields.String()
+    order = fields.Integer()
+    summary = fields.String()
+    objectives = fields.List(fields.String())
+    prerequisites = fields.List(fields.String())
+    checkpoints = fields.List(fields.Nested(CheckpointRuleSchema))
+
+
+class LessonListSchema(Schema):
+    lessons = fields.List(fields.Nested(LessonSummarySchema))
+
+
+class BlockSchema(Schema):
+    class Meta:
+        unknown = "include"
+
+    kind = fields.String()
+    markdown = fields.String()
+    html = fields.String()
+    questions = fields.List(fields.String())
+
+
+class LessonSchema(LessonSummarySchema):
+    markdown = fields.String()
+    html = fields.String()
+    blocks = fields.List(
+        fields.Dict(),
+        metadata={
+            "description": "predict, answer, explorable, exercise, explain, self-check blocks with their attributes"
+        },
+    )

@@ -1,0 +1,177 @@
+"""Every known way to get multi-head attention wrong: one registry, and how each changes a step.
+
+The engine computes the seven failure modes of the contract (`engine=True`) exactly as the
+broken code would; the exercise checker also knows five slips of the masking step. Each entry
+is data: which pipeline step it changes and how (`Steps`). The engine, the conventions block,
+the checker, analytics, the front end (`GET /api/v1/failure-modes`) and the lesson's names all
+read this table; nothing else spells a mistake's name or description.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+
+@dataclass(frozen=True)
+class Steps:
+    """How a computation does the pipeline's variable steps (the defaults are correct)."""
+
+    split: str = "contiguous"  # 2. contiguous | interleaved | first (every head reads the first slice)
+    scale: str = "d_head"  # 4. d_head | none | d_model
+    # 5-6. before_softmax | after_softmax | none | diagonal | zero | wrong_axis | transposed
+    mask: str = "before_softmax"
+    order: str = "stable"  # 8. stable | reversed
+    output: str = "project"  # 9. project | skip
+
+
+@dataclass(frozen=True)
+class FailureMode:
+    id: str
+    name: str  # short, for people: a select option, a chart label
+    description: str  # what the broken code does (the contract's table)
+    advice: str  # what the checker tells a learner who made it
+    step: str  # the pipeline step it breaks: split, scale, mask, concat, output
+    change: dict[str, str]  # the Steps fields it changes
+    engine: bool = True  # the engine computes it (`failure_mode=`); else the checker only
+
+
+_MODES = (
+    FailureMode(
+        "reuse_first_slice",
+        "Reuse the first slice",
+        "every head reads the first slice of Q, K and V (head 1's features)",
+        "Every head read the first slice of features: each head must read its own slice, otherwise the other "
+        "features never reach attention.",
+        "split",
+        {"split": "first"},
+    ),
+    FailureMode(
+        "interleaved_split",
+        "Interleaved split",
+        "head h takes features h, h+H, h+2H, ... (counting from 1) instead of a contiguous slice",
+        "Head h took features h, h+H, h+2H, ...: the split must give each head a contiguous slice (head 1 "
+        "features 1..d_head, head 2 the next d_head, ...; numbered from 1).",
+        "split",
+        {"split": "interleaved"},
+    ),
+    FailureMode(
+        "no_scaling",
+        "No score scaling",
+        "scores are not divided by sqrt(d_head)",
+        "The scores were not divided by sqrt(d_head) before the softmax.",
+        "scale",
+        {"scale": "none"},
+    ),
+    FailureMode(
+        "scale_by_d_model",
+        "Scaled by √d_model",
+        "scores are divided by sqrt(d_model) instead of sqrt(d_head)",
+        "The scores were divided by sqrt(d_model); each head divides by sqrt(d_head).",
+        "scale",
+        {"scale": "d_model"},
+    ),
+    FailureMode(
+        "mask_after_softmax",
+        "Mask after softmax",
+        "softmax over all positions, then future weights set to 0",
+        "The mask was applied after the softmax, so rows no longer sum to 1: set future scores to -inf before "
+        "normalising.",
+        "mask",
+        {"mask": "after_softmax"},
+    ),
+    FailureMode(
+        "swapped_head_order",
+        "Swapped head order",
+        "head outputs are concatenated in reverse order",
+        "The head outputs were concatenated in reverse order: keep head 1 first.",
+        "concat",
+        {"order": "reversed"},
+    ),
+    FailureMode(
+        "no_output_projection",
+        "No output projection",
+        "stops at concatenation: W_O is ignored",
+        "The output projection was skipped: the result stops at the concatenation (output = concatenated @ W_O "
+        "mixes features across heads).",
+        "output",
+        {"output": "skip"},
+    ),
+    FailureMode(
+        "no_mask",
+        "No causal mask",
+        "no causal mask: queries attend to later tokens",
+        "There is no causal mask: queries put weight on later tokens.",
+        "mask",
+        {"mask": "none"},
+        engine=False,
+    ),
+    FailureMode(
+        "diagonal_masked",
+        "Diagonal masked too",
+        "the mask hides j >= i, so a token cannot attend to itself (query 1 sees nothing)",
+        "The diagonal was masked too: a token must be able to attend to itself (mask j > i, not j >= i).",
+        "mask",
+        {"mask": "diagonal"},
+        engine=False,
+    ),
+    FailureMode(
+        "zero_mask",
+        "Future scores set to 0",
+        "future scores are set to 0 instead of -inf",
+        "Future scores were set to 0 instead of -inf, so future tokens still get weight.",
+        "mask",
+        {"mask": "zero"},
+        engine=False,
+    ),
+    FailureMode(
+        "softmax_wrong_axis",
+        "Softmax over the wrong axis",
+        "the softmax normalises over queries (columns) instead of keys (rows)",
+        "The softmax ran over queries (columns) instead of over keys (rows).",
+        "mask",
+        {"mask": "wrong_axis"},
+        engine=False,
+    ),
+    FailureMode(
+        "weights_transposed",
+        "Transposed weights",
+        "the weights matrix is transposed: row i is not query i's distribution",
+        "The weights are transposed: row i must be query i's distribution over the keys.",
+        "mask",
+        {"mask": "transposed"},
+        engine=False,
+    ),
+)
+
+REGISTRY: dict[str, FailureMode] = {m.id: m for m in _MODES}
+FAILURE_MODES: dict[str, str] = {m.id: m.description for m in _MODES if m.engine}  # what the engine computes
+CORRECT = Steps()
+
+# Mistakes that can happen together: one from each step (None: that step is right).
+GROUPS: tuple[tuple[str | None, ...], ...] = tuple(
+    (None, *(m.id for m in _MODES if m.step == step)) for step in ("split", "scale", "mask", "concat", "output")
+)
+
+
+def steps(*modes: str | None) -> Steps:
+    """The pipeline as the code making every one of `modes` computes it."""
+    result = CORRECT
+    for mode in modes:
+        if mode is not None:
+            result = replace(result, **REGISTRY[mode].change)
+    return result
+
+
+def as_json() -> list[dict[str, object]]:
+    """The registry for people and programs (served at `GET /api/v1/failure-modes`)."""
+    return [
+        {
+            "id": m.id,
+            "name": m.name,
+            "description": m.description,
+            "advice": m.advice,
+            "step": m.step,
+            "engine": m.engine,
+        }
+        for m in _MODES
+    ]

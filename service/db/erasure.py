@@ -1,0 +1,45 @@
+"""Erasure of a learner: everything about them deleted, their event ids kept as tombstones (hashed)
+so a later replay is acknowledged, never stored again."""
+
+from __future__ import annotations
+
+from sqlalchemy import delete, select
+
+from .engine import Database
+from .events import _insert, tombstone
+from .models import CheckpointProgress, ErasedEvent, Event, ExerciseChallenge, ExerciseCheck, LearnerLesson
+
+
+def erase_learner(db: Database, platform_id: int, learner: str) -> dict[str, int] | None:
+    """Delete everything about one learner of one platform; None when there was nothing."""
+    with db.write() as session:
+        event_ids = list(
+            session.scalars(select(Event.event_id).where(Event.platform_id == platform_id, Event.learner == learner))
+        )
+        progress = session.execute(
+            delete(CheckpointProgress).where(
+                CheckpointProgress.platform_id == platform_id, CheckpointProgress.learner == learner
+            )
+        ).rowcount
+        checks = session.execute(
+            delete(ExerciseCheck).where(ExerciseCheck.platform_id == platform_id, ExerciseCheck.learner == learner)
+        ).rowcount
+        challenges = session.execute(
+            delete(ExerciseChallenge).where(
+                ExerciseChallenge.platform_id == platform_id, ExerciseChallenge.learner == learner
+            )
+        ).rowcount
+        if not event_ids and not progress and not checks and not challenges:
+            return None
+        session.execute(delete(Event).where(Event.platform_id == platform_id, Event.learner == learner))
+        session.execute(
+            delete(LearnerLesson).where(LearnerLesson.platform_id == platform_id, LearnerLesson.learner == learner)
+        )
+        if event_ids:
+            stones = [{"platform_id": platform_id, "event_hash": tombstone(platform_id, i)} for i in event_ids]
+            session.execute(
+                _insert(session.get_bind().dialect.name, ErasedEvent)
+                .values(stones)
+                .on_conflict_do_nothing(index_elements=["platform_id", "event_hash"])
+            )
+        return {"events": len(event_ids), "checkpoints": progress, "exercise_checks": checks}

@@ -1,0 +1,45 @@
+"""`GET /lessons` and `GET /lessons/{id}`: metadata, completion rules, markdown, HTML, blocks."""
+
+from .helpers import LESSON
+
+
+def test_the_list_holds_every_lesson_with_its_checkpoints(client):
+    lessons = client.get("/api/v1/lessons").json["lessons"]
+    assert [lesson["id"] for lesson in lessons] == [LESSON]
+    assert [c["id"] for c in lessons[0]["checkpoints"]] == ["predict", "experiment", "implement", "explain"]
+    assert "html" not in lessons[0] and "markdown" not in lessons[0]  # the list stays small
+
+
+def test_the_detail_holds_the_lesson_and_its_blocks(client):
+    detail = client.get(f"/api/v1/lessons/{LESSON}").json
+    assert detail["objectives"] and detail["prerequisites"]
+    assert {b["kind"] for b in detail["blocks"]} == {
+        "predict",
+        "answer",
+        "explorable",
+        "exercise",
+        "explain",
+        "self-check",
+    }
+    assert detail["html"].startswith("<h1>")
+    assert "features 1–2" in detail["markdown"] and "features 0–1" not in detail["markdown"]  # people count from 1
+    self_check = next(b for b in detail["blocks"] if b["kind"] == "self-check")
+    assert len(self_check["questions"]) == 4
+
+
+def test_completion_rules_say_what_completes_each_checkpoint(client):
+    rules = {c["id"]: c for c in client.get(f"/api/v1/lessons/{LESSON}").json["checkpoints"]}
+    assert rules["experiment"]["on"] == {"event": "parameter-changed", "instance_id": "multi-head-workbench"}
+    assert rules["predict"]["requires"] == "text" and rules["explain"]["requires"] == "text"
+    assert rules["implement"]["requires"] == "passing-tests"
+    assert rules["implement"]["on"] == {"event": "completed", "checkpoint": "implement"}
+
+
+def test_raw_html_in_the_markdown_is_not_passed_through(client):
+    html = client.get(f"/api/v1/lessons/{LESSON}").json["html"]
+    assert "<script" not in html
+
+
+def test_an_unknown_lesson_is_a_problem_404(client):
+    response = client.get("/api/v1/lessons/nope")
+    assert response.status_code == 404 and response.content_type == "application/problem+json"

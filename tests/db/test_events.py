@@ -1,0 +1,110 @@
+"""service.db.events and service.db.erasure, called directly: exactly once, atomic batches,
+the earliest completion wins, durations kept current, erasure with tombstones."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+
+import pytest
+from sqlalchemy import select
+
+from service.db.erasure import erase_learner
+from service.db.events import EventConflict, NewEvent, record_events
+from service.db.models import CheckpointProgress, Event
+from service.db.platforms import ensure_platform
+
+pytestmark = pytest.mark.databases
+T0 = dt.datetime(2026, 11, 30, 10, 0, tzinfo=dt.UTC)
+
+
+@pytest.fixture
+def platform(db):
+    with db.write() as session:
+        return ensure_platform(session, "acme").id
+
+
+@pytest.fixture
+def lessons(app):
+    return app.extensions["lessons"]
+
+
+def new(learner="ada", checkpoint="experiment", event="parameter-changed", minutes=0.0, data=None, **kw) -> NewEvent:
+    instance = "multi-head-workbench" if event == "parameter-changed" else None
+    return NewEvent(
+        event_id=kw.get("event_id", str(uuid.uuid4())),
+        learner=learner,
+        lesson="multi-head-attention",
+        checkpoint=checkpoint,
+        event=event,
+        instance_id=instance,
+        data={} if data is None else data,
+        occurred_at=T0 + dt.timedelta(minutes=minutes),
+    )
+
+
+def stored(db, learner="ada"):
+    with db.read() as session:
+        return session.scalars(select(Event.event_id).where(Event.learner == learner).order_by(Event.id)).all()
+
+
+def progress(db, checkpoint):
+    with db.read() as session:
+        return session.scalars(select(CheckpointProgress).where(CheckpointProgress.checkpoint == checkpoint)).one()
+
+
+def test_new_events_are_stored_and_identical_replays_acknowledged(db, platform, lessons):
+    batch = [new(), new(minutes=1)]
+    first = record_events(db, platform, batch, lessons)
+    again = record_events(db, platform, batch, lessons)
+    assert sorted(first.created) == sorted(e.event_id for e in batch) and first.replayed == []
+    assert again.created == [] and sorted(again.replayed) == sorted(e.event_id for e in batch)
+    assert sorted(stored(db)) == sorted(e.event_id for e in batch)
+
+
+def test_a_conflict_rejects_the_whole_batch(db, platform, lessons):
+    kept = new(data={"parameter": "causal"})
+    record_events(db, platform, [kept], lessons)
+    changed = new(event_id=kept.event_id, data={"parameter": "reset"})
+    fresh = new(minutes=2)
+    with pytest.raises(EventConflict) as info:
+        record_events(db, platform, [fresh, changed], lessons)
+    assert info.value.event_ids == [kept.event_id]
+    assert stored(db) == [kept.event_id]  # the fresh event of the failed batch is not there
+
+
+def test_the_earliest_completion_wins_and_its_duration_follows_the_first_visit(db, platform, lessons):
+    later = new(checkpoint="predict", event="completed", minutes=30, data={"text": "two wide"})
+    record_events(db, platform, [new(minutes=10), later], lessons)
+    assert progress(db, "predict").seconds_from_start == 20 * 60
+    earlier = new(checkpoint="predict", event="completed", minutes=15, data={"text": "two wide, again"})
+    record_events(db, platform, [earlier], lessons)
+    assert progress(db, "predict").event_id == earlier.event_id
+    record_events(db, platform, [new(minutes=0)], lessons)  # an earlier first visit arrives late
+    assert progress(db, "predict").seconds_from_start == 15 * 60
+
+
+@pytest.mark.parametrize(
+    "data, verification",
+    [
+        ({"tests": {"passed": 3, "failed": 0}}, "reported"),
+        ({"verification": "verified", "challenge": "0" * 32, "cases": 3}, "verified"),
+    ],
+)
+def test_a_test_checkpoint_remembers_how_it_was_completed(db, platform, lessons, data, verification):
+    record_events(db, platform, [new(checkpoint="implement", event="completed", data=data)], lessons)
+    assert progress(db, "implement").verification == verification
+    record_events(db, platform, [new(checkpoint="predict", event="completed", data={"text": "x"})], lessons)
+    assert progress(db, "predict").verification is None
+
+
+def test_erasure_deletes_everything_and_a_replay_is_acknowledged_not_stored(db, platform, lessons):
+    event = new(checkpoint="predict", event="completed", data={"text": "mine"})
+    record_events(db, platform, [event, new(learner="bob")], lessons)
+    erased = erase_learner(db, platform, "ada")
+    assert erased == {"events": 1, "checkpoints": 1, "exercise_checks": 0}
+    assert stored(db) == [] and len(stored(db, "bob")) == 1
+    replay = record_events(db, platform, [event], lessons)
+    assert replay.erased == [event.event_id] and replay.created == []
+    assert stored(db) == []
+    assert erase_learner(db, platform, "nobody") is None

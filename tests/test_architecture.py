@@ -1,0 +1,123 @@
+"""The layout holds: no import cycle inside service/, the engine free of Flask and the database,
+and modules and functions small enough to read in one sitting (docs/architecture.md)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SERVICE = Path(__file__).resolve().parents[1] / "service"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(SERVICE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(path: Path, modules: set[str]) -> set[str]:
+    """Every service module `path` imports, at the top or inside a function. `from pkg import mod`
+    depends on `pkg.mod`, and on `pkg` itself only for names that are not modules."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            submodules = [f"{target}.{alias.name}" for alias in node.names]
+            candidates = [m for m in submodules if m in modules]
+            if len(candidates) < len(submodules):
+                candidates.append(target)
+        elif isinstance(node, ast.Import):
+            candidates = [alias.name for alias in node.names]
+        else:
+            continue
+        found.update(c for c in candidates if c.startswith("service"))
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    modules = {module_name(p): p for p in SERVICE.rglob("*.py")}
+    return {
+        name: {m for m in imports_of(path, set(modules)) if m in modules and m != name}
+        for name, path in modules.items()
+    }
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in edges:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_import_graph_is_read_from_the_code():
+    edges = graph()
+    assert "service.api.traces" in edges["service.api.attention"]
+    assert "service.compute.engine" in edges["service.compute"]
+
+
+def test_no_import_cycle_inside_service():
+    assert cycles(graph()) == []
+
+
+def test_a_cycle_would_be_found():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_engine_imports_neither_flask_nor_the_database():
+    for path in (SERVICE / "compute").rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        names |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and not n.level}
+        assert not {m for m in names if m.split(".")[0] in ("flask", "sqlalchemy", "marshmallow")}, path
+
+
+def test_modules_and_functions_stay_small():
+    too_long = []
+    for path in SERVICE.rglob("*.py"):
+        text = path.read_text()
+        if len(text.splitlines()) > 300 and "size: " not in text:
+            too_long.append(f"{path.relative_to(SERVICE)}: {len(text.splitlines())} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno - node.lineno >= 50:
+                too_long.append(f"{path.relative_to(SERVICE)}:{node.lineno} {node.name}")
+    assert too_long == []
+
+
+def test_no_view_runs_sql():
+    for path in (SERVICE / "api").rglob("*.py"):
+        text = path.read_text()
+        assert "from sqlalchemy import" not in text and ".execute(" not in text, path
