@@ -46,5 +46,6 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         from werkzeug.middleware.proxy_fix import ProxyFix
 
         hops = settings.proxy_hops
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops, x_prefix=hops)
+        proxied = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops, x_prefix=hops)
+        app.wsgi_app = proxied  # type: ignore[method-assign]  # Flask's documented way to wrap the WSGI app
     return app

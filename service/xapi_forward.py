@@ -151,6 +151,8 @@ def _save(
 ) -> None:
     with db.write() as session:
         row = session.get(XapiForwarding, target.platform_id)
+        if row is None:  # the platform's forwarding was removed meanwhile: nothing to keep
+            return
         row.last_event_row = target.last_event_row
         row.last_stored_at = target.last_stored_at
         row.sent = target.sent

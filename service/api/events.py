@@ -80,7 +80,7 @@ def _requirement_problem(requires: str | None, data: dict[str, Any]) -> str | No
             isinstance(tests.get(k), int) and not isinstance(tests.get(k), bool) and tests[k] >= 0
             for k in ("passed", "failed")
         )
-        if not ok:
+        if not ok or not isinstance(tests, dict):
             return "completing this checkpoint carries test results: data.tests = {passed: int, failed: int}"
         if tests["failed"] or not tests["passed"]:
             return (
@@ -109,7 +109,7 @@ def to_new_events(principal: Principal, events: list[dict[str, Any]]) -> list[Ne
     return [
         NewEvent(
             event_id=e["id"],
-            learner=e.get("learner") or principal.learner,
+            learner=e.get("learner") or principal.learner or "",  # checked above: one of them is set
             lesson=e["lesson"],
             checkpoint=e["checkpoint"],
             event=e["event"],
@@ -167,5 +167,6 @@ class Events(MethodView):
                 {"learner": learner, "lesson": lesson, "checkpoint": cp} for learner, lesson, cp in result.completed
             ],
         }
-        status = 201 if result.created else 200
-        return current_app.response_class(dumps_bytes(body), status=status, mimetype="application/json")
+        return current_app.response_class(
+            dumps_bytes(body), status=201 if result.created else 200, mimetype="application/json"
+        )

@@ -45,8 +45,8 @@ class Check(MethodView):
             if args.get("learner") and not principal.may_act_for(args["learner"]):
                 raise Problem(403, "a browser session checks for its own learner only", slug="forbidden")
             learner = principal.learner or args.get("learner")
-        recorded = learner is not None
-        if recorded:
+        recorded = principal is not None and learner is not None
+        if principal is not None and learner is not None:
             _record(principal.platform_id, learner, case, result)
         return {
             "correct": result.correct,

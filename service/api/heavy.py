@@ -130,7 +130,7 @@ def run(args: dict[str, Any], failure_mode: str | None = None, compare: bool = F
             path, error = _executor(count).submit(_compute_to_file, args, failure_mode, compare).result()
     finally:
         room.release()
-    if error is not None:
+    if error is not None or path is None:
         raise Problem(error["status"], error["detail"], errors=error["errors"], slug=error["slug"])
     body = open(path, "rb")  # noqa: SIM115 - closed by the server after sending
     os.unlink(path)  # the open descriptor keeps the data until the response is sent

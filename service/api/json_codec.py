@@ -46,4 +46,4 @@ class OrjsonProvider(JSONProvider):
 
     def response(self, *args: Any, **kwargs: Any):
         obj = self._prepare_response_obj(args, kwargs)
-        return self._app.response_class(dumps_bytes(obj), mimetype="application/json")
+        return self._app.response_class(dumps_bytes(obj), mimetype="application/json")  # type: ignore[arg-type]

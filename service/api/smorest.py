@@ -50,7 +50,7 @@ class Api(flask_smorest.Api):
 
     def _register_responses(self):
         for status in http.HTTPStatus:
-            response = {"description": status.phrase}
+            response: dict[str, object] = {"description": status.phrase}
             if status >= 400:
                 response["schema"] = self.ERROR_SCHEMA
                 prepare_response(response, self.spec, PROBLEM_MIMETYPE)

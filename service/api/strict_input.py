@@ -78,7 +78,7 @@ def check_compute_caps(raw: Any) -> None:
     settings = current_app.extensions["settings"]
     tokens = raw.get("tokens")
     n = _len(tokens)
-    d_model = _len(tokens[0]) if n else None
+    d_model = _len(tokens[0]) if n and isinstance(tokens, list) else None
     heads = _int(raw.get("heads"))
     over: list[tuple[str, str, int, int]] = []
     if n is not None and n > settings.max_tokens:

@@ -45,7 +45,7 @@ def trace_json(trace: AttentionTrace, include: set[str] | None = None, precision
     for h in range(trace.config.heads):
         item: dict[str, Any] = {
             "index": h,
-            "features": list(ranges[h]) if ranges[h] is not None else None,
+            "features": list(ranges[h] or ()) or None,
             "feature_indices": trace.features[h],
             "kv_head": int(trace.kv_head[h]),
         }
@@ -73,7 +73,7 @@ def trace_json(trace: AttentionTrace, include: set[str] | None = None, precision
     return body
 
 
-def _masked(scores: np.ndarray, mask: np.ndarray, causal: bool) -> Any:
+def _masked(scores: Any, mask: np.ndarray, causal: Any) -> Any:
     """Scores with null where masked (the engine's only mask is causal). Rows are encoded as
     JSON fragments (visible prefix by orjson's numpy path, then nulls), not Python lists."""
     if not causal:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import urllib.parse
+from typing import Any
 
 import orjson
 from flask import current_app, request, url_for
@@ -88,7 +89,8 @@ class Statements(MethodView):
             after = _row_cursor(args["cursor"]) if args["cursor"] else None
             limit = args["limit"] or 1000
             # The verb is computed, not stored: filter after mapping, reading until the page is full.
-            statements, last_id, exhausted = [], None, False
+            statements: list[dict[str, Any]] = []
+            last_id, exhausted = None, False
             while len(statements) < limit and not exhausted:
                 rows = statements_db.events_page(session, principal.platform_id, where, after, limit * 2)
                 exhausted = len(rows) < limit * 2

@@ -10,7 +10,7 @@ from .failure_modes import FAILURE_MODES
 
 
 def conventions(cfg: AttentionConfig) -> dict[str, Any]:
-    mode = cfg.failure_mode
+    mode = cfg.failure_mode or ""
     scale_text = {
         "no_scaling": "scores are not scaled (failure mode no_scaling)",
         "scale_by_d_model": f"scores divided by sqrt(d_model) = sqrt({cfg.d_model}) (failure mode scale_by_d_model)",
@@ -53,6 +53,6 @@ def conventions(cfg: AttentionConfig) -> dict[str, Any]:
         "grouped_query": None
         if cfg.kv_heads == cfg.heads
         else (f"{cfg.kv_heads} key/value heads; query head h uses kv head h // {cfg.group_size}"),
-        "failure_mode": None if mode is None else {"id": mode, "description": FAILURE_MODES[mode]},
+        "failure_mode": None if not mode else {"id": mode, "description": FAILURE_MODES[mode]},
         "entropy_unit": f"nats (a uniform row over k keys has entropy ln k; ln {cfg.n} = {math.log(cfg.n):.4f})",
     }

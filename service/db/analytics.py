@@ -8,7 +8,7 @@ from collections import defaultdict
 from typing import Any
 
 from sqlalchemy import distinct, func, literal_column, select
-from sqlalchemy.engine import Connection
+from sqlalchemy.orm import Session
 from sqlalchemy.sql import ColumnElement
 
 from .models import CheckpointProgress, Event, ExerciseCheck, LearnerLesson
@@ -28,7 +28,7 @@ def bucket_expr(dialect: str, column, bucket: str) -> ColumnElement:
     return func.strftime("%Y-%m-%dT00:00:00", column, literal_column("'weekday 0'"), literal_column("'-6 days'"))
 
 
-def funnel(conn: Connection, platform_id: int, lesson: str, checkpoint_ids: list[str]) -> dict[str, Any]:
+def funnel(conn: Session, platform_id: int, lesson: str, checkpoint_ids: list[str]) -> dict[str, Any]:
     started = conn.execute(
         select(func.count())
         .select_from(LearnerLesson)
@@ -79,7 +79,7 @@ def funnel(conn: Connection, platform_id: int, lesson: str, checkpoint_ids: list
 
 
 def durations(
-    conn: Connection, platform_id: int, lesson: str, checkpoint: str, quantiles: tuple[float, ...]
+    conn: Session, platform_id: int, lesson: str, checkpoint: str, quantiles: tuple[float, ...]
 ) -> tuple[int, list[float]]:
     """(learners, the quantiles of seconds from first event to completion) for one checkpoint.
 
@@ -101,7 +101,7 @@ def durations(
         position = q * (n - 1)
         low = int(position)
         pair = [
-            float(v)
+            float(v or 0.0)  # never null here: the query keeps rows with stored seconds
             for v in conn.execute(
                 select(CheckpointProgress.seconds_from_start)
                 .where(*base)
@@ -116,7 +116,7 @@ def durations(
 
 
 def timeseries(
-    conn: Connection,
+    conn: Session,
     platform_id: int,
     bucket: str,
     group_by: str,
@@ -139,7 +139,7 @@ def timeseries(
     return [tuple(row) for row in conn.execute(query)]
 
 
-def parameters(conn: Connection, platform_id: int, lesson: str) -> list[tuple[str, int, int]]:
+def parameters(conn: Session, platform_id: int, lesson: str) -> list[tuple[str, int, int]]:
     parameter = Event.data["parameter"].as_string()
     return [
         tuple(r)
@@ -152,7 +152,7 @@ def parameters(conn: Connection, platform_id: int, lesson: str) -> list[tuple[st
     ]
 
 
-def token_cells(conn: Connection, platform_id: int, lesson: str) -> list[tuple[int, int, int]]:
+def token_cells(conn: Session, platform_id: int, lesson: str) -> list[tuple[int, int, int]]:
     token, dim = Event.data["token"].as_integer(), Event.data["dimension"].as_integer()
     return [
         tuple(r)
@@ -170,7 +170,7 @@ def token_cells(conn: Connection, platform_id: int, lesson: str) -> list[tuple[i
     ]
 
 
-def mistakes(conn: Connection, platform_id: int, lesson: str) -> dict[str, tuple[int, int]]:
+def mistakes(conn: Session, platform_id: int, lesson: str) -> dict[str, tuple[int, int]]:
     """mistake id -> (checks showing it, distinct learners)."""
     rows = conn.execute(
         select(ExerciseCheck.diagnosis, ExerciseCheck.learner).where(
@@ -182,13 +182,13 @@ def mistakes(conn: Connection, platform_id: int, lesson: str) -> dict[str, tuple
     checks: dict[str, int] = defaultdict(int)
     learners: dict[str, set] = defaultdict(set)
     for diagnosis, learner in rows:
-        for mistake in diagnosis.split(","):
+        for mistake in (diagnosis or "").split(","):
             checks[mistake] += 1
             learners[mistake].add(learner)
     return {m: (checks[m], len(learners[m])) for m in checks}
 
 
-def learners_page(conn: Connection, platform_id: int, lesson: str, after: str, limit: int) -> list[dict[str, Any]]:
+def learners_page(conn: Session, platform_id: int, lesson: str, after: str, limit: int) -> list[dict[str, Any]]:
     visits = conn.execute(
         select(LearnerLesson.learner, LearnerLesson.first_event_at)
         .where(LearnerLesson.platform_id == platform_id, LearnerLesson.lesson == lesson, LearnerLesson.learner > after)
@@ -197,7 +197,7 @@ def learners_page(conn: Connection, platform_id: int, lesson: str, after: str, l
     ).all()
     if not visits:
         return []
-    done = defaultdict(dict)
+    done: dict[str, dict[str, Any]] = defaultdict(dict)
     for learner, checkpoint, at in conn.execute(
         select(CheckpointProgress.learner, CheckpointProgress.checkpoint, CheckpointProgress.completed_at).where(
             CheckpointProgress.platform_id == platform_id,
@@ -210,7 +210,7 @@ def learners_page(conn: Connection, platform_id: int, lesson: str, after: str, l
 
 
 def export_page(
-    conn: Connection, platform_id: int, after: tuple[dt.datetime, int] | None, through: dt.datetime, limit: int
+    conn: Session, platform_id: int, after: tuple[dt.datetime, int] | None, through: dt.datetime, limit: int
 ) -> list[Any]:
     """Events in (stored_at, id) order after the cursor, up to `through`: rows, not ORM objects."""
     query = select(Event.__table__).where(Event.platform_id == platform_id, Event.stored_at <= through)

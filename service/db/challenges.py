@@ -57,13 +57,12 @@ def record_answer(
     """Count the attempt, keep each case's diagnosis and record the learner's event, in the
     caller's transaction; True when the event completed the checkpoint. Two answers racing to
     solve: the first wins, the second raises ChallengeSolved."""
-    table = ExerciseChallenge.__table__
     conn = session.connection()
     claimed = conn.execute(
-        update(table)
-        .where(table.c.id == challenge.id, table.c.solved_at.is_(None))
+        update(ExerciseChallenge)
+        .where(ExerciseChallenge.id == challenge.id, ExerciseChallenge.solved_at.is_(None))
         .values(
-            attempts=table.c.attempts + 1,
+            attempts=ExerciseChallenge.attempts + 1,
             last_result={k: v for k, v in result.items() if k != "completed"},
             solved_at=event.occurred_at if result["correct"] else None,
         )

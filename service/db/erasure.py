@@ -3,6 +3,8 @@ so a later replay is acknowledged, never stored again."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import delete, select
 
 from .engine import Database
@@ -16,19 +18,25 @@ def erase_learner(db: Database, platform_id: int, learner: str) -> dict[str, int
         event_ids = list(
             session.scalars(select(Event.event_id).where(Event.platform_id == platform_id, Event.learner == learner))
         )
-        progress = session.execute(
-            delete(CheckpointProgress).where(
-                CheckpointProgress.platform_id == platform_id, CheckpointProgress.learner == learner
+        progress = _count(
+            session.execute(
+                delete(CheckpointProgress).where(
+                    CheckpointProgress.platform_id == platform_id, CheckpointProgress.learner == learner
+                )
             )
-        ).rowcount
-        checks = session.execute(
-            delete(ExerciseCheck).where(ExerciseCheck.platform_id == platform_id, ExerciseCheck.learner == learner)
-        ).rowcount
-        challenges = session.execute(
-            delete(ExerciseChallenge).where(
-                ExerciseChallenge.platform_id == platform_id, ExerciseChallenge.learner == learner
+        )
+        checks = _count(
+            session.execute(
+                delete(ExerciseCheck).where(ExerciseCheck.platform_id == platform_id, ExerciseCheck.learner == learner)
             )
-        ).rowcount
+        )
+        challenges = _count(
+            session.execute(
+                delete(ExerciseChallenge).where(
+                    ExerciseChallenge.platform_id == platform_id, ExerciseChallenge.learner == learner
+                )
+            )
+        )
         if not event_ids and not progress and not checks and not challenges:
             return None
         session.execute(delete(Event).where(Event.platform_id == platform_id, Event.learner == learner))
@@ -43,3 +51,8 @@ def erase_learner(db: Database, platform_id: int, learner: str) -> dict[str, int
                 .on_conflict_do_nothing(index_elements=["platform_id", "event_hash"])
             )
         return {"events": len(event_ids), "checkpoints": progress, "exercise_checks": checks}
+
+
+def _count(result: Any) -> int:
+    """Rows a DELETE removed (a CursorResult's rowcount)."""
+    return int(result.rowcount)

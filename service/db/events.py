@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Any
 
 import orjson
-from sqlalchemy import bindparam, case, select
+from sqlalchemy import bindparam, case, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
@@ -274,7 +274,9 @@ def _first_visits(
         for row_id, completed_at in rows:
             completed_at = completed_at if completed_at.tzinfo else completed_at.replace(tzinfo=dt.UTC)
             seconds = (completed_at - first[(lesson, learner)]).total_seconds()
-            conn.execute(progress.update().where(progress.c.id == row_id).values(seconds_from_start=seconds))
+            conn.execute(
+                update(CheckpointProgress).where(CheckpointProgress.id == row_id).values(seconds_from_start=seconds)
+            )
     return first
 
 

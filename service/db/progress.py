@@ -49,7 +49,7 @@ def learner_progress(session: Session, platform_id: int, learner: str, lessons: 
                     "response": texts.get((lesson.id, cp.id)),
                 }
             )
-        completed = sum(c["completed"] for c in checkpoints)
+        completed = sum(bool(c["completed"]) for c in checkpoints)
         result.append(
             {
                 "lesson": lesson.id,

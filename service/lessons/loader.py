@@ -137,7 +137,8 @@ def _front_matter(path: Path, content: str) -> dict[str, Any]:
     try:
         meta = yaml.safe_load(content) or {}
     except yaml.YAMLError as exc:
-        line = exc.problem_mark.line + 2 if getattr(exc, "problem_mark", None) else 1
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 2 if mark is not None else 1
         raise LessonError(path, line, f"front matter is not valid YAML: {getattr(exc, 'problem', exc)}") from None
     if not isinstance(meta, dict):
         raise LessonError(path, 2, "front matter must be a mapping")
