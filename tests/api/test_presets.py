@@ -16,7 +16,7 @@ def run_preset(client, preset_id):
 def test_list_names_every_preset(client):
     body = client.get("/api/v1/presets").json
     assert {p["id"] for p in body["presets"]} == {"workbench", "seed-split", "four-heads"}
-    assert all(p["title"] and p["description"] for p in body["presets"])
+    assert body["presets"] and all(p["title"] and p["description"] for p in body["presets"])
 
 
 def test_unknown_preset_is_404_problem(client):

@@ -163,7 +163,9 @@ def test_postgresql_going_away_gives_503s_and_a_failing_readyz_then_recovers_wit
         assert requests.post(url, json=event("before"), headers=headers, timeout=10).status_code == 201
         proxy.close()
         down = [requests.post(url, json=event("during"), headers=headers, timeout=20) for _ in range(4)]
-        assert all(r.status_code == 503 and r.headers["Retry-After"] for r in down), [r.status_code for r in down]
+        assert down and all(r.status_code == 503 and r.headers["Retry-After"] for r in down), [
+            r.status_code for r in down
+        ]
         assert requests.get(server.url + "/readyz", timeout=20).status_code == 503
         proxy.open()
         deadline = time.monotonic() + 30
