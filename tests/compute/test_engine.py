@@ -172,8 +172,15 @@ def test_overflow_while_computing_is_an_input_error_not_nan():
 
 
 def test_projection_overflow_is_reported():
-    with pytest.raises(AttentionInputError, match="query projection"):
+    with pytest.raises(AttentionInputError, match="query projection") as info:
         multi_head_attention(np.full((2, 2), 1e300), 1, w_q=np.full((2, 2), 1e300))
+    assert info.value.field == "projections.query"
+
+
+def test_an_output_projection_overflow_names_the_output_projection():
+    with pytest.raises(AttentionInputError, match="output projection concat @ W_O") as info:
+        multi_head_attention(np.full((2, 2), 1e150), 2, w_o=np.full((2, 2), 1e200))  # scores stay finite
+    assert info.value.field == "projections.output"
 
 
 def test_large_but_finite_logits_stay_finite():
