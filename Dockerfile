@@ -16,7 +16,7 @@ COPY exercises ./exercises
 COPY gunicorn.conf.py ./
 
 USER workbench
-ENV WORKBENCH_ENV=production WORKBENCH_LOG_JSON=1
+ENV WORKBENCH_ENV=production WORKBENCH_LOG_JSON=1 WORKBENCH_BIND=0.0.0.0:8000
 EXPOSE 8000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s \
   CMD python -c "import urllib.request,sys; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:8000/readyz', timeout=2).status == 200 else 1)"

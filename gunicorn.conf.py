@@ -8,7 +8,7 @@ import os
 import shutil
 import tempfile
 
-bind = os.environ.get("WORKBENCH_BIND", "0.0.0.0:8000")
+bind = os.environ.get("WORKBENCH_BIND", "127.0.0.1:8000")  # the image sets 0.0.0.0:8000 (behind its proxy)
 workers = int(os.environ.get("WORKBENCH_WORKERS", "2"))
 threads = int(os.environ.get("WORKBENCH_THREADS", "8"))  # mostly waiting on the database or a slot
 worker_class = "gthread" if threads > 1 else "sync"
@@ -23,15 +23,24 @@ limit_request_field_size = 8190
 accesslog = None  # the app logs each request as JSON, with the route instead of the path
 forwarded_allow_ips = os.environ.get("WORKBENCH_FORWARDED_ALLOW_IPS", "127.0.0.1")
 
-# Prometheus counters from every worker, summed at scrape time.
+# Prometheus counters from every worker, summed at scrape time: one directory per instance
+# (named after the master's pid), so two instances on one machine neither mix nor wipe theirs.
 _metrics_dir = os.environ.setdefault(
-    "PROMETHEUS_MULTIPROC_DIR", os.path.join(tempfile.gettempdir(), "workbench-metrics")
+    "PROMETHEUS_MULTIPROC_DIR", os.path.join(tempfile.gettempdir(), f"workbench-metrics-{os.getpid()}")
 )
 
 
 def on_starting(server):
+    from service.config import Settings
+    from service.deployment import refuse_public_bind_without_secret
+
+    refuse_public_bind_without_secret([str(b) for b in server.cfg.bind], Settings.load())
     shutil.rmtree(_metrics_dir, ignore_errors=True)
     os.makedirs(_metrics_dir, exist_ok=True)
+
+
+def on_exit(server):
+    shutil.rmtree(_metrics_dir, ignore_errors=True)
 
 
 def child_exit(server, worker):

@@ -15,6 +15,8 @@ from .config import Settings
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     settings = Settings.load(config)
     app = Flask(__name__, static_folder=None)
+    # "//api/v1/x" is a 404, not a redirect built from the Host header (an open redirect's cousin).
+    app.url_map.merge_slashes = False
     app.config.update(
         SECRET_KEY=settings.secret_key,
         SESSION_COOKIE_NAME="workbench_session",
@@ -37,6 +39,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     from .api import init_app as init_api
     from .frontend import blp as frontend
 
+    app.after_request(observability.retry_after_only_when_it_means_something)  # first in, runs last
     lessons.init_app(app)  # a malformed lesson stops start-up here, naming the file and line
     db.init_app(app)
     init_api(app)

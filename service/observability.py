@@ -31,6 +31,10 @@ REQUESTS = Histogram(
 EVENTS = Counter("workbench_events_total", "Events by outcome", ["outcome"])  # created, duplicate, erased
 CONFLICTS = Counter("workbench_event_conflicts_total", "Requests refused with 409 (same id, other content)")
 UNAVAILABLE = Counter("workbench_unavailable_total", "Responses 503: the database did not answer")
+RATELIMIT_STORAGE_TROUBLE = Counter(
+    "workbench_ratelimit_storage_trouble_total",
+    "Rate-limit store errors (limits then continue per worker, in memory)",
+)
 
 
 class JsonFormatter(logging.Formatter):
@@ -74,6 +78,14 @@ def security_headers(response: Response) -> Response:
     response.headers.setdefault("Cross-Origin-Opener-Policy", "same-origin")
     if settings.env == "production":
         response.headers.setdefault("Strict-Transport-Security", "max-age=31536000; includeSubDomains")
+    return response
+
+
+def retry_after_only_when_it_means_something(response: Response) -> Response:
+    """Retry-After belongs to 429 and 503; the rate limiter adds it to every response. Registered
+    before every other after-request hook, so it runs after them all."""
+    if response.status_code not in (429, 503):
+        response.headers.pop("Retry-After", None)
     return response
 
 

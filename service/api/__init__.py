@@ -20,6 +20,7 @@ from . import (
     presets,
     problems,
     session,
+    strict_input,
     xapi,
 )
 from .auth import init_limiter
@@ -71,6 +72,7 @@ def init_app(app: Flask) -> Api:
         supports_credentials=False,
         max_age=600,
     )
+    app.before_request(strict_input.refuse_control_characters)
     init_limiter(app)
     app.extensions["api"] = api
     return api

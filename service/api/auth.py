@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import logging
 import threading
 import time
 
@@ -18,6 +19,7 @@ from flask_limiter import Limiter
 
 from ..db.platforms import authenticate, ensure_platform
 from ..identity import WEB_PLATFORM, WEB_SCOPES, Principal, parse_token
+from ..observability import RATELIMIT_STORAGE_TROUBLE
 from .problems import Problem
 
 UNAUTHORIZED_HEADERS = {"WWW-Authenticate": 'Bearer realm="attention-workbench"'}
@@ -79,6 +81,13 @@ class KeyCache:
         return hashlib.sha256(token.encode()).hexdigest()
 
 
+def _known_key_once(token: str) -> Principal | None:
+    """`_known_key`, once per request (the rate limiter and the view both ask)."""
+    if "known_key" not in g:
+        g.known_key = _known_key(token)
+    return g.known_key
+
+
 def _known_key(token: str) -> Principal | None:
     cache: KeyCache = current_app.extensions["key_cache"]
     principal = cache.get(token)
@@ -94,7 +103,7 @@ def current_principal(scope: str, *, allow_web: bool = True, allow_basic: bool =
     """The authenticated caller holding `scope`, or 401/403."""
     token = bearer_token(allow_basic)
     if token is not None:
-        principal = _known_key(token)
+        principal = _known_key_once(token)
         if principal is None:
             raise _unauthorized("the API key is unknown or revoked")
     elif allow_web and cookie.get("learner"):
@@ -134,10 +143,16 @@ def optional_principal(scope: str) -> Principal | None:
 
 
 def _rate_identity() -> tuple[str, str]:
+    """Whom a request counts against: a key that verifies, a signed browser session, else the
+    client's address. Never unverified input: a made-up key counts against its sender's address,
+    and knowing another platform's key prefix does not spend that platform's budget."""
     header = request.headers.get("Authorization", "")
     kind, _, value = header.partition(" ")
-    if kind.lower() == "bearer" and (prefix := parse_token(value.strip())):
-        return "key", prefix
+    if kind.lower() == "bearer" and parse_token(value.strip()):
+        principal = _known_key_once(value.strip())
+        if principal is not None and principal.key_prefix:
+            return "key", principal.key_prefix
+        return "address", request.remote_addr or "unknown"
     learner = cookie.get("learner")
     if learner:
         return "learner", hashlib.sha256(learner.encode()).hexdigest()[:16]  # no learner ids in storage
@@ -154,6 +169,24 @@ def rate_limit() -> str:
     return settings.ratelimit_key if _rate_identity()[0] == "key" else settings.ratelimit_learner
 
 
+class _CountStorageTrouble(logging.Handler):
+    """Counts flask-limiter's warnings and errors (its storage went away, or an error was swallowed)."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.WARNING)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        RATELIMIT_STORAGE_TROUBLE.inc()
+
+
+def limiter_storage_ok(app: Flask) -> bool:
+    """Whether the rate limiter's shared store answers (always true for the in-memory store)."""
+    try:
+        return bool(app.extensions["limiter"].storage.check())
+    except Exception:  # any client error means it does not answer; /readyz reports it, never fails on it
+        return False
+
+
 def init_limiter(app: Flask) -> Limiter:
     settings = app.extensions["settings"]
     app.extensions["key_cache"] = KeyCache(settings.auth_cache_seconds)
@@ -166,7 +199,12 @@ def init_limiter(app: Flask) -> Limiter:
         enabled=settings.ratelimit_enabled,
         key_prefix="workbench",
         strategy="moving-window",
+        # The shared store (Redis) down must not take the API down: limits continue per worker
+        # in memory, a warning is logged and counted, and /readyz says "degraded".
+        in_memory_fallback_enabled=True,
+        swallow_errors=True,
     )
+    logging.getLogger("flask-limiter").addHandler(_CountStorageTrouble())
 
     @limiter.request_filter
     def _only_the_api() -> bool:

@@ -108,12 +108,4 @@ def _csv_line(values) -> bytes:
 
 
 def _decode_row(cursor: str) -> tuple[dt.datetime, int]:
-    text = cursors.decode(cursor, "after")
-    try:
-        stored, row = text.split("|")
-        when = dt.datetime.fromisoformat(stored)
-        if when.tzinfo is None:
-            raise ValueError
-        return when, int(row)
-    except ValueError:
-        raise cursors.invalid("after") from None
+    return cursors.moment_and_row(cursors.decode(cursor, "after"), "after")

@@ -3,6 +3,7 @@
 from flask import Blueprint, current_app, jsonify
 
 from ..db import DatabaseUnavailable
+from .auth import limiter_storage_ok
 from .problems import Problem
 
 blp = Blueprint("health", __name__)
@@ -16,11 +17,13 @@ def healthz():
 
 @blp.get("/readyz")
 def readyz():
-    """The database answers; 503 with Retry-After otherwise."""
+    """The database answers (503 with Retry-After otherwise); the rate limiter's store answers (degraded otherwise)."""
     try:
         current_app.extensions["db"].ping()
     except DatabaseUnavailable as exc:
         raise Problem(
             503, f"the database does not answer: {exc}", headers={"Retry-After": "2"}, slug="database-unavailable"
         ) from None
-    return jsonify(status="ready", database="ok")
+    if not limiter_storage_ok(current_app):  # serving, but limits are per worker until it is back
+        return jsonify(status="degraded", database="ok", rate_limits="shared store unreachable: limited per worker")
+    return jsonify(status="ready", database="ok", rate_limits="ok")

@@ -111,9 +111,14 @@ def _compute_to_file(args: dict[str, Any], failure_mode: str | None, compare: bo
             "slug": problem.slug,
         }
 
+    data = dumps_bytes(body)  # encoded before any file exists: a failure leaves nothing behind
     handle, path = tempfile.mkstemp(prefix="workbench-trace-", suffix=".json", dir=SHARED)
-    with os.fdopen(handle, "wb") as out:
-        out.write(dumps_bytes(body))
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+    except BaseException:
+        os.unlink(path)
+        raise
     return path, None
 
 

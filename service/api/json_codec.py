@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import orjson
 from flask.json.provider import JSONProvider
 
@@ -19,6 +20,8 @@ class InvalidJSON(ValueError):
 
 
 def _default(obj: Any) -> Any:
+    if isinstance(obj, np.ndarray):  # orjson encodes C-contiguous arrays only (a d_head-1 slice is not)
+        return np.ascontiguousarray(obj)
     if isinstance(obj, (set, frozenset, tuple)):
         return list(obj)
     if hasattr(obj, "isoformat"):

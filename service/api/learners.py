@@ -94,6 +94,6 @@ def decode_cursor(cursor: str | None) -> int:
     if cursor is None:
         return 0
     text = cursors.decode(cursor)
-    if not text.startswith("e") or not text[1:].isdigit():
+    if not text.startswith("e"):
         raise cursors.invalid()
-    return int(text[1:])
+    return cursors.row_id(text[1:])

@@ -60,6 +60,22 @@ class StrictParser(FlaskParser):
         return json_body()
 
 
+# -- the URL ---------------------------------------------------------------------------------
+
+
+def refuse_control_characters() -> None:
+    """Before any view: no NUL or other control character in the path or the query (PostgreSQL
+    text cannot hold NUL; nothing this service names contains control characters)."""
+    values = [request.path, *request.args.keys(), *request.args.values()]
+    for value in values:
+        if any(ord(c) < 32 or ord(c) == 127 for c in value):
+            raise Problem(
+                400,
+                "the URL holds a control character (such as %00); no path or query value may",
+                slug="invalid-url",
+            )
+
+
 # -- caps on the raw JSON -------------------------------------------------------------------
 
 

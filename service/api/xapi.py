@@ -123,10 +123,7 @@ class Statements(MethodView):
 
 
 def _row_cursor(cursor: str) -> int:
-    position = cursors.decode(cursor)
-    if not position.isdigit():
-        raise cursors.invalid()
-    return int(position)
+    return cursors.row_id(cursors.decode(cursor))
 
 
 def _parse_activity(iri: str, base: str) -> tuple[str, str | None]:

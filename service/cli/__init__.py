@@ -31,10 +31,15 @@ def serve(host: str | None, port: int | None, workers: int, migrate: bool) -> No
     from gunicorn.app.base import BaseApplication
 
     from ..app import create_app
+    from ..deployment import refuse_public_bind_without_secret
 
     settings = _settings()
     host = host or settings.host
     port = port or settings.port
+    try:
+        refuse_public_bind_without_secret([f"{host}:{port}"], settings)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
     if migrate:
         _upgrade(settings)
     app = create_app()

@@ -71,3 +71,43 @@ def test_limits_are_shared_across_workers_through_redis(app_config):
     a, b = first.test_client(), second.test_client()
     statuses = [client.post("/api/v1/events", json=event(), headers=headers).status_code for client in (a, b, a, b)]
     assert statuses == [201, 201, 201, 429]
+
+
+def test_knowing_a_keys_prefix_does_not_spend_its_budget(app_config):
+    app = limited_app(app_config)
+    client = app.test_client()
+    headers = key_for(app)
+    prefix = headers["Authorization"].split("_")[1]
+    forged = {"Authorization": f"Bearer wb_{prefix}_{'x' * 43}"}
+    assert [client.post("/api/v1/events", json=event(), headers=forged).status_code for _ in range(3)] == [
+        401,
+        401,
+        429,
+    ]
+    statuses = [client.post("/api/v1/events", json=event(), headers=headers).status_code for _ in range(3)]
+    assert statuses == [201, 201, 201]  # the platform's own budget is untouched
+
+
+def test_made_up_keys_are_limited_by_their_senders_address(app_config):
+    import secrets
+
+    client = limited_app(app_config).test_client()
+    statuses = []
+    for _ in range(3):
+        fake = {"Authorization": f"Bearer wb_{secrets.token_hex(4)}_{secrets.token_urlsafe(32)}"}
+        statuses.append(client.post("/api/v1/events", json=event(), headers=fake).status_code)
+    assert statuses == [401, 401, 429]
+
+
+def test_an_unreachable_rate_limit_store_degrades_readiness_but_serves(app_config):
+    from service.observability import RATELIMIT_STORAGE_TROUBLE
+
+    before = RATELIMIT_STORAGE_TROUBLE._value.get()
+    app = limited_app(app_config, ratelimit_storage_uri="redis://127.0.0.1:9/0")  # nothing listens on port 9
+    client = app.test_client()
+    headers = key_for(app)
+    assert [client.post("/api/v1/events", json=event(), headers=headers).status_code for _ in range(2)] == [201, 201]
+    assert client.get("/api/v1/lessons").status_code == 200
+    ready = client.get("/readyz")
+    assert ready.status_code == 200 and ready.json["status"] == "degraded"
+    assert RATELIMIT_STORAGE_TROUBLE._value.get() > before

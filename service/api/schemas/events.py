@@ -27,12 +27,19 @@ def name(max_length: int) -> validate.Regexp:
     )
 
 
-def _depth(value, level: int = 0) -> int:
-    if isinstance(value, dict):
-        return max((_depth(v, level + 1) for v in value.values()), default=level + 1)
-    if isinstance(value, list):
-        return max((_depth(v, level + 1) for v in value), default=level + 1)
-    return level
+def _deeper_than(value, limit: int) -> bool:
+    """Whether containers nest more than `limit` levels; iterative, and stops at the first one
+    too deep, so a body nested thousands of levels costs no recursion."""
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if level > limit:
+            return True
+        stack.extend((child, level + 1) for child in children)
+    return False
 
 
 def _no_nul(value) -> bool:
@@ -46,10 +53,10 @@ def _no_nul(value) -> bool:
 
 
 def validate_data(value: dict) -> None:
+    if _deeper_than(value, MAX_DATA_DEPTH):  # first: the size check below recurses
+        raise ValidationError(f"must nest at most {MAX_DATA_DEPTH} levels deep")
     if len(orjson.dumps(value)) > MAX_DATA_BYTES:
         raise ValidationError(f"must encode to at most {MAX_DATA_BYTES} bytes of JSON")
-    if _depth(value) > MAX_DATA_DEPTH:
-        raise ValidationError(f"must nest at most {MAX_DATA_DEPTH} levels deep")
     if not _no_nul(value):
         raise ValidationError("must not contain NUL (\\u0000) characters")
 
