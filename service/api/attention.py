@@ -1,14 +1,16 @@
-"""Compute: `POST /attention` (every intermediate) and `POST /attention/compare` (correct vs broken)."""
+"""Compute: `POST /attention` (every intermediate) and `POST /attention/compare` (correct vs broken).
+
+JSON by default; `Accept: application/octet-stream` (optionally `; dtype=float32`) answers with
+the same numbers in the safetensors layout (traces.body_tensors)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from flask import current_app
+from flask import current_app, request
 from flask.views import MethodView
 
 from . import heavy
-from .json_codec import dumps_bytes
 from .schemas.attention import (
     AttentionRequestSchema,
     AttentionResponseSchema,
@@ -16,7 +18,7 @@ from .schemas.attention import (
     CompareResponseSchema,
 )
 from .smorest import JSON_BODY_ERRORS, Blueprint
-from .traces import compare_body, trace_body
+from .traces import BINARY, compare_body, encode, trace_body, wants_binary
 
 blp = Blueprint(
     "attention",
@@ -26,8 +28,25 @@ blp = Blueprint(
 )
 
 
-def json_response(body: dict) -> Any:
-    return current_app.response_class(dumps_bytes(body), mimetype="application/json")
+BINARY_RESPONSE = {
+    "content": {
+        BINARY: {
+            "schema": {
+                "type": "string",
+                "format": "binary",
+                "description": "The same numbers in the safetensors layout: a tensor per array, named by its path in "
+                "the JSON (`heads.0.weights`, `concat`); other fields as JSON strings in `__metadata__`; a boolean "
+                "`mask` where the JSON has null. Ask with `Accept: application/octet-stream` (`; dtype=float32` for "
+                "float32).",
+            }
+        }
+    }
+}
+
+
+def respond(body: dict) -> Any:
+    binary = wants_binary(request.accept_mimetypes)
+    return current_app.response_class(encode(body, binary), mimetype=BINARY if binary else "application/json")
 
 
 def is_heavy(args: dict[str, Any]) -> bool:
@@ -39,21 +58,23 @@ def is_heavy(args: dict[str, Any]) -> bool:
 class Attention(MethodView):
     @blp.arguments(AttentionRequestSchema())
     @blp.response(200, AttentionResponseSchema)
+    @blp.doc(responses={200: BINARY_RESPONSE})
     @blp.problems(503, *JSON_BODY_ERRORS)
     def post(self, args):
         """Compute multi-head attention and return every per-head intermediate"""
         if is_heavy(args):
-            return heavy.run(args, args.get("failure_mode"))
-        return json_response(trace_body(args, args.get("failure_mode")))
+            return heavy.run(args, args.get("failure_mode"), binary=wants_binary(request.accept_mimetypes))
+        return respond(trace_body(args, args.get("failure_mode")))
 
 
 @blp.route("/compare")
 class Compare(MethodView):
     @blp.arguments(CompareRequestSchema())
     @blp.response(200, CompareResponseSchema)
+    @blp.doc(responses={200: BINARY_RESPONSE})
     @blp.problems(503, *JSON_BODY_ERRORS)
     def post(self, args):
         """Compute the correct and a broken implementation side by side, with per-cell differences"""
         if is_heavy(args):
-            return heavy.run(args, compare=True)
-        return json_response(compare_body(args))
+            return heavy.run(args, compare=True, binary=wants_binary(request.accept_mimetypes))
+        return respond(compare_body(args))

@@ -27,7 +27,6 @@ from typing import Any
 from flask import current_app, send_file
 
 from ..background import start_compute_process
-from .json_codec import dumps_bytes
 from .problems import Problem
 
 SHARED = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
@@ -97,7 +96,9 @@ def waiting_room(app) -> threading.BoundedSemaphore:
         return room
 
 
-def _compute_to_file(args: dict[str, Any], failure_mode: str | None, compare: bool) -> tuple[str | None, Any]:
+def _compute_to_file(
+    args: dict[str, Any], failure_mode: str | None, compare: bool, binary: str | None = None
+) -> tuple[str | None, Any]:
     """In the background process: compute, encode, write to shared memory; errors come back as data."""
     from . import traces
 
@@ -111,8 +112,8 @@ def _compute_to_file(args: dict[str, Any], failure_mode: str | None, compare: bo
             "slug": problem.slug,
         }
 
-    data = dumps_bytes(body)  # encoded before any file exists: a failure leaves nothing behind
-    handle, path = tempfile.mkstemp(prefix="workbench-trace-", suffix=".json", dir=SHARED)
+    data = traces.encode(body, binary)  # encoded before any file exists: a failure leaves nothing behind
+    handle, path = tempfile.mkstemp(prefix="workbench-trace-", suffix=".bin" if binary else ".json", dir=SHARED)
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
@@ -122,7 +123,7 @@ def _compute_to_file(args: dict[str, Any], failure_mode: str | None, compare: bo
     return path, None
 
 
-def run(args: dict[str, Any], failure_mode: str | None = None, compare: bool = False):
+def run(args: dict[str, Any], failure_mode: str | None = None, compare: bool = False, binary: str | None = None):
     settings = current_app.extensions["settings"]
     count = machine_slots(settings.heavy_compute_concurrency)
     room = waiting_room(current_app)
@@ -132,14 +133,15 @@ def run(args: dict[str, Any], failure_mode: str | None = None, compare: bool = F
         with slot(count, wait=settings.heavy_compute_wait_seconds) as held:
             if not held:
                 raise _busy(f"no large-trace slot came free within {settings.heavy_compute_wait_seconds:g} s")
-            path, error = _executor(count).submit(_compute_to_file, args, failure_mode, compare).result()
+            path, error = _executor(count).submit(_compute_to_file, args, failure_mode, compare, binary).result()
     finally:
         room.release()
     if error is not None or path is None:
         raise Problem(error["status"], error["detail"], errors=error["errors"], slug=error["slug"])
     body = open(path, "rb")  # noqa: SIM115 - closed by the server after sending
     os.unlink(path)  # the open descriptor keeps the data until the response is sent
-    return send_file(body, mimetype="application/json", max_age=0, conditional=False, etag=False)
+    mimetype = "application/octet-stream" if binary else "application/json"
+    return send_file(body, mimetype=mimetype, max_age=0, conditional=False, etag=False)
 
 
 def _busy(reason: str) -> Problem:

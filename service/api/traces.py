@@ -12,6 +12,8 @@ import orjson
 from ..compute import AttentionInputError, AttentionTrace, multi_head_attention
 from ..compute.conventions import conventions
 from ..compute.failure_modes import REGISTRY
+from . import safetensors_codec
+from .json_codec import dumps_bytes
 from .problems import Problem
 
 HEAD_PARTS = ("query", "key", "value", "scores", "masked_scores", "weights", "output", "summary")
@@ -145,3 +147,57 @@ def compare_body(args: dict[str, Any]) -> dict:
         "broken": trace_json(broken, include, precision),
         "differences": {**diffs, "max_abs": max_abs},
     }
+
+
+BINARY = "application/octet-stream"
+
+
+def body_tensors(body: dict[str, Any], dtype: str = "float64") -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """A trace or comparison body as named tensors plus metadata, for the safetensors layout.
+
+    Every array becomes a tensor named by its path in the JSON body (`heads.1.weights`,
+    `differences.concat`); every other value becomes a JSON string in the metadata under its
+    path. `masked_scores` (JSON null where masked) becomes a boolean `mask` beside the scores.
+    `dtype="float32"` halves the bytes of every floating-point tensor."""
+    tensors: dict[str, np.ndarray] = {}
+    metadata: dict[str, str] = {}
+    float_type = np.float32 if dtype == "float32" else np.float64
+
+    def walk(value: Any, path: str) -> None:
+        if isinstance(value, np.ndarray):
+            kind = value.dtype.kind
+            tensors[path] = value.astype(float_type if kind == "f" else np.int64 if kind in "iu" else bool)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, f"{path}.{key}" if path else key)
+        elif isinstance(value, list) and path.endswith("masked_scores"):
+            # Null where masked, in JSON; here a boolean mask beside the scores (same for every head).
+            n = len(value)
+            tensors[path.split("heads.")[0] + "mask"] = np.triu(np.ones((n, n), dtype=bool), k=1)
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            for i, item in enumerate(value):
+                walk(item, f"{path}.{i}")
+        else:
+            metadata[path] = orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY).decode()
+
+    walk(body, "")
+    return tensors, metadata
+
+
+def wants_binary(accept: Any) -> str | None:
+    """ "float64" or "float32" when the client prefers the safetensors layout
+    (`Accept: application/octet-stream`, optionally `; dtype=float32`), else None: JSON."""
+    best, best_quality = None, -1.0
+    for value, quality in accept:
+        if value.split(";")[0].strip() in ("application/json", BINARY) and quality > best_quality:
+            best, best_quality = value, quality
+    if best is None or not best.startswith(BINARY):
+        return None
+    return "float32" if "dtype=float32" in best.replace(" ", "") else "float64"
+
+
+def encode(body: dict[str, Any], binary: str | None) -> bytes:
+    """The response bytes: JSON, or the safetensors layout in the requested float type."""
+    if binary is None:
+        return dumps_bytes(body)
+    return safetensors_codec.encode(*body_tensors(body, binary))

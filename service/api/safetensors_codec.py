@@ -1,0 +1,27 @@
+"""The safetensors layout, written with numpy alone: 8-byte little-endian header length, a JSON
+header (dtype, shape, data offsets per tensor; `__metadata__` of string values), raw
+little-endian data. `safetensors.numpy.load(data)` reads it; so do a few lines of JavaScript."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import orjson
+
+DTYPES = {"f8": "F64", "f4": "F32", "i8": "I64", "b1": "BOOL"}
+ALIGN = 8  # the header is padded with spaces so the data starts 8-byte aligned
+
+
+def encode(tensors: dict[str, np.ndarray], metadata: dict[str, str]) -> bytes:
+    header: dict[str, object] = {"__metadata__": metadata}
+    chunks, offset = [], 0
+    for name, array in tensors.items():
+        data = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes()
+        kind = f"{array.dtype.kind}{array.dtype.itemsize}"
+        header[name] = {"dtype": DTYPES[kind], "shape": list(array.shape), "data_offsets": [offset, offset + len(data)]}
+        chunks.append(data)
+        offset += len(data)
+    text = orjson.dumps(header)
+    text += b" " * (-(len(text) + 8) % ALIGN)
+    return struct.pack("<Q", len(text)) + text + b"".join(chunks)
