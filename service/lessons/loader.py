@@ -5,6 +5,7 @@ A malformed file raises LessonError naming the file and line; `create_app` lets 
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from markdown_it import MarkdownIt
 from mdit_py_plugins.container import container_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 
+from ..compute.failure_modes import REGISTRY
 from .model import COMPLETIONS, REQUIREMENTS, Block, Checkpoint, Lesson
 
 # directive -> (required attributes, optional attributes)
@@ -24,6 +26,7 @@ DIRECTIVES: dict[str, tuple[set[str], set[str]]] = {
     "exercise": ({"checkpoint", "path", "command", "title"}, {"starter"}),
     "explain": ({"checkpoint"}, set()),
     "self-check": (set(), set()),
+    "failure-modes": ({"ids"}, {"explorable"}),  # a list drawn from the failure-mode registry
 }
 _ATTR = re.compile(r'([A-Za-z][\w-]*)="([^"]*)"')
 _OPEN = re.compile(r"^:::\s*([A-Za-z][\w-]*)(\{.*\})?\s*$")
@@ -52,10 +55,26 @@ def _renderer(name: str):
         token = tokens[idx]
         if token.nesting == 1:
             line = token.map[0] + 1 if token.map else 0
+            if name == "failure-modes":
+                env["failure_modes"] = dict(_ATTR.findall(token.info))
             return f'<section class="directive directive-{name}" data-line="{line}">\n'
+        if name == "failure-modes":
+            return _failure_mode_list(env.pop("failure_modes", {})) + "</section>\n"
         return "</section>\n"
 
     return render
+
+
+def _failure_mode_list(attrs: dict[str, str]) -> str:
+    """The registry's names and descriptions (one source for the engine, the checker and the
+    lesson), each linking to the workbench comparing it with the correct implementation."""
+    page = attrs.get("explorable", "/explorables/multi-head-attention")
+    items = []
+    for mode_id in (i.strip() for i in attrs.get("ids", "").split(",") if i.strip()):
+        mode = REGISTRY[mode_id]
+        link = f'<a href="{html.escape(page)}#compare={mode.id}" data-failure-mode="{mode.id}">{html.escape(mode.name)}</a>'
+        items.append(f"<li>{link}: {html.escape(mode.description)}.</li>")
+    return '<ul class="failure-modes">\n' + "\n".join(items) + "\n</ul>\n"
 
 
 def _validator(name: str):
@@ -236,6 +255,10 @@ def _attributes(path: Path, line: int, name: str, info: str) -> dict[str, str]:
         if _ATTR.sub("", inside).strip():
             raise LessonError(path, line, f":::{name} has malformed attributes: {inside!r}")
     required, optional = DIRECTIVES[name]
+    if name == "failure-modes":
+        unknown_ids = [i.strip() for i in attrs.get("ids", "").split(",") if i.strip() not in REGISTRY]
+        if unknown_ids:
+            raise LessonError(path, line, f":::failure-modes names unknown failure modes {unknown_ids}")
     missing = required - set(attrs)
     unknown = set(attrs) - required - optional
     if missing:

@@ -20,6 +20,7 @@ def test_the_detail_holds_the_lesson_and_its_blocks(client):
         "exercise",
         "explain",
         "self-check",
+        "failure-modes",
     }
     assert detail["html"].startswith("<h1>")
     assert "features 1–2" in detail["markdown"] and "features 0–1" not in detail["markdown"]  # people count from 1
@@ -43,3 +44,13 @@ def test_raw_html_in_the_markdown_is_not_passed_through(client):
 def test_an_unknown_lesson_is_a_problem_404(client):
     response = client.get("/api/v1/lessons/nope")
     assert response.status_code == 404 and response.content_type == "application/problem+json"
+
+
+def test_the_lessons_failure_modes_come_from_the_registry(client):
+    html = client.get(f"/api/v1/lessons/{LESSON}").json["html"]
+    registry = client.get("/api/v1/failure-modes").json["failure_modes"]
+    listed = [m for m in registry if f'data-failure-mode="{m["id"]}"' in html]
+    assert len(listed) == 6
+    for mode in listed:
+        assert f">{mode['name']}</a>: {mode['description']}." in html.replace("&#x27;", "'")
+        assert f'href="/explorables/multi-head-attention#compare={mode["id"]}"' in html

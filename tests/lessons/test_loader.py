@@ -1,5 +1,7 @@
 """The lesson loader: the seed lesson as objects, and malformed files stopped with file and line."""
 
+from pathlib import Path
+
 import pytest
 
 from service.app import create_app
@@ -23,7 +25,7 @@ def test_front_matter_matches_the_seed(lesson):
 
 def test_blocks_point_at_this_products_workbench_and_exercise(lesson):
     kinds = [b.kind for b in lesson.blocks]
-    assert kinds == ["predict", "answer", "explorable", "exercise", "explain", "self-check"]
+    assert kinds == ["predict", "answer", "explorable", "exercise", "failure-modes", "explain", "self-check"]
     explorable = next(b for b in lesson.blocks if b.kind == "explorable")
     assert explorable.attrs["src"] == "/explorables/multi-head-attention"
     assert explorable.attrs["id"] == "multi-head-workbench" and explorable.attrs["height"] == "850"
@@ -107,4 +109,15 @@ def test_explorable_checkpoints_need_their_explorable(tmp_path):
     )
     (tmp_path / "x.md").write_text(text)
     with pytest.raises(LessonError, match="no :::explorable has that id"):
+        load_lessons(tmp_path)
+
+
+def test_a_failure_modes_block_names_only_known_modes(tmp_path):
+    from service.lessons import load_lessons
+    from service.lessons.loader import LessonError
+
+    source = (Path(__file__).resolve().parents[2] / "content" / "lessons" / "multi-head-attention.md").read_text()
+    broken = source.replace('ids="interleaved_split,', 'ids="interleaved_splat,')
+    (tmp_path / "lesson.md").write_text(broken)
+    with pytest.raises(LessonError, match="unknown failure modes"):
         load_lessons(tmp_path)
