@@ -72,7 +72,8 @@ def _failure_mode_list(attrs: dict[str, str]) -> str:
     items = []
     for mode_id in (i.strip() for i in attrs.get("ids", "").split(",") if i.strip()):
         mode = REGISTRY[mode_id]
-        link = f'<a href="{html.escape(page)}#compare={mode.id}" data-failure-mode="{mode.id}">{html.escape(mode.name)}</a>'
+        href = f"{html.escape(page)}#compare={mode.id}"
+        link = f'<a href="{href}" data-failure-mode="{mode.id}">{html.escape(mode.name)}</a>'
         items.append(f"<li>{link}: {html.escape(mode.description)}.</li>")
     return '<ul class="failure-modes">\n' + "\n".join(items) + "\n</ul>\n"
 
