@@ -1,0 +1,132 @@
+"""Behind the buffering nginx of docker-compose (deploy/nginx.conf, run here with Debian's nginx):
+clients that read nothing or trickle their bodies hold nginx connections, never gunicorn threads,
+so another client's events and the health probe keep answering."""
+
+from __future__ import annotations
+
+import http.client
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from ..api.helpers import event
+from ..live import LiveServer, free_port
+from .test_faults import make_key
+
+ROOT = Path(__file__).resolve().parents[2]
+NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+pytestmark = pytest.mark.databases
+
+
+@pytest.fixture
+def proxied(tmp_path, database_url):
+    if not Path(NGINX).exists():
+        pytest.skip("needs Debian's nginx (apt-get install -y nginx-light; .ci/run installs it)")
+    server = LiveServer(
+        {"WORKBENCH_DATABASE_URL": database_url, "WORKBENCH_RATELIMIT_ENABLED": "0"}, workers=2, threads=4
+    ).start()
+    port = free_port()
+    site = (ROOT / "deploy" / "nginx.conf").read_text()
+    site = site.replace("server api:8000;", f"server 127.0.0.1:{server.port};").replace(
+        "listen 80;", f"listen 127.0.0.1:{port};"
+    )
+    (tmp_path / "site.conf").write_text(site)
+    temp = {name: tmp_path / name for name in ("body", "proxy", "fastcgi", "uwsgi", "scgi")}
+    for path in temp.values():
+        path.mkdir()
+    (tmp_path / "nginx.conf").write_text(
+        f"""worker_processes 1;
+pid {tmp_path}/nginx.pid;
+error_log {tmp_path}/error.log warn;
+daemon off;
+events {{ worker_connections 1024; }}
+http {{
+  access_log off;
+  client_body_temp_path {temp["body"]}; proxy_temp_path {temp["proxy"]};
+  fastcgi_temp_path {temp["fastcgi"]}; uwsgi_temp_path {temp["uwsgi"]}; scgi_temp_path {temp["scgi"]};
+  include {tmp_path}/site.conf;
+}}
+"""
+    )
+    nginx = subprocess.Popen([NGINX, "-c", str(tmp_path / "nginx.conf"), "-p", str(tmp_path)], stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    yield server, port
+    nginx.terminate()
+    nginx.wait(timeout=10)
+    server.stop()
+
+
+def post_events(port: int, token: str, count: int) -> list[float]:
+    """Another client (source 127.0.0.2: its own nginx budget) records events; seconds each."""
+    times = []
+    for i in range(count):
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30, source_address=("127.0.0.2", 0))
+        start = time.monotonic()
+        connection.request(
+            "POST",
+            "/api/v1/events",
+            body=orjson.dumps(event(f"calm-{i}")),
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
+        )
+        response = connection.getresponse()
+        response.read()
+        times.append(time.monotonic() - start)
+        assert response.status == 201, response.status
+        connection.close()
+    return times
+
+
+def test_readers_that_read_nothing_hold_no_gunicorn_thread(proxied, database_url):
+    server, port = proxied
+    token = make_key(database_url)
+    body = orjson.dumps({"tokens": [[0.1 * (i % 7)] * 16 for i in range(160)], "heads": 4})  # about 6 MB of JSON
+    sockets = []
+    for _ in range(15):  # as many as the finding: more than the 2 x 4 gunicorn threads
+        s = socket.create_connection(("127.0.0.1", port))
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        head = (
+            f"POST /api/v1/attention HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        s.sendall(head + body)
+        sockets.append(s)  # and never read a byte
+    try:
+        time.sleep(3)  # the traces are computed and sit in nginx's buffers
+        times = post_events(port, token, 30)
+        assert max(times) < 2.0, f"slowest event {max(times):.2f} s while 15 clients read nothing"
+        health = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+        health.request("GET", "/healthz")
+        assert health.getresponse().status == 200
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def test_bodies_that_trickle_hold_no_gunicorn_thread(proxied, database_url):
+    server, port = proxied
+    token = make_key(database_url)
+    sockets = []
+    for _ in range(30):  # more than the gunicorn threads, fewer than nginx's per-client cap
+        s = socket.create_connection(("127.0.0.1", port))
+        s.sendall(b"POST /api/v1/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{")
+        sockets.append(s)
+    try:
+        time.sleep(1)
+        for s in sockets:
+            s.sendall(b" ")  # one byte now and then: the body never completes
+        times = post_events(port, token, 30)
+        assert max(times) < 2.0, f"slowest event {max(times):.2f} s while 30 clients trickle their bodies"
+    finally:
+        for s in sockets:
+            s.close()
