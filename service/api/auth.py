@@ -17,6 +17,7 @@ from flask import Flask, current_app, g, request
 from flask import session as cookie
 from flask_limiter import Limiter
 
+from ..db import sessions as sessions_db
 from ..db.platforms import authenticate, ensure_platform
 from ..identity import WEB_PLATFORM, WEB_SCOPES, Principal, parse_token
 from ..observability import RATELIMIT_STORAGE_TROUBLE
@@ -46,39 +47,26 @@ def bearer_token(allow_basic: bool = False) -> str | None:
     raise _unauthorized("send the API key as 'Authorization: Bearer <key>'")
 
 
-class KeyCache:
-    """Live keys this worker has verified recently, so the hot path needs no database round trip.
-
-    A revoked key keeps working here for at most `seconds` (WORKBENCH_AUTH_CACHE_SECONDS; 0 turns
-    the cache off). Only keys that verified are kept, under a hash of the whole token, at most
-    `size` of them (the oldest go first).
-    """
+class TTLCache:
+    """What this worker learned recently (verified keys, logged-out sessions), each answer kept for
+    `seconds` (WORKBENCH_AUTH_CACHE_SECONDS; 0 turns the cache off), `size` answers at most, the
+    oldest dropped first. A revoked key or session is refused everywhere within `seconds`."""
 
     def __init__(self, seconds: float, size: int = 10_000):
         self.seconds = seconds
         self.size = size
-        self._keys: dict[str, tuple[float, Principal]] = {}
+        self._entries: dict[str, tuple[float, object]] = {}
         self._lock = threading.Lock()
 
-    def get(self, token: str) -> Principal | None:
-        if self.seconds <= 0:
-            return None
-        hit = self._keys.get(self._digest(token))
-        if hit is None or hit[0] < time.monotonic():
-            return None
-        return hit[1]
+    def get(self, key: str) -> object | None:
+        hit = self._entries.get(key)
+        return None if hit is None or hit[0] < time.monotonic() else hit[1]
 
-    def put(self, token: str, principal: Principal) -> None:
-        if self.seconds <= 0:
-            return
+    def put(self, key: str, value: object, seconds: float | None = None) -> None:
         with self._lock:
-            if len(self._keys) >= self.size:
-                self._keys.pop(next(iter(self._keys)))
-            self._keys[self._digest(token)] = (time.monotonic() + self.seconds, principal)
-
-    @staticmethod
-    def _digest(token: str) -> str:
-        return hashlib.sha256(token.encode()).hexdigest()
+            if len(self._entries) >= self.size:
+                self._entries.pop(next(iter(self._entries)))
+            self._entries[key] = (time.monotonic() + (self.seconds if seconds is None else seconds), value)
 
 
 def _known_key_once(token: str) -> Principal | None:
@@ -89,14 +77,17 @@ def _known_key_once(token: str) -> Principal | None:
 
 
 def _known_key(token: str) -> Principal | None:
-    cache: KeyCache = current_app.extensions["key_cache"]
-    principal = cache.get(token)
-    if principal is None:
-        with current_app.extensions["db"].read() as conn:  # one round trip, then cached
-            principal = authenticate(conn, token)
-        if principal is not None:
-            cache.put(token, principal)
-    return principal
+    """The key's principal; only keys that verified are cached, under a hash of the whole token."""
+    cache: TTLCache = current_app.extensions["key_cache"]
+    digest = hashlib.sha256(token.encode()).hexdigest()
+    principal = cache.get(digest)
+    if isinstance(principal, Principal):
+        return principal
+    with current_app.extensions["db"].read() as conn:  # one round trip, then cached
+        found = authenticate(conn, token)
+    if found is not None:
+        cache.put(digest, found)
+    return found
 
 
 def current_principal(scope: str, *, allow_web: bool = True, allow_basic: bool = False) -> Principal:
@@ -106,7 +97,7 @@ def current_principal(scope: str, *, allow_web: bool = True, allow_basic: bool =
         principal = _known_key_once(token)
         if principal is None:
             raise _unauthorized("the API key is unknown or revoked")
-    elif allow_web and cookie.get("learner"):
+    elif allow_web and browser_learner():
         principal = web_principal(cookie["learner"])
     else:
         raise _unauthorized(
@@ -128,13 +119,31 @@ def web_platform_id() -> int:
     return cached
 
 
+def browser_learner() -> str | None:
+    """The browser session's learner: from the signed cookie, unless that session was logged out
+    (refused within WORKBENCH_AUTH_CACHE_SECONDS in other workers, at once in this one)."""
+    learner = cookie.get("learner")
+    sid = cookie.get("sid")
+    if not learner or not sid:
+        return learner or None  # sessions from before logout could be revoked carry no sid
+    if "session_revoked" not in g:
+        cache: TTLCache = current_app.extensions["session_cache"]
+        revoked = cache.get(sid)
+        if revoked is None:
+            with current_app.extensions["db"].read() as session:
+                revoked = sessions_db.is_revoked(session, sid)
+            cache.put(sid, revoked)
+        g.session_revoked = bool(revoked)
+    return None if g.session_revoked else learner
+
+
 def web_principal(learner: str) -> Principal:
     return Principal(platform_id=web_platform_id(), platform=WEB_PLATFORM, scopes=WEB_SCOPES, learner=learner)
 
 
 def optional_principal(scope: str) -> Principal | None:
     """The caller if they identified themselves (key or browser session), else None."""
-    if request.headers.get("Authorization") is None and not cookie.get("learner"):
+    if request.headers.get("Authorization") is None and not browser_learner():
         return None
     return current_principal(scope)
 
@@ -153,7 +162,7 @@ def _rate_identity() -> tuple[str, str]:
         if principal is not None and principal.key_prefix:
             return "key", principal.key_prefix
         return "address", request.remote_addr or "unknown"
-    learner = cookie.get("learner")
+    learner = browser_learner()
     if learner:
         return "learner", hashlib.sha256(learner.encode()).hexdigest()[:16]  # no learner ids in storage
     return "address", request.remote_addr or "unknown"
@@ -189,7 +198,8 @@ def limiter_storage_ok(app: Flask) -> bool:
 
 def init_limiter(app: Flask) -> Limiter:
     settings = app.extensions["settings"]
-    app.extensions["key_cache"] = KeyCache(settings.auth_cache_seconds)
+    app.extensions["key_cache"] = TTLCache(settings.auth_cache_seconds)
+    app.extensions["session_cache"] = TTLCache(settings.auth_cache_seconds)
     limiter = Limiter(
         key_func=rate_key,
         app=app,

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import secrets
+
 from flask import current_app
 from flask import session as cookie
 from flask.views import MethodView
 
+from ..db import sessions as sessions_db
 from ..identity import WEB_PLATFORM, new_learner_id
-from .auth import web_platform_id
+from .auth import browser_learner, web_platform_id
 from .problems import Problem
 from .schemas.learners import SessionSchema
 from .smorest import Blueprint
@@ -28,10 +32,14 @@ class BrowserSession(MethodView):
         """Start (or resume) a browser learner session"""
         web_platform_id()  # the web platform exists before any of its learners writes
         status = 200
-        if not cookie.get("learner"):
+        if not browser_learner():  # none yet, or logged out: a new pseudonymous learner
+            cookie.clear()
             cookie["learner"] = new_learner_id()
+            cookie["sid"] = secrets.token_hex(16)
             cookie.permanent = True
             status = 201
+        elif not cookie.get("sid"):
+            cookie["sid"] = secrets.token_hex(16)  # an older session becomes one that logging out revokes
         return current_app.response_class(
             current_app.json.dumps({"learner": cookie["learner"], "platform": WEB_PLATFORM}),
             status=status,
@@ -42,12 +50,20 @@ class BrowserSession(MethodView):
     @blp.problems(404)
     def get(self):
         """The current browser learner"""
-        if not cookie.get("learner"):
+        if not browser_learner():
             raise Problem(404, "no browser session; POST /api/v1/session starts one", slug="not-found")
         return {"learner": cookie["learner"], "platform": WEB_PLATFORM}
 
     @blp.response(204)
+    @blp.problems(503)
     def delete(self):
-        """Forget the session cookie (the learner's data stays; DELETE /learners/{id} erases it)"""
+        """Log out: the session is revoked on the server and the cookie forgotten (the learner's data
+        stays; DELETE /learners/{id} erases it)"""
+        sid = cookie.get("sid")
+        if sid:
+            lifetime = current_app.permanent_session_lifetime
+            with current_app.extensions["db"].write() as session:
+                sessions_db.revoke(session, sid, dt.datetime.now(dt.UTC) + lifetime)
+            current_app.extensions["session_cache"].put(sid, True, seconds=lifetime.total_seconds())
         cookie.clear()
         return None

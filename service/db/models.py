@@ -179,3 +179,13 @@ class ExerciseChallenge(Base):
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     solved_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
     last_result: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+
+
+class RevokedSession(Base):
+    """A browser session ended by logging out: its cookie is refused until it would have expired."""
+
+    __tablename__ = "revoked_sessions"
+
+    sid: Mapped[str] = mapped_column(String(32), primary_key=True)
+    revoked_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, index=True)

@@ -159,3 +159,18 @@ def test_learner_ids_never_reach_the_logs(client, acme, caplog):
     client.delete("/api/v1/learners/secret-learner-77", headers=acme)
     assert "secret-learner-77" not in caplog.text
     assert acme["Authorization"].split()[1] not in caplog.text
+
+
+@pytest.mark.databases
+def test_logging_out_revokes_the_session_on_the_server(app, client):
+    learner = client.post("/api/v1/session").json["learner"]
+    assert client.post("/api/v1/events", json=event(learner)).status_code == 201
+    stolen = client.get_cookie("workbench_session").value  # a copy someone kept
+    assert client.delete("/api/v1/session").status_code == 204
+    thief = app.test_client()
+    thief.set_cookie("workbench_session", stolen)
+    assert thief.get("/api/v1/session").status_code == 404
+    assert thief.get(f"/api/v1/learners/{learner}/events").status_code == 401
+    assert thief.post("/api/v1/events", json=event(learner)).status_code == 401
+    fresh = thief.post("/api/v1/session")
+    assert fresh.status_code == 201 and fresh.json["learner"] != learner  # a new learner, not the old one

@@ -119,7 +119,8 @@ def test_bodies_that_trickle_hold_no_gunicorn_thread(proxied, database_url):
     sockets = []
     for _ in range(30):  # more than the gunicorn threads, fewer than nginx's per-client cap
         s = socket.create_connection(("127.0.0.1", port))
-        s.sendall(b"POST /api/v1/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{")
+        head = b"POST /api/v1/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        s.sendall(head + b"Content-Length: 5000\r\n\r\n{")
         sockets.append(s)
     try:
         time.sleep(1)
