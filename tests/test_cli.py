@@ -7,6 +7,8 @@ from click.testing import CliRunner
 
 from service.cli import main
 
+from .exercise.slips import HANDWRITTEN_SLIPS
+
 
 def test_db_upgrade_creates_the_sqlite_database_at_head(tmp_path, monkeypatch):
     path = tmp_path / "nested" / "wb.db"
@@ -84,18 +86,7 @@ def test_exercise_check_passes_a_correct_implementation():
 
 
 HANDWRITTEN = "tests/exercise/implementations/handwritten.py"
-SLIPS = [
-    "diagonal_masked",
-    "scale_by_d_model",
-    "softmax_wrong_axis",
-    "swapped_head_order",
-    "no_mask",
-    "mask_after_softmax",
-    "interleaved_split",
-    "reuse_first_slice",
-    "no_scaling",
-    "no_output_projection",
-]
+SLIPS = HANDWRITTEN_SLIPS
 
 
 @pytest.mark.parametrize("mistake", SLIPS)
@@ -118,13 +109,9 @@ def test_exercise_check_says_what_a_raising_implementation_raised(monkeypatch):
 
 @pytest.fixture(scope="module")
 def live_server(tmp_path_factory):
-    from service.db.migrate import upgrade
+    from .live import sqlite_server
 
-    from .live import LiveServer
-
-    url = f"sqlite:///{tmp_path_factory.mktemp('submit') / 'wb.db'}"
-    upgrade(url)
-    server = LiveServer({"WORKBENCH_DATABASE_URL": url, "WORKBENCH_RATELIMIT_ENABLED": "0"}, workers=1).start()
+    server = sqlite_server(tmp_path_factory.mktemp("submit"))
     yield server
     server.stop()
 

@@ -14,22 +14,12 @@ from service.db.models import CheckpointProgress, ExerciseChallenge, ExerciseChe
 from service.learner_code import load, run, to_json
 
 from ..compute.reference import reference_mha
+from ..exercise.slips import HANDWRITTEN_SLIPS
 from .helpers import LESSON, completed, event
 
 CHALLENGES = "/api/v1/exercises/multi-head-attention/challenges"
 HANDWRITTEN = Path(__file__).resolve().parents[1] / "exercise" / "implementations" / "handwritten.py"
-SLIPS = [
-    "diagonal_masked",
-    "scale_by_d_model",
-    "softmax_wrong_axis",
-    "swapped_head_order",
-    "no_mask",
-    "mask_after_softmax",
-    "interleaved_split",
-    "reuse_first_slice",
-    "no_scaling",
-    "no_output_projection",
-]
+SLIPS = HANDWRITTEN_SLIPS
 
 
 def reference_answers(cases):

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.db.migrate import upgrade
-
-from ..live import LiveServer
+from ..live import sqlite_server
 from .conftest import open_page, wait_until
 
 LESSON = "/lessons/multi-head-attention"
@@ -16,9 +14,7 @@ LESSON = "/lessons/multi-head-attention"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    url = f"sqlite:///{tmp_path_factory.mktemp('offline') / 'wb.db'}"
-    upgrade(url)
-    live = LiveServer({"WORKBENCH_DATABASE_URL": url, "WORKBENCH_RATELIMIT_ENABLED": "0"}, workers=1).start()
+    live = sqlite_server(tmp_path_factory.mktemp("offline"))
     yield live
     live.stop()
 
