@@ -166,18 +166,34 @@ class Parameters(MethodView):
         return {
             "lesson": lesson.id,
             "k": _k(),
-            "parameters": [
+            "parameters": [_parameter_row(p, n, learners) for p, n, learners in rows],
+            "token_cells": [
                 {
-                    "id": p or "unknown",
-                    "description": PARAMETER_NAMES.get(p, p or "unknown"),
+                    "token": t,
+                    "dimension": d,
                     "times": _kept(n, learners),
                     "learners": _kept(learners, learners),
                     "suppressed": learners < _k(),
                 }
-                for p, n, learners in rows
+                for t, d, n, learners in cells
+                if t is not None
             ],
-            "token_cells": [{"token": t, "dimension": d, "times": n} for t, d, n in cells if t is not None],
         }
+
+
+def _parameter_row(parameter: str | None, times: int, learners: int) -> dict:
+    """A parameter's row; a parameter name a client made up is free text, so a group under k
+    shows neither the name nor a count."""
+    known = parameter in PARAMETER_NAMES
+    hidden = learners < _k()
+    name = (parameter if known else "other" if hidden else parameter) or "unknown"
+    return {
+        "id": name,
+        "description": PARAMETER_NAMES.get(name, f"hidden: fewer than {_k()} learners" if hidden else name),
+        "times": _kept(times, learners),
+        "learners": _kept(learners, learners),
+        "suppressed": hidden,
+    }
 
 
 @blp.route("/lessons/<string:lesson_id>/mistakes")
@@ -219,7 +235,11 @@ class Learners(MethodView):
         lesson = _lesson(args["lesson"])
         after = cursors.decode(args["cursor"]) if args["cursor"] else ""
         with _conn() as conn:
+            # Rows about individuals: only for a group of at least k, like every other figure here.
+            if q.lesson_learners(conn, principal.platform_id, lesson.id) < _k():
+                return {"lesson": lesson.id, "k": _k(), "learners": [], "next": None, "suppressed": True}
             rows = q.learners_page(conn, principal.platform_id, lesson.id, after, args["limit"] + 1)
         page = rows[: args["limit"]]
         more = len(rows) > args["limit"]
-        return {"lesson": lesson.id, "learners": page, "next": cursors.encode(page[-1]["learner"]) if more else None}
+        next_cursor = cursors.encode(page[-1]["learner"]) if more else None
+        return {"lesson": lesson.id, "k": _k(), "learners": page, "next": next_cursor, "suppressed": False}

@@ -152,12 +152,13 @@ def parameters(conn: Session, platform_id: int, lesson: str) -> list[tuple[str, 
     ]
 
 
-def token_cells(conn: Session, platform_id: int, lesson: str) -> list[tuple[int, int, int]]:
+def token_cells(conn: Session, platform_id: int, lesson: str) -> list[tuple[int, int, int, int]]:
+    """(token, dimension, edits, learners) for every token cell learners edited."""
     token, dim = Event.data["token"].as_integer(), Event.data["dimension"].as_integer()
     return [
-        tuple(r)
+        (r[0], r[1], r[2], r[3])
         for r in conn.execute(
-            select(token, dim, func.count())
+            select(token, dim, func.count(), func.count(distinct(Event.learner)))
             .where(
                 Event.platform_id == platform_id,
                 Event.lesson == lesson,
@@ -186,6 +187,15 @@ def mistakes(conn: Session, platform_id: int, lesson: str) -> dict[str, tuple[in
             checks[mistake] += 1
             learners[mistake].add(learner)
     return {m: (checks[m], len(learners[m])) for m in checks}
+
+
+def lesson_learners(conn: Session, platform_id: int, lesson: str) -> int:
+    """How many learners started the lesson."""
+    return conn.execute(
+        select(func.count())
+        .select_from(LearnerLesson)
+        .where(LearnerLesson.platform_id == platform_id, LearnerLesson.lesson == lesson)
+    ).scalar_one()
 
 
 def learners_page(conn: Session, platform_id: int, lesson: str, after: str, limit: int) -> list[dict[str, Any]]:

@@ -114,7 +114,7 @@ def test_parameters_and_suppression_of_small_groups(client, analyst):
     rows = {r["id"]: r for r in body["parameters"]}
     assert (rows["token"]["times"], rows["token"]["learners"], rows["token"]["suppressed"]) == (5, 5, False)
     assert rows["causal"]["suppressed"] is True and rows["causal"]["times"] is None  # 2 learners < k
-    assert body["token_cells"] == [{"token": 1, "dimension": 3, "times": 5}]
+    assert body["token_cells"] == [{"token": 1, "dimension": 3, "times": 5, "learners": 5, "suppressed": False}]
 
 
 def test_mistakes_from_exercise_checks(client, acme, analyst):
@@ -257,3 +257,28 @@ def test_a_late_earlier_event_moves_the_durations(client, acme, analyst):
     after = client.get(f"{A}/lessons/{LESSON}/durations", headers=analyst).json
     for old, new in zip(before["checkpoints"], after["checkpoints"], strict=True):
         assert new["median_seconds"] == pytest.approx(old["median_seconds"] + 3600)
+
+
+@pytest.mark.databases
+def test_one_k_rule_everywhere_for_a_group_of_two(client, acme, make_key):
+    """Two learners (k is 5): every figure is hidden the same way, and nothing a learner typed
+    appears in a hidden row."""
+    analyst = make_key("acme", "analytics:read")
+    events = []
+    for learner in ("tiny-1", "tiny-2"):
+        events += [
+            event(learner, data={"parameter": "token", "token": 2, "dimension": 4, "value": 1.0}),
+            event(learner, data={"parameter": "my secret note", "value": 1.0}),
+            event(learner, checkpoint="predict", event="completed", instance_id=None, data={"text": "mine"}),
+        ]
+    assert client.post("/api/v1/events", json={"events": events}, headers=acme).status_code == 201
+    params = client.get(f"{A}/lessons/{LESSON}/parameters", headers=analyst).json
+    assert params["parameters"] and all(r["suppressed"] and r["times"] is None for r in params["parameters"])
+    assert "my secret note" not in str(params)
+    assert params["token_cells"] and all(c["suppressed"] and c["times"] is None for c in params["token_cells"])
+    learners = client.get(f"{A}/learners?lesson={LESSON}", headers=analyst).json
+    assert learners["suppressed"] is True and learners["learners"] == []
+    funnel = client.get(f"{A}/lessons/{LESSON}/funnel", headers=analyst).json
+    assert funnel["started"] is None and all(s["suppressed"] for s in funnel["steps"])
+    durations = client.get(f"{A}/lessons/{LESSON}/durations", headers=analyst).json
+    assert all(c["suppressed"] and c["median_seconds"] is None for c in durations["checkpoints"])

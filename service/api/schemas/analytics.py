@@ -83,10 +83,20 @@ class CountRowSchema(Schema):
     suppressed = fields.Boolean()
 
 
+class TokenCellSchema(Schema):
+    token = fields.Integer(metadata={"description": "1-based, as the learner saw it"})
+    dimension = fields.Integer(metadata={"description": "1-based"})
+    times = fields.Integer(allow_none=True)
+    learners = fields.Integer(allow_none=True)
+    suppressed = fields.Boolean()
+
+
 class ParametersSchema(Suppression):
     lesson = fields.String()
     parameters = fields.List(fields.Nested(CountRowSchema))
-    token_cells = fields.List(fields.Dict(), metadata={"description": "which token dimensions were edited"})
+    token_cells = fields.List(
+        fields.Nested(TokenCellSchema), metadata={"description": "which token dimensions were edited"}
+    )
 
 
 class MistakeCountsSchema(Suppression):
@@ -106,10 +116,11 @@ class LearnerRowSchema(Schema):
     completed = fields.Dict(keys=fields.String(), values=fields.DateTime())
 
 
-class LearnersSchema(Schema):
+class LearnersSchema(Suppression):
     lesson = fields.String()
     learners = fields.List(fields.Nested(LearnerRowSchema))
     next = fields.String(allow_none=True)
+    suppressed = fields.Boolean(metadata={"description": "fewer than k learners started the lesson: no rows"})
 
 
 class ExportArgs(Schema):
