@@ -58,13 +58,15 @@ def throughput(seconds: int, rounds: int) -> dict:
     }
 
 
-def large_trace(repeats: int = 15) -> dict:
+def large_trace(repeats: int = 15, binary: bool = False) -> dict:
     retain_freed_memory()
     rng = np.random.default_rng(0)
     x = rng.normal(size=(256, 512)).round(6)
     # The client sends pre-encoded bytes and only reads the answer: the figure is the service's.
     body = orjson.dumps({"tokens": x, "heads": 8}, option=orjson.OPT_SERIALIZE_NUMPY)
     headers = {"Content-Type": "application/json"}
+    if binary:
+        headers["Accept"] = "application/octet-stream"
     env = {"WORKBENCH_DATABASE_URL": migrated_sqlite(), "WORKBENCH_RATELIMIT_ENABLED": "0"}
     with Gunicorn("service.app:create_app()", env, workers=1) as app:
         session = requests.Session()
@@ -82,7 +84,8 @@ def large_trace(repeats: int = 15) -> dict:
     http_ms = statistics.median(http_times) * 1e3
     engine_ms = statistics.median(engine_times) * 1e3
     return {
-        "name": f"large trace n=256 d_model=512 H=8, everything returned ({size / 1e6:.1f} MB JSON), end to end",
+        "name": f"large trace n=256 d_model=512 H=8, everything returned "
+        f"({size / 1e6:.1f} MB {'safetensors' if binary else 'JSON'}), end to end",
         "figure": round(http_ms, 1),
         "unit": "ms (median)",
         "baseline": "engine alone, in process",
@@ -104,6 +107,7 @@ def main() -> None:
     except FileNotFoundError as exc:
         emit({"name": "POST /attention vs trivial endpoint", "skipped": str(exc), "budget": "ratio >= 0.85"}, True)
     emit(large_trace(), args.json)
+    emit(large_trace(binary=True), args.json)
 
 
 if __name__ == "__main__":

@@ -146,7 +146,7 @@ def _metrics() -> Response:
 
 
 def _scrape() -> bytes:
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    if os.path.isdir(os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")):
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)  # every gunicorn worker's counts together
     else:

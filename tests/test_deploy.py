@@ -64,7 +64,8 @@ def test_the_image_builds_where_docker_runs():
     assert result.returncode == 0, result.stderr[-2000:]
 
 
-def test_gunicorn_settings_come_from_the_environment(monkeypatch):
+def test_gunicorn_settings_come_from_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))  # restored after: the file sets it otherwise
     monkeypatch.setenv("WORKBENCH_WORKERS", "5")
     monkeypatch.setenv("WORKBENCH_THREADS", "4")
     spec = importlib.util.spec_from_file_location("gunicorn_conf", ROOT / "gunicorn.conf.py")

@@ -52,7 +52,7 @@ def test_all_four_checkpoints_with_the_mouse_and_kept_after_reload(page, live, m
     result = submit(page, monkeypatch)
     assert result.exit_code == 0, result.output
     wait_done(page, "implement")  # the page learns of it without a reload
-    assert page.get_by_text("Verified:").is_visible()
+    page.get_by_text("Verified:").wait_for()  # and says how: the server checked the numbers
 
     page.get_by_label("Your explanation").fill("Only head 2 changed; swapping heads breaks W_O.")
     page.get_by_role("button", name="Record explanation").click()

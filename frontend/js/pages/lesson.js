@@ -129,6 +129,10 @@ function listen() {
       iframe.style.height = `${Math.max(200, Math.ceil(e.data.height) + 2)}px`; // + the iframe's border
     } else if (e.data.type === "show") {
       showTogether(iframe, e.data.top, e.data.bottom);
+    } else if (e.data.type === "parameter-changed") {
+      // The workbench queued an event in the queue both pages share: send it from here too and
+      // redraw the chips (the storage event says the same, but not every browser delivers it).
+      setTimeout(() => flush().then(refreshProgress), 500);
     }
   });
   document.addEventListener("workbench:events-sent", (e) => {
