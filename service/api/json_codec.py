@@ -22,6 +22,8 @@ class InvalidJSON(ValueError):
 def _default(obj: Any) -> Any:
     if isinstance(obj, np.ndarray):  # orjson encodes C-contiguous arrays only (a d_head-1 slice is not)
         return np.ascontiguousarray(obj)
+    if hasattr(obj, "to_json"):  # values that encode themselves only when JSON is asked for
+        return obj.to_json()
     if isinstance(obj, (set, frozenset, tuple)):
         return list(obj)
     if hasattr(obj, "isoformat"):

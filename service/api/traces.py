@@ -75,17 +75,26 @@ def trace_json(trace: AttentionTrace, include: set[str] | None = None, precision
     return body
 
 
+class MaskedScores:
+    """Scores with null where masked, encoded only when JSON is asked for (the binary layout
+    carries the scores and a boolean mask instead). Rows become JSON fragments: the visible
+    prefix through orjson's numpy path, then nulls, never Python lists."""
+
+    def __init__(self, scores: np.ndarray, mask: np.ndarray):
+        self.scores, self.mask = scores, mask
+
+    def to_json(self) -> list[Any]:
+        n = self.scores.shape[-1]
+        rows = []
+        for i in range(n):
+            visible = orjson.dumps(np.ascontiguousarray(self.scores[i, : i + 1]), option=orjson.OPT_SERIALIZE_NUMPY)
+            rows.append(orjson.Fragment(visible[:-1] + b",null" * (n - i - 1) + b"]"))
+        return rows
+
+
 def _masked(scores: Any, mask: np.ndarray, causal: Any) -> Any:
-    """Scores with null where masked (the engine's only mask is causal). Rows are encoded as
-    JSON fragments (visible prefix by orjson's numpy path, then nulls), not Python lists."""
-    if not causal:
-        return scores
-    n = scores.shape[-1]
-    rows = []
-    for i in range(n):
-        visible = orjson.dumps(np.ascontiguousarray(scores[i, : i + 1]), option=orjson.OPT_SERIALIZE_NUMPY)
-        rows.append(orjson.Fragment(visible[:-1] + b",null" * (n - i - 1) + b"]"))
-    return rows
+    """The engine's only mask is causal: without it the masked scores are the scores."""
+    return MaskedScores(scores, mask) if causal else scores
 
 
 def _normalise(include: set[str] | None) -> dict[str, set[str]]:
@@ -170,10 +179,9 @@ def body_tensors(body: dict[str, Any], dtype: str = "float64") -> tuple[dict[str
         elif isinstance(value, dict):
             for key, item in value.items():
                 walk(item, f"{path}.{key}" if path else key)
-        elif isinstance(value, list) and path.endswith("masked_scores"):
+        elif isinstance(value, MaskedScores):
             # Null where masked, in JSON; here a boolean mask beside the scores (same for every head).
-            n = len(value)
-            tensors[path.split("heads.")[0] + "mask"] = np.triu(np.ones((n, n), dtype=bool), k=1)
+            tensors[path.split("heads.")[0] + "mask"] = np.asarray(value.mask, dtype=bool)
         elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
             for i, item in enumerate(value):
                 walk(item, f"{path}.{i}")
