@@ -49,9 +49,17 @@ def respond(body: dict) -> Any:
     return current_app.response_class(encode(body, binary), mimetype=BINARY if binary else "application/json")
 
 
-def is_heavy(args: dict[str, Any]) -> bool:
-    n = len(args["tokens"])
-    return args["heads"] * n * n >= current_app.extensions["settings"].heavy_compute_cells
+def cost(args: dict[str, Any], compare: bool = False) -> int:
+    """What a request costs, in cells: the score tensor (heads x n x n) plus the activations
+    (n x d_model), which dominate when d_model is large and n is not; a comparison is two traces."""
+    tokens = args["tokens"]
+    n, d_model = len(tokens), len(tokens[0])
+    return (args["heads"] * n * n + n * d_model) * (2 if compare else 1)
+
+
+def is_heavy(args: dict[str, Any], compare: bool = False) -> bool:
+    """Requests that cost this much run in the background process, never in a request thread."""
+    return cost(args, compare) >= current_app.extensions["settings"].heavy_compute_cells
 
 
 @blp.route("")
@@ -75,6 +83,6 @@ class Compare(MethodView):
     @blp.problems(503, *JSON_BODY_ERRORS)
     def post(self, args):
         """Compute the correct and a broken implementation side by side, with per-cell differences"""
-        if is_heavy(args):
+        if is_heavy(args, compare=True):
             return heavy.run(args, compare=True, binary=wants_binary(request.accept_mimetypes))
         return respond(compare_body(args))

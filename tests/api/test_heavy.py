@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import orjson
+import pytest
 
 from service.api import heavy
 from service.app import create_app
@@ -132,3 +133,34 @@ def test_the_machine_keeps_a_core_for_requests_by_default(monkeypatch):
     assert heavy.machine_slots(0) == 7 and heavy.machine_slots(3) == 3
     monkeypatch.setattr(os, "cpu_count", lambda: 1)
     assert heavy.machine_slots(0) == 1  # one core: large traces still run, in the background
+
+
+@pytest.mark.parametrize(
+    "body, compare",
+    [
+        ({"tokens": [[0.01] * 1024] * 64, "heads": 1}, False),  # 4 thousand score cells, 65 thousand activations
+        ({"tokens": [[0.01] * 512] * 100, "heads": 1}, True),  # a comparison is two traces
+    ],
+)
+def test_mid_size_requests_by_cost_leave_the_request_threads(app_config, monkeypatch, body, compare):
+    from service.api import attention, heavy
+
+    app = create_app(app_config)
+    calls = []
+    original = heavy.run
+    monkeypatch.setattr(attention.heavy, "run", lambda *a, **k: calls.append(a) or original(*a, **k))
+    path = "/api/v1/attention/compare" if compare else "/api/v1/attention"
+    response = app.test_client().post(path, json={**body, "failure_mode": "no_scaling"} if compare else body)
+    assert response.status_code == 200 and len(calls) == 1
+    response.close()
+
+
+def test_the_workbench_case_stays_in_the_request_thread(app_config, monkeypatch):
+    from service.api import attention
+
+    app = create_app(app_config)
+    monkeypatch.setattr(
+        attention.heavy, "run", lambda *a, **k: pytest.fail("the workbench case went to the background")
+    )
+    body = {"tokens": [[1.0, 0.5, -0.5, 1.0], [0.2, 1.0, 1.5, -0.3], [-1.0, 0.3, 0.8, 0.6]], "heads": 2}
+    assert app.test_client().post("/api/v1/attention", json=body).status_code == 200
