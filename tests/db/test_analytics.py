@@ -111,7 +111,11 @@ def test_parameters_and_token_cells_equal_a_recount(db, stored):
         ("token", len(changes), len({e.learner for e in changes}))
     ]
     expected = Counter((e.data["token"], e.data["dimension"]) for e in changes)
-    assert {(t, d): n for t, d, n in cells} == expected and sum(expected.values()) == len(changes)
+    assert {(t, d): n for t, d, n, _ in cells} == expected and sum(expected.values()) == len(changes)
+    learners = {
+        cell: {e.learner for e in changes if (e.data["token"], e.data["dimension"]) == cell} for cell in expected
+    }
+    assert {(t, d): people for t, d, _, people in cells} == {cell: len(who) for cell, who in learners.items()}
 
 
 def test_mistakes_count_checks_and_distinct_learners(db, stored):
