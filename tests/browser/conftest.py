@@ -71,7 +71,12 @@ def live(tmp_path_factory, host_site):
     url = f"sqlite:///{tmp_path_factory.mktemp('browser') / 'wb.db'}"
     upgrade(url)
     server = LiveServer(
-        {"WORKBENCH_DATABASE_URL": url, "WORKBENCH_RATELIMIT_ENABLED": "0", "WORKBENCH_FRAME_ANCESTORS": host_site.url},
+        {
+            "WORKBENCH_DATABASE_URL": url,
+            "WORKBENCH_RATELIMIT_ENABLED": "0",
+            "WORKBENCH_FRAME_ANCESTORS": host_site.url,
+            "WORKBENCH_EXPORT_SETTLE_SECONDS": "0",  # exports include what the test just stored
+        },
         workers=2,
     ).start()
     yield server

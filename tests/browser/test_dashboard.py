@@ -1,5 +1,7 @@
 """An instructor reads the dashboard with an analytics key (kept for the tab only)."""
 
+from pathlib import Path
+
 import requests
 
 from service.db import Database
@@ -68,3 +70,26 @@ def test_the_dashboard_counts_verified_and_reported_implement_results_apart(page
     shown = {rows.nth(i).locator("th").inner_text(): rows.nth(i).locator("td").first.inner_text() for i in range(2)}
     assert shown["verified by the server (challenge)"] == "5"
     assert shown["reported by the platform"] == str(step["reported"])
+
+
+def test_hidden_groups_say_so_and_exports_download_what_the_api_returns(page, live):
+    db = Database(live.env["WORKBENCH_DATABASE_URL"])
+    load(db, load_lessons("content/lessons"), 3, seed=9, platform="hamlet")  # three learners: under k
+    with db.write() as session:
+        key, _ = create_key(session, "hamlet", frozenset({"analytics:read"}))
+    db.dispose()
+    open_page(page, live, "/dashboard")
+    page.get_by_label("Analytics key (kept for this tab only)").fill(key.token)
+    page.get_by_role("button", name="Show analytics").click()
+    page.locator("#funnel table").wait_for()
+    cells = page.locator("#funnel table tbody td:first-of-type").all_inner_texts()
+    assert cells and all(text == "hidden: fewer than 5 learners" for text in cells)
+    assert "0" not in cells
+    days = page.locator("#timeseries table tbody td:first-of-type").all_inner_texts()
+    assert days and all(text == "hidden: fewer than 5 learners" for text in days)  # never a 0 bar
+    api = requests.get(
+        f"{live.url}/api/v1/analytics/events/export?format=ndjson", headers={"Authorization": f"Bearer {key.token}"}
+    ).text
+    with page.expect_download() as info:
+        page.get_by_role("button", name="NDJSON").click()
+    assert Path(info.value.path()).read_text() == api and api.count("\n") > 3
