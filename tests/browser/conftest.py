@@ -125,3 +125,21 @@ def open_page(page, live, path: str):
     page.goto(live.url + path)
     page.wait_for_selector("body[data-ready=true]", timeout=15000)
     return page
+
+
+def demo_cohort(live, learners: int, seed: int, platform: str, *scope_sets: str) -> list[str]:
+    """Store a demo cohort for `platform` in the live server's database; one key per scope set."""
+    from service.db import Database
+    from service.db.platforms import create_key
+    from service.demo import load
+    from service.lessons import load_lessons
+
+    db = Database(live.env["WORKBENCH_DATABASE_URL"])
+    load(db, load_lessons("content/lessons"), learners, seed=seed, platform=platform)
+    tokens = []
+    with db.write() as session:
+        for scopes in scope_sets or ("analytics:read",):
+            key, _ = create_key(session, platform, frozenset(scopes.split(",")))
+            tokens.append(key.token)
+    db.dispose()
+    return tokens

@@ -4,22 +4,13 @@ from pathlib import Path
 
 import requests
 
-from service.db import Database
-from service.db.platforms import create_key
-from service.demo import load
-from service.lessons import load_lessons
-
-from .conftest import open_page
+from .conftest import demo_cohort, open_page
 
 
 def test_the_dashboard_shows_the_funnel_and_tables(page, live):
-    db = Database(live.env["WORKBENCH_DATABASE_URL"])
-    load(db, load_lessons("content/lessons"), 60, seed=3, platform="school")
-    with db.write() as session:
-        key, _ = create_key(session, "school", frozenset({"analytics:read"}))
-    db.dispose()
+    (token,) = demo_cohort(live, 60, 3, "school")
     open_page(page, live, "/dashboard")
-    page.get_by_label("Analytics key (kept for this tab only)").fill(key.token)
+    page.get_by_label("Analytics key (kept for this tab only)").fill(token)
     page.get_by_role("button", name="Show analytics").click()
     page.locator("#funnel table").wait_for()
     rows = page.locator("#funnel table tbody tr")
@@ -27,7 +18,7 @@ def test_the_dashboard_shows_the_funnel_and_tables(page, live):
     assert rows.nth(0).locator("td").first.inner_text() == "60"
     for section in ("durations", "timeseries", "parameters", "mistakes"):
         assert page.locator(f"#{section} table tbody tr").count() > 0
-    assert page.evaluate("sessionStorage.getItem('workbench.analyticsKey')") == key.token
+    assert page.evaluate("sessionStorage.getItem('workbench.analyticsKey')") == token
     assert page.evaluate("localStorage.getItem('workbench.analyticsKey')") is None
     page.reload()
     page.locator("#funnel table").wait_for()  # kept for the tab
@@ -43,13 +34,8 @@ def test_a_wrong_key_says_so(page, live):
 def test_the_dashboard_counts_verified_and_reported_implement_results_apart(page, live):
     from ..api.test_challenges import reference_answers
 
-    db = Database(live.env["WORKBENCH_DATABASE_URL"])
-    load(db, load_lessons("content/lessons"), 60, seed=5, platform="college")
-    with db.write() as session:
-        reader, _ = create_key(session, "college", frozenset({"analytics:read"}))
-        writer, _ = create_key(session, "college", frozenset({"events:write"}))
-    db.dispose()
-    auth = {"Authorization": f"Bearer {writer.token}"}
+    reader, writer = demo_cohort(live, 60, 5, "college", "analytics:read", "events:write")
+    auth = {"Authorization": f"Bearer {writer}"}
     for learner in ("v1", "v2", "v3", "v4", "v5"):  # five learners solve a challenge: k is 5
         challenge = requests.post(
             f"{live.url}/api/v1/exercises/multi-head-attention/challenges", json={"learner": learner}, headers=auth
@@ -58,12 +44,12 @@ def test_the_dashboard_counts_verified_and_reported_implement_results_apart(page
         assert verdict.json()["correct"]
     funnel = requests.get(
         f"{live.url}/api/v1/analytics/lessons/multi-head-attention/funnel",
-        headers={"Authorization": f"Bearer {reader.token}"},
+        headers={"Authorization": f"Bearer {reader}"},
     ).json()
     step = next(s for s in funnel["steps"] if s["checkpoint"] == "implement")
     assert step["verified"] == 5 and step["reported"] == step["learners"] - 5
     open_page(page, live, "/dashboard")
-    page.get_by_label("Analytics key (kept for this tab only)").fill(reader.token)
+    page.get_by_label("Analytics key (kept for this tab only)").fill(reader)
     page.get_by_role("button", name="Show analytics").click()
     rows = page.locator("#implement table tbody tr")
     rows.first.wait_for()
@@ -73,13 +59,9 @@ def test_the_dashboard_counts_verified_and_reported_implement_results_apart(page
 
 
 def test_hidden_groups_say_so_and_exports_download_what_the_api_returns(page, live):
-    db = Database(live.env["WORKBENCH_DATABASE_URL"])
-    load(db, load_lessons("content/lessons"), 3, seed=9, platform="hamlet")  # three learners: under k
-    with db.write() as session:
-        key, _ = create_key(session, "hamlet", frozenset({"analytics:read"}))
-    db.dispose()
+    (token,) = demo_cohort(live, 3, 9, "hamlet")  # three learners: under k
     open_page(page, live, "/dashboard")
-    page.get_by_label("Analytics key (kept for this tab only)").fill(key.token)
+    page.get_by_label("Analytics key (kept for this tab only)").fill(token)
     page.get_by_role("button", name="Show analytics").click()
     page.locator("#funnel table").wait_for()
     cells = page.locator("#funnel table tbody td:first-of-type").all_inner_texts()
@@ -88,7 +70,7 @@ def test_hidden_groups_say_so_and_exports_download_what_the_api_returns(page, li
     days = page.locator("#timeseries table tbody td:first-of-type").all_inner_texts()
     assert days and all(text == "hidden: fewer than 5 learners" for text in days)  # never a 0 bar
     api = requests.get(
-        f"{live.url}/api/v1/analytics/events/export?format=ndjson", headers={"Authorization": f"Bearer {key.token}"}
+        f"{live.url}/api/v1/analytics/events/export?format=ndjson", headers={"Authorization": f"Bearer {token}"}
     ).text
     with page.expect_download() as info:
         page.get_by_role("button", name="NDJSON").click()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import open_page, wait_until
+from .conftest import demo_cohort, open_page, wait_until
 
 PAGES = {
     "index": "/",
@@ -30,17 +30,8 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 @pytest.fixture(scope="module")
 def analytics_key(live):
     """A demo cohort and an analytics key, so the dashboard is measured with its charts drawn."""
-    from service.db import Database
-    from service.db.platforms import create_key
-    from service.demo import load as load_demo
-    from service.lessons import load_lessons
-
-    db = Database(live.env["WORKBENCH_DATABASE_URL"])
-    load_demo(db, load_lessons("content/lessons"), 120, seed=11, platform="layout-school")
-    with db.write() as session:
-        key, _ = create_key(session, "layout-school", frozenset({"analytics:read"}))
-    db.dispose()
-    return key.token
+    (token,) = demo_cohort(live, 120, 11, "layout-school")
+    return token
 
 
 @pytest.fixture(scope="module")
