@@ -22,15 +22,14 @@ from .schemas.analytics import (
     TimeseriesArgs,
     TimeseriesSchema,
 )
-from .smorest import Blueprint
+from .smorest import AUTH_ERRORS, Blueprint
 
 blp = Blueprint(
     "analytics",
     __name__,
     url_prefix="/api/v1/analytics",
-    description="Aggregates and exports over a platform's own learners (scope analytics:read).",
+    description="Aggregates over a platform's own learners (scope analytics:read).",
 )
-AUTH_ERRORS = (401, 403, 429, 503)
 
 
 def _lesson(lesson_id: str) -> Lesson:

@@ -17,7 +17,7 @@ from ..db.progress import event_json
 from . import cursors
 from .auth import current_principal
 from .schemas.analytics import ExportArgs
-from .smorest import Blueprint
+from .smorest import AUTH_ERRORS, Blueprint
 
 blp = Blueprint(
     "exports",
@@ -25,7 +25,6 @@ blp = Blueprint(
     url_prefix="/api/v1/analytics",
     description="Every event of a platform's own learners, streamed and resumable (scope analytics:read).",
 )
-AUTH_ERRORS = (401, 403, 429, 503)
 
 EXPORT_FIELDS = (
     "id",

@@ -78,3 +78,4 @@ class Blueprint(flask_smorest.Blueprint):
 
 
 JSON_BODY_ERRORS = (400, 413, 415, 422, 429)
+AUTH_ERRORS = (401, 403, 429, 503)  # what any authenticated endpoint may answer besides its own

@@ -90,12 +90,18 @@ def context(browser):
     context.close()
 
 
-@pytest.fixture
-def page(context, live):
+def watched_page(context):
+    """A new page that records its JavaScript errors in `page.errors` (a test asserts none)."""
     page = context.new_page()
     page.errors = []
-    page.outside = []
     page.on("pageerror", lambda e: page.errors.append(str(e)))
+    return page
+
+
+@pytest.fixture
+def page(context, live):
+    page = watched_page(context)
+    page.outside = []
     page.on(
         "request",
         lambda r: (

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from ..live import sqlite_server
-from .conftest import open_page, wait_until
+from .conftest import open_page, wait_until, watched_page
 
 LESSON = "/lessons/multi-head-attention"
 
@@ -21,9 +21,7 @@ def server(tmp_path_factory):
 
 @pytest.fixture
 def tab(context, server):
-    page = context.new_page()
-    page.errors = []
-    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    page = watched_page(context)
     yield page
     assert not page.errors, page.errors
     if server.proc.poll() is not None:
