@@ -53,3 +53,9 @@ def post_worker_init(worker):
     from service.api import heavy
 
     heavy.warm_up(worker.wsgi)  # the low-priority process for large traces starts with the worker
+
+
+def post_fork(server, worker):
+    from service.server_errors import install
+
+    install()  # errors gunicorn answers itself (bad request line, URI too long) as problem+json

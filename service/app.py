@@ -42,9 +42,9 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.after_request(observability.retry_after_only_when_it_means_something)  # first in, runs last
     lessons.init_app(app)  # a malformed lesson stops start-up here, naming the file and line
     db.init_app(app)
+    observability.init_app(app)  # before the API's own hooks: even a request refused first gets an id
     init_api(app)
     app.register_blueprint(frontend)
-    observability.init_app(app)
     if settings.proxy_hops:
         from werkzeug.middleware.proxy_fix import ProxyFix
 

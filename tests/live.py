@@ -80,12 +80,12 @@ class LiveServer:
                 self.proc.wait()
 
 
-def sqlite_server(directory: Path, workers: int = 1, **env: str) -> LiveServer:
+def sqlite_server(directory: Path, workers: int = 1, extra_args: list[str] | None = None, **env: str) -> LiveServer:
     """A started gunicorn on a fresh, migrated SQLite database in `directory`, rate limits off."""
     from service.db.migrate import upgrade
 
     url = f"sqlite:///{directory / 'wb.db'}"
     upgrade(url)
     return LiveServer(
-        {"WORKBENCH_DATABASE_URL": url, "WORKBENCH_RATELIMIT_ENABLED": "0", **env}, workers=workers
+        {"WORKBENCH_DATABASE_URL": url, "WORKBENCH_RATELIMIT_ENABLED": "0", **env}, workers=workers, extra_args=extra_args
     ).start()
