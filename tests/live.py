@@ -87,5 +87,7 @@ def sqlite_server(directory: Path, workers: int = 1, extra_args: list[str] | Non
     url = f"sqlite:///{directory / 'wb.db'}"
     upgrade(url)
     return LiveServer(
-        {"WORKBENCH_DATABASE_URL": url, "WORKBENCH_RATELIMIT_ENABLED": "0", **env}, workers=workers, extra_args=extra_args
+        {"WORKBENCH_DATABASE_URL": url, "WORKBENCH_RATELIMIT_ENABLED": "0", **env},
+        workers=workers,
+        extra_args=extra_args,
     ).start()

@@ -15,7 +15,7 @@ from .live import sqlite_server
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    live = sqlite_server(tmp_path_factory.mktemp("gunicorn"), extra_args=["-c", "gunicorn.conf.py", "--log-level", "info"])
+    live = sqlite_server(tmp_path_factory.mktemp("gunicorn"), extra_args=["-c", "gunicorn.conf.py"])
     yield live
     live.stop()
 
@@ -54,7 +54,8 @@ def test_errors_gunicorn_answers_itself_are_problem_json(server, request_bytes, 
 
 
 def test_learner_ids_even_with_nul_bytes_never_reach_the_server_log(tmp_path):
-    server = sqlite_server(tmp_path, extra_args=["-c", "gunicorn.conf.py"], WORKBENCH_LOG_JSON="1")  # log level as shipped (info); gunicorn's debug level logs raw paths
+    # gunicorn's log level as shipped (info): its debug level logs raw request lines
+    server = sqlite_server(tmp_path, extra_args=["-c", "gunicorn.conf.py"], WORKBENCH_LOG_JSON="1")
     secret = "secret-learner-4711"
     session = requests.Session()
     learner = session.post(f"{server.url}/api/v1/session").json()["learner"]
