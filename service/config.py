@@ -41,6 +41,11 @@ class Settings:
     heavy_compute_concurrency: int = 0
     heavy_compute_waiting: int = 4  # half of gunicorn's default 8 threads
     heavy_compute_wait_seconds: float = 10.0
+    background_parse_bytes: int = 262144  # compute bodies this large are parsed in the background process
+    # Compute budgets in cells (service/api/budgets.py): per client (shared store) and per worker.
+    compute_free_cells: int = 4096  # the workbench's requests cost a few dozen: never charged
+    compute_budget_client: str = "30000000/minute"  # about 19 maximum-size traces a minute
+    compute_budget_worker: str = "20000000/10 seconds"  # about half a core of this machine's throughput
     # Platforms' origins allowed by CORS (comma separated in the environment).
     cors_origins: tuple[str, ...] = ()
     # Who may frame the workbench (CSP frame-ancestors), besides the origin itself.
@@ -100,6 +105,7 @@ class Settings:
             raise ConfigError("WORKBENCH_AUTH_CACHE_SECONDS must be between 0 and 300")
         if self.heavy_compute_concurrency < 0 or self.heavy_compute_wait_seconds < 0:
             raise ConfigError("WORKBENCH_HEAVY_COMPUTE_CONCURRENCY and _WAIT_SECONDS cannot be negative")
+        self._validate_budgets()
         if not self.database_url.startswith(("sqlite", "postgresql")):
             raise ConfigError(
                 f"WORKBENCH_DATABASE_URL must be sqlite:// or postgresql+psycopg://, got {self.database_url!r}"
@@ -111,6 +117,22 @@ class Settings:
                 )
             if self.debug:
                 raise ConfigError("WORKBENCH_DEBUG must be off in production")
+
+    def _validate_budgets(self) -> None:
+        """Each budget must hold at least one request of the largest size the caps allow."""
+        from limits import parse
+
+        largest = 2 * (self.max_score_cells + self.max_tokens * self.max_d_model)  # a maximum comparison
+        for name in ("compute_budget_client", "compute_budget_worker"):
+            try:
+                amount = parse(getattr(self, name)).amount
+            except ValueError as error:
+                raise ConfigError(f"WORKBENCH_{name.upper()} must read like '30000000/minute': {error}") from None
+            if amount < largest:
+                raise ConfigError(
+                    f"WORKBENCH_{name.upper()} must allow at least {largest:,} cells a window "
+                    "(one maximum-size comparison under the caps)"
+                )
 
     @property
     def is_sqlite(self) -> bool:

@@ -8,6 +8,7 @@ from flask_cors import CORS
 from . import (
     analytics,
     attention,
+    budgets,
     challenges,
     docs,
     events,
@@ -74,5 +75,6 @@ def init_app(app: Flask) -> Api:
     )
     app.before_request(strict_input.refuse_control_characters)
     init_limiter(app)
+    budgets.init_app(app)  # counts in the limiter's store
     app.extensions["api"] = api
     return api

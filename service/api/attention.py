@@ -10,7 +10,7 @@ from typing import Any
 from flask import current_app, request
 from flask.views import MethodView
 
-from . import heavy
+from . import budgets, heavy
 from .schemas.attention import (
     AttentionRequestSchema,
     AttentionResponseSchema,
@@ -18,6 +18,7 @@ from .schemas.attention import (
     CompareResponseSchema,
 )
 from .smorest import JSON_BODY_ERRORS, Blueprint
+from .strict_input import read_body_bytes, require_json
 from .traces import BINARY, compare_body, encode, trace_body, wants_binary
 
 blp = Blueprint(
@@ -49,17 +50,33 @@ def respond(body: dict) -> Any:
     return current_app.response_class(encode(body, binary), mimetype=BINARY if binary else "application/json")
 
 
-def cost(args: dict[str, Any], compare: bool = False) -> int:
-    """What a request costs, in cells: the score tensor (heads x n x n) plus the activations
-    (n x d_model), which dominate when d_model is large and n is not; a comparison is two traces."""
-    tokens = args["tokens"]
-    n, d_model = len(tokens), len(tokens[0])
-    return (args["heads"] * n * n + n * d_model) * (2 if compare else 1)
-
-
-def is_heavy(args: dict[str, Any], compare: bool = False) -> bool:
+def is_heavy(cells: int) -> bool:
     """Requests that cost this much run in the background process, never in a request thread."""
-    return cost(args, compare) >= current_app.extensions["settings"].heavy_compute_cells
+    return cells >= current_app.extensions["settings"].heavy_compute_cells
+
+
+def answer(args: dict[str, Any], compare: bool, cells: int) -> Any:
+    """Charge the budgets, then compute here (small) or in the background process (large)."""
+    budgets.charge(cells)
+    failure_mode = None if compare else args.get("failure_mode")
+    if is_heavy(cells):
+        return heavy.run(args, failure_mode, compare=compare, binary=wants_binary(request.accept_mimetypes))
+    return respond(compare_body(args) if compare else trace_body(args, failure_mode))
+
+
+@blp.before_request
+def _large_bodies_are_parsed_in_the_background() -> Any:
+    """A body of `background_parse_bytes` or more skips the request thread's parser: parsing
+    1.5 MB of JSON holds the worker's GIL for about 30 ms, time every other request of the worker
+    (event ingestion above all) would wait. The background process parses and validates it with
+    the same schema and answers the same errors (heavy.parse_large_body)."""
+    settings = current_app.extensions["settings"]
+    if request.method != "POST" or (request.content_length or 0) < settings.background_parse_bytes:
+        return None
+    require_json()  # 415 before reading a byte of the body
+    compare = request.endpoint == "attention.Compare"
+    args, cells = heavy.parse_large_body(read_body_bytes(), compare)
+    return answer(args, compare, cells)
 
 
 @blp.route("")
@@ -70,9 +87,7 @@ class Attention(MethodView):
     @blp.problems(503, *JSON_BODY_ERRORS)
     def post(self, args):
         """Compute multi-head attention and return every per-head intermediate"""
-        if is_heavy(args):
-            return heavy.run(args, args.get("failure_mode"), binary=wants_binary(request.accept_mimetypes))
-        return respond(trace_body(args, args.get("failure_mode")))
+        return answer(args, False, budgets.cost(args))
 
 
 @blp.route("/compare")
@@ -83,6 +98,4 @@ class Compare(MethodView):
     @blp.problems(503, *JSON_BODY_ERRORS)
     def post(self, args):
         """Compute the correct and a broken implementation side by side, with per-cell differences"""
-        if is_heavy(args, compare=True):
-            return heavy.run(args, compare=True, binary=wants_binary(request.accept_mimetypes))
-        return respond(compare_body(args))
+        return answer(args, True, budgets.cost(args, compare=True))

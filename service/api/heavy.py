@@ -96,6 +96,55 @@ def waiting_room(app) -> threading.BoundedSemaphore:
         return room
 
 
+def _problem_data(problem: Problem) -> dict[str, Any]:
+    """A Problem as plain data, to cross the process boundary."""
+    return {
+        "status": problem.status,
+        "detail": problem.detail,
+        "title": problem.title,
+        "errors": problem.errors,
+        "slug": problem.slug,
+        "extra": problem.extra,
+    }
+
+
+_contexts: dict[int, Any] = {}
+
+
+def _settings_context(settings):
+    """In the background process: an app context whose only content is the settings (the caps)."""
+    from flask import Flask
+
+    app = _contexts.get(id(settings))
+    if app is None:
+        _contexts.clear()
+        app = _contexts[id(settings)] = Flask("workbench-compute")
+        app.extensions["settings"] = settings
+    return app.app_context()
+
+
+def _parse(raw: bytes, compare: bool, settings) -> tuple[dict[str, Any] | None, int, dict[str, Any] | None]:
+    """In the background process: a large body parsed and validated exactly as a request thread
+    would (strict JSON, caps first, the same schema, the same 4xx), with its cost."""
+    from marshmallow import ValidationError
+
+    from .budgets import cost
+    from .problems import flatten_errors, invalid_fields
+    from .schemas.attention import AttentionRequestSchema, CompareRequestSchema
+    from .strict_input import parse_json_bytes
+
+    try:
+        with _settings_context(settings):
+            body = parse_json_bytes(raw)
+            try:
+                args = (CompareRequestSchema() if compare else AttentionRequestSchema()).load(body)
+            except ValidationError as error:
+                raise invalid_fields(flatten_errors(error.messages)) from None
+    except Problem as problem:
+        return None, 0, _problem_data(problem)
+    return args, cost(args, compare), None
+
+
 def _compute_to_file(
     args: dict[str, Any], failure_mode: str | None, compare: bool, binary: str | None = None
 ) -> tuple[str | None, Any]:
@@ -105,12 +154,7 @@ def _compute_to_file(
     try:
         body = traces.compare_body(args) if compare else traces.trace_body(args, failure_mode)
     except Problem as problem:  # the engine's AttentionInputError, already turned into a 422
-        return None, {
-            "status": problem.status,
-            "detail": problem.detail,
-            "errors": problem.errors,
-            "slug": problem.slug,
-        }
+        return None, _problem_data(problem)
 
     data = traces.encode(body, binary)  # encoded before any file exists: a failure leaves nothing behind
     handle, path = tempfile.mkstemp(prefix="workbench-trace-", suffix=".bin" if binary else ".json", dir=SHARED)
@@ -123,21 +167,52 @@ def _compute_to_file(
     return path, None
 
 
-def run(args: dict[str, Any], failure_mode: str | None = None, compare: bool = False, binary: str | None = None):
+def _raise(error: dict[str, Any]) -> None:
+    raise Problem(
+        error["status"],
+        error["detail"],
+        title=error["title"],
+        errors=error["errors"],
+        slug=error["slug"],
+        extra=error["extra"],
+    )
+
+
+@contextmanager
+def _waiting_place() -> Iterator[None]:
     settings = current_app.extensions["settings"]
-    count = machine_slots(settings.heavy_compute_concurrency)
     room = waiting_room(current_app)
     if not room.acquire(blocking=False):
         raise _busy(f"{settings.heavy_compute_waiting} large traces are already waiting here")
     try:
+        yield
+    finally:
+        room.release()
+
+
+def parse_large_body(raw: bytes, compare: bool) -> tuple[dict[str, Any], int]:
+    """A body too large to parse in a request thread (it would hold the worker's GIL for tens of
+    milliseconds: 30 ms for 1.5 MB) is parsed and validated in the background process; returns
+    the arguments and their cost, or raises the same problem a request thread would."""
+    settings = current_app.extensions["settings"]
+    with _waiting_place():
+        pool = _executor(machine_slots(settings.heavy_compute_concurrency))
+        args, cells, error = pool.submit(_parse, raw, compare, settings).result()
+    if error is not None or args is None:
+        _raise(error or {})
+    return args, cells
+
+
+def run(args: dict[str, Any], failure_mode: str | None = None, compare: bool = False, binary: str | None = None):
+    settings = current_app.extensions["settings"]
+    count = machine_slots(settings.heavy_compute_concurrency)
+    with _waiting_place():
         with slot(count, wait=settings.heavy_compute_wait_seconds) as held:
             if not held:
                 raise _busy(f"no large-trace slot came free within {settings.heavy_compute_wait_seconds:g} s")
             path, error = _executor(count).submit(_compute_to_file, args, failure_mode, compare, binary).result()
-    finally:
-        room.release()
     if error is not None or path is None:
-        raise Problem(error["status"], error["detail"], errors=error["errors"], slug=error["slug"])
+        _raise(error or {})
     body = open(path, "rb")  # noqa: SIM115 - closed by the server after sending
     os.unlink(path)  # the open descriptor keeps the data until the response is sent
     mimetype = "application/octet-stream" if binary else "application/json"

@@ -77,13 +77,19 @@ def http_problem(error: HTTPException) -> Problem:
     if isinstance(messages, dict):
         messages = flatten_errors(messages)
     status = error.code or 500
+    if messages and status == 422 and isinstance(messages, dict):
+        return invalid_fields(messages)
     detail = data.get("message") or error.description or error.name
-    if messages and status == 422:
-        detail = "the request is well-formed JSON but some fields are invalid: " + ", ".join(sorted(map(str, messages)))
     headers = dict(data.get("headers") or {})
     if status == 405 and hasattr(error, "valid_methods") and error.valid_methods:
         headers["Allow"] = ", ".join(error.valid_methods)
     return Problem(status, detail, errors=messages if isinstance(messages, dict) else None, headers=headers)
+
+
+def invalid_fields(messages: dict) -> Problem:
+    """422 naming every invalid field (dotted names, as `flatten_errors` gives them)."""
+    detail = "the request is well-formed JSON but some fields are invalid: " + ", ".join(sorted(map(str, messages)))
+    return Problem(422, detail, errors=messages)
 
 
 def flatten_errors(errors: dict, prefix: str = "") -> dict[str, list]:

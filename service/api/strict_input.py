@@ -33,22 +33,30 @@ def json_body() -> Any:
     """The parsed body of a JSON request, or a 415/413/400 problem."""
     if _CACHE in g:
         return g.get(_CACHE)
+    require_json()
+    body = parse_json_bytes(read_body_bytes())
+    setattr(g, _CACHE, body)
+    return body
+
+
+def require_json() -> None:
     if not core.is_json(request.mimetype):
         got = request.mimetype or "no Content-Type"
         raise Problem(415, f"send the body as application/json (got {got})", slug="unsupported-media-type")
-    data = read_body_bytes()
+
+
+def parse_json_bytes(data: bytes) -> Any:
+    """Strict JSON (json_codec), or a 400 problem saying what is wrong; needs no request."""
     if not data.strip():
         raise Problem(400, "the request body is empty; send a JSON document", slug="malformed-json")
     try:
-        body = loads_strict(data)
+        return loads_strict(data)
     except InvalidJSON as exc:
         raise Problem(
             400,
             f"the body is not valid JSON ({exc}); NaN, Infinity and numbers beyond float64 range are not JSON",
             slug="malformed-json",
         ) from None
-    setattr(g, _CACHE, body)
-    return body
 
 
 class StrictParser(FlaskParser):

@@ -164,3 +164,42 @@ def test_the_workbench_case_stays_in_the_request_thread(app_config, monkeypatch)
     )
     body = {"tokens": [[1.0, 0.5, -0.5, 1.0], [0.2, 1.0, 1.5, -0.3], [-1.0, 0.3, 0.8, 0.6]], "heads": 2}
     assert app.test_client().post("/api/v1/attention", json=body).status_code == 200
+
+
+BAD_BODIES = [
+    (b"", "application/json"),
+    (b'{"tokens": [[1, 2], [3]], "heads": 1}', "application/json"),
+    (b'{"tokens": [[1, NaN]], "heads": 1}', "application/json"),
+    (b'{"tokens": [[1, true]], "heads": 1, "colour": "red"}', "application/json"),
+    (b'{"tokens": [[1, 2]], "heads": 1, "failure_mode": "nope"}', "application/json"),
+    (orjson.dumps({"tokens": [[0.5] * 8] * 200, "heads": 64}), "application/json"),  # over max_score_cells
+    (b"[1, 2, 3]", "application/json"),
+    (b'{"tokens": [[1, 2]], "heads": 1}', "text/plain"),
+    (orjson.dumps({"tokens": [[1e200] * 4] * 3, "heads": 2}), "application/json"),  # overflows in the engine
+]
+
+
+@pytest.mark.parametrize("path", ["/api/v1/attention", "/api/v1/attention/compare"])
+@pytest.mark.parametrize("data, mimetype", BAD_BODIES)
+def test_a_body_parsed_in_the_background_gets_the_same_answer_as_one_parsed_here(app_config, path, data, mimetype):
+    here = create_app(app_config).test_client().post(path, data=data, content_type=mimetype)
+    away = (
+        create_app({**app_config, "background_parse_bytes": 1})
+        .test_client()
+        .post(path, data=data, content_type=mimetype)
+    )
+    assert 400 <= here.status_code < 500
+    assert (away.status_code, away.mimetype, away.json) == (here.status_code, here.mimetype, here.json)
+
+
+@pytest.mark.parametrize("compare", [False, True])
+def test_a_large_body_never_reaches_the_request_threads_parser(app_config, monkeypatch, compare):
+    from service.api import strict_input
+
+    body = {**BODY, "failure_mode": "no_scaling"} if compare else BODY
+    path = "/api/v1/attention/compare" if compare else "/api/v1/attention"
+    expected = orjson.loads(create_app(app_config).test_client().post(path, json=body).get_data())
+    monkeypatch.setattr(strict_input, "parse_json_bytes", lambda data: pytest.fail("parsed in the request thread"))
+    away = create_app({**app_config, "background_parse_bytes": 1}).test_client().post(path, json=body)
+    assert away.status_code == 200 and orjson.loads(away.get_data()) == expected
+    away.close()

@@ -13,6 +13,7 @@ import signal
 import sqlite3
 import threading
 import time
+from urllib.parse import urlsplit
 
 import pytest
 import requests
@@ -177,3 +178,54 @@ def test_postgresql_going_away_gives_503s_and_a_failing_readyz_then_recovers_wit
         server.stop()
         proxy.close()
     assert set(stored(PG_URL, "learner")) == {"before", "after"}  # the refused events were not half-written
+
+
+@pytest.mark.databases
+def test_redis_going_away_degrades_readiness_and_the_api_keeps_serving(database_url):
+    redis_url = os.environ.get("WORKBENCH_TEST_REDIS_URL", "")
+    if not redis_url:
+        pytest.skip("needs WORKBENCH_TEST_REDIS_URL (set by .ci/run)")
+    address = urlsplit(redis_url)
+    proxy = TcpProxy(address.hostname, address.port or 6379)
+    proxy.open()
+    token = make_key(database_url)
+    server = LiveServer(
+        {
+            "WORKBENCH_DATABASE_URL": database_url,
+            "WORKBENCH_RATELIMIT_STORAGE_URI": redis_url.replace(address.netloc, f"127.0.0.1:{proxy.port}"),
+        },
+        workers=2,
+    ).start()
+    headers = {"Authorization": f"Bearer {token}"}
+    acknowledged = []
+
+    def post(phase: str, count: int) -> list[int]:
+        statuses = []
+        for _ in range(count):
+            body = event(f"redis-{phase}")
+            response = requests.post(server.url + "/api/v1/events", json=body, headers=headers, timeout=20)
+            statuses.append(response.status_code)
+            if response.status_code == 201:
+                acknowledged.append(body["id"])
+        return statuses
+
+    def readiness() -> str:
+        return requests.get(server.url + "/readyz", timeout=20).json()["status"]
+
+    workbench = {"tokens": [[1, 0, 0, 0], [0, 1, 0, 0], [1, 1, 0, 0]], "heads": 2}
+    try:
+        assert post("before", 3) == [201] * 3 and readiness() == "ready"
+        proxy.close()
+        assert post("during", 10) == [201] * 10
+        assert requests.post(server.url + "/api/v1/attention", json=workbench, timeout=20).status_code == 200
+        assert readiness() == "degraded"
+        proxy.open()
+        deadline = time.monotonic() + 30
+        while readiness() != "ready":
+            assert time.monotonic() < deadline, "readiness never came back"
+            time.sleep(0.5)
+        assert post("after", 3) == [201] * 3
+    finally:
+        server.stop()
+        proxy.close()
+    assert sorted(i for i in stored_ids(database_url) if i in set(acknowledged)) == sorted(acknowledged)

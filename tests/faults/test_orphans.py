@@ -9,8 +9,9 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from service.api.heavy import SHARED
-from service.db.migrate import upgrade
 
 from ..live import LiveServer
 
@@ -38,9 +39,9 @@ def wait_for(condition, timeout: float = 20.0) -> bool:
     return False
 
 
-def test_a_killed_worker_takes_its_compute_process_along(tmp_path):
-    url = f"sqlite:///{tmp_path / 'wb.db'}"
-    upgrade(url)
+@pytest.mark.databases
+def test_a_killed_worker_takes_its_compute_process_along(database_url):
+    url = database_url
     traces_before = set(SHARED.glob("workbench-trace-*"))
     server = LiveServer({"WORKBENCH_DATABASE_URL": url, "WORKBENCH_RATELIMIT_ENABLED": "0"}, workers=2).start()
     try:

@@ -1,0 +1,116 @@
+"""Compute budgets: a client that spends its cells waits (429), a worker that spends its cells
+sheds the larger requests (503), and a learner's workbench requests and events never notice."""
+
+import os
+
+import numpy as np
+import pytest
+
+from service.app import create_app
+from service.config import ConfigError, Settings
+
+from .helpers import event
+from .test_rate_limits import key_for
+
+REDIS = os.environ.get("WORKBENCH_TEST_REDIS_URL", "")
+
+# Small caps, so a budget that holds one maximum-size comparison is small too:
+# the largest comparison costs 2 * (1024 + 16 * 16) = 2560 cells.
+CAPS = {"max_tokens": 16, "max_d_model": 16, "max_heads": 4, "max_score_cells": 1024, "compute_free_cells": 100}
+MID = {"tokens": np.random.default_rng(0).standard_normal((16, 16)).round(3).tolist(), "heads": 4}  # 4*16*16 + 16*16
+MID_CELLS = 4 * 16 * 16 + 16 * 16  # 1280: charged
+WORKBENCH = {"tokens": [[1, 0, 0, 0], [0, 1, 0, 0], [1, 1, 0, 0]], "heads": 2}  # 2*9 + 12 = 30 cells: free
+
+
+def budget_app(app_config, client="6000/minute", worker="100000/minute", **extra):
+    return create_app(
+        {
+            **app_config,
+            **CAPS,
+            "ratelimit_enabled": True,
+            "ratelimit_key": "1000/minute",
+            "ratelimit_learner": "1000/minute",
+            "compute_budget_client": client,
+            "compute_budget_worker": worker,
+            **extra,
+        }
+    )
+
+
+def spend(client, headers, times, body=MID, path="/api/v1/attention"):
+    return [client.post(path, json=body, headers=headers).status_code for _ in range(times)]
+
+
+def test_a_client_past_its_compute_budget_waits_while_others_compute(app_config):
+    app = budget_app(app_config)
+    client = app.test_client()
+    acme, globex = key_for(app, "acme"), key_for(app, "globex")
+    assert spend(client, acme, 5) == [200, 200, 200, 200, 429]  # 4 x 1280 fit in 6000, the fifth does not
+    refused = client.post("/api/v1/attention", json=MID, headers=acme)
+    assert refused.status_code == 429 and refused.mimetype == "application/problem+json"
+    assert refused.json["type"].endswith("/compute-budget") and f"{MID_CELLS:,} cells" in refused.json["detail"]
+    assert 1 <= int(refused.headers["Retry-After"]) <= 60
+    assert spend(client, globex, 1) == [200]  # another platform's budget is its own
+    assert spend(client, acme, 3, body=WORKBENCH) == [200, 200, 200]  # small requests are never charged
+    assert client.post("/api/v1/events", json=event(), headers=acme).status_code == 201
+
+
+def test_a_comparison_costs_two_traces(app_config):
+    app = budget_app(app_config)
+    client, acme = app.test_client(), key_for(app)
+    compare = {**MID, "failure_mode": "reuse_first_slice"}
+    assert spend(client, acme, 3, body=compare, path="/api/v1/attention/compare") == [200, 200, 429]
+
+
+def test_a_worker_past_its_budget_sheds_large_requests_from_every_client_but_not_small_ones(app_config):
+    app = budget_app(app_config, worker="6000/minute")
+    client = app.test_client()
+    platforms = [key_for(app, name) for name in ("acme", "globex", "initech")]
+    statuses = [status for headers in platforms for status in spend(client, headers, 2)]
+    assert statuses == [200, 200, 200, 200, 503, 503]  # each client within its own budget, the worker not
+    shed = client.post("/api/v1/attention", json=MID, headers=platforms[2])
+    assert shed.json["type"].endswith("/busy") and 1 <= int(shed.headers["Retry-After"]) <= 60
+    assert spend(client, platforms[2], 2, body=WORKBENCH) == [200, 200]
+    assert client.post("/api/v1/events", json=event(), headers=platforms[2]).status_code == 201
+
+
+def test_browser_learners_and_anonymous_callers_have_budgets_too(app_config):
+    app = budget_app(app_config)
+    learner, anonymous = app.test_client(), app.test_client()
+    learner.post("/api/v1/session")
+    assert spend(learner, {}, 5) == [200, 200, 200, 200, 429]
+    assert spend(anonymous, {}, 5) == [200, 200, 200, 200, 429]  # by address: a different bucket
+
+
+def test_with_the_store_unreachable_budgets_are_kept_per_worker(app_config):
+    from service.observability import RATELIMIT_STORAGE_TROUBLE
+
+    before = RATELIMIT_STORAGE_TROUBLE._value.get()
+    app = budget_app(app_config, ratelimit_storage_uri="redis://127.0.0.1:9/0")  # nothing listens on port 9
+    client, acme = app.test_client(), key_for(app)
+    assert spend(client, acme, 5) == [200, 200, 200, 200, 429]
+    assert RATELIMIT_STORAGE_TROUBLE._value.get() > before
+
+
+@pytest.mark.skipif(not REDIS, reason="shared budgets need WORKBENCH_TEST_REDIS_URL (set by .ci/run)")
+def test_a_client_budget_is_shared_by_every_worker(app_config):
+    import redis
+
+    redis.Redis.from_url(REDIS).flushdb()
+    first, second = (budget_app(app_config, ratelimit_storage_uri=REDIS) for _ in range(2))
+    headers = key_for(first)
+    assert spend(first.test_client(), headers, 2) + spend(second.test_client(), headers, 3) == [200] * 4 + [429]
+
+
+def test_rate_limits_off_means_no_budgets_either(app_config):
+    app = create_app({**app_config, **CAPS, "compute_budget_client": "3000/minute"})
+    assert spend(app.test_client(), {}, 5) == [200] * 5
+
+
+@pytest.mark.parametrize("name", ["compute_budget_client", "compute_budget_worker"])
+def test_a_budget_must_hold_one_maximum_size_comparison(name):
+    with pytest.raises(ConfigError, match="2,559 cells|2,560 cells"):
+        Settings.load({**CAPS, name: "2559/minute"}, environ={})
+    Settings.load({**CAPS, name: "2560/minute"}, environ={})
+    with pytest.raises(ConfigError, match="must read like"):
+        Settings.load({name: "plenty"}, environ={})
