@@ -37,6 +37,7 @@ class Gunicorn:
         threads: int = 1,
         cwd: Path = ROOT,
         health: str = "/healthz",
+        config: str | None = None,
     ):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -50,6 +51,7 @@ class Gunicorn:
             f"127.0.0.1:{self.port}",
             "--log-level",
             "warning",
+            *(["-c", config] if config else []),  # the command line still decides workers, threads, bind
             app,
         ]
         self.env = {**os.environ, **(env or {})}

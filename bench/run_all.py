@@ -26,6 +26,7 @@ BENCHMARKS = [
     ["bench/ingest.py"],
     ["bench/analytics.py"],
     ["bench/browser.py"],
+    ["bench/memory.py"],
 ]
 
 

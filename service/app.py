@@ -8,7 +8,6 @@ from typing import Any
 from flask import Flask
 
 from . import db, observability
-from .compute.allocator import retain_freed_memory
 from .config import Settings
 
 
@@ -32,8 +31,6 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.extensions["settings"] = settings
     if settings.log_json:
         observability.configure_logging()
-    if settings.retain_freed_memory:
-        retain_freed_memory()  # large traces otherwise re-fault their buffers on every request
 
     from . import lessons
     from .api import init_app as init_api

@@ -42,10 +42,14 @@ def die_with_parent() -> None:
         os._exit(0)
 
 
-def start_compute_process() -> None:
+def start_compute_process(retain_memory: bool = True) -> None:
     """The initializer of the background pool's processes."""
+    from .compute.allocator import retain_freed_memory
+
     die_with_parent()
     become_background()
+    if retain_memory:
+        retain_freed_memory()  # large traces otherwise re-fault their buffers on every request
 
 
 def _threads() -> list[int]:

@@ -75,8 +75,9 @@ def _large_bodies_are_parsed_in_the_background() -> Any:
         return None
     require_json()  # 415 before reading a byte of the body
     compare = request.endpoint == "attention.Compare"
-    args, cells = heavy.parse_large_body(read_body_bytes(), compare)
-    return answer(args, compare, cells)
+    raw = read_body_bytes()
+    budgets.charge(heavy.measure_large_body(raw, compare))
+    return heavy.run(None, compare=compare, binary=wants_binary(request.accept_mimetypes), raw=raw)
 
 
 @blp.route("")

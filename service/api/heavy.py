@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from flask import current_app, send_file
 
@@ -80,7 +80,12 @@ def _executor(slots: int) -> ProcessPoolExecutor:
             # spawn, not forkserver: the compute process is then the worker's own child, so the
             # kernel kills it with the worker (die_with_parent); a forkserver outlived its worker.
             context = multiprocessing.get_context("spawn")
-            _pool = ProcessPoolExecutor(max_workers=slots, mp_context=context, initializer=start_compute_process)
+            _pool = ProcessPoolExecutor(
+                max_workers=slots,
+                mp_context=context,
+                initializer=start_compute_process,
+                initargs=(current_app.extensions["settings"].retain_freed_memory,),
+            )
             _pool_pid = os.getpid()
         return _pool
 
@@ -139,18 +144,54 @@ def _parse(raw: bytes, compare: bool, settings) -> tuple[dict[str, Any] | None, 
             try:
                 args = (CompareRequestSchema() if compare else AttentionRequestSchema()).load(body)
             except ValidationError as error:
-                raise invalid_fields(flatten_errors(error.messages)) from None
+                raise invalid_fields(flatten_errors(error.normalized_messages())) from None
     except Problem as problem:
         return None, 0, _problem_data(problem)
     return args, cost(args, compare), None
 
 
+IDLE_SECONDS_BEFORE_RELEASE = 2.0
+_release_timer: threading.Timer | None = None
+
+
+def _release_memory_when_idle() -> None:
+    """In the background process: once no trace has started for a while, hand the memory the
+    last ones used back to the kernel (each new trace postpones it)."""
+    global _release_timer
+    from ..compute.allocator import release_freed_memory
+
+    if _release_timer is not None:
+        _release_timer.cancel()
+    _release_timer = threading.Timer(IDLE_SECONDS_BEFORE_RELEASE, release_freed_memory)
+    _release_timer.daemon = True
+    _release_timer.start()
+
+
+def _measure(raw: bytes, compare: bool, settings) -> tuple[int, dict[str, Any] | None]:
+    """In the background process: the cost of a large body, or the problem with it."""
+    _, cells, error = _parse(raw, compare, settings)
+    return cells, error
+
+
 def _compute_to_file(
-    args: dict[str, Any], failure_mode: str | None, compare: bool, binary: str | None = None
+    args: dict[str, Any] | None,
+    failure_mode: str | None,
+    compare: bool,
+    binary: str | None = None,
+    raw: bytes | None = None,
+    settings: Any = None,
 ) -> tuple[str | None, Any]:
-    """In the background process: compute, encode, write to shared memory; errors come back as data."""
+    """In the background process: compute, encode, write to shared memory; errors come back as
+    data. A large body comes `raw` and is parsed here again: cheaper than carrying its arrays
+    through the worker twice."""
     from . import traces
 
+    if raw is not None:
+        args, _, error = _parse(raw, compare, settings)
+        if error is not None or args is None:
+            return None, error
+        failure_mode = None if compare else args.get("failure_mode")
+    assert args is not None
     try:
         body = traces.compare_body(args) if compare else traces.trace_body(args, failure_mode)
     except Problem as problem:  # the engine's AttentionInputError, already turned into a 422
@@ -164,10 +205,11 @@ def _compute_to_file(
     except BaseException:
         os.unlink(path)
         raise
+    _release_memory_when_idle()
     return path, None
 
 
-def _raise(error: dict[str, Any]) -> None:
+def _raise(error: dict[str, Any]) -> NoReturn:
     raise Problem(
         error["status"],
         error["detail"],
@@ -190,27 +232,36 @@ def _waiting_place() -> Iterator[None]:
         room.release()
 
 
-def parse_large_body(raw: bytes, compare: bool) -> tuple[dict[str, Any], int]:
+def measure_large_body(raw: bytes, compare: bool) -> int:
     """A body too large to parse in a request thread (it would hold the worker's GIL for tens of
     milliseconds: 30 ms for 1.5 MB) is parsed and validated in the background process; returns
-    the arguments and their cost, or raises the same problem a request thread would."""
+    its cost, or raises the same problem a request thread would. `run(raw=...)` computes it."""
     settings = current_app.extensions["settings"]
     with _waiting_place():
         pool = _executor(machine_slots(settings.heavy_compute_concurrency))
-        args, cells, error = pool.submit(_parse, raw, compare, settings).result()
-    if error is not None or args is None:
-        _raise(error or {})
-    return args, cells
+        cells, error = pool.submit(_measure, raw, compare, settings).result()
+    if error is not None:
+        _raise(error)
+    return cells
 
 
-def run(args: dict[str, Any], failure_mode: str | None = None, compare: bool = False, binary: str | None = None):
+def run(
+    args: dict[str, Any] | None,
+    failure_mode: str | None = None,
+    compare: bool = False,
+    binary: str | None = None,
+    raw: bytes | None = None,
+):
+    """Compute a trace (from `args`, or from a large body still `raw`) in the background process."""
     settings = current_app.extensions["settings"]
     count = machine_slots(settings.heavy_compute_concurrency)
     with _waiting_place():
         with slot(count, wait=settings.heavy_compute_wait_seconds) as held:
             if not held:
                 raise _busy(f"no large-trace slot came free within {settings.heavy_compute_wait_seconds:g} s")
-            path, error = _executor(count).submit(_compute_to_file, args, failure_mode, compare, binary).result()
+            task = _executor(count).submit(_compute_to_file, args, failure_mode, compare, binary, raw, settings)
+            path, error = task.result()
+    _release_memory_when_idle()  # this worker's copies of bodies and answers, once traces stop coming
     if error is not None or path is None:
         _raise(error or {})
     body = open(path, "rb")  # noqa: SIM115 - closed by the server after sending
