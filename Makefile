@@ -6,7 +6,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
 .DEFAULT_GOAL := help
-.PHONY: help run test lint bench migrate screenshots clean
+.PHONY: help run test lint bench migrate screenshots train clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -32,13 +32,17 @@ migrate: $(VENV)/.installed ## Apply database migrations (WORKBENCH_DATABASE_URL
 test: $(VENV)/.installed-dev ## Set up with the dev extra and run every test
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-lint: $(VENV)/.installed-dev ## ruff (lint and format) over service/, tests/, bench/; mypy over service/
-	$(BIN)/ruff check service tests bench
-	$(BIN)/ruff format --check service tests bench
+lint: $(VENV)/.installed-dev ## ruff (lint and format) over service/, tests/, bench/, training/; mypy over service/
+	$(BIN)/ruff check service tests bench training
+	$(BIN)/ruff format --check service tests bench training
 	$(BIN)/mypy
 
 screenshots: $(VENV)/.installed-dev ## Retake docs/screenshots/ (every page at 1280x800 and 390x844; needs chromium)
 	WORKBENCH_UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/browser/test_layout.py -k screenshot
+
+train: $(VENV)/.installed-dev ## Re-train the trained-heads model into content/models/ (torch CPU wheel, python3.11-doc; minutes)
+	$(BIN)/pip install --quiet "torch==2.13.0"
+	$(BIN)/python -m training.train
 
 bench: $(VENV)/.installed-dev ## Run the benchmarks and rewrite docs/performance.md
 	$(BIN)/python bench/run_all.py

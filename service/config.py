@@ -25,6 +25,7 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8000
     content_dir: str = str(ROOT / "content" / "lessons")
+    models_dir: str = str(ROOT / "content" / "models")  # trained models (training/train.py)
     # Request limits, checked on raw input before any allocation.
     max_content_length: int = 4 * 1024 * 1024
     max_tokens: int = 1024  # n

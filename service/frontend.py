@@ -14,6 +14,7 @@ PAGES = {
     "/lessons/<lesson_id>": "lesson.html",
     "/explorables/multi-head-attention": "workbench.html",
     "/figures/four-heads": "four-heads.html",
+    "/explorables/trained-heads": "trained-heads.html",
     "/dashboard": "dashboard.html",
 }
 

@@ -26,6 +26,7 @@ def test_every_page_route_serves_html(client):
         "/lessons/multi-head-attention",
         "/explorables/multi-head-attention",
         "/figures/four-heads",
+        "/explorables/trained-heads",
         "/dashboard",
     ):
         response = client.get(path)

@@ -18,6 +18,7 @@ from . import (
     health,
     learners,
     lessons,
+    models,
     presets,
     problems,
     session,
@@ -27,6 +28,24 @@ from . import (
 from .auth import init_limiter
 from .json_codec import OrjsonProvider
 from .smorest import Api
+
+
+# One blueprint per resource, in the order the OpenAPI document lists them.
+RESOURCES = (
+    attention,
+    presets,
+    failure_modes,
+    models,
+    lessons,
+    events,
+    learners,
+    session,
+    exercises,
+    challenges,
+    analytics,
+    exports,
+    xapi,
+)
 
 
 def init_app(app: Flask) -> Api:
@@ -49,20 +68,7 @@ def init_app(app: Flask) -> Api:
     )
     api = Api(app)
     problems.init_app(app)
-    for module in (
-        attention,
-        presets,
-        failure_modes,
-        lessons,
-        events,
-        learners,
-        session,
-        exercises,
-        challenges,
-        analytics,
-        exports,
-        xapi,
-    ):
+    for module in RESOURCES:
         api.register_blueprint(module.blp)
     app.register_blueprint(health.blp)
     app.register_blueprint(docs.blp)
@@ -76,5 +82,6 @@ def init_app(app: Flask) -> Api:
     app.before_request(strict_input.refuse_control_characters)
     init_limiter(app)
     budgets.init_app(app)  # counts in the limiter's store
+    models.init_app(app)
     app.extensions["api"] = api
     return api

@@ -19,7 +19,7 @@ from .schemas.attention import (
 )
 from .smorest import JSON_BODY_ERRORS, Blueprint
 from .strict_input import read_body_bytes, require_json
-from .traces import BINARY, compare_body, encode, trace_body, wants_binary
+from .traces import BINARY, compare_body, respond, trace_body, wants_binary
 
 blp = Blueprint(
     "attention",
@@ -43,11 +43,6 @@ BINARY_RESPONSE = {
         }
     }
 }
-
-
-def respond(body: dict) -> Any:
-    binary = wants_binary(request.accept_mimetypes)
-    return current_app.response_class(encode(body, binary), mimetype=BINARY if binary else "application/json")
 
 
 def is_heavy(cells: int) -> bool:

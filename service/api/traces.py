@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import orjson
+from flask import current_app, request
 
 from ..compute import AttentionInputError, AttentionTrace, multi_head_attention
 from ..compute.conventions import conventions
@@ -106,6 +107,12 @@ def _normalise(include: set[str] | None) -> dict[str, set[str]]:
     # "output" alone is the top-level output, "heads.output" the per-head one.
     heads |= {p for p in include if p in HEAD_PARTS and p not in TOP_PARTS}
     return {"heads": heads, "top": top}
+
+
+def respond(body: dict) -> Any:
+    """JSON, or the safetensors layout when the client asks for `application/octet-stream`."""
+    binary = wants_binary(request.accept_mimetypes)
+    return current_app.response_class(encode(body, binary), mimetype=BINARY if binary else "application/json")
 
 
 def compute(args: dict[str, Any], failure_mode: str | None) -> AttentionTrace:

@@ -5,7 +5,14 @@ from axe_playwright_python.sync_playwright import Axe
 
 from .conftest import open_page
 
-PAGES = ["/", "/lessons/multi-head-attention", "/explorables/multi-head-attention", "/figures/four-heads", "/dashboard"]
+PAGES = [
+    "/",
+    "/lessons/multi-head-attention",
+    "/explorables/multi-head-attention",
+    "/figures/four-heads",
+    "/explorables/trained-heads",
+    "/dashboard",
+]
 
 
 @pytest.mark.parametrize("width, height", [(1280, 800), (390, 844)])

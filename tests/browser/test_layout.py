@@ -20,6 +20,7 @@ PAGES = {
     "lesson": "/lessons/multi-head-attention",
     "workbench": "/explorables/multi-head-attention",
     "four-heads": "/figures/four-heads",
+    "trained-heads": "/explorables/trained-heads",
     "dashboard": "/dashboard",
     "api-docs": "/api/docs",
 }

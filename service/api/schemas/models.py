@@ -1,0 +1,94 @@
+"""Schemas of the trained models' endpoints (responses: documentation only)."""
+
+from __future__ import annotations
+
+from marshmallow import Schema, ValidationError, fields, validate
+
+from ..traces import INCLUDE_CHOICES
+from .attention import AttentionResponseSchema, HeadSchema, ShapeSchema
+from .fields import SafeString, StrictInteger
+
+
+class Text(fields.String):
+    """Any string; the model reads its UTF-8 bytes."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if not isinstance(value, str):
+            raise ValidationError(f"must be a string, got {type(value).__name__.replace('NoneType', 'null')}")
+        if not value:
+            raise ValidationError("must hold at least one character")
+        return value
+
+
+class ModelAttentionRequestSchema(Schema):
+    text = Text(required=True, metadata={"description": "what the model reads, as UTF-8 bytes (at most `context`)"})
+    include = fields.List(
+        SafeString(validate=validate.OneOf(INCLUDE_CHOICES)),
+        validate=validate.Length(min=1, max=len(INCLUDE_CHOICES)),
+        metadata={"description": "parts of each layer's trace to return (default: all)"},
+    )
+    precision = StrictInteger(
+        validate=validate.Range(min=0, max=15), metadata={"description": "round returned numbers to this many decimals"}
+    )
+    top = StrictInteger(
+        load_default=5, validate=validate.Range(min=1, max=256), metadata={"description": "next-byte predictions"}
+    )
+
+
+class PatternScoresSchema(Schema):
+    previous_token = fields.Float(metadata={"description": "mean weight from each position to the one before"})
+    induction = fields.Float(
+        metadata={"description": "on a sequence typed twice: mean weight to the token after the earlier occurrence"}
+    )
+    first_token = fields.Float(metadata={"description": "mean weight to the first position"})
+    self = fields.Float(metadata={"description": "mean weight to the position itself"})
+
+
+class ModelHeadSchema(Schema):
+    index = fields.Integer(metadata={"description": "0-based; people count from 1"})
+    label = fields.String(metadata={"description": "the pattern it scores highest on, or 'no single pattern'"})
+    pattern_scores = fields.Nested(PatternScoresSchema)
+
+
+class ModelSchema(Schema):
+    id = fields.String()
+    description = fields.String()
+    layers = fields.Integer()
+    heads = fields.Integer()
+    d_model = fields.Integer()
+    context = fields.Integer(metadata={"description": "the most bytes it reads"})
+    licence = fields.Dict(keys=fields.String(), values=fields.String())
+    measured_on = fields.String(metadata={"description": "the sequences the pattern scores come from"})
+    layer_heads = fields.List(fields.List(fields.Nested(ModelHeadSchema)), metadata={"description": "[layer][head]"})
+
+
+class ModelListSchema(Schema):
+    models = fields.List(fields.Nested(ModelSchema))
+
+
+class TokenSchema(Schema):
+    index = fields.Integer()
+    byte = fields.Integer()
+    text = fields.String(metadata={"description": "printable ASCII as itself, any other byte as \\xNN"})
+
+
+class PredictionSchema(TokenSchema):
+    probability = fields.Float()
+
+
+class TracedHeadSchema(HeadSchema):
+    label = fields.String()
+    pattern_scores = fields.Nested(PatternScoresSchema)
+
+
+class LayerSchema(AttentionResponseSchema):
+    index = fields.Integer()
+    heads = fields.List(fields.Nested(TracedHeadSchema))
+
+
+class ModelTraceSchema(Schema):
+    model = fields.String()
+    tokens = fields.List(fields.Nested(TokenSchema))
+    shape = fields.Nested(ShapeSchema)
+    layers = fields.List(fields.Nested(LayerSchema))
+    next = fields.List(fields.Nested(PredictionSchema), metadata={"description": "the likeliest next bytes"})

@@ -1,0 +1,68 @@
+"""The trained-heads page: each head drawn with its measured label, a byte chosen by mouse or
+keyboard shows where every head sends it, and the induction head points where it should."""
+
+from __future__ import annotations
+
+import re
+
+from .conftest import open_page, wait_until
+
+REPEAT = "Kx7#qPz2!mW4vR9&Kx7#qPz2!mW4vR9&"  # the page's first example: 16 bytes typed twice
+
+
+def reads(page, layer: int, head: int) -> str:
+    return page.locator(f"figure.th-head[data-layer='{layer}'][data-head='{head}'] .th-reads").inner_text()
+
+
+def test_every_head_is_drawn_with_its_label(page, live):
+    open_page(page, live, "/explorables/trained-heads")
+    heads = page.locator("figure.th-head")
+    assert heads.count() == 8
+    labels = [heads.nth(i).get_attribute("data-label") for i in range(8)]
+    assert "previous token" in labels[:4] and "induction" in labels[4:]
+    assert page.locator("canvas.th-canvas[role=img]").count() == 8
+    assert page.locator("#tokens button.th-token").count() == len(REPEAT)
+
+
+def test_choosing_a_byte_by_keyboard_or_mouse_shows_where_each_head_sends_it(page, live):
+    open_page(page, live, "/explorables/trained-heads")
+    page.locator("#tokens button.th-token").nth(4).focus()
+    wait_until(page, "document.querySelector('.th-token[aria-pressed=true]')?.dataset.index === '4'")
+    assert page.locator("#reading").inner_text() == "byte 5 “q” chosen."
+    page.keyboard.press("ArrowRight")
+    wait_until(page, "document.activeElement.dataset.index === '5'")
+    assert "byte 6 “P” →" in reads(page, 0, 0)
+    assert page.url.endswith("&byte=6")  # kept in the URL, 1-based
+    page.locator("#tokens button.th-token").nth(9).hover()
+    wait_until(page, "document.querySelector('.th-token[aria-pressed=true]')?.dataset.index === '9'")
+    rows = page.locator("#table table tbody tr")
+    assert rows.count() == 8 and rows.nth(0).locator("td").count() == 10  # byte 10 sees bytes 1..10
+
+
+def test_the_induction_head_points_after_the_earlier_occurrence(page, live):
+    open_page(page, live, "/explorables/trained-heads")
+    layer, head = next(
+        (int(f.get_attribute("data-layer")), int(f.get_attribute("data-head")))
+        for f in page.locator("figure.th-head[data-label='induction']").all()
+    )
+    for position in (20, 25, 29):  # 0-based, in the second copy: the same byte sits at position - 16
+        page.locator("#tokens button.th-token").nth(position).focus()
+        wait_until(page, f"document.querySelector('.th-token[aria-pressed=true]')?.dataset.index === '{position}'")
+        target = re.search(r"→ byte (\d+) ", reads(page, layer, head))
+        assert target and int(target.group(1)) - 1 == position - 16 + 1, reads(page, layer, head)
+
+
+def test_typing_text_redraws_and_reports_a_parameter_change(page, live):
+    open_page(page, live, "/explorables/trained-heads")
+    page.fill("#text", "abcabc")
+    wait_until(page, "document.querySelectorAll('#tokens .th-token').length === 6")
+    assert page.locator("#bytes").inner_text() == "6 of 128 bytes"
+    page.fill("#text", "é" * 65)
+    wait_until(page, "document.getElementById('status').textContent.includes('at most 128')")
+    learner = page.evaluate("fetch('/api/v1/session').then(r => r.json()).then(s => s.learner)")
+    url = f"/api/v1/learners/{learner}/events"
+    mine = "e => e.instance_id === 'trained-heads'"
+    stored = f"fetch('{url}').then(r => r.json()).then(b => (b.events || []).filter({mine}))"
+    wait_until(page, f"{stored}.then(found => found.length > 0)", timeout=15.0)
+    changes = page.evaluate(stored)
+    assert changes[-1]["data"]["parameter"] == "model_text" and "text" not in changes[-1]["data"]  # never the text

@@ -1,0 +1,1 @@
+"""Training the small model whose heads the trained-heads page shows (torch: training only)."""
