@@ -29,7 +29,6 @@ from .auth import init_limiter
 from .json_codec import OrjsonProvider
 from .smorest import Api
 
-
 # One blueprint per resource, in the order the OpenAPI document lists them.
 RESOURCES = (
     attention,

@@ -3,16 +3,8 @@
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 
+from ..test_frontend import PAGES
 from .conftest import open_page
-
-PAGES = [
-    "/",
-    "/lessons/multi-head-attention",
-    "/explorables/multi-head-attention",
-    "/figures/four-heads",
-    "/explorables/trained-heads",
-    "/dashboard",
-]
 
 
 @pytest.mark.parametrize("width, height", [(1280, 800), (390, 844)])

@@ -26,7 +26,20 @@ class RopeSchema(Schema):
     base = StrictFloat(load_default=10000.0, validate=validate.Range(min=1.0, min_inclusive=False, max=1e12))
 
 
-class AttentionRequestSchema(Schema):
+class TraceOptionsSchema(Schema):
+    """What a trace returns: every compute endpoint takes these."""
+
+    include = fields.List(
+        SafeString(validate=validate.OneOf(INCLUDE_CHOICES)),
+        validate=validate.Length(min=1, max=len(INCLUDE_CHOICES)),
+        metadata={"description": "parts to return (default: all)"},
+    )
+    precision = StrictInteger(
+        validate=validate.Range(min=0, max=15), metadata={"description": "round returned numbers to this many decimals"}
+    )
+
+
+class AttentionRequestSchema(TraceOptionsSchema):
     tokens = Matrix(required=True, metadata={"description": "X [n][d_model]: one row per position"})
     heads = StrictInteger(required=True, validate=validate.Range(min=1), metadata={"description": "H"})
     causal = StrictBoolean(load_default=True)
@@ -40,14 +53,6 @@ class AttentionRequestSchema(Schema):
         allow_none=True,
         validate=validate.OneOf(sorted(FAILURE_MODES)),
         metadata={"description": "compute what this broken implementation would"},
-    )
-    include = fields.List(
-        SafeString(validate=validate.OneOf(INCLUDE_CHOICES)),
-        validate=validate.Length(min=1, max=len(INCLUDE_CHOICES)),
-        metadata={"description": "parts to return (default: all)"},
-    )
-    precision = StrictInteger(
-        validate=validate.Range(min=0, max=15), metadata={"description": "round returned numbers to this many decimals"}
     )
 
     @pre_load

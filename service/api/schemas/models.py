@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from marshmallow import Schema, ValidationError, fields, validate
 
-from ..traces import INCLUDE_CHOICES
-from .attention import AttentionResponseSchema, HeadSchema, ShapeSchema
-from .fields import SafeString, StrictInteger
+from .attention import AttentionResponseSchema, HeadSchema, ShapeSchema, TraceOptionsSchema
+from .fields import StrictInteger
 
 
 class Text(fields.String):
@@ -20,16 +19,8 @@ class Text(fields.String):
         return value
 
 
-class ModelAttentionRequestSchema(Schema):
+class ModelAttentionRequestSchema(TraceOptionsSchema):
     text = Text(required=True, metadata={"description": "what the model reads, as UTF-8 bytes (at most `context`)"})
-    include = fields.List(
-        SafeString(validate=validate.OneOf(INCLUDE_CHOICES)),
-        validate=validate.Length(min=1, max=len(INCLUDE_CHOICES)),
-        metadata={"description": "parts of each layer's trace to return (default: all)"},
-    )
-    precision = StrictInteger(
-        validate=validate.Range(min=0, max=15), metadata={"description": "round returned numbers to this many decimals"}
-    )
     top = StrictInteger(
         load_default=5, validate=validate.Range(min=1, max=256), metadata={"description": "next-byte predictions"}
     )
