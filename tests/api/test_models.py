@@ -79,9 +79,9 @@ def test_every_layer_carries_the_workbench_trace(client):
 
 
 def test_bytes_outside_printable_ascii_are_shown_as_hex_never_replaced(client):
-    body = client.post(URL, json={"text": "a\x00\n\u00e9\U0001f600"}).json
+    body = client.post(URL, json={"text": "a\t\n\u00e9\U0001f600"}).json
     texts = [t["text"] for t in body["tokens"]]
-    assert texts == ["a", "\\x00", "\\x0a", "\\xc3", "\\xa9", "\\xf0", "\\x9f", "\\x98", "\\x80"]
+    assert texts == ["a", "\\x09", "\\x0a", "\\xc3", "\\xa9", "\\xf0", "\\x9f", "\\x98", "\\x80"]
     assert "\ufffd" not in str(body["tokens"])
 
 
@@ -98,6 +98,10 @@ def test_bytes_outside_printable_ascii_are_shown_as_hex_never_replaced(client):
         (('{"text": "' + "\u00e9" * 65 + '"}').encode(), 413, "text"),  # 130 bytes in UTF-8
         (b'{"text": "\xff\xfe"}', 400, None),  # not UTF-8
         (b'{"text": "\\ud800"}', 400, None),  # a lone surrogate is no text
+        (b'{"text": "a\\u0000b"}', 422, "text"),  # control characters: NUL,
+        (b'{"text": "\\u001b[31m"}', 422, "text"),  # an escape sequence,
+        (b'{"text": "a\\u007f"}', 422, "text"),  # DEL,
+        (b'{"text": "a\\u0085"}', 422, "text"),  # a C1 control
     ],
 )
 def test_bad_text_is_a_clean_4xx(client, data, status, field):

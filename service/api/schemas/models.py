@@ -7,15 +7,26 @@ from marshmallow import Schema, ValidationError, fields, validate
 from .attention import AttentionResponseSchema, HeadSchema, ShapeSchema, TraceOptionsSchema
 from .fields import StrictInteger
 
+TEXT_CONTROLS = {"\t", "\n", "\r"}  # what text typed or pasted holds; any other control character is refused
+
 
 class Text(fields.String):
-    """Any string; the model reads its UTF-8 bytes."""
+    """A non-empty string without control characters other than tab, newline and carriage
+    return; the model reads its UTF-8 bytes."""
 
     def _deserialize(self, value, attr, data, **kwargs):
         if not isinstance(value, str):
             raise ValidationError(f"must be a string, got {type(value).__name__.replace('NoneType', 'null')}")
         if not value:
             raise ValidationError("must hold at least one character")
+        bad = next(
+            (i for i, c in enumerate(value) if (ord(c) < 32 or 127 <= ord(c) < 160) and c not in TEXT_CONTROLS), None
+        )
+        if bad is not None:
+            raise ValidationError(
+                f"character {bad + 1} (counting from 1) is the control character U+{ord(value[bad]):04X}; "
+                "text may hold tab, newline and carriage return, no other control character"
+            )
         return value
 
 
