@@ -42,6 +42,9 @@ class Settings:
     heavy_compute_concurrency: int = 0
     heavy_compute_waiting: int = 4  # half of gunicorn's default 8 threads
     heavy_compute_wait_seconds: float = 10.0
+    # Slow clients without a proxy in front (service/api/slow_clients.py): as nginx's timeouts.
+    client_stall_seconds: float = 30.0  # a send or receive that makes no progress this long fails
+    body_seconds: float = 30.0  # a request body must arrive whole within this
     background_parse_bytes: int = 262144  # compute bodies this large are parsed in the background process
     # Compute budgets in cells (service/api/budgets.py): per client (shared store) and per worker.
     compute_free_cells: int = 4096  # the workbench's requests cost a few dozen: never charged
@@ -104,6 +107,8 @@ class Settings:
                 raise ConfigError(f"WORKBENCH_{name.upper()} must be at least 1")
         if self.auth_cache_seconds < 0 or self.auth_cache_seconds > 300:
             raise ConfigError("WORKBENCH_AUTH_CACHE_SECONDS must be between 0 and 300")
+        if self.client_stall_seconds <= 0 or self.body_seconds <= 0:
+            raise ConfigError("WORKBENCH_CLIENT_STALL_SECONDS and WORKBENCH_BODY_SECONDS must be above 0")
         if self.heavy_compute_concurrency < 0 or self.heavy_compute_wait_seconds < 0:
             raise ConfigError("WORKBENCH_HEAVY_COMPUTE_CONCURRENCY and _WAIT_SECONDS cannot be negative")
         self._validate_budgets()

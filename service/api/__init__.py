@@ -22,6 +22,7 @@ from . import (
     presets,
     problems,
     session,
+    slow_clients,
     strict_input,
     xapi,
 )
@@ -79,6 +80,7 @@ def init_app(app: Flask) -> Api:
         max_age=600,
     )
     app.before_request(strict_input.refuse_control_characters)
+    slow_clients.init_app(app)
     init_limiter(app)
     budgets.init_app(app)  # counts in the limiter's store
     models.init_app(app)

@@ -9,24 +9,51 @@ from typing import Any
 from flask import current_app, g, request
 from webargs import core
 from webargs.flaskparser import FlaskParser
+from werkzeug.exceptions import ClientDisconnected
 
 from .json_codec import InvalidJSON, loads_strict
 from .problems import Problem
+from .slow_clients import body_deadline
 
 _CACHE = "_workbench_json_body"
 
 
+CHUNK = 65536
+
+
 def read_body_bytes() -> bytes:
+    """The whole body, which must arrive within `body_seconds` (a client trickling it would hold
+    this thread) and fit `max_content_length`; 408 or 413 otherwise, and the connection closes."""
     limit = current_app.config["MAX_CONTENT_LENGTH"]
+    seconds = current_app.extensions["settings"].body_seconds
     environ = request.environ
     if request.content_length is None and "wsgi.input_terminated" in environ:
         # Chunked upload: Werkzeug's limited stream would silently truncate at the limit
         # (seen behind gunicorn). Read one byte past it from the server's own stream instead.
-        data = environ["wsgi.input"].read(limit + 1)
-        if len(data) > limit:
-            raise Problem(413, f"the request body is larger than the limit of {limit} bytes", extra={"limit": limit})
-        return data
-    return request.get_data(cache=True)  # Werkzeug raises 413 when Content-Length > limit
+        stream, expected = environ["wsgi.input"], limit + 1
+    else:
+        stream, expected = request.stream, request.content_length or 0  # Werkzeug: 413 past the limit
+    with body_deadline(seconds) as late:
+        chunks, size = [], 0
+        while size < expected:
+            try:
+                chunk = stream.read(min(CHUNK, expected - size))  # gunicorn returns only whole chunks
+            except (OSError, ClientDisconnected):  # a stall past client_stall_seconds, or cut by the deadline
+                chunk = None
+            if chunk is None or late():
+                raise Problem(
+                    408,
+                    f"the request body did not arrive within {seconds:g} s; send it whole, without pauses",
+                    headers={"Connection": "close"},
+                    slug="request-timeout",
+                )
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    if size > limit:
+        raise Problem(413, f"the request body is larger than the limit of {limit} bytes", extra={"limit": limit})
+    return b"".join(chunks)
 
 
 def json_body() -> Any:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import http.client
 import shutil
 import socket
+import statistics
 import subprocess
 import time
 from pathlib import Path
@@ -128,6 +129,107 @@ def test_bodies_that_trickle_hold_no_gunicorn_thread(proxied, database_url):
             s.sendall(b" ")  # one byte now and then: the body never completes
         times = post_events(port, token, 30)
         assert max(times) < 2.0, f"slowest event {max(times):.2f} s while 30 clients trickle their bodies"
+    finally:
+        for s in sockets:
+            s.close()
+
+
+# -- without a proxy in front (make run, a bare gunicorn): the app's own socket timeouts --------
+
+
+@pytest.fixture
+def bare(database_url):
+    server = LiveServer(
+        {
+            "WORKBENCH_DATABASE_URL": database_url,
+            "WORKBENCH_RATELIMIT_ENABLED": "0",
+            "WORKBENCH_CLIENT_STALL_SECONDS": "1",
+            "WORKBENCH_BODY_SECONDS": "2",
+        },
+        workers=1,
+        threads=2,
+    ).start()
+    yield server
+    server.stop()
+
+
+def post_events_directly(server, token: str, count: int) -> list[float]:
+    times = []
+    for i in range(count):
+        start = time.monotonic()
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        connection.request(
+            "POST",
+            "/api/v1/events",
+            body=orjson.dumps(event(f"bare-{i}")),
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
+        )
+        response = connection.getresponse()
+        response.read()
+        connection.close()
+        assert response.status == 201, response.status
+        times.append(time.monotonic() - start)
+    return times
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"tokens": [[0.1 * (i % 7)] * 16 for i in range(160)], "heads": 4},  # the background path: sendfile
+        {"tokens": [[0.1 * (i % 7)] * 16 for i in range(120)], "heads": 4},  # a request thread: one write
+    ],
+    ids=["large-trace", "mid-size"],
+)
+def test_without_a_proxy_readers_that_stop_free_their_threads(bare, database_url, body):
+    token = make_key(database_url)
+    payload = orjson.dumps(body)
+    sockets = []
+    for _ in range(4):  # twice the threads
+        s = socket.create_connection(("127.0.0.1", bare.port))
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        head = (
+            f"POST /api/v1/attention HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(payload)}\r\n\r\n"
+        ).encode()
+        s.sendall(head + payload)
+        sockets.append(s)  # and never read a byte
+    try:
+        times = post_events_directly(bare, token, 10)
+        assert max(times) < 8.0, f"slowest event {max(times):.2f} s while 4 clients read nothing"
+        assert statistics.median(times[5:]) < 1.0  # once the stalled writes timed out, nothing waits
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def test_without_a_proxy_a_trickled_body_is_408_and_frees_its_thread(bare, database_url):
+    token = make_key(database_url)
+    sockets = []
+    for _ in range(4):
+        s = socket.create_connection(("127.0.0.1", bare.port))
+        s.sendall(b"POST /api/v1/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n")
+        s.sendall(b"Content-Length: 5000\r\n\r\n{")
+        sockets.append(s)
+    try:
+        answers = [b""] * len(sockets)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not all(b"\r\n\r\n" in a for a in answers):
+            for k, s in enumerate(sockets):
+                try:
+                    s.sendall(b" ")  # a byte every 0.3 s: never a stall, never the whole body
+                    s.settimeout(0.01)
+                    answers[k] += s.recv(65536)
+                except (TimeoutError, BlockingIOError):
+                    pass
+                except OSError:  # the server answered and closed
+                    continue
+            time.sleep(0.3)
+        for answer in answers:
+            head, _, body = answer.partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 408"), answer[:200]
+            assert b"application/problem+json" in head and b"request-timeout" in body
+        times = post_events_directly(bare, token, 5)
+        assert max(times) < 2.0
     finally:
         for s in sockets:
             s.close()
