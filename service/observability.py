@@ -62,22 +62,30 @@ def configure_logging(level: str = "INFO") -> None:
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # its access lines carry raw paths
 
 
-def security_headers(response: Response) -> Response:
-    settings = current_app.extensions["settings"]
+def security_header_values(settings) -> list[tuple[str, str]]:
+    """The headers every response carries unless a view set its own; computed once per app."""
     ancestors = " ".join(["'self'", *settings.frame_ancestors])
-    response.headers.setdefault(
-        "Content-Security-Policy",
+    headers = [
         (
+            "Content-Security-Policy",
             "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-            f"font-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors {ancestors}"
+            f"font-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors {ancestors}",
         ),
-    )
-    response.headers.setdefault("X-Content-Type-Options", "nosniff")
-    response.headers.setdefault("Referrer-Policy", "strict-origin-when-cross-origin")
-    response.headers.setdefault("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
-    response.headers.setdefault("Cross-Origin-Opener-Policy", "same-origin")
+        ("X-Content-Type-Options", "nosniff"),
+        ("Referrer-Policy", "strict-origin-when-cross-origin"),
+        ("Permissions-Policy", "camera=(), microphone=(), geolocation=()"),
+        ("Cross-Origin-Opener-Policy", "same-origin"),
+    ]
     if settings.env == "production":
-        response.headers.setdefault("Strict-Transport-Security", "max-age=31536000; includeSubDomains")
+        headers.append(("Strict-Transport-Security", "max-age=31536000; includeSubDomains"))
+    return headers
+
+
+def security_headers(response: Response) -> Response:
+    present = {key.lower() for key in response.headers.keys()}  # one pass, not a scan per header
+    for key, value in current_app.extensions["security_headers"]:
+        if key.lower() not in present:
+            response.headers.add(key, value)
     return response
 
 
@@ -91,6 +99,7 @@ def retry_after_only_when_it_means_something(response: Response) -> Response:
 
 def init_app(app: Flask) -> None:
     log = logging.getLogger("service.requests")
+    app.extensions["security_headers"] = security_header_values(app.extensions["settings"])
 
     @app.before_request
     def _start() -> None:

@@ -4,7 +4,9 @@ validated or any array allocated."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
+from urllib.parse import unquote_plus
 
 from flask import current_app, g, request
 from webargs import core
@@ -98,17 +100,20 @@ class StrictParser(FlaskParser):
 # -- the URL ---------------------------------------------------------------------------------
 
 
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
 def refuse_control_characters() -> None:
     """Before any view: no NUL or other control character in the path or the query (PostgreSQL
-    text cannot hold NUL; nothing this service names contains control characters)."""
-    values = [request.path, *request.args.keys(), *request.args.values()]
-    for value in values:
-        if any(ord(c) < 32 or ord(c) == 127 for c in value):
-            raise Problem(
-                400,
-                "the URL holds a control character (such as %00); no path or query value may",
-                slug="invalid-url",
-            )
+    text cannot hold NUL; nothing this service names contains control characters). The query
+    is checked percent-decoded, as the views read it."""
+    query = request.query_string
+    if CONTROL.search(request.path) or (query and CONTROL.search(unquote_plus(query.decode("latin-1")))):
+        raise Problem(
+            400,
+            "the URL holds a control character (such as %00); no path or query value may",
+            slug="invalid-url",
+        )
 
 
 # -- caps on the raw JSON -------------------------------------------------------------------
