@@ -51,7 +51,7 @@ def populate(url: str, events: int) -> str:
     with db.read() as conn:
         total = conn.execute(text("SELECT count(*) FROM events")).scalar_one()
     # What autovacuum does to a live database: statistics and the visibility map (index-only scans).
-    with db.read().execution_options(isolation_level="AUTOCOMMIT") as conn:
+    with db.engine.execution_options(isolation_level="AUTOCOMMIT").connect() as conn:
         conn.exec_driver_sql("VACUUM ANALYZE" if url.startswith("postgresql") else "ANALYZE")
     db.dispose()
     print(f"  stored {counts['events_created']} events ({total} in the table)", file=sys.stderr, flush=True)

@@ -11,6 +11,7 @@ compute process is sampled every 20 ms from /proc.
 from __future__ import annotations
 
 import argparse
+import sys
 import threading
 import time
 from pathlib import Path
@@ -19,7 +20,8 @@ import numpy as np
 import orjson
 import requests
 
-from bench.common import Gunicorn, emit, migrated_sqlite
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.common import Gunicorn, emit, migrated_sqlite  # noqa: E402
 
 CLIENTS = 32
 BUDGET_MIB = 512
