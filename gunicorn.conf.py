@@ -52,8 +52,7 @@ def child_exit(server, worker):
 def post_worker_init(worker):
     from service.api import heavy
 
-    if "settings" in getattr(worker.wsgi, "extensions", {}):  # this service (bench/ serves a bare baseline too)
-        heavy.warm_up(worker.wsgi)  # the low-priority process for large traces starts with the worker
+    heavy.warm_up(worker.wsgi)  # the low-priority process for large traces starts with the worker
 
 
 def post_fork(server, worker):

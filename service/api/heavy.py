@@ -113,19 +113,18 @@ def _problem_data(problem: Problem) -> dict[str, Any]:
     }
 
 
-_contexts: dict[int, Any] = {}
+_compute_app: Any = None
 
 
 def _settings_context(settings):
     """In the background process: an app context whose only content is the settings (the caps)."""
+    global _compute_app
     from flask import Flask
 
-    app = _contexts.get(id(settings))
-    if app is None:
-        _contexts.clear()
-        app = _contexts[id(settings)] = Flask("workbench-compute")
-        app.extensions["settings"] = settings
-    return app.app_context()
+    if _compute_app is None:
+        _compute_app = Flask("workbench-compute")
+    _compute_app.extensions["settings"] = settings  # each task brings the caller's settings
+    return _compute_app.app_context()
 
 
 def _parse(raw: bytes, compare: bool, settings) -> tuple[dict[str, Any] | None, int, dict[str, Any] | None]:

@@ -14,7 +14,7 @@ from . import budgets
 from .problems import Problem
 from .schemas.models import ModelAttentionRequestSchema, ModelListSchema, ModelTraceSchema
 from .smorest import JSON_BODY_ERRORS, Blueprint
-from .traces import respond, trace_json
+from .traces import respond, rounded, trace_json
 
 blp = Blueprint(
     "models",
@@ -68,7 +68,7 @@ def trace_body(model: Model, data: bytes, args: dict[str, Any]) -> dict[str, Any
         for head, job in zip(body["heads"], head_jobs(model, index), strict=True):
             head.update(label=job["label"], pattern_scores=job["pattern_scores"])
         if "residual" in body:  # the model's stream + output (the engine's own input was LN(stream))
-            body["residual"] = _round(forward.streams[index], precision)
+            body["residual"] = rounded(forward.streams[index], precision)
         layers.append({"index": index, **body})
     last = forward.probabilities[-1]
     best = np.argsort(-last, kind="stable")[: args["top"]]
@@ -81,10 +81,6 @@ def trace_body(model: Model, data: bytes, args: dict[str, Any]) -> dict[str, Any
             {"index": len(data), "byte": int(b), "text": byte_text(int(b)), "probability": float(last[b])} for b in best
         ],
     }
-
-
-def _round(array: np.ndarray, precision: int | None) -> np.ndarray:
-    return array if precision is None else np.round(array, precision) + 0.0
 
 
 @blp.route("")

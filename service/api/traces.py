@@ -39,9 +39,17 @@ def head_summary(weights: np.ndarray) -> dict[str, Any]:
     }
 
 
+def rounded(array: np.ndarray, precision: int | None) -> np.ndarray:
+    """`array` to `precision` decimals (as it is when None); +0.0 so no -0.0 is returned."""
+    return array if precision is None else np.round(array, precision) + 0.0
+
+
 def trace_json(trace: AttentionTrace, include: set[str] | None = None, precision: int | None = None) -> dict:
     wanted = _normalise(include)
-    rnd = (lambda a: a) if precision is None else (lambda a: np.round(a, precision) + 0.0)  # +0.0: no -0.0
+
+    def rnd(a: np.ndarray) -> np.ndarray:
+        return rounded(a, precision)
+
     heads = []
     ranges = trace.feature_ranges
     causal = bool(trace.config.causal) and trace.mask.any()

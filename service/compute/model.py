@@ -129,14 +129,6 @@ def repeated_sequences(rng: np.random.Generator, count: int, shortest: int = 16,
     return [np.tile(rng.choice(PRINTABLE, size=int(period)), 2) for period in periods]
 
 
-def repeating_rows(rng: np.random.Generator, count: int, context: int, shortest: int = 8) -> np.ndarray:
-    """Training rows: a random printable sequence of `shortest` .. context/2 bytes, repeated to fill
-    the context (every byte after the first period is predictable, by content only)."""
-    periods = rng.integers(shortest, context // 2 + 1, size=count)
-    seeds = rng.choice(PRINTABLE, size=(count, context // 2))
-    return np.stack([np.resize(seed[:period], context) for seed, period in zip(seeds, periods, strict=True)])
-
-
 def held_out_sequences(context: int, count: int = SCORE_SEQUENCES, seed: int = SCORE_SEED) -> list[np.ndarray]:
     """The sequences the head scores are measured on (`repeated_sequences` from a fixed seed)."""
     return repeated_sequences(np.random.default_rng(seed), count, longest=context // 2)

@@ -89,20 +89,27 @@ def post_events(port: int, token: str, count: int) -> list[float]:
     return times
 
 
+def readers_that_read_nothing(port: int, body: dict, count: int) -> list[socket.socket]:
+    """`count` clients that each send a trace request and never read a byte of the answer."""
+    payload = orjson.dumps(body)
+    head = (
+        f"POST /api/v1/attention HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(payload)}\r\n\r\n"
+    ).encode()
+    sockets = []
+    for _ in range(count):
+        s = socket.create_connection(("127.0.0.1", port))
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.sendall(head + payload)
+        sockets.append(s)
+    return sockets
+
+
 def test_readers_that_read_nothing_hold_no_gunicorn_thread(proxied, database_url):
     server, port = proxied
     token = make_key(database_url)
-    body = orjson.dumps({"tokens": [[0.1 * (i % 7)] * 16 for i in range(160)], "heads": 4})  # about 6 MB of JSON
-    sockets = []
-    for _ in range(15):  # as many as the finding: more than the 2 x 4 gunicorn threads
-        s = socket.create_connection(("127.0.0.1", port))
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        head = (
-            f"POST /api/v1/attention HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n"
-        ).encode()
-        s.sendall(head + body)
-        sockets.append(s)  # and never read a byte
+    body = {"tokens": [[0.1 * (i % 7)] * 16 for i in range(160)], "heads": 4}  # about 6 MB of JSON
+    sockets = readers_that_read_nothing(port, body, 15)  # as many as the finding: more than 2 x 4 threads
     try:
         time.sleep(3)  # the traces are computed and sit in nginx's buffers
         times = post_events(port, token, 30)
@@ -164,17 +171,7 @@ def bare(database_url):
 )
 def test_without_a_proxy_readers_that_stop_free_their_threads(bare, database_url, body):
     token = make_key(database_url)
-    payload = orjson.dumps(body)
-    sockets = []
-    for _ in range(4):  # twice the threads
-        s = socket.create_connection(("127.0.0.1", bare.port))
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        head = (
-            f"POST /api/v1/attention HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(payload)}\r\n\r\n"
-        ).encode()
-        s.sendall(head + payload)
-        sockets.append(s)  # and never read a byte
+    sockets = readers_that_read_nothing(bare.port, body, 4)  # twice the threads
     try:
         times = post_events(bare.port, token, 10)
         assert max(times) < 8.0, f"slowest event {max(times):.2f} s while 4 clients read nothing"
