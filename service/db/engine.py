@@ -17,7 +17,7 @@ from pathlib import Path
 
 import orjson
 from sqlalchemy import create_engine, event, text
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeout
 from sqlalchemy.orm import Session
@@ -40,6 +40,8 @@ class Database:
         self.url = url
         self.busy_timeout_ms = busy_timeout_ms
         self._engine: Engine | None = None
+        self._reader: Engine
+        self._writer: Engine
         path = url.split("///", 1)[-1] if url.startswith("sqlite") else ""
         self._lock_path = f"{path}.writers.lock" if path and path != ":memory:" else None
         self._pid: int | None = None
@@ -57,8 +59,26 @@ class Database:
                     if self._engine is not None:
                         self._engine.dispose(close=False)  # the parent's connections stay the parent's
                     self._engine = self._create()
+                    self._reader = (
+                        self._engine if self.is_sqlite else self._engine.execution_options(isolation_level="AUTOCOMMIT")
+                    )
+                    self._writer = (
+                        self._engine.execution_options(sqlite_immediate=True) if self.is_sqlite else self._engine
+                    )
                     self._pid = os.getpid()
         return self._engine
+
+    @property
+    def reader(self) -> Engine:
+        """The engine reads use: autocommit on PostgreSQL (each statement its own snapshot)."""
+        self.engine  # noqa: B018  # made (or remade after a fork) on first use
+        return self._reader
+
+    @property
+    def writer(self) -> Engine:
+        """The engine writes use: `BEGIN IMMEDIATE` on SQLite."""
+        self.engine  # noqa: B018
+        return self._writer
 
     def _create(self) -> Engine:
         json_options = {"json_serializer": _json_dumps, "json_deserializer": orjson.loads}
@@ -95,8 +115,7 @@ class Database:
     def read(self) -> Iterator[Session]:
         """The one way to read. On PostgreSQL each statement runs in autocommit: its own snapshot,
         and no BEGIN/ROLLBACK round trips; on SQLite a deferred transaction (WAL readers never wait)."""
-        engine = self.engine if self.is_sqlite else self.engine.execution_options(isolation_level="AUTOCOMMIT")
-        with Session(engine, expire_on_commit=False) as session:
+        with Session(self.reader, expire_on_commit=False) as session:
             yield session
 
     @contextmanager
@@ -104,10 +123,22 @@ class Database:
         """The one way to write: one transaction per user action, committed on success, else rolled
         back (`BEGIN IMMEDIATE` behind the writers' queue on SQLite). Hot paths run Core statements
         on `session.connection()` inside it."""
-        writer = self.engine.execution_options(sqlite_immediate=True) if self.is_sqlite else self.engine
-        with self._writers_queue(), Session(writer, expire_on_commit=False) as session:
+        with self._writers_queue(), Session(self.writer, expire_on_commit=False) as session:
             with session.begin():
                 yield session
+
+    @contextmanager
+    def write_statement(self) -> Iterator[Connection]:
+        """A write that is a single statement (a function call doing the whole action): on
+        PostgreSQL in autocommit, the statement its own transaction, one round trip with no
+        BEGIN or COMMIT; on SQLite a `BEGIN IMMEDIATE` transaction as in `write()`, on a Core connection (no ORM
+        session: a hot path's statements only)."""
+        if self.is_sqlite:
+            with self._writers_queue(), self.writer.connect() as conn, conn.begin():
+                yield conn
+            return
+        with self.reader.connect() as conn:  # autocommit
+            yield conn
 
     @contextmanager
     def _writers_queue(self) -> Iterator[None]:

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import delete, select
 
 from .engine import Database
-from .events import _insert, tombstone
+from .events import dialect_insert, tombstone
 from .models import CheckpointProgress, ErasedEvent, Event, ExerciseChallenge, ExerciseCheck, LearnerLesson
 
 
@@ -46,7 +46,7 @@ def erase_learner(db: Database, platform_id: int, learner: str) -> dict[str, int
         if event_ids:
             stones = [{"platform_id": platform_id, "event_hash": tombstone(platform_id, i)} for i in event_ids]
             session.execute(
-                _insert(session.get_bind().dialect.name, ErasedEvent)
+                dialect_insert(session.get_bind().dialect.name, ErasedEvent)
                 .values(stones)
                 .on_conflict_do_nothing(index_elements=["platform_id", "event_hash"])
             )

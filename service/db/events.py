@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import sqlite3
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -15,16 +16,18 @@ from functools import lru_cache
 from typing import Any
 
 import orjson
-from sqlalchemy import bindparam, case, select, update
+from sqlalchemy import bindparam, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
 from ..lessons import Checkpoint, Lesson
+from . import events_sqlite
 from .engine import Database
-from .models import CheckpointProgress, ErasedEvent, Event, LearnerLesson
+from .models import ErasedEvent, Event
 
 RETRYABLE_SQLSTATES = {"40001", "40P01"}  # serialization failure, deadlock detected
+CONFLICT_SQLSTATE = "WB409"  # raised by workbench_record_events: ids stored with other content
 MAX_ATTEMPTS = 4
 
 
@@ -82,61 +85,24 @@ def tombstone(platform_id: int, event_id: str) -> str:
     return hashlib.sha256(f"{platform_id}:{event_id}".encode()).hexdigest()
 
 
-def _insert(dialect: str, table):
+def dialect_insert(dialect: str, table):
+    """The dialect's INSERT, which has ON CONFLICT."""
     return (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table)
 
 
-def _earliest_completion_wins(dialect: str):
-    """Insert a completion; on a conflict keep whichever completing event happened first."""
-    progress = CheckpointProgress.__table__
-    upsert = _insert(dialect, progress)
-    earlier = upsert.excluded.completed_at < progress.c.completed_at
-    kept = ("completed_at", "event_id", "seconds_from_start", "verification")
-    return upsert.on_conflict_do_update(
-        index_elements=["platform_id", "learner", "lesson", "checkpoint"],
-        set_={name: case((earlier, upsert.excluded[name]), else_=progress.c[name]) for name in kept},
-    )
-
-
-@lru_cache(maxsize=4)
-def _statements(dialect: str) -> dict[str, Any]:
-    """Built once per dialect, executed with parameter lists: compiled once, cached by SQLAlchemy."""
-    events = Event.__table__
-    insert_events = (
-        _insert(dialect, events)
-        .on_conflict_do_nothing(index_elements=["platform_id", "event_id"])
-        .returning(events.c.event_id)
-    )
-    visits = LearnerLesson.__table__
-    first = _insert(dialect, visits)
-    first = first.on_conflict_do_update(
-        index_elements=["platform_id", "lesson", "learner"],
-        set_={
-            "first_event_at": case(
-                (first.excluded.first_event_at < visits.c.first_event_at, first.excluded.first_event_at),
-                else_=visits.c.first_event_at,
-            )
-        },
-    )
-    tombstones = select(ErasedEvent.__table__.c.event_hash).where(
-        ErasedEvent.__table__.c.platform_id == bindparam("platform_id"),
-        ErasedEvent.__table__.c.event_hash.in_(bindparam("hashes", expanding=True)),
-    )
-    first_visits = select(visits.c.learner, visits.c.first_event_at).where(
-        visits.c.platform_id == bindparam("platform_id"),
-        visits.c.lesson == bindparam("lesson"),
-        visits.c.learner.in_(bindparam("learners", expanding=True)),
-    )
-    stored = select(events.c.event_id, events.c.content_hash).where(
-        events.c.platform_id == bindparam("platform_id"), events.c.event_id.in_(bindparam("ids", expanding=True))
-    )
+@lru_cache(maxsize=1)
+def _statements() -> dict[str, Any]:
+    """What a replay or a conflict reads (not the hot path)."""
+    events, stones = Event.__table__, ErasedEvent.__table__
     return {
-        "insert_events": insert_events,
-        "upsert_progress": _earliest_completion_wins(dialect),
-        "upsert_first_visit": first,
-        "first_visits": first_visits,
-        "tombstones": tombstones,
-        "stored": stored,
+        "tombstones": select(stones.c.event_hash).where(
+            stones.c.platform_id == bindparam("platform_id"),
+            stones.c.event_hash.in_(bindparam("hashes", expanding=True)),
+        ),
+        "stored": select(events.c.event_id, events.c.content_hash).where(
+            events.c.platform_id == bindparam("platform_id"),
+            events.c.event_id.in_(bindparam("ids", expanding=True)),
+        ),
     }
 
 
@@ -152,8 +118,8 @@ def record_events(db: Database, platform_id: int, events: list[NewEvent], lesson
     """Store new events, acknowledge identical replays, reject the whole batch on any conflict."""
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
-            with db.write() as session:
-                return record_events_in(session.connection(), platform_id, events, lessons)
+            with db.write_statement() as conn:
+                return record_events_in(conn, platform_id, events, lessons)
         except DBAPIError as exc:
             if getattr(exc.orig, "sqlstate", None) not in RETRYABLE_SQLSTATES or attempt == MAX_ATTEMPTS:
                 raise
@@ -164,120 +130,108 @@ def record_events(db: Database, platform_id: int, events: list[NewEvent], lesson
 def record_events_in(
     conn: Connection, platform_id: int, events: list[NewEvent], lessons: dict[str, Lesson]
 ) -> RecordResult:
-    """`record_events` inside a transaction the caller holds (one transaction per user action)."""
+    """`record_events` inside a transaction the caller holds (one transaction per user action).
+
+    PostgreSQL: one call of `workbench_record_events` (migration 0005), one round trip. SQLite:
+    the same steps as statements, the insert and the tombstone check in one."""
     events = sorted(events, key=lambda e: e.event_id)  # one lock order for every writer
-    sql = _statements(conn.dialect.name)
-    result = RecordResult()
-    hashes = {e.event_id: e.content_hash for e in events}
-    stones = {tombstone(platform_id, e.event_id): e.event_id for e in events}
-    erased = conn.execute(sql["tombstones"], {"platform_id": platform_id, "hashes": list(stones)}).scalars()
-    result.erased = [stones[h] for h in erased]
-    skip = set(result.erased)
-    fresh = [e for e in events if e.event_id not in skip]
-    if not fresh:
-        return result
-    inserted = set(conn.execute(sql["insert_events"], _event_rows(platform_id, fresh, hashes)).scalars())
-    others = [e.event_id for e in fresh if e.event_id not in inserted]
-    if others:
-        stored = dict(conn.execute(sql["stored"], {"platform_id": platform_id, "ids": others}).all())
-        conflicts = sorted(i for i in others if stored.get(i) != hashes[i])
-        if conflicts:
-            raise EventConflict(conflicts)  # leaving the transaction block rolls everything back
-    result.created = [e.event_id for e in fresh if e.event_id in inserted]
-    result.replayed = others
-    new = [e for e in fresh if e.event_id in inserted]
-    first_seen = _first_visits(conn, sql, platform_id, new)
-    completions = _completions(new, lessons)
-    if completions:
-        conn.execute(sql["upsert_progress"], _progress_rows(platform_id, completions, first_seen, lessons))
-        result.completed = sorted(completions)
-    return result
+    if conn.dialect.name == "postgresql":
+        return _record_postgresql(conn, platform_id, events, lessons)
+    return _record_sqlite(conn, platform_id, events, lessons)
 
 
-def _event_rows(platform_id: int, events: list[NewEvent], hashes: dict[str, str]) -> list[dict[str, Any]]:
-    now = dt.datetime.now(dt.UTC)
-    return [
-        {
-            "platform_id": platform_id,
-            "event_id": e.event_id,
-            "learner": e.learner,
-            "lesson": e.lesson,
-            "checkpoint": e.checkpoint,
-            "event": e.event,
-            "instance_id": e.instance_id,
-            "data": e.data,
-            "occurred_at": e.occurred_at,
-            "stored_at": now,
-            "content_hash": hashes[e.event_id],
-        }
-        for e in events
-    ]
-
-
-def _progress_rows(
-    platform_id: int,
-    completions: dict[tuple[str, str, str], NewEvent],
-    first_seen: dict[tuple[str, str], dt.datetime],
-    lessons: dict[str, Lesson],
+def _payload_rows(
+    platform_id: int, events: list[NewEvent], lessons: dict[str, Lesson], sqlite: bool
 ) -> list[dict[str, Any]]:
-    return [
-        {
-            "platform_id": platform_id,
-            "learner": learner,
-            "lesson": lesson,
-            "checkpoint": checkpoint,
-            "completed_at": e.occurred_at,
-            "event_id": e.event_id,
-            "seconds_from_start": (e.occurred_at - first_seen[(lesson, learner)]).total_seconds(),
-            "verification": verification(lessons[lesson].checkpoint(checkpoint), e.data),
-        }
-        for (learner, lesson, checkpoint), e in completions.items()
-    ]
+    """The events as the database reads them: hashes made here, the checkpoint each completes
+    (the lesson's rules live in Python), times in the column's own format."""
+    rows = []
+    for ord_, e in enumerate(events):
+        lesson = lessons.get(e.lesson)
+        checkpoint = lesson.completes(e.event, e.checkpoint, e.instance_id) if lesson else None
+        at = e.occurred_at.astimezone(dt.UTC)
+        rows.append(
+            {
+                "ord": ord_,
+                "event_id": e.event_id,
+                "learner": e.learner,
+                "lesson": e.lesson,
+                "checkpoint": e.checkpoint,
+                "event": e.event,
+                "instance_id": e.instance_id,
+                "data": e.data,
+                "occurred_at": _sqlite_time(at) if sqlite else at.isoformat(),
+                "content_hash": e.content_hash,
+                "tombstone": tombstone(platform_id, e.event_id),
+                "completes": checkpoint.id if checkpoint else None,
+                "verification": verification(checkpoint, e.data),
+            }
+        )
+    return rows
 
 
-def _first_visits(
-    conn: Connection, sql: dict[str, Any], platform_id: int, new: list[NewEvent]
-) -> dict[tuple[str, str], dt.datetime]:
-    """Record each learner's first event per lesson; returns (lesson, learner) -> first event time.
+def _sqlite_time(at: dt.datetime) -> str:
+    """How SQLAlchemy's DateTime stores a (naive UTC) time on SQLite."""
+    return at.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
 
-    When an offline event moves a learner's start earlier, their stored durations move too.
-    """
-    batch_first: dict[tuple[str, str], dt.datetime] = {}
-    for e in new:
-        key = (e.lesson, e.learner)
-        batch_first[key] = min(batch_first.get(key, e.occurred_at), e.occurred_at)
-    if not batch_first:
-        return {}
-    before: dict[tuple[str, str], dt.datetime] = {}
-    for lesson in {lesson for lesson, _ in batch_first}:
-        learners = [learner for (les, learner) in batch_first if les == lesson]
-        for learner, at in conn.execute(
-            sql["first_visits"], {"platform_id": platform_id, "lesson": lesson, "learners": learners}
-        ):
-            before[(lesson, learner)] = at if at.tzinfo else at.replace(tzinfo=dt.UTC)
-    conn.execute(
-        sql["upsert_first_visit"],
-        [
-            {"platform_id": platform_id, "lesson": lesson, "learner": learner, "first_event_at": at}
-            for (lesson, learner), at in sorted(batch_first.items())
-        ],
+
+RECORD_POSTGRESQL = text("SELECT workbench_record_events(:platform_id, CAST(:events AS json), :now)")
+
+
+def _record_postgresql(
+    conn: Connection, platform_id: int, events: list[NewEvent], lessons: dict[str, Lesson]
+) -> RecordResult:
+    params = {
+        "platform_id": platform_id,
+        "events": orjson.dumps(_payload_rows(platform_id, events, lessons, sqlite=False)).decode(),
+        "now": dt.datetime.now(dt.UTC),
+    }
+    try:
+        outcome = conn.execute(RECORD_POSTGRESQL, params).scalar_one()
+    except DBAPIError as exc:
+        if getattr(exc.orig, "sqlstate", None) == CONFLICT_SQLSTATE:
+            raise EventConflict(orjson.loads(exc.orig.diag.message_primary)) from None  # type: ignore[union-attr]
+        raise
+    created = set(outcome["created"])
+    new = [e for e in events if e.event_id in created]
+    return RecordResult(
+        created=[e.event_id for e in new],
+        replayed=outcome["replayed"],
+        erased=outcome["erased"],
+        completed=sorted(_completions(new, lessons)),
     )
-    first = {key: min(at, before.get(key, at)) for key, at in batch_first.items()}
-    moved = [key for key, at in first.items() if key in before and at < before[key]]
-    progress = CheckpointProgress.__table__
-    for lesson, learner in moved:
-        rows = conn.execute(
-            select(progress.c.id, progress.c.completed_at).where(
-                progress.c.platform_id == platform_id, progress.c.lesson == lesson, progress.c.learner == learner
-            )
-        ).all()
-        for row_id, completed_at in rows:
-            completed_at = completed_at if completed_at.tzinfo else completed_at.replace(tzinfo=dt.UTC)
-            seconds = (completed_at - first[(lesson, learner)]).total_seconds()
-            conn.execute(
-                update(CheckpointProgress).where(CheckpointProgress.id == row_id).values(seconds_from_start=seconds)
-            )
-    return first
+
+
+def _record_sqlite(
+    conn: Connection, platform_id: int, events: list[NewEvent], lessons: dict[str, Lesson]
+) -> RecordResult:
+    raw = conn.connection.driver_connection  # inside the caller's BEGIN IMMEDIATE
+    assert isinstance(raw, sqlite3.Connection)
+    rows = _payload_rows(platform_id, events, lessons, sqlite=True)
+    now = _sqlite_time(dt.datetime.now(dt.UTC))
+    inserted = events_sqlite.insert_events(raw, platform_id, orjson.dumps(rows).decode(), now)
+    new = [e for e in events if e.event_id in inserted]
+    result = RecordResult(created=[e.event_id for e in new], completed=sorted(_completions(new, lessons)))
+    others = [e for e in events if e.event_id not in inserted]
+    if others:  # tombstoned, replayed or conflicting: read what is stored
+        sql = _statements()
+        stones = {tombstone(platform_id, e.event_id): e.event_id for e in others}
+        erased = set(conn.execute(sql["tombstones"], {"platform_id": platform_id, "hashes": list(stones)}).scalars())
+        result.erased = [e.event_id for e in others if tombstone(platform_id, e.event_id) in erased]
+        rest = [e for e in others if e.event_id not in result.erased]
+        if rest:
+            ids = [e.event_id for e in rest]
+            stored = dict(conn.execute(sql["stored"], {"platform_id": platform_id, "ids": ids}).all())
+            conflicts = sorted(e.event_id for e in rest if stored.get(e.event_id) != e.content_hash)
+            if conflicts:
+                raise EventConflict(conflicts)  # leaving the transaction block rolls everything back
+        result.replayed = [e.event_id for e in rest]
+    if new:
+        fresh = [row for row in rows if row["event_id"] in inserted]
+        events_sqlite.record_visits_and_progress(
+            raw, platform_id, orjson.dumps(fresh).decode(), any(row["completes"] for row in fresh)
+        )
+    return result
 
 
 def _completions(events: Iterable[NewEvent], lessons: dict[str, Lesson]) -> dict[tuple[str, str, str], NewEvent]:

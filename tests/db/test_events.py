@@ -108,3 +108,97 @@ def test_erasure_deletes_everything_and_a_replay_is_acknowledged_not_stored(db, 
     assert replay.erased == [event.event_id] and replay.created == []
     assert stored(db) == []
     assert erase_learner(db, platform, "nobody") is None
+
+
+# -- every stream of batches leaves progress equal to a recomputation from the stored events --
+
+CHECKPOINT_EVENTS = [  # (checkpoint, event, data): some complete a checkpoint, some do not
+    ("experiment", "parameter-changed", {"parameter": "causal"}),
+    ("predict", "completed", {"text": "wider heads"}),
+    ("implement", "completed", {"tests": {"passed": 3, "failed": 0}}),
+    ("implement", "attempted", {"tests": {"passed": 1, "failed": 2}}),
+    (None, "started", {}),
+]
+
+
+def recomputed(events: list[NewEvent], lessons) -> tuple[dict, dict]:
+    """Plain loops over the stored events: each learner's first event, each checkpoint's earliest
+    completion and its seconds from that first event."""
+    first: dict = {}
+    for e in events:
+        key = (e.lesson, e.learner)
+        first[key] = min(first.get(key, e.occurred_at), e.occurred_at)
+    done: dict = {}
+    for e in events:
+        checkpoint = lessons[e.lesson].completes(e.event, e.checkpoint, e.instance_id)
+        if checkpoint is None:
+            continue
+        key = (e.learner, e.lesson, checkpoint.id)
+        if key not in done or e.occurred_at < done[key].occurred_at:
+            done[key] = e
+    progress = {
+        key: (e.event_id, e.occurred_at, (e.occurred_at - first[(key[1], key[0])]).total_seconds())
+        for key, e in done.items()
+    }
+    return first, progress
+
+
+def stored_state(db, platform: int) -> tuple[dict, dict]:
+    from service.db.models import LearnerLesson
+
+    with db.read() as session:
+        first = {
+            (r.lesson, r.learner): r.first_event_at
+            for r in session.scalars(select(LearnerLesson).where(LearnerLesson.platform_id == platform))
+        }
+        progress = {
+            (r.learner, r.lesson, r.checkpoint): (r.event_id, r.completed_at, r.seconds_from_start)
+            for r in session.scalars(select(CheckpointProgress).where(CheckpointProgress.platform_id == platform))
+        }
+    return first, progress
+
+
+def test_any_stream_of_batches_leaves_first_visits_and_progress_as_recomputed(db, lessons):
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    microseconds = st.integers(0, 3 * 24 * 3600 * 10**6)  # distinct times to the microsecond
+    event = st.tuples(st.sampled_from(["ada", "bob", "cy"]), st.sampled_from(CHECKPOINT_EVENTS), microseconds)
+    batches = st.lists(st.lists(event, min_size=1, max_size=6), min_size=1, max_size=6)
+    replays = st.lists(st.integers(0, 10**6), max_size=4)
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(batches=batches, replays=replays)
+    def check(batches, replays):
+        with db.write() as session:
+            platform = ensure_platform(session, f"p-{uuid.uuid4().hex[:12]}").id
+        kept: list[NewEvent] = []
+        used: set[int] = set()
+        for batch in batches:
+            fresh = []
+            for learner, (checkpoint, kind, data), us in batch:
+                while us in used:  # one event per microsecond: the earliest is never a tie
+                    us += 1
+                used.add(us)
+                instance = "multi-head-workbench" if kind == "parameter-changed" else None
+                fresh.append(
+                    NewEvent(
+                        str(uuid.uuid4()),
+                        learner,
+                        "multi-head-attention",
+                        checkpoint,
+                        kind,
+                        instance,
+                        data,
+                        T0 + dt.timedelta(microseconds=us),
+                    )
+                )
+            again = [kept[i % len(kept)] for i in replays] if kept else []  # replays ride along
+            again = list({e.event_id: e for e in again}.values())
+            result = record_events(db, platform, fresh + again, lessons)
+            assert sorted(result.created) == sorted(e.event_id for e in fresh)
+            assert sorted(result.replayed) == sorted(e.event_id for e in again)
+            kept += fresh
+            assert stored_state(db, platform) == recomputed(kept, lessons)
+
+    check()

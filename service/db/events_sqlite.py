@@ -1,0 +1,104 @@
+"""Recording events on SQLite: the steps of PostgreSQL's `workbench_record_events` (migration
+0005) as a few statements over the same JSON payload, run on the driver's connection inside
+the caller's `BEGIN IMMEDIATE` transaction. Times are SQLAlchemy's SQLite text
+('YYYY-MM-DD HH:MM:SS.ffffff', UTC), so text order is time order and durations are computed
+exactly, in whole microseconds, as Python's `timedelta.total_seconds()` computes them."""
+
+from __future__ import annotations
+
+import sqlite3
+
+
+def _seconds(later: str, earlier: str) -> str:
+    """SQL for `later - earlier` in seconds, exact to the microsecond."""
+    return (
+        f"(((strftime('%s', {later}) - strftime('%s', {earlier})) * 1000000"
+        f" + (CAST(substr({later}, 21, 6) AS INTEGER) - CAST(substr({earlier}, 21, 6) AS INTEGER)))"
+        " / 1000000.0)"
+    )
+
+
+INSERT_EVENTS = """
+    INSERT INTO events (platform_id, event_id, learner, lesson, checkpoint, event, instance_id, data,
+                        occurred_at, stored_at, content_hash)
+    SELECT :platform_id, e.value ->> 'event_id', e.value ->> 'learner', e.value ->> 'lesson',
+           e.value ->> 'checkpoint', e.value ->> 'event', e.value ->> 'instance_id', e.value -> 'data',
+           e.value ->> 'occurred_at', :now, e.value ->> 'content_hash'
+    FROM json_each(:events) AS e
+    WHERE NOT EXISTS (
+        SELECT 1 FROM erased_events t WHERE t.platform_id = :platform_id AND t.event_hash = e.value ->> 'tombstone'
+    )
+    ORDER BY e.key
+    ON CONFLICT (platform_id, event_id) DO NOTHING
+    RETURNING event_id
+"""
+
+# Each learner's first event per lesson among the new events.
+_FIRST = """
+    SELECT e.value ->> 'lesson' AS lesson, e.value ->> 'learner' AS learner, min(e.value ->> 'occurred_at') AS at
+    FROM json_each(:events) AS e
+    GROUP BY 1, 2
+"""
+
+MOVE_DURATIONS = f"""
+    UPDATE checkpoint_progress
+    SET seconds_from_start = {_seconds("checkpoint_progress.completed_at", "f.at")}
+    FROM ({_FIRST}) AS f
+    JOIN learner_lessons l ON l.platform_id = :platform_id AND l.lesson = f.lesson AND l.learner = f.learner
+    WHERE f.at < l.first_event_at
+      AND checkpoint_progress.platform_id = :platform_id
+      AND checkpoint_progress.lesson = f.lesson AND checkpoint_progress.learner = f.learner
+"""
+
+UPSERT_FIRST_VISITS = f"""
+    INSERT INTO learner_lessons (platform_id, lesson, learner, first_event_at)
+    SELECT :platform_id, f.lesson, f.learner, f.at FROM ({_FIRST}) AS f WHERE true
+    ORDER BY f.lesson, f.learner
+    ON CONFLICT (platform_id, lesson, learner) DO UPDATE
+        SET first_event_at = excluded.first_event_at
+        WHERE excluded.first_event_at < learner_lessons.first_event_at
+"""
+
+_EARLIER = "excluded.completed_at < checkpoint_progress.completed_at"
+UPSERT_PROGRESS = f"""
+    INSERT INTO checkpoint_progress (platform_id, learner, lesson, checkpoint, completed_at, event_id,
+                                     seconds_from_start, verification)
+    SELECT :platform_id, c.learner, c.lesson, c.completes, c.at, c.event_id,
+           {_seconds("c.at", "l.first_event_at")}, c.verification
+    FROM (
+        SELECT e.value ->> 'learner' AS learner, e.value ->> 'lesson' AS lesson,
+               e.value ->> 'completes' AS completes, e.value ->> 'occurred_at' AS at,
+               e.value ->> 'event_id' AS event_id, e.value ->> 'verification' AS verification,
+               row_number() OVER (
+                   PARTITION BY e.value ->> 'learner', e.value ->> 'lesson', e.value ->> 'completes'
+                   ORDER BY e.value ->> 'occurred_at', e.value ->> 'event_id'
+               ) AS rank
+        FROM json_each(:events) AS e
+        WHERE e.value ->> 'completes' IS NOT NULL
+    ) AS c
+    JOIN learner_lessons l ON l.platform_id = :platform_id AND l.lesson = c.lesson AND l.learner = c.learner
+    WHERE c.rank = 1
+    ORDER BY c.learner, c.lesson, c.completes
+    ON CONFLICT (platform_id, learner, lesson, checkpoint) DO UPDATE SET
+        completed_at = CASE WHEN {_EARLIER} THEN excluded.completed_at ELSE checkpoint_progress.completed_at END,
+        event_id = CASE WHEN {_EARLIER} THEN excluded.event_id ELSE checkpoint_progress.event_id END,
+        seconds_from_start = CASE WHEN {_EARLIER}
+                             THEN excluded.seconds_from_start ELSE checkpoint_progress.seconds_from_start END,
+        verification = CASE WHEN {_EARLIER} THEN excluded.verification ELSE checkpoint_progress.verification END
+"""
+
+
+def insert_events(raw: sqlite3.Connection, platform_id: int, events_json: str, now: str) -> set[str]:
+    """Insert the events not tombstoned and not stored yet; their ids."""
+    rows = raw.execute(INSERT_EVENTS, {"platform_id": platform_id, "events": events_json, "now": now})
+    return {row[0] for row in rows}
+
+
+def record_visits_and_progress(raw: sqlite3.Connection, platform_id: int, new_json: str, completes: bool) -> None:
+    """For newly stored events: first visits (moving durations when a start moves earlier), then
+    the earliest completion of each checkpoint."""
+    params = {"platform_id": platform_id, "events": new_json}
+    raw.execute(MOVE_DURATIONS, params)
+    raw.execute(UPSERT_FIRST_VISITS, params)
+    if completes:
+        raw.execute(UPSERT_PROGRESS, params)
