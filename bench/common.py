@@ -26,6 +26,41 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _tree_cpu_seconds(root: int) -> float:
+    """CPU time used so far by a process and all its descendants (from /proc)."""
+    parents: dict[int, int] = {}
+    ticks: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        parents[int(entry.name)] = int(fields[1])
+        ticks[int(entry.name)] = int(fields[11]) + int(fields[12])
+    tree, frontier = {root}, [root]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent]
+        tree.update(children)
+        frontier += children
+    return sum(ticks.get(pid, 0) for pid in tree) / os.sysconf("SC_CLK_TCK")
+
+
+def settle(pid: int, busy: float = 0.05, timeout: float = 30.0) -> None:
+    """Wait until a server and its children stop working after start-up (workers import and warm
+    up, each starts its compute process): measuring while they still compile would measure them."""
+    deadline = time.monotonic() + timeout
+    used = _tree_cpu_seconds(pid)
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = _tree_cpu_seconds(pid)
+        if now - used < busy * 0.5:
+            return
+        used = now
+
+
 class Gunicorn:
     """`gunicorn -w WORKERS app` on a free port; stopped on exit."""
 
@@ -65,6 +100,7 @@ class Gunicorn:
         while time.monotonic() < deadline:
             try:
                 requests.get(self.url + self.health, timeout=2)
+                settle(self.proc.pid)
                 return self
             except requests.RequestException:  # not listening yet, or workers still booting
                 time.sleep(0.2)

@@ -33,7 +33,7 @@ from service.db import Database  # noqa: E402
 from service.db.platforms import create_key  # noqa: E402
 
 SINGLE_BUDGET, BATCH_BUDGET, BATCH = 1500, 20000, 500
-THREADS = 1  # sync workers
+THREADS = 8  # as gunicorn.conf.py ships (WORKBENCH_THREADS), which this runs under
 
 LUA = r"""
 local counter = 0
@@ -92,7 +92,7 @@ def single(url: str, backend: str, seconds: int) -> dict:
     env = {"WORKBENCH_DATABASE_URL": url, "WORKBENCH_RATELIMIT_ENABLED": "0"}
     with Gunicorn("service.app:create_app()", env, threads=THREADS) as app:
         out = subprocess.run(
-            ["wrk", "-t2", "-c8", f"-d{seconds}s", "-s", str(script), app.url + "/api/v1/events"],
+            ["wrk", "-t2", "-c32", f"-d{seconds}s", "-s", str(script), app.url + "/api/v1/events"],
             capture_output=True,
             text=True,
             check=True,

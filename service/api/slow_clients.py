@@ -37,9 +37,14 @@ class Watchdog:
                 self._thread = threading.Thread(target=self._run, name="body-deadlines", daemon=True)
                 self._thread.start()
             ticket = next(self._ids)
-            heapq.heappush(self._heap, (time.monotonic() + seconds, ticket, sock))
+            due = time.monotonic() + seconds
+            # The thread sleeps until the earliest entry's time; wake it only when this deadline
+            # comes sooner (a wake per request would cost a thread switch per request).
+            sooner = not self._heap or due < self._heap[0][0]
+            heapq.heappush(self._heap, (due, ticket, sock))
             self._live.add(ticket)
-            self._wake.notify()
+            if sooner:
+                self._wake.notify()
             return ticket
 
     def disarm(self, ticket: int) -> None:
@@ -49,8 +54,6 @@ class Watchdog:
     def _run(self) -> None:
         with self._wake:
             while True:
-                while self._heap and self._heap[0][1] not in self._live:
-                    heapq.heappop(self._heap)  # disarmed
                 if not self._heap:
                     self._wake.wait()
                     continue
@@ -59,9 +62,10 @@ class Watchdog:
                     self._wake.wait(due - time.monotonic())
                     continue
                 heapq.heappop(self._heap)
-                self._live.discard(ticket)
-                with suppress(OSError):
-                    sock.shutdown(socket.SHUT_RD)
+                if ticket in self._live:  # else disarmed: its request finished in time
+                    self._live.discard(ticket)
+                    with suppress(OSError):
+                        sock.shutdown(socket.SHUT_RD)
 
 
 WATCHDOG = Watchdog()

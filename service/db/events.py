@@ -12,11 +12,10 @@ import sqlite3
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 import orjson
-from sqlalchemy import bindparam, select, text
+from sqlalchemy import text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
@@ -24,7 +23,6 @@ from sqlalchemy.exc import DBAPIError
 from ..lessons import Checkpoint, Lesson
 from . import events_sqlite
 from .engine import Database
-from .models import ErasedEvent, Event
 
 RETRYABLE_SQLSTATES = {"40001", "40P01"}  # serialization failure, deadlock detected
 CONFLICT_SQLSTATE = "WB409"  # raised by workbench_record_events: ids stored with other content
@@ -90,22 +88,6 @@ def dialect_insert(dialect: str, table):
     return (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table)
 
 
-@lru_cache(maxsize=1)
-def _statements() -> dict[str, Any]:
-    """What a replay or a conflict reads (not the hot path)."""
-    events, stones = Event.__table__, ErasedEvent.__table__
-    return {
-        "tombstones": select(stones.c.event_hash).where(
-            stones.c.platform_id == bindparam("platform_id"),
-            stones.c.event_hash.in_(bindparam("hashes", expanding=True)),
-        ),
-        "stored": select(events.c.event_id, events.c.content_hash).where(
-            events.c.platform_id == bindparam("platform_id"),
-            events.c.event_id.in_(bindparam("ids", expanding=True)),
-        ),
-    }
-
-
 def verification(checkpoint: Checkpoint | None, data: dict[str, Any]) -> str | None:
     """How a test checkpoint's completion is known: "verified" only from the server's own challenge
     check (clients may not send `data.verification`), else "reported"; None for other checkpoints."""
@@ -116,10 +98,14 @@ def verification(checkpoint: Checkpoint | None, data: dict[str, Any]) -> str | N
 
 def record_events(db: Database, platform_id: int, events: list[NewEvent], lessons: dict[str, Lesson]) -> RecordResult:
     """Store new events, acknowledge identical replays, reject the whole batch on any conflict."""
+    events = sorted(events, key=lambda e: e.event_id)  # one lock order for every writer
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
+            if db.is_sqlite:
+                with db.sqlite_transaction() as raw:
+                    return _record_sqlite(raw, platform_id, events, lessons)
             with db.write_statement() as conn:
-                return record_events_in(conn, platform_id, events, lessons)
+                return _record_postgresql(conn, platform_id, events, lessons)
         except DBAPIError as exc:
             if getattr(exc.orig, "sqlstate", None) not in RETRYABLE_SQLSTATES or attempt == MAX_ATTEMPTS:
                 raise
@@ -133,11 +119,13 @@ def record_events_in(
     """`record_events` inside a transaction the caller holds (one transaction per user action).
 
     PostgreSQL: one call of `workbench_record_events` (migration 0005), one round trip. SQLite:
-    the same steps as statements, the insert and the tombstone check in one."""
-    events = sorted(events, key=lambda e: e.event_id)  # one lock order for every writer
+    the same steps as a few statements (service/db/events_sqlite.py) on the driver's connection."""
+    events = sorted(events, key=lambda e: e.event_id)
     if conn.dialect.name == "postgresql":
         return _record_postgresql(conn, platform_id, events, lessons)
-    return _record_sqlite(conn, platform_id, events, lessons)
+    raw = conn.connection.driver_connection
+    assert isinstance(raw, sqlite3.Connection)
+    return _record_sqlite(raw, platform_id, events, lessons)
 
 
 def _payload_rows(
@@ -203,10 +191,8 @@ def _record_postgresql(
 
 
 def _record_sqlite(
-    conn: Connection, platform_id: int, events: list[NewEvent], lessons: dict[str, Lesson]
+    raw: sqlite3.Connection, platform_id: int, events: list[NewEvent], lessons: dict[str, Lesson]
 ) -> RecordResult:
-    raw = conn.connection.driver_connection  # inside the caller's BEGIN IMMEDIATE
-    assert isinstance(raw, sqlite3.Connection)
     rows = _payload_rows(platform_id, events, lessons, sqlite=True)
     now = _sqlite_time(dt.datetime.now(dt.UTC))
     inserted = events_sqlite.insert_events(raw, platform_id, orjson.dumps(rows).decode(), now)
@@ -214,14 +200,12 @@ def _record_sqlite(
     result = RecordResult(created=[e.event_id for e in new], completed=sorted(_completions(new, lessons)))
     others = [e for e in events if e.event_id not in inserted]
     if others:  # tombstoned, replayed or conflicting: read what is stored
-        sql = _statements()
         stones = {tombstone(platform_id, e.event_id): e.event_id for e in others}
-        erased = set(conn.execute(sql["tombstones"], {"platform_id": platform_id, "hashes": list(stones)}).scalars())
-        result.erased = [e.event_id for e in others if tombstone(platform_id, e.event_id) in erased]
-        rest = [e for e in others if e.event_id not in result.erased]
+        erased = set(events_sqlite.tombstoned(raw, platform_id, list(stones)))
+        result.erased = [stones[h] for h in stones if h in erased]
+        rest = [e for e in others if e.event_id not in set(result.erased)]
         if rest:
-            ids = [e.event_id for e in rest]
-            stored = dict(conn.execute(sql["stored"], {"platform_id": platform_id, "ids": ids}).all())
+            stored = events_sqlite.stored_hashes(raw, platform_id, [e.event_id for e in rest])
             conflicts = sorted(e.event_id for e in rest if stored.get(e.event_id) != e.content_hash)
             if conflicts:
                 raise EventConflict(conflicts)  # leaving the transaction block rolls everything back

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import sqlite3
 
+import orjson
+
 
 def _seconds(later: str, earlier: str) -> str:
     """SQL for `later - earlier` in seconds, exact to the microsecond."""
@@ -102,3 +104,22 @@ def record_visits_and_progress(raw: sqlite3.Connection, platform_id: int, new_js
     raw.execute(UPSERT_FIRST_VISITS, params)
     if completes:
         raw.execute(UPSERT_PROGRESS, params)
+
+
+def tombstoned(raw: sqlite3.Connection, platform_id: int, hashes: list[str]) -> list[str]:
+    """Which of these tombstone hashes are stored (events of erased learners)."""
+    rows = raw.execute(
+        "SELECT event_hash FROM erased_events WHERE platform_id = ? AND event_hash IN (SELECT value FROM json_each(?))",
+        (platform_id, orjson.dumps(hashes).decode()),
+    )
+    return [row[0] for row in rows]
+
+
+def stored_hashes(raw: sqlite3.Connection, platform_id: int, event_ids: list[str]) -> dict[str, str]:
+    """event id -> the content hash stored under it."""
+    rows = raw.execute(
+        "SELECT event_id, content_hash FROM events"
+        " WHERE platform_id = ? AND event_id IN (SELECT value FROM json_each(?))",
+        (platform_id, orjson.dumps(event_ids).decode()),
+    )
+    return dict(rows.fetchall())
