@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from flask import Flask
@@ -11,9 +12,31 @@ from . import db, observability
 from .config import Settings
 
 
+class WorkbenchFlask(Flask):
+    """Flask, minus a cost paid on every request: `ensure_sync` asks `inspect` whether each hook
+    and view is a coroutine function, about twenty times a request. The answer is kept per
+    function (a bound method's function: views are bound anew each request); this app has no
+    coroutine functions, and one added later still gets Flask's wrapper. Flask documents
+    overriding `ensure_sync`."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._plain: dict[Any, bool] = {}
+
+    def ensure_sync(self, func: Callable[..., Any]) -> Callable[..., Any]:
+        key = getattr(func, "__func__", func)
+        try:
+            plain = self._plain[key]
+        except (KeyError, TypeError):  # TypeError: unhashable, so asked each time
+            plain = super().ensure_sync(func) is func
+            with contextlib.suppress(TypeError):
+                self._plain[key] = plain
+        return func if plain else super().ensure_sync(func)
+
+
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     settings = Settings.load(config)
-    app = Flask(__name__, static_folder=None)
+    app = WorkbenchFlask(__name__, static_folder=None)
     # "//api/v1/x" is a 404, not a redirect built from the Host header (an open redirect's cousin).
     app.url_map.merge_slashes = False
     app.config.update(

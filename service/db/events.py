@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import os
 import sqlite3
+import threading
 import time
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +26,7 @@ from sqlalchemy.exc import DBAPIError
 from ..lessons import Checkpoint, Lesson
 from . import events_sqlite
 from .engine import Database
+from .group_commit import GroupCommit
 
 RETRYABLE_SQLSTATES = {"40001", "40P01"}  # serialization failure, deadlock detected
 CONFLICT_SQLSTATE = "WB409"  # raised by workbench_record_events: ids stored with other content
@@ -97,7 +101,68 @@ def verification(checkpoint: Checkpoint | None, data: dict[str, Any]) -> str | N
 
 
 def record_events(db: Database, platform_id: int, events: list[NewEvent], lessons: dict[str, Lesson]) -> RecordResult:
-    """Store new events, acknowledge identical replays, reject the whole batch on any conflict."""
+    """Store new events, acknowledge identical replays, reject the whole batch on any conflict.
+
+    Requests arriving while another write is under way are written together with it, next
+    (service/db/group_commit.py); each stays atomic and gets its own answer."""
+    return _group_commit(db).submit(_Request(platform_id, events, lessons))
+
+
+@dataclass(frozen=True, eq=False)
+class _Request:
+    platform_id: int
+    events: list[NewEvent]
+    lessons: dict[str, Lesson]
+
+
+GROUP_MAX_EVENTS = 5000
+_GROUPS: weakref.WeakKeyDictionary[Database, tuple[int, GroupCommit[_Request, RecordResult]]] = (
+    weakref.WeakKeyDictionary()
+)
+_GROUPS_LOCK = threading.Lock()
+
+
+def _group_commit(db: Database) -> GroupCommit[_Request, RecordResult]:
+    """This process's group commit for `db` (a forked child makes its own)."""
+    with _GROUPS_LOCK:
+        pid, group = _GROUPS.get(db, (None, None))
+        if group is None or pid != os.getpid():
+            group = GroupCommit(lambda requests: _write_requests(db, requests), _fits)
+            _GROUPS[db] = (os.getpid(), group)
+        return group
+
+
+def _fits(group: list[_Request], request: _Request) -> bool:
+    """One platform per write, no event id twice, a bounded size."""
+    if request.platform_id != group[0].platform_id:
+        return False
+    ids = {e.event_id for r in group for e in r.events}
+    return len(ids) + len(request.events) <= GROUP_MAX_EVENTS and not any(e.event_id in ids for e in request.events)
+
+
+def _write_requests(db: Database, requests: list[_Request]) -> list[RecordResult]:
+    """Several requests' events in one transaction; each request's part of the answer."""
+    first = requests[0]
+    together = _write(db, first.platform_id, [e for r in requests for e in r.events], first.lessons)
+    if len(requests) == 1:
+        return [together]
+    created, replayed, erased = set(together.created), set(together.replayed), set(together.erased)
+    results = []
+    for r in requests:
+        ids = sorted(e.event_id for e in r.events)
+        results.append(
+            RecordResult(
+                created=[i for i in ids if i in created],
+                replayed=[i for i in ids if i in replayed],
+                erased=[i for i in ids if i in erased],
+                completed=sorted(_completions((e for e in r.events if e.event_id in created), r.lessons)),
+            )
+        )
+    return results
+
+
+def _write(db: Database, platform_id: int, events: list[NewEvent], lessons: dict[str, Lesson]) -> RecordResult:
+    """One transaction; deadlocks and serialization failures are retried."""
     events = sorted(events, key=lambda e: e.event_id)  # one lock order for every writer
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
@@ -131,11 +196,12 @@ def record_events_in(
 def _payload_rows(
     platform_id: int, events: list[NewEvent], lessons: dict[str, Lesson], sqlite: bool
 ) -> list[dict[str, Any]]:
-    """The events as the database reads them: hashes made here, the checkpoint each completes
-    (the lesson's rules live in Python), times in the column's own format."""
+    """The events as the database reads them: hashes made here, times in the column's own
+    format; for PostgreSQL's function also the checkpoint each completes (the lesson's rules live
+    in Python; on SQLite Python passes the completions themselves)."""
     rows = []
     for ord_, e in enumerate(events):
-        lesson = lessons.get(e.lesson)
+        lesson = None if sqlite else lessons.get(e.lesson)
         checkpoint = lesson.completes(e.event, e.checkpoint, e.instance_id) if lesson else None
         at = e.occurred_at.astimezone(dt.UTC)
         rows.append(
@@ -197,7 +263,8 @@ def _record_sqlite(
     now = _sqlite_time(dt.datetime.now(dt.UTC))
     inserted = events_sqlite.insert_events(raw, platform_id, orjson.dumps(rows).decode(), now)
     new = [e for e in events if e.event_id in inserted]
-    result = RecordResult(created=[e.event_id for e in new], completed=sorted(_completions(new, lessons)))
+    completed = _completions(new, lessons)
+    result = RecordResult(created=[e.event_id for e in new], completed=sorted(completed))
     others = [e for e in events if e.event_id not in inserted]
     if others:  # tombstoned, replayed or conflicting: read what is stored
         stones = {tombstone(platform_id, e.event_id): e.event_id for e in others}
@@ -211,9 +278,27 @@ def _record_sqlite(
                 raise EventConflict(conflicts)  # leaving the transaction block rolls everything back
         result.replayed = [e.event_id for e in rest]
     if new:
-        fresh = [row for row in rows if row["event_id"] in inserted]
+        at = {row["event_id"]: row["occurred_at"] for row in rows}  # as stored: text in time order
+        firsts: dict[tuple[str, str], str] = {}
+        for e in new:
+            key = (e.lesson, e.learner)
+            firsts[key] = min(firsts.get(key, at[e.event_id]), at[e.event_id])
+        completions = [
+            {
+                "learner": learner,
+                "lesson": lesson,
+                "checkpoint": checkpoint,
+                "at": at[e.event_id],
+                "event_id": e.event_id,
+                "verification": verification(lessons[lesson].checkpoint(checkpoint), e.data),
+            }
+            for (learner, lesson, checkpoint), e in completed.items()
+        ]
         events_sqlite.record_visits_and_progress(
-            raw, platform_id, orjson.dumps(fresh).decode(), any(row["completes"] for row in fresh)
+            raw,
+            platform_id,
+            [{"lesson": lesson, "learner": learner, "at": first} for (lesson, learner), first in firsts.items()],
+            completions,
         )
     return result
 

@@ -35,21 +35,25 @@ INSERT_EVENTS = """
     RETURNING event_id
 """
 
-# Each learner's first event per lesson among the new events.
+# The new events' first visits and completions come computed (Python has them anyway):
+# one row per (lesson, learner) and per (learner, lesson, checkpoint), not one per event.
 _FIRST = """
-    SELECT e.value ->> 'lesson' AS lesson, e.value ->> 'learner' AS learner, min(e.value ->> 'occurred_at') AS at
-    FROM json_each(:events) AS e
-    GROUP BY 1, 2
+    SELECT f.value ->> 'lesson' AS lesson, f.value ->> 'learner' AS learner, f.value ->> 'at' AS at
+    FROM json_each(:firsts) AS f
+"""
+
+# Learners whose start moves earlier (CROSS JOIN: SQLite keeps the given rows as the outer loop).
+MOVED_STARTS = f"""
+    SELECT f.lesson, f.learner, f.at
+    FROM ({_FIRST}) AS f
+    CROSS JOIN learner_lessons l
+    WHERE l.platform_id = :platform_id AND l.lesson = f.lesson AND l.learner = f.learner AND f.at < l.first_event_at
 """
 
 MOVE_DURATIONS = f"""
     UPDATE checkpoint_progress
-    SET seconds_from_start = {_seconds("checkpoint_progress.completed_at", "f.at")}
-    FROM ({_FIRST}) AS f
-    JOIN learner_lessons l ON l.platform_id = :platform_id AND l.lesson = f.lesson AND l.learner = f.learner
-    WHERE f.at < l.first_event_at
-      AND checkpoint_progress.platform_id = :platform_id
-      AND checkpoint_progress.lesson = f.lesson AND checkpoint_progress.learner = f.learner
+    SET seconds_from_start = {_seconds("completed_at", ":at")}
+    WHERE platform_id = :platform_id AND learner = :learner AND lesson = :lesson
 """
 
 UPSERT_FIRST_VISITS = f"""
@@ -65,22 +69,17 @@ _EARLIER = "excluded.completed_at < checkpoint_progress.completed_at"
 UPSERT_PROGRESS = f"""
     INSERT INTO checkpoint_progress (platform_id, learner, lesson, checkpoint, completed_at, event_id,
                                      seconds_from_start, verification)
-    SELECT :platform_id, c.learner, c.lesson, c.completes, c.at, c.event_id,
+    SELECT :platform_id, c.learner, c.lesson, c.checkpoint, c.at, c.event_id,
            {_seconds("c.at", "l.first_event_at")}, c.verification
     FROM (
         SELECT e.value ->> 'learner' AS learner, e.value ->> 'lesson' AS lesson,
-               e.value ->> 'completes' AS completes, e.value ->> 'occurred_at' AS at,
-               e.value ->> 'event_id' AS event_id, e.value ->> 'verification' AS verification,
-               row_number() OVER (
-                   PARTITION BY e.value ->> 'learner', e.value ->> 'lesson', e.value ->> 'completes'
-                   ORDER BY e.value ->> 'occurred_at', e.value ->> 'event_id'
-               ) AS rank
-        FROM json_each(:events) AS e
-        WHERE e.value ->> 'completes' IS NOT NULL
+               e.value ->> 'checkpoint' AS checkpoint, e.value ->> 'at' AS at,
+               e.value ->> 'event_id' AS event_id, e.value ->> 'verification' AS verification
+        FROM json_each(:completions) AS e
     ) AS c
     JOIN learner_lessons l ON l.platform_id = :platform_id AND l.lesson = c.lesson AND l.learner = c.learner
-    WHERE c.rank = 1
-    ORDER BY c.learner, c.lesson, c.completes
+    WHERE true
+    ORDER BY c.learner, c.lesson, c.checkpoint
     ON CONFLICT (platform_id, learner, lesson, checkpoint) DO UPDATE SET
         completed_at = CASE WHEN {_EARLIER} THEN excluded.completed_at ELSE checkpoint_progress.completed_at END,
         event_id = CASE WHEN {_EARLIER} THEN excluded.event_id ELSE checkpoint_progress.event_id END,
@@ -96,14 +95,25 @@ def insert_events(raw: sqlite3.Connection, platform_id: int, events_json: str, n
     return {row[0] for row in rows}
 
 
-def record_visits_and_progress(raw: sqlite3.Connection, platform_id: int, new_json: str, completes: bool) -> None:
-    """For newly stored events: first visits (moving durations when a start moves earlier), then
-    the earliest completion of each checkpoint."""
-    params = {"platform_id": platform_id, "events": new_json}
-    raw.execute(MOVE_DURATIONS, params)
+def record_visits_and_progress(
+    raw: sqlite3.Connection, platform_id: int, firsts: list[dict[str, str]], completions: list[dict[str, str | None]]
+) -> None:
+    """For newly stored events: first visits, given as each (lesson, learner)'s earliest new
+    event (moving durations when a start moves earlier), then each checkpoint's earliest
+    completing new event."""
+    params = {"platform_id": platform_id, "firsts": orjson.dumps(firsts).decode()}
+    moved = raw.execute(MOVED_STARTS, params).fetchall()
+    if moved:
+        raw.executemany(
+            MOVE_DURATIONS,
+            [
+                {"platform_id": platform_id, "lesson": lesson, "learner": learner, "at": at}
+                for lesson, learner, at in moved
+            ],
+        )
     raw.execute(UPSERT_FIRST_VISITS, params)
-    if completes:
-        raw.execute(UPSERT_PROGRESS, params)
+    if completions:
+        raw.execute(UPSERT_PROGRESS, {"platform_id": platform_id, "completions": orjson.dumps(completions).decode()})
 
 
 def tombstoned(raw: sqlite3.Connection, platform_id: int, hashes: list[str]) -> list[str]:
