@@ -14,7 +14,8 @@ from sqlalchemy import select
 from .compute.failure_modes import FAILURE_MODES
 from .db import Database
 from .db.challenges import add_check
-from .db.events import NewEvent, record_events
+from .db.events import NewEvent
+from .db.ingest import record_events
 from .db.platforms import ensure_platform
 from .lessons import Lesson
 

@@ -8,7 +8,8 @@ from typing import Any
 from flask import current_app
 from flask.views import MethodView
 
-from ..db.events import EventConflict, NewEvent, record_events
+from ..db.events import EventConflict, NewEvent
+from ..db.ingest import record_events
 from ..identity import Principal
 from ..lessons import Lesson
 from ..observability import EVENTS

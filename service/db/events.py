@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import os
 import sqlite3
-import threading
 import time
-import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,7 +23,6 @@ from sqlalchemy.exc import DBAPIError
 from ..lessons import Checkpoint, Lesson
 from . import events_sqlite
 from .engine import Database
-from .group_commit import GroupCommit
 
 RETRYABLE_SQLSTATES = {"40001", "40P01"}  # serialization failure, deadlock detected
 CONFLICT_SQLSTATE = "WB409"  # raised by workbench_record_events: ids stored with other content
@@ -100,69 +96,10 @@ def verification(checkpoint: Checkpoint | None, data: dict[str, Any]) -> str | N
     return "verified" if data.get("verification") == "verified" else "reported"
 
 
-def record_events(db: Database, platform_id: int, events: list[NewEvent], lessons: dict[str, Lesson]) -> RecordResult:
-    """Store new events, acknowledge identical replays, reject the whole batch on any conflict.
-
-    Requests arriving while another write is under way are written together with it, next
-    (service/db/group_commit.py); each stays atomic and gets its own answer."""
-    return _group_commit(db).submit(_Request(platform_id, events, lessons))
-
-
-@dataclass(frozen=True, eq=False)
-class _Request:
-    platform_id: int
-    events: list[NewEvent]
-    lessons: dict[str, Lesson]
-
-
-GROUP_MAX_EVENTS = 5000
-_GROUPS: weakref.WeakKeyDictionary[Database, tuple[int, GroupCommit[_Request, RecordResult]]] = (
-    weakref.WeakKeyDictionary()
-)
-_GROUPS_LOCK = threading.Lock()
-
-
-def _group_commit(db: Database) -> GroupCommit[_Request, RecordResult]:
-    """This process's group commit for `db` (a forked child makes its own)."""
-    with _GROUPS_LOCK:
-        pid, group = _GROUPS.get(db, (None, None))
-        if group is None or pid != os.getpid():
-            group = GroupCommit(lambda requests: _write_requests(db, requests), _fits)
-            _GROUPS[db] = (os.getpid(), group)
-        return group
-
-
-def _fits(group: list[_Request], request: _Request) -> bool:
-    """One platform per write, no event id twice, a bounded size."""
-    if request.platform_id != group[0].platform_id:
-        return False
-    ids = {e.event_id for r in group for e in r.events}
-    return len(ids) + len(request.events) <= GROUP_MAX_EVENTS and not any(e.event_id in ids for e in request.events)
-
-
-def _write_requests(db: Database, requests: list[_Request]) -> list[RecordResult]:
-    """Several requests' events in one transaction; each request's part of the answer."""
-    first = requests[0]
-    together = _write(db, first.platform_id, [e for r in requests for e in r.events], first.lessons)
-    if len(requests) == 1:
-        return [together]
-    created, replayed, erased = set(together.created), set(together.replayed), set(together.erased)
-    results = []
-    for r in requests:
-        ids = sorted(e.event_id for e in r.events)
-        results.append(
-            RecordResult(
-                created=[i for i in ids if i in created],
-                replayed=[i for i in ids if i in replayed],
-                erased=[i for i in ids if i in erased],
-                completed=sorted(_completions((e for e in r.events if e.event_id in created), r.lessons)),
-            )
-        )
-    return results
-
-
-def _write(db: Database, platform_id: int, events: list[NewEvent], lessons: dict[str, Lesson]) -> RecordResult:
-    """One transaction; deadlocks and serialization failures are retried."""
+def write_events(db: Database, platform_id: int, events: list[NewEvent], lessons: dict[str, Lesson]) -> RecordResult:
+    """Store new events, acknowledge identical replays, reject them all on any conflict: one
+    transaction (deadlocks and serialization failures are retried). Requests go through
+    `service.db.ingest.record_events`, which groups concurrent ones."""
     events = sorted(events, key=lambda e: e.event_id)  # one lock order for every writer
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
@@ -252,7 +189,7 @@ def _record_postgresql(
         created=[e.event_id for e in new],
         replayed=outcome["replayed"],
         erased=outcome["erased"],
-        completed=sorted(_completions(new, lessons)),
+        completed=sorted(completions_among(new, lessons)),
     )
 
 
@@ -263,7 +200,7 @@ def _record_sqlite(
     now = _sqlite_time(dt.datetime.now(dt.UTC))
     inserted = events_sqlite.insert_events(raw, platform_id, orjson.dumps(rows).decode(), now)
     new = [e for e in events if e.event_id in inserted]
-    completed = _completions(new, lessons)
+    completed = completions_among(new, lessons)
     result = RecordResult(created=[e.event_id for e in new], completed=sorted(completed))
     others = [e for e in events if e.event_id not in inserted]
     if others:  # tombstoned, replayed or conflicting: read what is stored
@@ -303,7 +240,7 @@ def _record_sqlite(
     return result
 
 
-def _completions(events: Iterable[NewEvent], lessons: dict[str, Lesson]) -> dict[tuple[str, str, str], NewEvent]:
+def completions_among(events: Iterable[NewEvent], lessons: dict[str, Lesson]) -> dict[tuple[str, str, str], NewEvent]:
     """The earliest completing event per (learner, lesson, checkpoint) among these events."""
     earliest: dict[tuple[str, str, str], NewEvent] = {}
     for e in events:

@@ -10,7 +10,8 @@ import pytest
 from sqlalchemy import select
 
 from service.db.erasure import erase_learner
-from service.db.events import EventConflict, NewEvent, record_events
+from service.db.events import EventConflict, NewEvent
+from service.db.ingest import record_events
 from service.db.models import CheckpointProgress, Event
 from service.db.platforms import ensure_platform
 

@@ -9,8 +9,9 @@ import uuid
 
 import pytest
 
-from service.db.events import EventConflict, NewEvent, record_events
+from service.db.events import EventConflict, NewEvent
 from service.db.group_commit import GroupCommit
+from service.db.ingest import record_events
 from service.db.platforms import ensure_platform
 
 T0 = dt.datetime(2026, 11, 30, 9, 0, tzinfo=dt.UTC)

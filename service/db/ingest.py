@@ -1,0 +1,76 @@
+"""`record_events`: a request's events, written together with those of requests that arrive
+while another write is under way (service/db/group_commit.py), each request atomic and
+answered on its own."""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from dataclasses import dataclass
+
+from ..lessons import Lesson
+from .engine import Database
+from .events import NewEvent, RecordResult, completions_among, write_events
+from .group_commit import GroupCommit
+
+
+def record_events(db: Database, platform_id: int, events: list[NewEvent], lessons: dict[str, Lesson]) -> RecordResult:
+    """Store new events, acknowledge identical replays, reject the whole batch on any conflict.
+
+    Requests arriving while another write is under way are written together with it, next
+    (service/db/group_commit.py); each stays atomic and gets its own answer."""
+    return _group_commit(db).submit(_Request(platform_id, events, lessons))
+
+
+@dataclass(frozen=True, eq=False)
+class _Request:
+    platform_id: int
+    events: list[NewEvent]
+    lessons: dict[str, Lesson]
+
+
+GROUP_MAX_EVENTS = 5000
+_GROUPS: weakref.WeakKeyDictionary[Database, tuple[int, GroupCommit[_Request, RecordResult]]] = (
+    weakref.WeakKeyDictionary()
+)
+_GROUPS_LOCK = threading.Lock()
+
+
+def _group_commit(db: Database) -> GroupCommit[_Request, RecordResult]:
+    """This process's group commit for `db` (a forked child makes its own)."""
+    with _GROUPS_LOCK:
+        pid, group = _GROUPS.get(db, (None, None))
+        if group is None or pid != os.getpid():
+            group = GroupCommit(lambda requests: _write_requests(db, requests), _fits)
+            _GROUPS[db] = (os.getpid(), group)
+        return group
+
+
+def _fits(group: list[_Request], request: _Request) -> bool:
+    """One platform per write, no event id twice, a bounded size."""
+    if request.platform_id != group[0].platform_id:
+        return False
+    ids = {e.event_id for r in group for e in r.events}
+    return len(ids) + len(request.events) <= GROUP_MAX_EVENTS and not any(e.event_id in ids for e in request.events)
+
+
+def _write_requests(db: Database, requests: list[_Request]) -> list[RecordResult]:
+    """Several requests' events in one transaction; each request's part of the answer."""
+    first = requests[0]
+    together = write_events(db, first.platform_id, [e for r in requests for e in r.events], first.lessons)
+    if len(requests) == 1:
+        return [together]
+    created, replayed, erased = set(together.created), set(together.replayed), set(together.erased)
+    results = []
+    for r in requests:
+        ids = sorted(e.event_id for e in r.events)
+        results.append(
+            RecordResult(
+                created=[i for i in ids if i in created],
+                replayed=[i for i in ids if i in replayed],
+                erased=[i for i in ids if i in erased],
+                completed=sorted(completions_among((e for e in r.events if e.event_id in created), r.lessons)),
+            )
+        )
+    return results
