@@ -111,22 +111,26 @@ def causal_softmax(s: np.ndarray, block: int = ROW_BLOCK) -> np.ndarray:
     """`softmax(s, causal_mask(n))`, computed in row blocks that skip the all-masked columns.
 
     Rows [r0, r1) can only see keys [0, r1): everything right of that is exactly 0 and is
-    never exponentiated, and only the diagonal block holds masked cells. Same numbers as the
-    reference `softmax` (to rounding), about half the work.
+    never exponentiated, and only the diagonal block holds masked cells. Those are set to 0
+    before `exp` and zeroed after it: numpy's vectorised `exp` falls back to a slow path for
+    every vector holding -inf (three times slower over the diagonal blocks). Same numbers as
+    the reference `softmax` (to rounding), about half the work.
     """
     heads, n, _ = s.shape
     w = np.empty_like(s)  # [H, n, n], every cell written below
     future = np.where(causal_mask(block), -np.inf, 0.0)  # [block, block] additive -inf triangle
+    ahead = causal_mask(block)  # [block, block] True in the future
     for r0 in range(0, n, block):
         r1 = min(n, r0 + block)
-        tri = future[: r1 - r0, : r1 - r0]  # [rows, rows]
+        tri, masked = future[: r1 - r0, : r1 - r0], ahead[: r1 - r0, : r1 - r0]  # [rows, rows]
         row_max = (s[:, r0:r1, r0:r1] + tri).max(axis=-1, keepdims=True)  # [H, rows, 1], diagonal visible
         if r0:
             np.maximum(row_max, s[:, r0:r1, :r0].max(axis=-1, keepdims=True), out=row_max)
         z = w[:, r0:r1, :r1]  # [H, rows, r1] view into the result
         np.subtract(s[:, r0:r1, :r1], row_max, out=z)
-        z[:, :, r0:r1] += tri
+        np.copyto(z[:, :, r0:r1], 0.0, where=masked)  # future cells 0: exp(0) is on the fast path
         np.exp(z, out=z)
+        np.copyto(z[:, :, r0:r1], 0.0, where=masked)  # and now exactly 0
         z *= 1.0 / z.sum(axis=-1, keepdims=True)
         w[:, r0:r1, r1:] = 0.0
     return w
