@@ -8,6 +8,7 @@ import os
 import re
 import time
 import uuid
+from typing import Any
 
 from flask import Flask, Response, current_app, g, request
 from prometheus_client import (
@@ -107,28 +108,36 @@ def init_app(app: Flask) -> None:
         g.request_id = incoming if REQUEST_ID.match(incoming) else uuid.uuid4().hex
         g.started = time.perf_counter()
 
+    timers: dict[tuple[str, str, int], Any] = {}  # this app's histogram children, looked up once each
+
     @app.after_request
     def _finish(response: Response) -> Response:
         response.headers["X-Request-Id"] = g.get("request_id", "")
         security_headers(response)
         # The route's rule, never the path: paths carry learner ids.
-        endpoint = request.url_rule.rule if request.url_rule else "unmatched"
+        rule = request.url_rule
+        endpoint = rule.rule if rule else "unmatched"
+        method, status = request.method, response.status_code
         duration = time.perf_counter() - g.get("started", time.perf_counter())
-        REQUESTS.labels(endpoint, request.method, str(response.status_code)).observe(duration)
-        if response.status_code == 503:
+        timer = timers.get((endpoint, method, status))
+        if timer is None:
+            timer = timers[(endpoint, method, status)] = REQUESTS.labels(endpoint, method, str(status))
+        timer.observe(duration)
+        if status == 503:
             UNAVAILABLE.inc()
-        elif response.status_code == 409 and endpoint.endswith("/events"):
+        elif status == 409 and endpoint.endswith("/events"):
             CONFLICTS.inc()
-        log.info(
-            "request",
-            extra={
-                "request_id": g.get("request_id"),
-                "endpoint": endpoint,
-                "method": request.method,
-                "status": response.status_code,
-                "duration_ms": round(duration * 1000, 2),
-            },
-        )
+        if log.isEnabledFor(logging.INFO):
+            log.info(
+                "request",
+                extra={
+                    "request_id": g.get("request_id"),
+                    "endpoint": endpoint,
+                    "method": method,
+                    "status": status,
+                    "duration_ms": round(duration * 1000, 2),
+                },
+            )
         return response
 
     app.add_url_rule("/metrics", "metrics", _metrics)

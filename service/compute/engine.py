@@ -200,7 +200,10 @@ def _lower_triangular(mask: str, causal: bool) -> bool:
 
 
 def _mask_then_softmax(s: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    return ops.causal_softmax(s) if mask.any() else ops.softmax(s)  # future weights exactly 0
+    if not mask.any():
+        return ops.softmax(s)
+    # Future weights exactly 0 either way; row blocks pay off once there is more than one.
+    return ops.causal_softmax(s) if s.shape[-1] > ops.ROW_BLOCK else ops.softmax(s, mask)
 
 
 def _softmax_then_mask(s: np.ndarray, mask: np.ndarray) -> np.ndarray:
