@@ -107,7 +107,7 @@ def test_what_the_fast_loader_accepts_loads_exactly_as_marshmallow_loads_it(app,
     with app.test_request_context():
         try:
             fast = EventBatchSchema()._fast_events(body)
-        except (_Doubt, ValidationError, ValueError, OverflowError):
+        except (_Doubt, ValidationError, ValueError, OverflowError, TypeError):
             return  # marshmallow answers these
         hypothesis.event("taken by the fast loader")
         try:
@@ -157,3 +157,37 @@ def test_a_doubtful_body_gets_marshmallows_own_messages(app):
             full_load(body)
     assert fast_path.value.messages == marshmallow.value.messages
     assert set(fast_path.value.messages["events"][0]) == {"id", "occurred_at"}
+
+
+def deep(levels: int) -> dict:
+    value: dict = {"leaf": 1}
+    for _ in range(levels - 1):
+        value = {"in": value}
+    return value
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"text": "a\x00b"},
+        {"a\x00": 1},
+        {"list": [{"x": ["\x00"]}]},
+        {"text": "\\u0000 typed as six characters"},
+        deep(6),
+        deep(7),
+        {"brackets": "[[[[[[[[{{{{{{{{"},
+        {"big": "x" * 9000},
+    ],
+)
+def test_data_edge_cases_load_or_fail_exactly_as_marshmallow_decides(app, data):
+    body = {"id": ID, "lesson": "multi-head-attention", "event": "started", "occurred_at": NOW.isoformat()}
+    body["data"] = data
+    with app.test_request_context():
+        try:
+            expected = full_load(body)
+        except ValidationError as exc:
+            with pytest.raises(ValidationError) as got:
+                EventBatchSchema().load(body)
+            assert got.value.messages == exc.messages
+        else:
+            assert EventBatchSchema().load(body) == expected
