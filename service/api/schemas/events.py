@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -160,6 +161,7 @@ def _plan(schema: Schema) -> list[tuple[str, Any, bool, bool, Any, list]]:
     steps = []
     for name, field in schema.declared_fields.items():
         validators = list(field.validators)
+        load: Callable[[Any], Any]
         if isinstance(field, fields.UUID):
             load = _load_uuid
         elif isinstance(field, UTCDateTime):
