@@ -51,18 +51,25 @@ class NewEvent:
     def canonical(self) -> dict[str, Any]:
         return {
             "id": self.event_id,
-            "learner": self.learner,
-            "lesson": self.lesson,
-            "checkpoint": self.checkpoint,
-            "event": self.event,
-            "instance_id": self.instance_id,
-            "data": self.data,
+            **described(self),
             "occurred_at": self.occurred_at.astimezone(dt.UTC).isoformat(timespec="microseconds"),
         }
 
     @property
     def content_hash(self) -> str:
         return hashlib.sha256(orjson.dumps(self.canonical(), option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def described(e: NewEvent | Any) -> dict[str, Any]:
+    """What an event says, a new one or a stored row alike: who, where, what, and its data."""
+    return {
+        "learner": e.learner,
+        "lesson": e.lesson,
+        "checkpoint": e.checkpoint,
+        "event": e.event,
+        "instance_id": e.instance_id,
+        "data": e.data,
+    }
 
 
 @dataclass
@@ -145,12 +152,7 @@ def _payload_rows(
             {
                 "ord": ord_,
                 "event_id": e.event_id,
-                "learner": e.learner,
-                "lesson": e.lesson,
-                "checkpoint": e.checkpoint,
-                "event": e.event,
-                "instance_id": e.instance_id,
-                "data": e.data,
+                **described(e),
                 "occurred_at": _sqlite_time(at) if sqlite else at.isoformat(),
                 "content_hash": e.content_hash,
                 "tombstone": tombstone(platform_id, e.event_id),

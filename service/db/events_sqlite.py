@@ -12,9 +12,11 @@ import orjson
 
 
 def _seconds(later: str, earlier: str) -> str:
-    """SQL for `later - earlier` in seconds, exact to the microsecond."""
+    """SQL for `later - earlier` in seconds, exact to the microsecond: whole seconds from the
+    text without its fraction (SQLite's own date arithmetic rounds to milliseconds, so
+    '...:44.9995' would count as second 45), microseconds from the fraction's digits."""
     return (
-        f"(((strftime('%s', {later}) - strftime('%s', {earlier})) * 1000000"
+        f"(((strftime('%s', substr({later}, 1, 19)) - strftime('%s', substr({earlier}, 1, 19))) * 1000000"
         f" + (CAST(substr({later}, 21, 6) AS INTEGER) - CAST(substr({earlier}, 21, 6) AS INTEGER)))"
         " / 1000000.0)"
     )

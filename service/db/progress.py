@@ -8,6 +8,7 @@ from sqlalchemy import exists, select
 from sqlalchemy.orm import Session
 
 from ..lessons import Lesson
+from .events import described
 from .models import CheckpointProgress, Event, ExerciseChallenge, ExerciseCheck
 
 
@@ -96,14 +97,4 @@ def learner_events(session: Session, platform_id: int, learner: str, after: int,
 
 
 def event_json(e: Event) -> dict[str, Any]:
-    return {
-        "id": e.event_id,
-        "learner": e.learner,
-        "lesson": e.lesson,
-        "checkpoint": e.checkpoint,
-        "event": e.event,
-        "instance_id": e.instance_id,
-        "data": e.data,
-        "occurred_at": e.occurred_at,
-        "stored_at": e.stored_at,
-    }
+    return {"id": e.event_id, **described(e), "occurred_at": e.occurred_at, "stored_at": e.stored_at}

@@ -203,3 +203,12 @@ def test_any_stream_of_batches_leaves_first_visits_and_progress_as_recomputed(db
             assert stored_state(db, platform) == recomputed(kept, lessons)
 
     check()
+
+
+def test_durations_are_exact_to_the_microsecond_even_next_to_a_whole_second(db, platform, lessons):
+    """SQLite's date functions round to milliseconds: 44.9995 s must not count as 45."""
+    completing = new(checkpoint="predict", event="completed", minutes=33 + 44.9995 / 60, data={"text": "x"})
+    record_events(db, platform, [new(minutes=0), completing], lessons)
+    expected = (completing.occurred_at - T0).total_seconds()
+    assert progress(db, "predict").seconds_from_start == expected
+    assert abs(expected - 2024.9995) < 1e-6

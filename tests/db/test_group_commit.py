@@ -51,33 +51,33 @@ def run_all(group: GroupCommit, items: list[str]) -> tuple[dict[str, str], list[
     return answers, threads
 
 
+def behind_a_slow_write(group: GroupCommit, writer: SlowWriter, first: str, later: list[str]) -> dict[str, str]:
+    """`first` starts a write that waits; `later` all queue behind it; then it is let go. The
+    answers to `later`."""
+    _, first_thread = run_all(group, [first])
+    assert writer.first_started.wait(5)
+    answers, threads = run_all(group, later)
+    while len(group._queue) < len(later):
+        threading.Event().wait(0.001)
+    writer.release.set()
+    for t in first_thread + threads:
+        t.join(5)
+    return answers
+
+
 def test_requests_that_arrive_during_a_write_are_written_together_next():
     writer = SlowWriter()
     group = GroupCommit(writer, fits=lambda taken, item: True)
-    answers, first = run_all(group, ["a"])
-    assert writer.first_started.wait(5)
-    more, rest = run_all(group, ["b", "c", "d"])
-    while len(group._queue) < 3:  # all three queued behind the first write
-        threading.Event().wait(0.001)
-    writer.release.set()
-    for t in first + rest:
-        t.join(5)
+    more = behind_a_slow_write(group, writer, "a", ["b", "c", "d"])
     assert writer.writes[0] == ["a"]
     assert sorted(writer.writes[1]) == ["b", "c", "d"] and len(writer.writes) == 2
-    assert {**answers, **more} == {i: f"stored {i}" for i in "abcd"}
+    assert more == {i: f"stored {i}" for i in "bcd"}
 
 
 def test_a_request_that_does_not_fit_waits_for_the_next_write():
     writer = SlowWriter()
     group = GroupCommit(writer, fits=lambda taken, item: item[0] == taken[0][0])  # same first letter
-    _, first = run_all(group, ["a1"])
-    assert writer.first_started.wait(5)
-    answers, rest = run_all(group, ["b1", "a2", "b2"])
-    while len(group._queue) < 3:
-        threading.Event().wait(0.001)
-    writer.release.set()
-    for t in first + rest:
-        t.join(5)
+    answers = behind_a_slow_write(group, writer, "a1", ["b1", "a2", "b2"])
     groups = sorted(sorted(w) for w in writer.writes[1:])
     assert groups == [["a2"], ["b1", "b2"]]
     assert answers == {"b1": "stored b1", "a2": "stored a2", "b2": "stored b2"}
@@ -86,14 +86,7 @@ def test_a_request_that_does_not_fit_waits_for_the_next_write():
 def test_one_requests_failure_is_its_own():
     writer = SlowWriter(fail_on="bad")
     group = GroupCommit(writer, fits=lambda taken, item: True)
-    _, first = run_all(group, ["a"])
-    assert writer.first_started.wait(5)
-    answers, rest = run_all(group, ["b", "bad", "c"])
-    while len(group._queue) < 3:
-        threading.Event().wait(0.001)
-    writer.release.set()
-    for t in first + rest:
-        t.join(5)
+    answers = behind_a_slow_write(group, writer, "a", ["b", "bad", "c"])
     assert answers == {"b": "stored b", "c": "stored c", "bad": "error: cannot write bad"}
     assert sorted(writer.writes[1]) == ["b", "bad", "c"]  # together first, then each alone
     assert sorted(map(tuple, writer.writes[2:])) == [("b",), ("bad",), ("c",)]
