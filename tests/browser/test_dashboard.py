@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import requests
+from playwright.sync_api import expect
 
 from .conftest import demo_cohort, open_page
 
@@ -75,3 +76,35 @@ def test_hidden_groups_say_so_and_exports_download_what_the_api_returns(page, li
     with page.expect_download() as info:
         page.get_by_role("button", name="NDJSON").click()
     assert Path(info.value.path()).read_text() == api and api.count("\n") > 3
+
+
+def test_the_date_range_and_lesson_picker_change_what_is_drawn_and_learners_page_through(page, live):
+    (token,) = demo_cohort(live, 45, 11, "academy")  # first events spread over the last 14 days
+    lessons = requests.get(f"{live.url}/api/v1/lessons").json()["lessons"]
+    open_page(page, live, "/dashboard#range=all")
+    page.get_by_label("Analytics key (kept for this tab only)").fill(token)
+    page.get_by_role("button", name="Show analytics").click()
+    page.locator("#timeseries table").wait_for()
+    picker = page.get_by_label("Lesson")
+    assert picker.locator("option").all_inner_texts() == [lesson["title"] for lesson in lessons]
+    all_days = page.locator("#timeseries table tbody th").all_inner_texts()
+    assert len(all_days) > 7
+    page.get_by_label("Events over").select_option("7")
+    expect(page.locator("#timeseries h2")).to_contain_text("last 7 days")
+    week = page.locator("#timeseries table tbody th").all_inner_texts()
+    assert 0 < len(week) <= 7 and set(week) <= set(all_days) and week == all_days[-len(week) :]
+    assert "range=7" in page.evaluate("location.hash")
+
+    reader = {"Authorization": f"Bearer {token}"}
+    first = requests.get(
+        f"{live.url}/api/v1/analytics/learners?lesson={lessons[0]['id']}&limit=20", headers=reader
+    ).json()
+    rows = page.locator("#learners tbody tr")
+    assert rows.count() == 20
+    assert rows.locator("th").all_inner_texts() == [row["learner"] for row in first["learners"]]
+    page.get_by_role("button", name="More learners").click()
+    expect(rows).to_have_count(40)
+    page.get_by_role("button", name="More learners").click()
+    expect(rows).to_have_count(45)
+    assert page.get_by_role("button", name="More learners").is_hidden()
+    assert page.get_by_text("workbench keys create --platform NAME --scopes analytics:read").is_visible()

@@ -1,24 +1,55 @@
-// The instructor dashboard: funnel, events over time, parameters changed, mistakes.
+// The instructor dashboard: funnel, events over time, parameters changed, mistakes, learners.
+// What it shows (lesson, date range) lives in the URL hash, so a link reproduces the view.
 
 import { getJSON } from "../api.js";
 import { barChart } from "../views/bars.js";
 import { el } from "../views/dom.js";
 
 const KEY = "workbench.analyticsKey";
-const LESSON = "multi-head-attention";
+const RANGES = ["7", "30", "all"];
+const LEARNERS_PAGE = 20;
 const $ = (id) => document.getElementById(id);
+
+function viewFromHash() {
+  const params = new URLSearchParams(location.hash.replace(/^#/, ""));
+  const range = params.get("range");
+  return { lesson: params.get("lesson") || "", range: RANGES.includes(range) ? range : "30" };
+}
+
+function viewToHash(view) {
+  return "#" + new URLSearchParams({ lesson: view.lesson, range: view.range }).toString();
+}
+
+// Whole days back from the start of today (UTC), or null for all time.
+function since(range) {
+  if (range === "all") return null;
+  const today = new Date();
+  today.setUTCHours(0, 0, 0, 0);
+  return new Date(today.getTime() - (Number(range) - 1) * 86400000);
+}
 const pct = (x) => (x === null || x === undefined ? "" : `${Math.round(x * 100)}% of the previous step`);
 
 async function show(key) {
   const headers = { Authorization: `Bearer ${key}` };
   const base = "/api/v1/analytics";
+  const view = viewFromHash();
   $("status").textContent = "Loading…";
+  const { lessons } = await getJSON("/api/v1/lessons");
+  if (!lessons.some((l) => l.id === view.lesson)) view.lesson = lessons[0].id;
+  $("lesson").replaceChildren(...lessons.map((l) => el("option", { value: l.id, text: l.title })));
+  $("lesson").value = view.lesson;
+  $("range").value = view.range;
+  $("view-form").hidden = false;
+  history.replaceState(null, "", viewToHash(view));
+  const lesson = encodeURIComponent(view.lesson);
+  const from = since(view.range);
+  const dateWindow = from ? `&from=${encodeURIComponent(from.toISOString())}` : "";
   const [funnel, series, parameters, mistakes, durations] = await Promise.all([
-    getJSON(`${base}/lessons/${LESSON}/funnel`, headers),
-    getJSON(`${base}/events/timeseries?bucket=day&group_by=event&lesson=${LESSON}`, headers),
-    getJSON(`${base}/lessons/${LESSON}/parameters`, headers),
-    getJSON(`${base}/lessons/${LESSON}/mistakes`, headers),
-    getJSON(`${base}/lessons/${LESSON}/durations`, headers),
+    getJSON(`${base}/lessons/${lesson}/funnel`, headers),
+    getJSON(`${base}/events/timeseries?bucket=day&group_by=event&lesson=${lesson}${dateWindow}`, headers),
+    getJSON(`${base}/lessons/${lesson}/parameters`, headers),
+    getJSON(`${base}/lessons/${lesson}/mistakes`, headers),
+    getJSON(`${base}/lessons/${lesson}/durations`, headers),
   ]);
   const perDay = new Map();
   for (const row of series.rows) {
@@ -27,8 +58,10 @@ async function show(key) {
     const sofar = perDay.has(day) ? perDay.get(day) : 0;
     perDay.set(day, sofar === null || row.events === null ? null : sofar + row.events);
   }
+  const today = new Date().toISOString().slice(0, 10);
   const minutes = (s) => (s === null ? null : Math.round(s / 6) / 10);
   const k = funnel.k;
+  const rangeText = view.range === "all" ? "all time" : `the last ${view.range} days`;
   $("charts").replaceChildren(
     exportButtons(headers),
     barChart({ k, id: "funnel", title: "Learners per checkpoint", valueLabel: "learners",
@@ -40,15 +73,50 @@ async function show(key) {
       ]) }),
     barChart({ k, id: "durations", title: "Median minutes to complete (from first event)", valueLabel: "minutes",
       rows: durations.checkpoints.map((c) => ({ label: c.checkpoint, value: minutes(c.median_seconds), note: c.p90_seconds === null ? "" : `p90 ${minutes(c.p90_seconds)} min` })) }),
-    barChart({ k, id: "timeseries", title: "Events per day", valueLabel: "events",
-      rows: [...perDay.entries()].slice(-14).map(([day, n]) => ({ label: day, value: n })) }),
+    barChart({ k, id: "timeseries", title: `Events per day, ${rangeText} (UTC)`, valueLabel: "events",
+      rows: [...perDay.entries()].map(([day, n]) => ({ label: day, value: n, note: day === today ? "today: still counting" : "" })) }),
     barChart({ k, id: "parameters", title: "Workbench parameters changed", valueLabel: "changes",
       rows: parameters.parameters.map((p) => ({ label: p.description, value: p.times, note: p.learners === null ? "" : `${p.learners} learners` })) }),
     barChart({ k, id: "mistakes", title: "Mistakes found by the exercise checker", valueLabel: "checks",
       rows: mistakes.mistakes.map((m) => ({ label: m.name || m.id, value: m.times, note: m.learners === null ? "" : `${m.learners} learners` })) }),
+    await learnersTable(base, headers, view.lesson, lessons.find((l) => l.id === view.lesson), k),
     el("p", { class: "note", text: `Groups of fewer than ${k} learners are hidden, never drawn as a number.` }),
   );
   $("status").textContent = "";
+}
+
+// The lesson's learners, a page at a time (the API returns rows only for a group of at least k).
+async function learnersTable(base, headers, lesson, summary, k) {
+  const total = summary && summary.checkpoints ? summary.checkpoints.length : null;
+  const body = el("tbody");
+  const more = el("button", { type: "button", class: "secondary", id: "learners-more", text: "More learners", hidden: true });
+  const section = el("section", { class: "chart-block", id: "learners", "aria-label": "Learners" },
+    el("h2", { text: "Learners" }),
+    el("table", { class: "data" }, el("caption", { text: "Each learner's progress in this lesson (pseudonymous ids)" }),
+      el("thead", {}, el("tr", {}, ...["learner", "started (UTC)", "checkpoints done", "last completion (UTC)"]
+        .map((text) => el("th", { scope: "col", text })))), body),
+    more);
+  const when = (iso) => (iso ? iso.replace("T", " ").slice(0, 16) : "");
+  let cursor = null;
+  const load = async () => {
+    const page = await getJSON(`${base}/learners?lesson=${encodeURIComponent(lesson)}&limit=${LEARNERS_PAGE}` +
+      (cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""), headers);
+    if (page.suppressed) {
+      body.replaceChildren(el("tr", {}, el("td", { colspan: "4", text: `hidden: fewer than ${k} learners` })));
+      return;
+    }
+    for (const row of page.learners) {
+      const done = Object.values(row.completed || {}).sort();
+      body.append(el("tr", {}, el("th", { scope: "row", text: row.learner }), el("td", { text: when(row.started_at) }),
+        el("td", { text: total === null ? String(done.length) : `${done.length} of ${total}` }),
+        el("td", { text: when(done[done.length - 1]) })));
+    }
+    cursor = page.next;
+    more.hidden = !cursor;
+  };
+  more.addEventListener("click", () => load().catch((error) => { $("status").textContent = `Could not load learners: ${error.message}`; }));
+  await load();
+  return section;
 }
 
 // Every event the key's platform holds, as the export endpoint streams it (the key is sent as a
@@ -87,10 +155,20 @@ function init() {
     sessionStorage.removeItem(KEY);
     $("api-key").value = "";
     $("charts").replaceChildren();
+    $("view-form").hidden = true;
   });
+  const refresh = () => {
+    const key = sessionStorage.getItem(KEY);
+    if (key) show(key).catch((error) => { $("status").textContent = `Could not load analytics: ${error.message}`; });
+  };
+  $("view-form").addEventListener("change", () => {
+    history.replaceState(null, "", viewToHash({ lesson: $("lesson").value, range: $("range").value }));
+    refresh();
+  });
+  window.addEventListener("hashchange", refresh);
   if (stored) {
     $("api-key").value = stored;
-    show(stored).catch((error) => { $("status").textContent = `Could not load analytics: ${error.message}`; });
+    refresh();
   }
   document.body.dataset.ready = "true";
 }
