@@ -68,8 +68,19 @@ def test_hidden_groups_say_so_and_exports_download_what_the_api_returns(page, li
     cells = page.locator("#funnel table tbody td:first-of-type").all_inner_texts()
     assert cells and all(text == "hidden: fewer than 5 learners" for text in cells)
     assert "0" not in cells
-    days = page.locator("#timeseries table tbody td:first-of-type").all_inner_texts()
-    assert days and all(text == "hidden: fewer than 5 learners" for text in days)  # never a 0 bar
+    rows = page.locator("#timeseries table tbody tr")
+    shown = {
+        rows.nth(i).locator("th").inner_text(): rows.nth(i).locator("td").first.inner_text()
+        for i in range(rows.count())
+    }
+    series = requests.get(
+        f"{live.url}/api/v1/analytics/events/timeseries?bucket=day&lesson=multi-head-attention",
+        headers={"Authorization": f"Bearer {token}"},
+    ).json()["rows"]
+    active = {row["bucket"][:10] for row in series if row["bucket"][:10] in shown}
+    assert active and all(shown[day] == "hidden: fewer than 5 learners" for day in active)  # never a 0 bar
+    assert all(shown[day] == "0" for day in set(shown) - active)  # days without any event: a true 0
+    assert page.locator("#timeseries svg rect.hidden-day").count() == len(active)
     api = requests.get(
         f"{live.url}/api/v1/analytics/events/export?format=ndjson", headers={"Authorization": f"Bearer {token}"}
     ).text
@@ -88,7 +99,8 @@ def test_the_date_range_and_lesson_picker_change_what_is_drawn_and_learners_page
     picker = page.get_by_label("Lesson")
     assert picker.locator("option").all_inner_texts() == [lesson["title"] for lesson in lessons]
     all_days = page.locator("#timeseries table tbody th").all_inner_texts()
-    assert len(all_days) > 7
+    assert len(all_days) > 7 and all_days == sorted(all_days)
+    assert page.locator("#timeseries svg text.tick").first.text_content() == "0"  # a y axis from 0
     page.get_by_label("Events over").select_option("7")
     expect(page.locator("#timeseries h2")).to_contain_text("last 7 days")
     week = page.locator("#timeseries table tbody th").all_inner_texts()

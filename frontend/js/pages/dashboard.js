@@ -3,6 +3,7 @@
 
 import { getJSON } from "../api.js";
 import { barChart } from "../views/bars.js";
+import { columnChart } from "../views/columns.js";
 import { el } from "../views/dom.js";
 
 const KEY = "workbench.analyticsKey";
@@ -73,8 +74,8 @@ async function show(key) {
       ]) }),
     barChart({ k, id: "durations", title: "Median minutes to complete (from first event)", valueLabel: "minutes",
       rows: durations.checkpoints.map((c) => ({ label: c.checkpoint, value: minutes(c.median_seconds), note: c.p90_seconds === null ? "" : `p90 ${minutes(c.p90_seconds)} min` })) }),
-    barChart({ k, id: "timeseries", title: `Events per day, ${rangeText} (UTC)`, valueLabel: "events",
-      rows: [...perDay.entries()].map(([day, n]) => ({ label: day, value: n, note: day === today ? "today: still counting" : "" })) }),
+    columnChart({ k, id: "timeseries", title: `Events per day, ${rangeText} (UTC)`, valueLabel: "events", openDay: today,
+      days: everyDay(from || firstDay(perDay, today), today).map((day) => ({ day, value: perDay.has(day) ? perDay.get(day) : 0 })) }),
     barChart({ k, id: "parameters", title: "Workbench parameters changed", valueLabel: "changes",
       rows: parameters.parameters.map((p) => ({ label: p.description, value: p.times, note: p.learners === null ? "" : `${p.learners} learners` })) }),
     barChart({ k, id: "mistakes", title: "Mistakes found by the exercise checker", valueLabel: "checks",
@@ -84,6 +85,22 @@ async function show(key) {
   );
   $("status").textContent = "";
 }
+
+// Every UTC day from `start` (a Date or "YYYY-MM-DD") to `end` ("YYYY-MM-DD"): days without
+// events are on the axis as 0 (nothing happened), unlike hidden days (null).
+function everyDay(start, end) {
+  const days = [];
+  const at = new Date(typeof start === "string" ? `${start}T00:00:00Z` : start.getTime());
+  for (let i = 0; i < 3660; i++) {
+    const day = at.toISOString().slice(0, 10);
+    days.push(day);
+    if (day >= end) break;
+    at.setUTCDate(at.getUTCDate() + 1);
+  }
+  return days;
+}
+
+const firstDay = (perDay, today) => [...perDay.keys()].sort()[0] || today;
 
 // The lesson's learners, a page at a time (the API returns rows only for a group of at least k).
 async function learnersTable(base, headers, lesson, summary, k) {
