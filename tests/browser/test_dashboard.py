@@ -120,3 +120,10 @@ def test_the_date_range_and_lesson_picker_change_what_is_drawn_and_learners_page
     expect(rows).to_have_count(45)
     assert page.get_by_role("button", name="More learners").is_hidden()
     assert page.get_by_text("workbench keys create --platform NAME --scopes analytics:read").is_visible()
+    clipped = page.evaluate(
+        """() => [...document.querySelectorAll("svg.chart")].flatMap((chart) => {
+            const width = chart.viewBox.baseVal.width;
+            const out = (t) => { const b = t.getBBox(); return b.x < 0 || b.x + b.width > width + 0.5; };
+            return [...chart.querySelectorAll("text")].filter(out).map((t) => t.textContent); })"""
+    )
+    assert clipped == []  # every label and value in full inside its chart

@@ -14,23 +14,42 @@ function svg(tag, attrs) {
 // A suppressed figure (null) is never drawn as a bar or a number: it says why it is hidden.
 export const hidden = (k) => `hidden: fewer than ${k} learners`;
 
+// Words of `text` in lines of at most `width` characters (a longer word gets a line of its own).
+export function wrap(text, width) {
+  const lines = [];
+  for (const word of String(text).split(/\s+/).filter(Boolean)) {
+    const last = lines.length ? lines[lines.length - 1] : null;
+    if (last !== null && (last + " " + word).length <= width) lines[lines.length - 1] = last + " " + word;
+    else lines.push(word);
+  }
+  return lines.length ? lines : [""];
+}
+
 export function barChart({ title, rows, valueLabel, id, k = 5 }) {
-  // rows: [{label, value (number|null), note?}]; each label in full on its own line, the bar below.
+  // rows: [{label, value (number|null), note?}]; each label in full (wrapped) above its bar.
   const shown = rows.filter((r) => r.value !== null);
   const max = Math.max(1, ...shown.map((r) => r.value));
-  const width = 420, rowHeight = 40, barTop = 18;
-  const chart = svg("svg", { viewBox: `0 0 ${width} ${rows.length * rowHeight + 6}`, class: "chart", role: "img",
+  const width = 360, lineHeight = 15, barHeight = 14, gap = 10, perLine = 52;
+  const labels = rows.map((r) => wrap(r.label, perLine));
+  const height = labels.reduce((sum, lines) => sum + lines.length * lineHeight + barHeight + gap, 6);
+  const chart = svg("svg", { viewBox: `0 0 ${width} ${height}`, class: "chart", role: "img",
     "aria-label": `${title}: ${rows.map((r) => `${r.label} ${r.value ?? hidden(k)}`).join(", ")}` });
+  let y = 0;
   rows.forEach((r, i) => {
-    const y = i * rowHeight;
-    const label = svg("text", { x: 0, y: y + 13 });
-    label.textContent = r.label;
+    const label = svg("text", { x: 0, y: y + 12 });
+    labels[i].forEach((line, j) => {
+      const span = svg("tspan", { x: 0, dy: j ? lineHeight : 0 });
+      span.textContent = line;
+      label.append(span);
+    });
     chart.append(label);
-    const length = r.value === null ? 0 : Math.max(1, (r.value / max) * (width - 70));
-    if (r.value !== null) chart.append(svg("rect", { x: 0, y: y + barTop, width: length, height: 14, class: "bar" }));
-    const value = svg("text", { x: length + 4, y: y + barTop + 12, class: r.value === null ? "hidden-value" : "" });
+    const barTop = y + labels[i].length * lineHeight + 2;
+    const length = r.value === null ? 0 : Math.max(1, (r.value / max) * (width - 110));
+    if (r.value !== null) chart.append(svg("rect", { x: 0, y: barTop, width: length, height: barHeight, class: "bar" }));
+    const value = svg("text", { x: length + 4, y: barTop + 12, class: r.value === null ? "hidden-value" : "" });
     value.textContent = r.value === null ? hidden(k) : String(r.value);
     chart.append(value);
+    y = barTop + barHeight + gap;
   });
   const table = el("table", { class: "data" }, el("caption", { text: title }),
     el("thead", {}, el("tr", {}, el("th", { scope: "col", text: "item" }), el("th", { scope: "col", text: valueLabel }),
