@@ -5,9 +5,10 @@ import { scrollRegion } from "./matrix.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 
-function svg(tag, attrs) {
+export function svg(tag, attrs, text) {
   const node = document.createElementNS(SVG, tag);
   for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  if (text !== undefined) node.textContent = text;
   return node;
 }
 

@@ -4,17 +4,8 @@
 // is the accessible truth, as for the bar charts.
 
 import { el } from "./dom.js";
-import { hidden } from "./bars.js";
+import { hidden, svg } from "./bars.js";
 import { scrollRegion } from "./matrix.js";
-
-const SVG = "http://www.w3.org/2000/svg";
-
-function svg(tag, attrs, text) {
-  const node = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 // Round tick steps (1, 2, 5 x 10^n) giving at most `count` ticks up to `max`.
 export function ticks(max, count = 4) {
