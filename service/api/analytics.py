@@ -13,6 +13,7 @@ from . import cursors
 from .auth import current_principal
 from .problems import Problem
 from .schemas.analytics import (
+    DateRangeArgs,
     DurationsSchema,
     FunnelSchema,
     LearnersArgs,
@@ -51,17 +52,26 @@ def _kept(count: int | None, learners: int) -> int | None:
     return count if learners >= _k() else None
 
 
+def _window(args) -> q.Window:
+    """The request's date range; 'from' must come before 'to'."""
+    if args["from_"] and args["to"] and args["from_"] >= args["to"]:
+        raise Problem(422, "'from' must be before 'to'", errors={"from": ["must be before 'to'"]})
+    return q.Window(args["from_"], args["to"])
+
+
 @blp.route("/lessons/<string:lesson_id>/funnel")
 class Funnel(MethodView):
+    @blp.arguments(DateRangeArgs(), location="query")
     @blp.response(200, FunnelSchema)
-    @blp.problems(404, *AUTH_ERRORS)
-    def get(self, lesson_id):
-        """Learners per checkpoint in lesson order, and the share who went on from the previous one"""
+    @blp.problems(404, 422, *AUTH_ERRORS)
+    def get(self, args, lesson_id):
+        """Learners per checkpoint in lesson order, and the share who went on from the previous one
+        (of the learners who started the lesson between 'from' and 'to', when given)"""
         principal = current_principal("analytics:read", allow_web=False)
-        lesson = _lesson(lesson_id)
+        lesson, window = _lesson(lesson_id), _window(args)
         ids = [c.id for c in lesson.checkpoints]
         with _conn() as conn:
-            raw = q.funnel(conn, principal.platform_id, lesson.id, ids)
+            raw = q.funnel(conn, principal.platform_id, lesson.id, ids, window)
         steps, previous = [], raw["started"]
         for i, cp in enumerate(lesson.checkpoints):
             count = raw["completed"][cp.id]
@@ -87,16 +97,18 @@ class Funnel(MethodView):
 
 @blp.route("/lessons/<string:lesson_id>/durations")
 class Durations(MethodView):
+    @blp.arguments(DateRangeArgs(), location="query")
     @blp.response(200, DurationsSchema)
-    @blp.problems(404, *AUTH_ERRORS)
-    def get(self, lesson_id):
-        """Per checkpoint: median and p90 time from a learner's first event in the lesson to completion"""
+    @blp.problems(404, 422, *AUTH_ERRORS)
+    def get(self, args, lesson_id):
+        """Per checkpoint: median and p90 time from a learner's first event in the lesson to completion
+        (of the learners who started between 'from' and 'to', when given)"""
         principal = current_principal("analytics:read", allow_web=False)
-        lesson = _lesson(lesson_id)
+        lesson, window = _lesson(lesson_id), _window(args)
         rows = []
         with _conn() as conn:
             for cp in lesson.checkpoints:
-                n, (median, p90) = q.durations(conn, principal.platform_id, lesson.id, cp.id, (0.5, 0.9))
+                n, (median, p90) = q.durations(conn, principal.platform_id, lesson.id, cp.id, (0.5, 0.9), window)
                 keep = n >= _k()
                 rows.append(
                     {
@@ -123,8 +135,7 @@ class Timeseries(MethodView):
     def get(self, args):
         """Events per hour, day or week (weeks start on Monday, UTC), by event kind or checkpoint"""
         principal = current_principal("analytics:read", allow_web=False)
-        if args["from_"] and args["to"] and args["from_"] >= args["to"]:
-            raise Problem(422, "'from' must be before 'to'", errors={"from": ["must be before 'to'"]})
+        _window(args)
         with _conn() as conn:
             rows = q.timeseries(
                 conn, principal.platform_id, args["bucket"], args["group_by"], args["from_"], args["to"], args["lesson"]
@@ -153,15 +164,17 @@ PARAMETER_NAMES = {
 
 @blp.route("/lessons/<string:lesson_id>/parameters")
 class Parameters(MethodView):
+    @blp.arguments(DateRangeArgs(), location="query")
     @blp.response(200, ParametersSchema)
-    @blp.problems(404, *AUTH_ERRORS)
-    def get(self, lesson_id):
-        """Which workbench parameters learners changed, how often, by how many learners"""
+    @blp.problems(404, 422, *AUTH_ERRORS)
+    def get(self, args, lesson_id):
+        """Which workbench parameters learners changed, how often, by how many learners (changes
+        between 'from' and 'to', when given)"""
         principal = current_principal("analytics:read", allow_web=False)
-        lesson = _lesson(lesson_id)
+        lesson, window = _lesson(lesson_id), _window(args)
         with _conn() as conn:
-            rows = q.parameters(conn, principal.platform_id, lesson.id)
-            cells = q.token_cells(conn, principal.platform_id, lesson.id)
+            rows = q.parameters(conn, principal.platform_id, lesson.id, window)
+            cells = q.token_cells(conn, principal.platform_id, lesson.id, window)
         return {
             "lesson": lesson.id,
             "k": _k(),
@@ -197,14 +210,16 @@ def _parameter_row(parameter: str | None, times: int, learners: int) -> dict:
 
 @blp.route("/lessons/<string:lesson_id>/mistakes")
 class Mistakes(MethodView):
+    @blp.arguments(DateRangeArgs(), location="query")
     @blp.response(200, MistakeCountsSchema)
-    @blp.problems(404, *AUTH_ERRORS)
-    def get(self, lesson_id):
-        """Mistakes the exercise checker diagnosed, by how many checks and learners"""
+    @blp.problems(404, 422, *AUTH_ERRORS)
+    def get(self, args, lesson_id):
+        """Mistakes the exercise checker diagnosed, by how many checks and learners (checks between
+        'from' and 'to', when given)"""
         principal = current_principal("analytics:read", allow_web=False)
-        lesson = _lesson(lesson_id)
+        lesson, window = _lesson(lesson_id), _window(args)
         with _conn() as conn:
-            found = q.mistakes(conn, principal.platform_id, lesson.id)
+            found = q.mistakes(conn, principal.platform_id, lesson.id, window)
         rows = sorted(found.items(), key=lambda item: -item[1][0])
         return {
             "lesson": lesson.id,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import distinct, func, literal_column, select
@@ -28,30 +29,71 @@ def bucket_expr(dialect: str, column, bucket: str) -> ColumnElement:
     return func.strftime("%Y-%m-%dT00:00:00", column, literal_column("'weekday 0'"), literal_column("'-6 days'"))
 
 
-def funnel(conn: Session, platform_id: int, lesson: str, checkpoint_ids: list[str]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Window:
+    """Dates [start, end) (None: no bound). The funnel and durations count the learners who
+    started the lesson (their first event in it) within them; parameters and mistakes count
+    what happened within them."""
+
+    start: dt.datetime | None = None
+    end: dt.datetime | None = None
+
+    def __bool__(self) -> bool:
+        return self.start is not None or self.end is not None
+
+    def started_within(self, query, progress) -> Any:
+        """`query` over progress rows (a table or alias), kept to learners who started within."""
+        if not self:
+            return query
+        visits = LearnerLesson.__table__
+        query = query.join(
+            visits,
+            (visits.c.platform_id == progress.c.platform_id)
+            & (visits.c.lesson == progress.c.lesson)
+            & (visits.c.learner == progress.c.learner),
+        )
+        return _within(query, visits.c.first_event_at, self.start, self.end)
+
+
+def _within(query, column, start: dt.datetime | None, end: dt.datetime | None):
+    if start is not None:
+        query = query.where(column >= start)
+    if end is not None:
+        query = query.where(column < end)
+    return query
+
+
+def funnel(
+    conn: Session, platform_id: int, lesson: str, checkpoint_ids: list[str], window: Window = Window()
+) -> dict[str, Any]:
+    """Learners who started, completed each checkpoint, and went on from the previous one; of the
+    learners who started within `window` (all of them by default)."""
+    visits, progress = LearnerLesson.__table__, CheckpointProgress.__table__
     started = conn.execute(
-        select(func.count())
-        .select_from(LearnerLesson)
-        .where(LearnerLesson.platform_id == platform_id, LearnerLesson.lesson == lesson)
+        _within(
+            select(func.count())
+            .select_from(visits)
+            .where(visits.c.platform_id == platform_id, visits.c.lesson == lesson),
+            visits.c.first_event_at,
+            window.start,
+            window.end,
+        )
     ).scalar_one()
     counts = dict(
         conn.execute(
-            select(CheckpointProgress.checkpoint, func.count())
-            .where(CheckpointProgress.platform_id == platform_id, CheckpointProgress.lesson == lesson)
-            .group_by(CheckpointProgress.checkpoint)
+            window.started_within(select(progress.c.checkpoint, func.count()).select_from(progress), progress)
+            .where(progress.c.platform_id == platform_id, progress.c.lesson == lesson)
+            .group_by(progress.c.checkpoint)
         ).all()
     )
     both: dict[str, int] = {}
-    a, b = CheckpointProgress.__table__.alias("a"), CheckpointProgress.__table__.alias("b")
+    a, b = progress.alias("a"), progress.alias("b")
     for previous, current in zip(checkpoint_ids, checkpoint_ids[1:], strict=False):
+        pairs = select(func.count()).select_from(
+            a.join(b, (a.c.learner == b.c.learner) & (a.c.platform_id == b.c.platform_id) & (a.c.lesson == b.c.lesson))
+        )
         both[current] = conn.execute(
-            select(func.count())
-            .select_from(
-                a.join(
-                    b, (a.c.learner == b.c.learner) & (a.c.platform_id == b.c.platform_id) & (a.c.lesson == b.c.lesson)
-                )
-            )
-            .where(
+            window.started_within(pairs, a).where(
                 a.c.platform_id == platform_id,
                 a.c.lesson == lesson,
                 a.c.checkpoint == previous,
@@ -61,13 +103,15 @@ def funnel(conn: Session, platform_id: int, lesson: str, checkpoint_ids: list[st
     verification = {
         (checkpoint, how): count
         for checkpoint, how, count in conn.execute(
-            select(CheckpointProgress.checkpoint, CheckpointProgress.verification, func.count())
-            .where(
-                CheckpointProgress.platform_id == platform_id,
-                CheckpointProgress.lesson == lesson,
-                CheckpointProgress.verification.is_not(None),
+            window.started_within(
+                select(progress.c.checkpoint, progress.c.verification, func.count()).select_from(progress), progress
             )
-            .group_by(CheckpointProgress.checkpoint, CheckpointProgress.verification)
+            .where(
+                progress.c.platform_id == platform_id,
+                progress.c.lesson == lesson,
+                progress.c.verification.is_not(None),
+            )
+            .group_by(progress.c.checkpoint, progress.c.verification)
         )
     }
     return {
@@ -79,20 +123,29 @@ def funnel(conn: Session, platform_id: int, lesson: str, checkpoint_ids: list[st
 
 
 def durations(
-    conn: Session, platform_id: int, lesson: str, checkpoint: str, quantiles: tuple[float, ...]
+    conn: Session,
+    platform_id: int,
+    lesson: str,
+    checkpoint: str,
+    quantiles: tuple[float, ...],
+    window: Window = Window(),
 ) -> tuple[int, list[float]]:
-    """(learners, the quantiles of seconds from first event to completion) for one checkpoint.
+    """(learners, the quantiles of seconds from first event to completion) for one checkpoint,
+    over the learners who started within `window` (all of them by default).
 
     Read from the durations index: a count, then the two values around each quantile's
     position (numpy's "linear" method), so no row is fetched that is not needed.
     """
+    progress = CheckpointProgress.__table__
     base = (
-        CheckpointProgress.platform_id == platform_id,
-        CheckpointProgress.lesson == lesson,
-        CheckpointProgress.checkpoint == checkpoint,
-        CheckpointProgress.seconds_from_start.is_not(None),
+        progress.c.platform_id == platform_id,
+        progress.c.lesson == lesson,
+        progress.c.checkpoint == checkpoint,
+        progress.c.seconds_from_start.is_not(None),
     )
-    n = conn.execute(select(func.count()).where(*base)).scalar_one()
+    n = conn.execute(
+        window.started_within(select(func.count()).select_from(progress), progress).where(*base)
+    ).scalar_one()
     values = []
     for q in quantiles:
         if n == 0:
@@ -103,9 +156,9 @@ def durations(
         pair = [
             float(v or 0.0)  # never null here: the query keeps rows with stored seconds
             for v in conn.execute(
-                select(CheckpointProgress.seconds_from_start)
+                window.started_within(select(progress.c.seconds_from_start).select_from(progress), progress)
                 .where(*base)
-                .order_by(CheckpointProgress.seconds_from_start)
+                .order_by(progress.c.seconds_from_start)
                 .offset(low)
                 .limit(2)
             ).scalars()
@@ -129,57 +182,46 @@ def timeseries(
     query = select(when, key.label("key"), func.count(), func.count(distinct(Event.learner))).where(
         Event.platform_id == platform_id
     )
-    if start is not None:
-        query = query.where(Event.occurred_at >= start)
-    if end is not None:
-        query = query.where(Event.occurred_at < end)
+    query = _within(query, Event.occurred_at, start, end)
     if lesson is not None:
         query = query.where(Event.lesson == lesson)
     query = query.group_by(when, key).order_by(when, key)
     return [tuple(row) for row in conn.execute(query)]
 
 
-def parameters(conn: Session, platform_id: int, lesson: str) -> list[tuple[str, int, int]]:
+def parameters(conn: Session, platform_id: int, lesson: str, window: Window = Window()) -> list[tuple[str, int, int]]:
+    """(parameter, changes, learners), changes made within `window` (all by default)."""
     parameter = Event.data["parameter"].as_string()
-    return [
-        tuple(r)
-        for r in conn.execute(
-            select(parameter, func.count(), func.count(distinct(Event.learner)))
-            .where(Event.platform_id == platform_id, Event.lesson == lesson, Event.event == "parameter-changed")
-            .group_by(parameter)
-            .order_by(func.count().desc())
-        )
-    ]
-
-
-def token_cells(conn: Session, platform_id: int, lesson: str) -> list[tuple[int, int, int, int]]:
-    """(token, dimension, edits, learners) for every token cell learners edited."""
-    token, dim = Event.data["token"].as_integer(), Event.data["dimension"].as_integer()
-    return [
-        (r[0], r[1], r[2], r[3])
-        for r in conn.execute(
-            select(token, dim, func.count(), func.count(distinct(Event.learner)))
-            .where(
-                Event.platform_id == platform_id,
-                Event.lesson == lesson,
-                Event.event == "parameter-changed",
-                Event.data["parameter"].as_string() == "token",
-            )
-            .group_by(token, dim)
-            .order_by(token, dim)
-        )
-    ]
-
-
-def mistakes(conn: Session, platform_id: int, lesson: str) -> dict[str, tuple[int, int]]:
-    """mistake id -> (checks showing it, distinct learners)."""
-    rows = conn.execute(
-        select(ExerciseCheck.diagnosis, ExerciseCheck.learner).where(
-            ExerciseCheck.platform_id == platform_id,
-            ExerciseCheck.lesson == lesson,
-            ExerciseCheck.diagnosis.is_not(None),
-        )
+    query = select(parameter, func.count(), func.count(distinct(Event.learner))).where(
+        Event.platform_id == platform_id, Event.lesson == lesson, Event.event == "parameter-changed"
     )
+    query = _within(query, Event.occurred_at, window.start, window.end)
+    return [tuple(r) for r in conn.execute(query.group_by(parameter).order_by(func.count().desc()))]
+
+
+def token_cells(
+    conn: Session, platform_id: int, lesson: str, window: Window = Window()
+) -> list[tuple[int, int, int, int]]:
+    """(token, dimension, edits, learners) for every token cell learners edited (within the dates)."""
+    token, dim = Event.data["token"].as_integer(), Event.data["dimension"].as_integer()
+    query = select(token, dim, func.count(), func.count(distinct(Event.learner))).where(
+        Event.platform_id == platform_id,
+        Event.lesson == lesson,
+        Event.event == "parameter-changed",
+        Event.data["parameter"].as_string() == "token",
+    )
+    query = _within(query, Event.occurred_at, window.start, window.end)
+    return [(r[0], r[1], r[2], r[3]) for r in conn.execute(query.group_by(token, dim).order_by(token, dim))]
+
+
+def mistakes(conn: Session, platform_id: int, lesson: str, window: Window = Window()) -> dict[str, tuple[int, int]]:
+    """mistake id -> (checks showing it, distinct learners), checks made within the dates."""
+    query = select(ExerciseCheck.diagnosis, ExerciseCheck.learner).where(
+        ExerciseCheck.platform_id == platform_id,
+        ExerciseCheck.lesson == lesson,
+        ExerciseCheck.diagnosis.is_not(None),
+    )
+    rows = conn.execute(_within(query, ExerciseCheck.created_at, window.start, window.end))
     checks: dict[str, int] = defaultdict(int)
     learners: dict[str, set] = defaultdict(set)
     for diagnosis, learner in rows:

@@ -282,3 +282,38 @@ def test_one_k_rule_everywhere_for_a_group_of_two(client, acme, make_key):
     assert funnel["started"] is None and all(s["suppressed"] for s in funnel["steps"])
     durations = client.get(f"{A}/lessons/{LESSON}/durations", headers=analyst).json
     assert all(c["suppressed"] and c["median_seconds"] is None for c in durations["checkpoints"])
+
+
+def test_a_date_range_keeps_the_learners_who_started_in_it_and_the_activity_in_it(client, analyst):
+    """Learner i starts at T0 + i hours: from T0 + 1 h to T0 + 6 h holds L1 to L5 (five: k)."""
+    dates = f"from={(T0 + dt.timedelta(hours=1)).isoformat()}&to={(T0 + dt.timedelta(hours=6)).isoformat()}"
+    dates = dates.replace("+", "%2B")
+    funnel = client.get(f"{A}/lessons/{LESSON}/funnel?{dates}", headers=analyst).json
+    steps = {s["checkpoint"]: s for s in funnel["steps"]}
+    assert funnel["started"] == 5
+    assert [steps[c]["learners"] for c in ("predict", "experiment")] == [5, 5]
+    assert steps["implement"]["learners"] is None and steps["implement"]["suppressed"]  # L1-L4: four, under k
+    durations = {
+        r["checkpoint"]: r
+        for r in client.get(f"{A}/lessons/{LESSON}/durations?{dates}", headers=analyst).json["checkpoints"]
+    }
+    assert durations["predict"]["learners"] == 5 and durations["predict"]["median_seconds"] == 120
+    assert durations["implement"]["suppressed"]
+    parameters = client.get(f"{A}/lessons/{LESSON}/parameters?{dates}", headers=analyst).json
+    token = next(p for p in parameters["parameters"] if p["id"] == "token")
+    assert (token["times"], token["learners"]) == (5, 5)
+
+    later = f"from={(T0 + dt.timedelta(hours=3)).isoformat()}".replace("+", "%2B")  # L3 to L7
+    funnel = client.get(f"{A}/lessons/{LESSON}/funnel?{later}", headers=analyst).json
+    assert funnel["started"] == 5 and funnel["steps"][0]["learners"] is None  # predict: L3-L6, four
+    parameters = client.get(f"{A}/lessons/{LESSON}/parameters?{later}", headers=analyst).json
+    assert all(p["suppressed"] for p in parameters["parameters"])  # token: L3-L5, three learners
+    everything = client.get(f"{A}/lessons/{LESSON}/funnel", headers=analyst).json
+    assert everything["started"] == 7  # no dates: every learner
+
+
+@pytest.mark.parametrize("endpoint", ["funnel", "durations", "parameters", "mistakes"])
+def test_a_date_range_that_ends_before_it_starts_is_422(client, analyst, endpoint):
+    query = "from=2026-11-21T00:00:00Z&to=2026-11-20T00:00:00Z"
+    response = client.get(f"{A}/lessons/{LESSON}/{endpoint}?{query}", headers=analyst)
+    assert response.status_code == 422 and response.json["errors"] == {"from": ["must be before 'to'"]}

@@ -98,14 +98,27 @@ def test_the_date_range_and_lesson_picker_change_what_is_drawn_and_learners_page
     page.locator("#timeseries table").wait_for()
     picker = page.get_by_label("Lesson")
     assert picker.locator("option").all_inner_texts() == [lesson["title"] for lesson in lessons]
+    started_all = page.locator("#funnel table tbody td").first.inner_text()
     all_days = page.locator("#timeseries table tbody th").all_inner_texts()
     assert len(all_days) > 7 and all_days == sorted(all_days)
     assert page.locator("#timeseries svg text.tick").first.text_content() == "0"  # a y axis from 0
-    page.get_by_label("Events over").select_option("7")
+    page.get_by_label("Period").select_option("7")
     expect(page.locator("#timeseries h2")).to_contain_text("last 7 days")
     week = page.locator("#timeseries table tbody th").all_inner_texts()
     assert 0 < len(week) <= 7 and set(week) <= set(all_days) and week == all_days[-len(week) :]
     assert "range=7" in page.evaluate("location.hash")
+    import datetime as dt
+
+    week_start = dt.datetime.now(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0) - dt.timedelta(days=6)
+    api = requests.get(
+        f"{live.url}/api/v1/analytics/lessons/{lessons[0]['id']}/funnel",
+        params={"from": week_start.isoformat()},
+        headers={"Authorization": f"Bearer {token}"},
+    ).json()
+    expect(page.locator("#funnel h2")).to_contain_text("learners who started in the last 7 days")
+    started_week = page.locator("#funnel table tbody td").first.inner_text()
+    assert started_week == (str(api["started"]) if api["started"] is not None else "hidden: fewer than 5 learners")
+    assert started_all == "45" and started_week != started_all
 
     reader = {"Authorization": f"Bearer {token}"}
     first = requests.get(

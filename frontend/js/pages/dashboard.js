@@ -45,12 +45,13 @@ async function show(key) {
   const lesson = encodeURIComponent(view.lesson);
   const from = since(view.range);
   const dateWindow = from ? `&from=${encodeURIComponent(from.toISOString())}` : "";
+  const dates = from ? `?from=${encodeURIComponent(from.toISOString())}` : "";
   const [funnel, series, parameters, mistakes, durations] = await Promise.all([
-    getJSON(`${base}/lessons/${lesson}/funnel`, headers),
+    getJSON(`${base}/lessons/${lesson}/funnel${dates}`, headers),
     getJSON(`${base}/events/timeseries?bucket=day&group_by=event&lesson=${lesson}${dateWindow}`, headers),
-    getJSON(`${base}/lessons/${lesson}/parameters`, headers),
-    getJSON(`${base}/lessons/${lesson}/mistakes`, headers),
-    getJSON(`${base}/lessons/${lesson}/durations`, headers),
+    getJSON(`${base}/lessons/${lesson}/parameters${dates}`, headers),
+    getJSON(`${base}/lessons/${lesson}/mistakes${dates}`, headers),
+    getJSON(`${base}/lessons/${lesson}/durations${dates}`, headers),
   ]);
   const perDay = new Map();
   for (const row of series.rows) {
@@ -63,22 +64,24 @@ async function show(key) {
   const minutes = (s) => (s === null ? null : Math.round(s / 6) / 10);
   const k = funnel.k;
   const rangeText = view.range === "all" ? "all time" : `the last ${view.range} days`;
+  const cohortText = view.range === "all" ? "" : `, learners who started in ${rangeText}`;
+  const sinceText = view.range === "all" ? "" : `, ${rangeText}`;
   $("charts").replaceChildren(
     exportButtons(headers),
-    barChart({ k, id: "funnel", title: "Learners per checkpoint", valueLabel: "learners",
+    barChart({ k, id: "funnel", title: `Learners per checkpoint${cohortText}`, valueLabel: "learners",
       rows: [{ label: "started", value: funnel.started }, ...funnel.steps.map((s) => ({ label: s.title, value: s.learners, note: pct(s.share_of_previous) }))] }),
-    barChart({ k, id: "implement", title: "How the implement checkpoint was completed", valueLabel: "learners",
+    barChart({ k, id: "implement", title: `How the implement checkpoint was completed${cohortText}`, valueLabel: "learners",
       rows: funnel.steps.filter((s) => "verified" in s).flatMap((s) => [
         { label: "verified by the server (challenge)", value: s.verified, note: s.title },
         { label: "reported by the platform", value: s.reported, note: s.title },
       ]) }),
-    barChart({ k, id: "durations", title: "Median minutes to complete (from first event)", valueLabel: "minutes",
+    barChart({ k, id: "durations", title: `Median minutes to complete (from first event)${cohortText}`, valueLabel: "minutes",
       rows: durations.checkpoints.map((c) => ({ label: c.checkpoint, value: minutes(c.median_seconds), note: c.p90_seconds === null ? "" : `p90 ${minutes(c.p90_seconds)} min` })) }),
     columnChart({ k, id: "timeseries", title: `Events per day, ${rangeText} (UTC)`, valueLabel: "events", openDay: today,
       days: everyDay(from || firstDay(perDay, today), today).map((day) => ({ day, value: perDay.has(day) ? perDay.get(day) : 0 })) }),
-    barChart({ k, id: "parameters", title: "Workbench parameters changed", valueLabel: "changes",
+    barChart({ k, id: "parameters", title: `Workbench parameters changed${sinceText}`, valueLabel: "changes",
       rows: parameters.parameters.map((p) => ({ label: p.description, value: p.times, note: p.learners === null ? "" : `${p.learners} learners` })) }),
-    barChart({ k, id: "mistakes", title: "Mistakes found by the exercise checker", valueLabel: "checks",
+    barChart({ k, id: "mistakes", title: `Mistakes found by the exercise checker${sinceText}`, valueLabel: "checks",
       rows: mistakes.mistakes.map((m) => ({ label: m.name || m.id, value: m.times, note: m.learners === null ? "" : `${m.learners} learners` })) }),
     await learnersTable(base, headers, view.lesson, lessons.find((l) => l.id === view.lesson), k),
     el("p", { class: "note", text: `Groups of fewer than ${k} learners are hidden, never drawn as a number.` }),

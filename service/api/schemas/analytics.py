@@ -52,6 +52,15 @@ class DurationsSchema(Suppression):
     checkpoints = fields.List(fields.Nested(DurationSchema))
 
 
+class DateRangeArgs(Schema):
+    from_ = UTCDateTime(
+        data_key="from",
+        load_default=None,
+        metadata={"description": "only learners who started the lesson from then (parameters, mistakes: activity)"},
+    )
+    to = UTCDateTime(load_default=None, metadata={"description": "... and before then"})
+
+
 class TimeseriesArgs(Schema):
     bucket = SafeString(load_default="day", validate=validate.OneOf(q.BUCKETS))
     group_by = SafeString(load_default="event", validate=validate.OneOf(("event", "checkpoint")))
