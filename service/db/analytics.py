@@ -86,6 +86,17 @@ def funnel(
             .group_by(progress.c.checkpoint)
         ).all()
     )
+    return {
+        "started": started,
+        "completed": {c: counts.get(c, 0) for c in checkpoint_ids},
+        "after_previous": _went_on(conn, platform_id, lesson, checkpoint_ids, window),
+        "verification": _verification(conn, platform_id, lesson, window),
+    }
+
+
+def _went_on(conn: Session, platform_id: int, lesson: str, checkpoint_ids: list[str], window: Window) -> dict[str, int]:
+    """checkpoint -> learners who completed it and the one before it."""
+    progress = CheckpointProgress.__table__
     both: dict[str, int] = {}
     a, b = progress.alias("a"), progress.alias("b")
     for previous, current in zip(checkpoint_ids, checkpoint_ids[1:], strict=False):
@@ -100,7 +111,13 @@ def funnel(
                 b.c.checkpoint == current,
             )
         ).scalar_one()
-    verification = {
+    return both
+
+
+def _verification(conn: Session, platform_id: int, lesson: str, window: Window) -> dict[tuple[str, str], int]:
+    """(checkpoint, "verified" | "reported") -> learners."""
+    progress = CheckpointProgress.__table__
+    return {
         (checkpoint, how): count
         for checkpoint, how, count in conn.execute(
             window.started_within(
@@ -113,12 +130,6 @@ def funnel(
             )
             .group_by(progress.c.checkpoint, progress.c.verification)
         )
-    }
-    return {
-        "started": started,
-        "completed": {c: counts.get(c, 0) for c in checkpoint_ids},
-        "after_previous": both,
-        "verification": verification,
     }
 
 
