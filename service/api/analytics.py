@@ -135,11 +135,9 @@ class Timeseries(MethodView):
     def get(self, args):
         """Events per hour, day or week (weeks start on Monday, UTC), by event kind or checkpoint"""
         principal = current_principal("analytics:read", allow_web=False)
-        _window(args)
+        window = _window(args)
         with _conn() as conn:
-            rows = q.timeseries(
-                conn, principal.platform_id, args["bucket"], args["group_by"], args["from_"], args["to"], args["lesson"]
-            )
+            rows = q.timeseries(conn, principal.platform_id, args["bucket"], args["group_by"], window, args["lesson"])
         out = [
             {
                 "bucket": b + "Z",

@@ -184,8 +184,7 @@ def timeseries(
     platform_id: int,
     bucket: str,
     group_by: str,
-    start: dt.datetime | None,
-    end: dt.datetime | None,
+    window: Window,
     lesson: str | None,
 ) -> list[tuple[str, str | None, int, int]]:
     key = Event.event if group_by == "event" else Event.checkpoint
@@ -193,7 +192,7 @@ def timeseries(
     query = select(when, key.label("key"), func.count(), func.count(distinct(Event.learner))).where(
         Event.platform_id == platform_id
     )
-    query = _within(query, Event.occurred_at, start, end)
+    query = _within(query, Event.occurred_at, window.start, window.end)
     if lesson is not None:
         query = query.where(Event.lesson == lesson)
     query = query.group_by(when, key).order_by(when, key)

@@ -133,14 +133,10 @@ class Database:
 
     @contextmanager
     def write_statement(self) -> Iterator[Connection]:
-        """A write that is a single statement (a function call doing the whole action): on
-        PostgreSQL in autocommit, the statement its own transaction, one round trip with no
-        BEGIN or COMMIT; on SQLite a `BEGIN IMMEDIATE` transaction as in `write()`, on a Core connection (no ORM
-        session: a hot path's statements only)."""
-        if self.is_sqlite:
-            with self._writers_queue(), self.writer.connect() as conn, conn.begin():
-                yield conn
-            return
+        """PostgreSQL: a write that is a single statement (a function call doing the whole
+        action), run in autocommit: the statement its own transaction, one round trip with no
+        BEGIN or COMMIT. SQLite's single-call writes use `sqlite_transaction`."""
+        assert not self.is_sqlite, "SQLite writes: write() or sqlite_transaction()"
         with self.reader.connect() as conn:  # autocommit
             yield conn
 

@@ -44,11 +44,11 @@ async function show(key) {
   history.replaceState(null, "", viewToHash(view));
   const lesson = encodeURIComponent(view.lesson);
   const from = since(view.range);
-  const dateWindow = from ? `&from=${encodeURIComponent(from.toISOString())}` : "";
-  const dates = from ? `?from=${encodeURIComponent(from.toISOString())}` : "";
+  const fromParam = from ? `from=${encodeURIComponent(from.toISOString())}` : "";
+  const dates = fromParam ? `?${fromParam}` : "";
   const [funnel, series, parameters, mistakes, durations] = await Promise.all([
     getJSON(`${base}/lessons/${lesson}/funnel${dates}`, headers),
-    getJSON(`${base}/events/timeseries?bucket=day&group_by=event&lesson=${lesson}${dateWindow}`, headers),
+    getJSON(`${base}/events/timeseries?bucket=day&group_by=event&lesson=${lesson}${fromParam ? `&${fromParam}` : ""}`, headers),
     getJSON(`${base}/lessons/${lesson}/parameters${dates}`, headers),
     getJSON(`${base}/lessons/${lesson}/mistakes${dates}`, headers),
     getJSON(`${base}/lessons/${lesson}/durations${dates}`, headers),
