@@ -65,6 +65,20 @@ def test_keys_list_and_revoke(tmp_path, monkeypatch):
     assert CliRunner().invoke(main, ["keys", "revoke", "nope"]).exit_code != 0
 
 
+def test_rollups_refresh_rolls_up_what_is_stored_once(tmp_path, monkeypatch):
+    _cli_env(tmp_path, monkeypatch)
+    assert CliRunner().invoke(main, ["demo-data", "--learners", "20"]).exit_code == 0
+    with sqlite3.connect(tmp_path / "cli.db") as conn:
+        (top,) = conn.execute("SELECT max(id) FROM events").fetchone()
+    assert CliRunner().invoke(main, ["rollups", "refresh"]).output.strip() == f"rolled up {top} event ids"
+    assert CliRunner().invoke(main, ["rollups", "refresh"]).output.strip() == "rolled up 0 event ids"
+    with sqlite3.connect(tmp_path / "cli.db") as conn:
+        (total,) = conn.execute(
+            "SELECT sum(events) FROM event_rollups WHERE grain = 'day' AND lesson = '' AND dimension = 'event'"
+        ).fetchone()
+        assert total == conn.execute("SELECT count(*) FROM events").fetchone()[0]
+
+
 def test_keys_create_rejects_unknown_scopes(tmp_path, monkeypatch):
     _cli_env(tmp_path, monkeypatch)
     result = CliRunner().invoke(main, ["keys", "create", "--platform", "acme", "--scopes", "events:write,root"])

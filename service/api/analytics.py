@@ -8,6 +8,7 @@ from flask.views import MethodView
 
 from ..compute.failure_modes import REGISTRY
 from ..db import analytics as q
+from ..db.rollup_refresh import catch_up
 from ..lessons import Lesson
 from . import cursors
 from .auth import current_principal
@@ -136,6 +137,7 @@ class Timeseries(MethodView):
         """Events per hour, day or week (weeks start on Monday, UTC), by event kind or checkpoint"""
         principal = current_principal("analytics:read", allow_web=False)
         window = _window(args)
+        catch_up(current_app.extensions["db"])
         with _conn() as conn:
             rows = q.timeseries(conn, principal.platform_id, args["bucket"], args["group_by"], window, args["lesson"])
         out = [
@@ -170,6 +172,7 @@ class Parameters(MethodView):
         between 'from' and 'to', when given)"""
         principal = current_principal("analytics:read", allow_web=False)
         lesson, window = _lesson(lesson_id), _window(args)
+        catch_up(current_app.extensions["db"])
         with _conn() as conn:
             rows = q.parameters(conn, principal.platform_id, lesson.id, window)
             cells = q.token_cells(conn, principal.platform_id, lesson.id, window)

@@ -229,6 +229,28 @@ def xapi_status() -> None:
         click.echo(f"{platform}: {count} waiting")
 
 
+@main.group("rollups")
+def rollups_group() -> None:
+    """Analytics rollups (reads refresh them when far behind; a loop here keeps reads fast)."""
+
+
+@rollups_group.command("refresh")
+@click.option("--loop", is_flag=True, help="Keep refreshing; otherwise one pass.")
+@click.option("--interval", default=10.0, show_default=True, help="Seconds between passes with --loop.")
+def rollups_refresh(loop: bool, interval: float) -> None:
+    """Roll up every event stored so far."""
+    import time
+
+    from ..db.rollup_refresh import refresh
+
+    db = _database()
+    while True:
+        click.echo(f"rolled up {refresh(db)} event ids")
+        if not loop:
+            return
+        time.sleep(interval)
+
+
 def _upgrade(settings: Settings, revision: str = "head") -> None:
     from ..db.migrate import upgrade
 

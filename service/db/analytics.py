@@ -8,25 +8,13 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import distinct, func, literal_column, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
-from sqlalchemy.sql import ColumnElement
 
+from . import rollups
 from .models import CheckpointProgress, Event, ExerciseCheck, LearnerLesson
 
-BUCKETS = ("hour", "day", "week")
-
-
-def bucket_expr(dialect: str, column, bucket: str) -> ColumnElement:
-    """The start of the bucket holding `column`, as text 'YYYY-MM-DDTHH:MM:SS' (UTC)."""
-    if dialect == "postgresql":
-        return func.to_char(func.date_trunc(bucket, func.timezone("UTC", column)), 'YYYY-MM-DD"T"HH24:MI:SS')
-    if bucket == "hour":
-        return func.strftime("%Y-%m-%dT%H:00:00", column)
-    if bucket == "day":
-        return func.strftime("%Y-%m-%dT00:00:00", column)
-    # Weeks start on Monday, as date_trunc('week') does.
-    return func.strftime("%Y-%m-%dT00:00:00", column, literal_column("'weekday 0'"), literal_column("'-6 days'"))
+BUCKETS = rollups.GRAINS
 
 
 @dataclass(frozen=True)
@@ -187,41 +175,62 @@ def timeseries(
     window: Window,
     lesson: str | None,
 ) -> list[tuple[str, str | None, int, int]]:
-    key = Event.event if group_by == "event" else Event.checkpoint
-    when = bucket_expr(conn.get_bind().dialect.name, Event.occurred_at, bucket).label("bucket")
-    query = select(when, key.label("key"), func.count(), func.count(distinct(Event.learner))).where(
-        Event.platform_id == platform_id
+    """(bucket start, key, events, learners) in bucket order. Whole buckets come from the
+    rollups plus the events after their watermark; a bucket the window cuts is counted from
+    the raw events within it."""
+    v = rollups.variant(bucket, group_by, per_lesson=lesson is not None)
+    db = conn.connection()
+    inner = (
+        rollups.bucket_ceil(window.start, bucket) if window.start is not None else None,
+        rollups.bucket_floor(window.end, bucket) if window.end is not None else None,
     )
-    query = _within(query, Event.occurred_at, window.start, window.end)
-    if lesson is not None:
-        query = query.where(Event.lesson == lesson)
-    query = query.group_by(when, key).order_by(when, key)
-    return [tuple(row) for row in conn.execute(query)]
+    if inner[0] is not None and inner[1] is not None and inner[0] >= inner[1]:
+        return _sorted(rollups.raw_counts(db, v, platform_id, lesson, window.start, window.end))
+    rows = []
+    if window.start is not None and inner[0] != window.start:
+        rows += rollups.raw_counts(db, v, platform_id, lesson, window.start, inner[0])
+    labels = (
+        inner[0].strftime(rollups.LABEL) if inner[0] else "",
+        inner[1].strftime(rollups.LABEL) if inner[1] else None,
+    )
+    rows += rollups.counts(db, v, platform_id, lesson, labels, inner)
+    if window.end is not None and inner[1] != window.end:
+        rows += rollups.raw_counts(db, v, platform_id, lesson, inner[1], window.end)
+    return _sorted(rows)
+
+
+def _sorted(rows: list) -> list[tuple[str, str | None, int, int]]:
+    return sorted((tuple(r) for r in rows), key=lambda r: (r[0], r[1] or ""))
+
+
+def _totals(conn: Session, dimension: str, platform_id: int, lesson: str, window: Window) -> list:
+    """(key, events, learners) of a whole-period dimension: from the rollups when the window is
+    open-ended, else counted from the events within it."""
+    v, db = rollups.variant("all", dimension), conn.connection()
+    if window:
+        rows = rollups.raw_counts(db, v, platform_id, lesson, window.start, window.end)
+    else:
+        rows = rollups.counts(db, v, platform_id, lesson, ("", None), (None, None))
+    return [(key, events, learners) for _, key, events, learners in rows]
 
 
 def parameters(conn: Session, platform_id: int, lesson: str, window: Window = Window()) -> list[tuple[str, int, int]]:
-    """(parameter, changes, learners), changes made within `window` (all by default)."""
-    parameter = Event.data["parameter"].as_string()
-    query = select(parameter, func.count(), func.count(distinct(Event.learner))).where(
-        Event.platform_id == platform_id, Event.lesson == lesson, Event.event == "parameter-changed"
-    )
-    query = _within(query, Event.occurred_at, window.start, window.end)
-    return [tuple(r) for r in conn.execute(query.group_by(parameter).order_by(func.count().desc()))]
+    """(parameter, changes, learners), changes made within `window` (all by default); a
+    parameter that is not a string of at most 128 characters is None."""
+    rows = _totals(conn, "parameter", platform_id, lesson, window)
+    return sorted(rows, key=lambda r: (-r[1], r[0] or ""))
 
 
 def token_cells(
     conn: Session, platform_id: int, lesson: str, window: Window = Window()
 ) -> list[tuple[int, int, int, int]]:
-    """(token, dimension, edits, learners) for every token cell learners edited (within the dates)."""
-    token, dim = Event.data["token"].as_integer(), Event.data["dimension"].as_integer()
-    query = select(token, dim, func.count(), func.count(distinct(Event.learner))).where(
-        Event.platform_id == platform_id,
-        Event.lesson == lesson,
-        Event.event == "parameter-changed",
-        Event.data["parameter"].as_string() == "token",
-    )
-    query = _within(query, Event.occurred_at, window.start, window.end)
-    return [(r[0], r[1], r[2], r[3]) for r in conn.execute(query.group_by(token, dim).order_by(token, dim))]
+    """(token, dimension, edits, learners) for every token cell learners edited (within the
+    dates); edits whose token or dimension is not a whole number are not counted."""
+    cells = []
+    for key, events, learners in _totals(conn, "cell", platform_id, lesson, window):
+        token, dimension = (key or "").split(",")
+        cells.append((int(token), int(dimension), events, learners))
+    return sorted(cells)
 
 
 def mistakes(conn: Session, platform_id: int, lesson: str, window: Window = Window()) -> dict[str, tuple[int, int]]:

@@ -10,11 +10,13 @@ from sqlalchemy import delete, select
 from .engine import Database
 from .events import dialect_insert, tombstone
 from .models import CheckpointProgress, ErasedEvent, Event, ExerciseChallenge, ExerciseCheck, LearnerLesson
+from .rollup_refresh import forget_learner
 
 
 def erase_learner(db: Database, platform_id: int, learner: str) -> dict[str, int] | None:
     """Delete everything about one learner of one platform; None when there was nothing."""
     with db.write() as session:
+        forget_learner(session.connection(), platform_id, learner)
         event_ids = list(
             session.scalars(select(Event.event_id).where(Event.platform_id == platform_id, Event.learner == learner))
         )

@@ -60,6 +60,8 @@ class Event(Base):
         Index("ix_events_platform_stored", "platform_id", "stored_at", "id"),
         Index("ix_events_platform_lesson_kind", "platform_id", "lesson", "event", "occurred_at"),
         Index("ix_events_platform_occurred", "platform_id", "occurred_at"),
+        # Ids never come back after an erasure: the rollups' watermark counts on it.
+        {"sqlite_autoincrement": True},
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
@@ -189,3 +191,29 @@ class RevokedSession(Base):
     sid: Mapped[str] = mapped_column(String(32), primary_key=True)
     revoked_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     expires_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, index=True)
+
+
+class EventRollup(Base):
+    """Events and distinct learners per (lesson, dimension key, time bucket), for every event
+    up to the watermark (service/db/rollups.py). `lesson` '' is every lesson together; `grain`
+    'all' has the one bucket ''; `key` is '=' + the value, or '-' when there is none."""
+
+    __tablename__ = "event_rollups"
+
+    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"), primary_key=True)
+    grain: Mapped[str] = mapped_column(String(8), primary_key=True)
+    lesson: Mapped[str] = mapped_column(String(64), primary_key=True)
+    dimension: Mapped[str] = mapped_column(String(16), primary_key=True)
+    bucket: Mapped[str] = mapped_column(String(19), primary_key=True)
+    key: Mapped[str] = mapped_column(String(160), primary_key=True)
+    events: Mapped[int] = mapped_column(BigInteger)
+    learners: Mapped[int] = mapped_column(BigInteger)
+
+
+class RollupWatermark(Base):
+    """The one row saying up to which event id `event_rollups` holds every event."""
+
+    __tablename__ = "rollup_watermark"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    last_event_id: Mapped[int] = mapped_column(BigInteger)

@@ -1,0 +1,57 @@
+"""Event rollups: events and distinct learners per lesson, key and hour, day, week (and in
+total), kept from a watermark by service/db/rollups.py; this revision backfills them from the
+events already stored.
+
+Revision ID: 0006
+Revises: 0005
+Create Date: 2026-11-30
+"""
+
+from alembic import op
+import sqlalchemy as sa
+
+
+revision = "0006"
+down_revision = "0005"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.create_table(
+        "event_rollups",
+        sa.Column("platform_id", sa.Integer(), nullable=False),
+        sa.Column("grain", sa.String(length=8), nullable=False),
+        sa.Column("lesson", sa.String(length=64), nullable=False),
+        sa.Column("dimension", sa.String(length=16), nullable=False),
+        sa.Column("bucket", sa.String(length=19), nullable=False),
+        sa.Column("key", sa.String(length=160), nullable=False),
+        sa.Column("events", sa.BigInteger(), nullable=False),
+        sa.Column("learners", sa.BigInteger(), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["platform_id"], ["platforms.id"], name=op.f("fk_event_rollups_platform_id_platforms"), ondelete="CASCADE"
+        ),
+        sa.PrimaryKeyConstraint(
+            "platform_id", "grain", "lesson", "dimension", "bucket", "key", name=op.f("pk_event_rollups")
+        ),
+    )
+    op.create_table(
+        "rollup_watermark",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("last_event_id", sa.BigInteger(), nullable=False),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_rollup_watermark")),
+    )
+    if op.get_bind().dialect.name == "sqlite":
+        # SQLite hands out max(id) + 1, so an erasure of the newest events would give their ids
+        # (at or below the watermark) to new ones; AUTOINCREMENT never reuses an id.
+        with op.batch_alter_table("events", recreate="always", table_kwargs={"sqlite_autoincrement": True}):
+            pass
+    # The backfill is the incremental refresh from watermark 0, in chunks (set-based SQL).
+    from service.db.rollup_refresh import refresh_on
+
+    refresh_on(op.get_bind())
+
+
+def downgrade() -> None:
+    op.drop_table("rollup_watermark")
+    op.drop_table("event_rollups")
