@@ -41,6 +41,7 @@ def upgrade() -> None:
         sa.Column("last_event_id", sa.BigInteger(), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_rollup_watermark")),
     )
+    _learner_tables()
     if op.get_bind().dialect.name == "sqlite":
         # SQLite hands out max(id) + 1, so an erasure of the newest events would give their ids
         # (at or below the watermark) to new ones; AUTOINCREMENT never reuses an id.
@@ -52,6 +53,47 @@ def upgrade() -> None:
     refresh_on(op.get_bind())
 
 
+def _learner_tables() -> None:
+    def platform_fk(table: str) -> sa.ForeignKeyConstraint:
+        return sa.ForeignKeyConstraint(
+            ["platform_id"], ["platforms.id"], name=op.f(f"fk_{table}_platform_id_platforms"), ondelete="CASCADE"
+        )
+
+    op.create_table(
+        "learner_rollups",
+        sa.Column("platform_id", sa.Integer(), nullable=False),
+        sa.Column("lesson", sa.String(length=64), nullable=False),
+        sa.Column("day", sa.String(length=19), nullable=False),
+        sa.Column("state", sa.String(length=1024), nullable=False),
+        sa.Column("learners", sa.BigInteger(), nullable=False),
+        platform_fk("learner_rollups"),
+        sa.PrimaryKeyConstraint("platform_id", "lesson", "day", "state", name=op.f("pk_learner_rollups")),
+    )
+    op.create_table(
+        "duration_rollups",
+        sa.Column("platform_id", sa.Integer(), nullable=False),
+        sa.Column("lesson", sa.String(length=64), nullable=False),
+        sa.Column("checkpoint", sa.String(length=64), nullable=False),
+        sa.Column("seconds", sa.BigInteger(), nullable=False),
+        sa.Column("learners", sa.BigInteger(), nullable=False),
+        platform_fk("duration_rollups"),
+        sa.PrimaryKeyConstraint("platform_id", "lesson", "checkpoint", "seconds", name=op.f("pk_duration_rollups")),
+    )
+    op.create_table(
+        "rolled_learners",
+        sa.Column("platform_id", sa.Integer(), nullable=False),
+        sa.Column("lesson", sa.String(length=64), nullable=False),
+        sa.Column("learner", sa.String(length=128), nullable=False),
+        sa.Column("day", sa.String(length=19), nullable=False),
+        sa.Column("state", sa.String(length=1024), nullable=False),
+        sa.Column("durations", sa.String(length=2048), nullable=False),
+        platform_fk("rolled_learners"),
+        sa.PrimaryKeyConstraint("platform_id", "lesson", "learner", name=op.f("pk_rolled_learners")),
+    )
+
+
 def downgrade() -> None:
+    for table in ("rolled_learners", "duration_rollups", "learner_rollups"):
+        op.drop_table(table)
     op.drop_table("rollup_watermark")
     op.drop_table("event_rollups")

@@ -8,6 +8,7 @@ from flask.views import MethodView
 
 from ..compute.failure_modes import REGISTRY
 from ..db import analytics as q
+from ..db import funnel as progress_q
 from ..db.rollup_refresh import catch_up
 from ..lessons import Lesson
 from . import cursors
@@ -46,7 +47,8 @@ def _k() -> int:
 
 
 def _conn():
-    return current_app.extensions["db"].read()
+    """Every figure of an answer from one snapshot (the rollups and the events after them agree)."""
+    return current_app.extensions["db"].snapshot()
 
 
 def _kept(count: int | None, learners: int) -> int | None:
@@ -72,7 +74,7 @@ class Funnel(MethodView):
         lesson, window = _lesson(lesson_id), _window(args)
         ids = [c.id for c in lesson.checkpoints]
         with _conn() as conn:
-            raw = q.funnel(conn, principal.platform_id, lesson.id, ids, window)
+            raw = progress_q.funnel(conn, principal.platform_id, lesson.id, ids, window)
         steps, previous = [], raw["started"]
         for i, cp in enumerate(lesson.checkpoints):
             count = raw["completed"][cp.id]
@@ -109,7 +111,9 @@ class Durations(MethodView):
         rows = []
         with _conn() as conn:
             for cp in lesson.checkpoints:
-                n, (median, p90) = q.durations(conn, principal.platform_id, lesson.id, cp.id, (0.5, 0.9), window)
+                n, (median, p90) = progress_q.durations(
+                    conn, principal.platform_id, lesson.id, cp.id, (0.5, 0.9), window
+                )
                 keep = n >= _k()
                 rows.append(
                     {

@@ -123,6 +123,18 @@ class Database:
             yield session
 
     @contextmanager
+    def snapshot(self) -> Iterator[Session]:
+        """Reads that must agree with each other: on PostgreSQL one REPEATABLE READ, read-only
+        transaction; on SQLite `read()` is one transaction already."""
+        if self.is_sqlite:
+            with self.read() as session:
+                yield session
+            return
+        engine = self.reader.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
+        with Session(engine, expire_on_commit=False) as session, session.begin():
+            yield session
+
+    @contextmanager
     def write(self) -> Iterator[Session]:
         """The one way to write: one transaction per user action, committed on success, else rolled
         back (`BEGIN IMMEDIATE` behind the writers' queue on SQLite). Hot paths run Core statements

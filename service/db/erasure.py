@@ -10,7 +10,7 @@ from sqlalchemy import delete, select
 from .engine import Database
 from .events import dialect_insert, tombstone
 from .models import CheckpointProgress, ErasedEvent, Event, ExerciseChallenge, ExerciseCheck, LearnerLesson
-from .rollup_refresh import forget_learner
+from .rollup_refresh import forget_learner, forget_standing
 
 
 def erase_learner(db: Database, platform_id: int, learner: str) -> dict[str, int] | None:
@@ -45,6 +45,7 @@ def erase_learner(db: Database, platform_id: int, learner: str) -> dict[str, int
         session.execute(
             delete(LearnerLesson).where(LearnerLesson.platform_id == platform_id, LearnerLesson.learner == learner)
         )
+        forget_standing(session.connection(), platform_id, learner)
         if event_ids:
             stones = [{"platform_id": platform_id, "event_hash": tombstone(platform_id, i)} for i in event_ids]
             session.execute(

@@ -217,3 +217,41 @@ class RollupWatermark(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     last_event_id: Mapped[int] = mapped_column(BigInteger)
+
+
+class LearnerRollup(Base):
+    """Learners per (lesson, start day, state): the state lists the checkpoints they completed
+    and how each test result was known (service/db/learner_rollups.py)."""
+
+    __tablename__ = "learner_rollups"
+
+    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"), primary_key=True)
+    lesson: Mapped[str] = mapped_column(String(64), primary_key=True)
+    day: Mapped[str] = mapped_column(String(19), primary_key=True)
+    state: Mapped[str] = mapped_column(String(1024), primary_key=True)
+    learners: Mapped[int] = mapped_column(BigInteger)
+
+
+class DurationRollup(Base):
+    """Learners per (lesson, checkpoint, whole seconds from their first event to completing it)."""
+
+    __tablename__ = "duration_rollups"
+
+    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"), primary_key=True)
+    lesson: Mapped[str] = mapped_column(String(64), primary_key=True)
+    checkpoint: Mapped[str] = mapped_column(String(64), primary_key=True)
+    seconds: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    learners: Mapped[int] = mapped_column(BigInteger)
+
+
+class RolledLearner(Base):
+    """The standing each learner is counted with in `learner_rollups` and `duration_rollups`."""
+
+    __tablename__ = "rolled_learners"
+
+    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"), primary_key=True)
+    lesson: Mapped[str] = mapped_column(String(64), primary_key=True)
+    learner: Mapped[str] = mapped_column(String(128), primary_key=True)
+    day: Mapped[str] = mapped_column(String(19))
+    state: Mapped[str] = mapped_column(String(1024))
+    durations: Mapped[str] = mapped_column(String(2048))

@@ -13,6 +13,7 @@ from __future__ import annotations
 from sqlalchemy import delete, func, select, text, update
 from sqlalchemy.engine import Connection
 
+from . import learner_rollups
 from .engine import Database
 from .events import dialect_insert
 from .models import Event, RollupWatermark
@@ -69,6 +70,7 @@ def refresh_on(conn: Connection, high: int | None = None, chunk: int | None = No
         upto = high if chunk is None else min(high, low + chunk)
         for v in VARIANTS:
             conn.execute(_add(conn.dialect.name, v, low, upto))
+        learner_rollups.apply(conn, learner_rollups.touched(conn, low, upto))
         low = upto
         if chunk is not None:
             break
@@ -103,8 +105,8 @@ def hold_watermark(conn: Connection) -> int:
 
 
 def forget_learner(conn: Connection, platform_id: int, learner: str) -> None:
-    """In the erasure's transaction, before the events go: take the learner's rolled-up events
-    out of every group they count in."""
+    """In the erasure's transaction, before anything goes: take the learner's rolled-up events
+    out of every group they count in (their standing goes in `forget_standing`, after)."""
     mark = hold_watermark(conn)
     changed = False
     for v in VARIANTS:
@@ -131,3 +133,15 @@ def forget_learner(conn: Connection, platform_id: int, learner: str) -> None:
             )
     if changed:
         conn.execute(delete(ROLLUPS).where(ROLLUPS.c.platform_id == platform_id, ROLLUPS.c.events <= 0))
+
+
+def forget_standing(conn: Connection, platform_id: int, learner: str) -> None:
+    """In the erasure's transaction, after their progress went: take the learner out of the
+    funnel and durations counts."""
+    table = learner_rollups.RolledLearner.__table__
+    keys = conn.execute(
+        select(table.c.platform_id, table.c.lesson, table.c.learner).where(
+            table.c.platform_id == platform_id, table.c.learner == learner
+        )
+    ).all()
+    learner_rollups.apply(conn, [tuple(k) for k in keys])

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from service.db import analytics as q
+from service.db import funnel as progress_q
 from service.db.challenges import add_check
 from service.db.events import NewEvent
 from service.db.ingest import record_events
@@ -78,7 +79,7 @@ def test_the_funnel_equals_a_recount_of_the_raw_events(db, stored):
     platform, events = stored
     done = completions(events)
     with db.read() as session:
-        funnel = q.funnel(session, platform, LESSON, CHECKPOINTS)
+        funnel = progress_q.funnel(session, platform, LESSON, CHECKPOINTS)
     assert funnel["started"] == len({e.learner for e in events})
     expected = {c: sum(c in d for d in done.values()) for c in CHECKPOINTS}
     assert funnel["completed"] == expected and expected["predict"] > expected["explain"] > 0
@@ -91,13 +92,13 @@ def test_durations_equal_numpy_quantiles_of_the_raw_times(db, stored):
     first = {}
     for e in sorted(events, key=lambda e: e.occurred_at):
         first.setdefault(e.learner, e.occurred_at)
-    seconds = [
-        (d["implement"] - first[learner]).total_seconds()
+    seconds = [  # reported in whole seconds
+        int((d["implement"] - first[learner]).total_seconds())
         for learner, d in completions(events).items()
         if "implement" in d
     ]
     with db.read() as session:
-        count, values = q.durations(session, platform, LESSON, "implement", (0.5, 0.9))
+        count, values = progress_q.durations(session, platform, LESSON, "implement", (0.5, 0.9))
     assert count == len(seconds) > 5
     np.testing.assert_allclose(values, np.quantile(seconds, [0.5, 0.9]), rtol=1e-9)
 

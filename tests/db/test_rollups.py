@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 
 from service.db import analytics as q
+from service.db import funnel as progress_q
 from service.db.erasure import erase_learner
 from service.db.events import EventConflict, NewEvent
 from service.db.ingest import record_events
@@ -30,6 +32,9 @@ LEARNERS = ["ada", "bob", "cy", "dee"]
 KINDS = [  # (checkpoint, event, data): parameters and token cells of every shape a client may send
     (None, "started", {}),
     ("predict", "completed", {"text": "wider heads"}),
+    ("implement", "completed", {"tests": {"passed": 3, "failed": 0}}),
+    ("implement", "completed", {"verification": "verified"}),
+    ("explain", "completed", {"text": "the heads saw the same thing"}),
     ("experiment", "parameter-changed", {"parameter": "causal", "value": True}),
     ("experiment", "parameter-changed", {"parameter": "token", "token": 1, "dimension": 2}),
     ("experiment", "parameter-changed", {"parameter": "token", "token": 0, "dimension": 3}),
@@ -41,6 +46,7 @@ KINDS = [  # (checkpoint, event, data): parameters and token cells of every shap
     ("experiment", "parameter-changed", {}),
     ("implement", "attempted", {"tests": {"passed": 1, "failed": 2}}),
 ]
+WORKBENCH = "multi-head-workbench"  # parameter changes there complete the experiment
 SPAN_MINUTES = 16 * 24 * 60  # a little over two weeks: buckets of every grain fill and split
 
 
@@ -96,6 +102,37 @@ def expected_parameters(events, lesson, start, end):
     )
 
 
+def expected_progress(events, lessons, start, end):
+    """(funnel, {checkpoint: (learners, [median, p90])}) for the learners whose first event in
+    the lesson falls in [start, end), by the lesson's completion rules."""
+    lesson = lessons[LESSONS[0]]
+    ids = [cp.id for cp in lesson.checkpoints]
+    first: dict = {}
+    done: dict = defaultdict(dict)
+    for e in sorted((e for e in events if e.lesson == LESSONS[0]), key=lambda e: e.occurred_at):
+        first.setdefault(e.learner, e.occurred_at)
+        cp = lesson.completes(e.event, e.checkpoint, e.instance_id)
+        if cp is not None and cp.id not in done[e.learner]:
+            how = None
+            if cp.requires == "passing-tests":
+                how = "verified" if e.data.get("verification") == "verified" else "reported"
+            done[e.learner][cp.id] = (e.occurred_at, how)
+    cohort = [who for who, t in first.items() if within(t, start, end)]
+    funnel = {
+        "started": len(cohort),
+        "completed": {c: sum(c in done[w] for w in cohort) for c in ids},
+        "after_previous": {
+            b: sum(a in done[w] and b in done[w] for w in cohort) for a, b in zip(ids, ids[1:], strict=False)
+        },
+        "verification": dict(Counter((c, how) for w in cohort for c, (_, how) in done[w].items() if how is not None)),
+    }
+    times = {}
+    for c in ids:
+        seconds = [int((done[w][c][0] - first[w]).total_seconds()) for w in cohort if c in done[w]]
+        times[c] = (len(seconds), list(np.quantile(seconds, [0.5, 0.9])) if seconds else [0.0, 0.0])
+    return funnel, times
+
+
 def within(moment, start, end) -> bool:
     return (start is None or moment >= start) and (end is None or moment < end)
 
@@ -105,9 +142,10 @@ def raw_events(db, platform: int) -> list[Event]:
         return list(session.scalars(select(Event).where(Event.platform_id == platform)))
 
 
-def assert_answers_match_a_recount(db, platform: int, windows) -> None:
+def assert_answers_match_a_recount(db, platform: int, windows, lessons) -> None:
     events = raw_events(db, platform)
-    with db.read() as conn:
+    ids = [cp.id for cp in lessons[LESSONS[0]].checkpoints]
+    with db.snapshot() as conn:
         for start, end in windows:
             window = q.Window(start, end)
             for grain in ("hour", "day", "week"):
@@ -124,6 +162,11 @@ def assert_answers_match_a_recount(db, platform: int, windows) -> None:
             params, cells = expected_parameters(events, LESSONS[0], start, end)
             assert q.parameters(conn, platform, LESSONS[0], window) == params
             assert q.token_cells(conn, platform, LESSONS[0], window) == cells
+            funnel, times = expected_progress(events, lessons, start, end)
+            assert progress_q.funnel(conn, platform, LESSONS[0], ids, window) == funnel, (start, end)
+            for checkpoint, (n, values) in times.items():
+                got = progress_q.durations(conn, platform, LESSONS[0], checkpoint, (0.5, 0.9), window)
+                assert got[0] == n and np.allclose(got[1], values), (checkpoint, start, end)
 
 
 # -- the streams ---------------------------------------------------------------------------
@@ -154,11 +197,14 @@ def test_every_answer_equals_a_recount_whatever_the_stream_and_the_refresh(db, a
         kept: list[NewEvent] = []
         for kind, arg in steps:
             if kind == "batch":
-                fresh = [
-                    NewEvent(str(uuid.uuid4()), learner, lesson, KINDS[k][0], KINDS[k][1], None, KINDS[k][2], when)
-                    for learner, lesson, k, m in arg
-                    for when in [T0 + dt.timedelta(minutes=m, seconds=m % 7)]
-                ]
+                fresh = []
+                for learner, lesson, k, m in arg:
+                    checkpoint, kind, data = KINDS[k]
+                    instance = WORKBENCH if kind == "parameter-changed" else None
+                    serial = dt.timedelta(minutes=m, seconds=m % 7, microseconds=len(kept) + len(fresh))  # no ties
+                    fresh.append(
+                        NewEvent(str(uuid.uuid4()), learner, lesson, checkpoint, kind, instance, data, T0 + serial)
+                    )
                 record_events(db, platform, fresh, lessons)
                 kept += fresh
             elif kind == "replay" and kept:
@@ -179,9 +225,9 @@ def test_every_answer_equals_a_recount_whatever_the_stream_and_the_refresh(db, a
                     with db.write() as session:
                         refresh_on(session.connection(), chunk=arg)
         sorted_windows = [(a, b) if a is None or b is None or a <= b else (b, a) for a, b in windows]
-        assert_answers_match_a_recount(db, platform, [(None, None), *sorted_windows])
+        assert_answers_match_a_recount(db, platform, [(None, None), *sorted_windows], lessons)
         refresh(db)
-        assert_answers_match_a_recount(db, platform, [(None, None), *sorted_windows])
+        assert_answers_match_a_recount(db, platform, [(None, None), *sorted_windows], lessons)
 
     check()
 

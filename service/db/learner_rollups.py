@@ -1,0 +1,231 @@
+"""Funnel and durations rollups: each learner's standing in a lesson, counted.
+
+A learner's standing is their start day, which checkpoints they have completed (and how each
+test result was known), and the whole seconds from their first event to each completion. The
+refresh (service/db/rollup_refresh.py) recomputes the standing of every learner its chunk of
+events touched, takes their previous standing (kept in `rolled_learners`) out of the counts
+and puts the new one in. A read adds the same correction for the learners with events after
+the watermark, so answers are exact; the counts hold one row per (start day, state), not per
+learner, so reads do not grow with the log.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from sqlalchemy import delete, func, select, tuple_
+from sqlalchemy.engine import Connection
+
+from .events import dialect_insert
+from .models import CheckpointProgress, DurationRollup, Event, LearnerLesson, LearnerRollup, RolledLearner
+from .rollups import LABEL, bucket_floor
+
+Key = tuple[int, str, str]  # (platform_id, lesson, learner)
+BATCH = 500
+
+
+@dataclass(frozen=True)
+class Standing:
+    day: str  # start of the UTC day of the learner's first event in the lesson
+    state: str  # "checkpoint:verification" for each completion, sorted, comma-joined
+    durations: str  # "checkpoint=seconds" for each timed completion, sorted, comma-joined
+
+    def checkpoints(self) -> dict[str, str]:
+        """checkpoint -> verification ('' when none)."""
+        return dict(part.split(":", 1) for part in self.state.split(",") if part)
+
+    def seconds(self) -> dict[str, int]:
+        return {c: int(s) for c, s in (part.split("=", 1) for part in self.durations.split(",") if part)}
+
+
+def _batches(keys: list[Key]) -> Iterable[list[Key]]:
+    for i in range(0, len(keys), BATCH):
+        yield keys[i : i + BATCH]
+
+
+def standings(conn: Connection, keys: list[Key]) -> dict[Key, Standing]:
+    """The current standing of each learner who has started (from the progress tables)."""
+    visits, progress = LearnerLesson.__table__, CheckpointProgress.__table__
+    found: dict[Key, Standing] = {}
+    for batch in _batches(keys):
+        starts = {
+            (p, lesson, learner): first
+            for p, lesson, learner, first in conn.execute(
+                select(visits.c.platform_id, visits.c.lesson, visits.c.learner, visits.c.first_event_at).where(
+                    tuple_(visits.c.platform_id, visits.c.lesson, visits.c.learner).in_(batch)
+                )
+            )
+        }
+        done: dict[Key, list] = {}
+        for p, lesson, learner, checkpoint, how, seconds in conn.execute(
+            select(
+                progress.c.platform_id,
+                progress.c.lesson,
+                progress.c.learner,
+                progress.c.checkpoint,
+                progress.c.verification,
+                progress.c.seconds_from_start,
+            ).where(tuple_(progress.c.platform_id, progress.c.lesson, progress.c.learner).in_(batch))
+        ):
+            done.setdefault((p, lesson, learner), []).append((checkpoint, how, seconds))
+        for key, first in starts.items():
+            rows = sorted(done.get(key, []))
+            found[key] = Standing(
+                day=bucket_floor(first, "day").strftime(LABEL),
+                state=",".join(f"{c}:{how or ''}" for c, how, _ in rows),
+                durations=",".join(f"{c}={int(s)}" for c, _, s in rows if s is not None),
+            )
+    return found
+
+
+def rolled(conn: Connection, keys: list[Key]) -> dict[Key, Standing]:
+    """The standing each learner was last counted with."""
+    table = RolledLearner.__table__
+    found: dict[Key, Standing] = {}
+    for batch in _batches(keys):
+        for p, lesson, learner, day, state, durations in conn.execute(
+            select(
+                table.c.platform_id, table.c.lesson, table.c.learner, table.c.day, table.c.state, table.c.durations
+            ).where(tuple_(table.c.platform_id, table.c.lesson, table.c.learner).in_(batch))
+        ):
+            found[(p, lesson, learner)] = Standing(day, state, durations)
+    return found
+
+
+def touched(conn: Connection, low: int, high: int | None, platform_id: int | None = None, lesson: str | None = None):
+    """The learners with events whose id is in (low, high] (no upper bound when None)."""
+    e = Event.__table__
+    query = select(e.c.platform_id, e.c.lesson, e.c.learner).where(e.c.id > low).distinct()
+    if high is not None:
+        query = query.where(e.c.id <= high)
+    if platform_id is not None:
+        query = query.where(e.c.platform_id == platform_id, e.c.lesson == lesson)
+    return [tuple(r) for r in conn.execute(query)]
+
+
+def changes(old: dict[Key, Standing], new: dict[Key, Standing], keys: list[Key]) -> tuple[Counter, Counter]:
+    """(what each (platform, lesson, day, state) count gains, what each (platform, lesson,
+    checkpoint, seconds) count gains) when these learners move from `old` to `new`."""
+    states: Counter = Counter()
+    durations: Counter = Counter()
+    for key in keys:
+        for standing, sign in ((old.get(key), -1), (new.get(key), 1)):
+            if standing is None:
+                continue
+            states[(key[0], key[1], standing.day, standing.state)] += sign
+            for checkpoint, seconds in standing.seconds().items():
+                durations[(key[0], key[1], checkpoint, seconds)] += sign
+    return states, durations
+
+
+def apply(conn: Connection, keys: list[Key]) -> None:
+    """In the refresh's (or the erasure's) transaction: count these learners as they stand now."""
+    if not keys:
+        return
+    old, new = rolled(conn, keys), standings(conn, keys)
+    states, durations = changes(old, new, keys)
+    dialect = conn.dialect.name
+    _add(conn, dialect, LearnerRollup.__table__, ("platform_id", "lesson", "day", "state"), states)
+    _add(conn, dialect, DurationRollup.__table__, ("platform_id", "lesson", "checkpoint", "seconds"), durations)
+    table = RolledLearner.__table__
+    for batch in _batches(keys):
+        conn.execute(delete(table).where(tuple_(table.c.platform_id, table.c.lesson, table.c.learner).in_(batch)))
+    rows = [
+        {"platform_id": k[0], "lesson": k[1], "learner": k[2], "day": s.day, "state": s.state, "durations": s.durations}
+        for k, s in new.items()
+    ]
+    for i in range(0, len(rows), BATCH):
+        conn.execute(table.insert(), rows[i : i + BATCH])
+
+
+def _add(conn: Connection, dialect: str, table, columns: tuple[str, ...], deltas: Counter) -> None:
+    rows = [dict(zip(columns, key, strict=True), learners=n) for key, n in deltas.items() if n]
+    if not rows:
+        return
+    statement = dialect_insert(dialect, table)
+    statement = statement.on_conflict_do_update(
+        index_elements=list(columns), set_={"learners": table.c.learners + statement.excluded.learners}
+    )
+    for i in range(0, len(rows), BATCH):
+        conn.execute(statement, rows[i : i + BATCH])
+    emptied = [key for key, n in deltas.items() if n < 0]
+    for i in range(0, len(emptied), BATCH):
+        conn.execute(
+            delete(table).where(
+                tuple_(*(table.c[c] for c in columns)).in_(emptied[i : i + BATCH]), table.c.learners <= 0
+            )
+        )
+
+
+def _corrections(conn: Connection, platform_id: int, lesson: str) -> tuple[Counter, Counter]:
+    """What the learners with events after the watermark change in the stored counts."""
+    keys = touched(conn, _watermark(conn), None, platform_id, lesson)
+    return changes(rolled(conn, keys), standings(conn, keys), keys)
+
+
+def _watermark(conn: Connection) -> int:
+    from .rollups import watermark_now
+
+    return conn.execute(select(watermark_now())).scalar_one()
+
+
+def state_counts(conn: Connection, platform_id: int, lesson: str, days: tuple[str, str | None]) -> Counter:
+    """state -> learners who started the lesson on days in [days[0], days[1]) (None: no end).
+    Call inside one snapshot (Database.snapshot)."""
+    table = LearnerRollup.__table__
+    query = select(table.c.state, func.sum(table.c.learners)).where(
+        table.c.platform_id == platform_id, table.c.lesson == lesson, table.c.day >= days[0]
+    )
+    if days[1] is not None:
+        query = query.where(table.c.day < days[1])
+    counts = Counter({state: int(n) for state, n in conn.execute(query.group_by(table.c.state))})
+    states, _ = _corrections(conn, platform_id, lesson)
+    for (_, _, day, state), n in states.items():
+        if day >= days[0] and (days[1] is None or day < days[1]):
+            counts[state] += n
+    return +counts
+
+
+def seconds_counts(conn: Connection, platform_id: int, lesson: str, checkpoint: str) -> list[tuple[int, int]]:
+    """(whole seconds to complete `checkpoint`, learners), ascending, over every learner."""
+    table = DurationRollup.__table__
+    counts = Counter(
+        {
+            int(s): int(n)
+            for s, n in conn.execute(
+                select(table.c.seconds, table.c.learners).where(
+                    table.c.platform_id == platform_id, table.c.lesson == lesson, table.c.checkpoint == checkpoint
+                )
+            )
+        }
+    )
+    _, durations = _corrections(conn, platform_id, lesson)
+    for (_, _, c, seconds), n in durations.items():
+        if c == checkpoint:
+            counts[seconds] += n
+    return sorted((+counts).items())
+
+
+def quantiles(values: list[tuple[int, int]], qs: tuple[float, ...]) -> tuple[int, list[float]]:
+    """(how many, numpy's "linear" quantiles) of the multiset given as (value, count) ascending."""
+    n = sum(count for _, count in values)
+    if n == 0:
+        return 0, [0.0 for _ in qs]
+
+    def at(rank: int) -> int:
+        seen = 0
+        for value, count in values:
+            seen += count
+            if rank < seen:
+                return value
+        return values[-1][0]
+
+    out = []
+    for q in qs:
+        position = q * (n - 1)
+        low = int(position)
+        lower, upper = at(low), at(min(low + 1, n - 1))
+        out.append(max(0.0, lower + (position - low) * (upper - lower)))
+    return n, out
