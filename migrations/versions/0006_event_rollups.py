@@ -47,18 +47,41 @@ def upgrade() -> None:
         # (at or below the watermark) to new ones; AUTOINCREMENT never reuses an id.
         with op.batch_alter_table("events", recreate="always", table_kwargs={"sqlite_autoincrement": True}):
             pass
+    op.create_table(
+        "mistake_rollups",
+        sa.Column("platform_id", sa.Integer(), nullable=False),
+        sa.Column("lesson", sa.String(length=64), nullable=False),
+        sa.Column("mistake", sa.String(length=64), nullable=False),
+        sa.Column("checks", sa.BigInteger(), nullable=False),
+        sa.Column("learners", sa.BigInteger(), nullable=False),
+        platform_fk("mistake_rollups"),
+        sa.PrimaryKeyConstraint("platform_id", "lesson", "mistake", name=op.f("pk_mistake_rollups")),
+    )
+    op.create_table(
+        "mistake_learners",
+        sa.Column("platform_id", sa.Integer(), nullable=False),
+        sa.Column("lesson", sa.String(length=64), nullable=False),
+        sa.Column("mistake", sa.String(length=64), nullable=False),
+        sa.Column("learner", sa.String(length=128), nullable=False),
+        platform_fk("mistake_learners"),
+        sa.PrimaryKeyConstraint("platform_id", "lesson", "mistake", "learner", name=op.f("pk_mistake_learners")),
+    )
+    from service.db.mistake_rollups import backfill
+
+    backfill(op.get_bind())
     # The backfill is the incremental refresh from watermark 0, in chunks (set-based SQL).
     from service.db.rollup_refresh import refresh_on
 
     refresh_on(op.get_bind())
 
 
-def _learner_tables() -> None:
-    def platform_fk(table: str) -> sa.ForeignKeyConstraint:
-        return sa.ForeignKeyConstraint(
-            ["platform_id"], ["platforms.id"], name=op.f(f"fk_{table}_platform_id_platforms"), ondelete="CASCADE"
-        )
+def platform_fk(table: str) -> sa.ForeignKeyConstraint:
+    return sa.ForeignKeyConstraint(
+        ["platform_id"], ["platforms.id"], name=op.f(f"fk_{table}_platform_id_platforms"), ondelete="CASCADE"
+    )
 
+
+def _learner_tables() -> None:
     op.create_table(
         "learner_rollups",
         sa.Column("platform_id", sa.Integer(), nullable=False),
@@ -93,7 +116,7 @@ def _learner_tables() -> None:
 
 
 def downgrade() -> None:
-    for table in ("rolled_learners", "duration_rollups", "learner_rollups"):
+    for table in ("mistake_learners", "mistake_rollups", "rolled_learners", "duration_rollups", "learner_rollups"):
         op.drop_table(table)
     op.drop_table("rollup_watermark")
     op.drop_table("event_rollups")

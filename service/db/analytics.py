@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from . import rollups
+from . import mistake_rollups, rollups
 from .models import CheckpointProgress, Event, ExerciseCheck, LearnerLesson
 
 BUCKETS = rollups.GRAINS
@@ -118,7 +118,10 @@ def token_cells(
 
 
 def mistakes(conn: Session, platform_id: int, lesson: str, window: Window = Window()) -> dict[str, tuple[int, int]]:
-    """mistake id -> (checks showing it, distinct learners), checks made within the dates."""
+    """mistake id -> (checks showing it, distinct learners), checks made within the dates; checks
+    without a learner count as checks only."""
+    if not window:
+        return mistake_rollups.totals(conn.connection(), platform_id, lesson)
     query = select(ExerciseCheck.diagnosis, ExerciseCheck.learner).where(
         ExerciseCheck.platform_id == platform_id,
         ExerciseCheck.lesson == lesson,
@@ -130,7 +133,8 @@ def mistakes(conn: Session, platform_id: int, lesson: str, window: Window = Wind
     for diagnosis, learner in rows:
         for mistake in (diagnosis or "").split(","):
             checks[mistake] += 1
-            learners[mistake].add(learner)
+            if learner is not None:
+                learners[mistake].add(learner)
     return {m: (checks[m], len(learners[m])) for m in checks}
 
 

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from ..lessons import Lesson
 from .events import NewEvent, record_events_in
+from .mistake_rollups import count_check
 from .models import ExerciseChallenge, ExerciseCheck
 
 
@@ -45,6 +46,7 @@ def add_check(
             **({"created_at": at} if at else {}),
         )
     )
+    count_check(session.connection(), platform_id, lesson, learner, mistakes)
 
 
 def record_answer(

@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import delete, select
 
+from . import mistake_rollups
 from .engine import Database
 from .events import dialect_insert, tombstone
 from .models import CheckpointProgress, ErasedEvent, Event, ExerciseChallenge, ExerciseCheck, LearnerLesson
@@ -17,6 +18,7 @@ def erase_learner(db: Database, platform_id: int, learner: str) -> dict[str, int
     """Delete everything about one learner of one platform; None when there was nothing."""
     with db.write() as session:
         forget_learner(session.connection(), platform_id, learner)
+        mistake_rollups.forget(session.connection(), platform_id, learner)
         event_ids = list(
             session.scalars(select(Event.event_id).where(Event.platform_id == platform_id, Event.learner == learner))
         )

@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection
 
 from .events import dialect_insert
 from .models import CheckpointProgress, DurationRollup, Event, LearnerLesson, LearnerRollup, RolledLearner
-from .rollups import LABEL, bucket_floor
+from .rollups import LABEL, after, bucket_floor, only_platform
 
 Key = tuple[int, str, str]  # (platform_id, lesson, learner)
 BATCH = 500
@@ -96,13 +96,14 @@ def rolled(conn: Connection, keys: list[Key]) -> dict[Key, Standing]:
 
 def touched(conn: Connection, low: int, high: int | None, platform_id: int | None = None, lesson: str | None = None):
     """The learners with events whose id is in (low, high] (no upper bound when None)."""
-    e = Event.__table__
-    query = select(e.c.platform_id, e.c.lesson, e.c.learner).where(e.c.id > low).distinct()
+    e = Event.__table__.alias("c")
+    query = select(e.c.platform_id, e.c.lesson, e.c.learner).where(after(e, low))
     if high is not None:
         query = query.where(e.c.id <= high)
     if platform_id is not None:
-        query = query.where(e.c.platform_id == platform_id, e.c.lesson == lesson)
-    return [tuple(r) for r in conn.execute(query)]
+        query = query.where(only_platform(e, platform_id), e.c.lesson == lesson)
+    # Made distinct here: DISTINCT in SQL makes SQLite walk a covering index of the whole log.
+    return list(dict.fromkeys(tuple(r) for r in conn.execute(query)))
 
 
 def changes(old: dict[Key, Standing], new: dict[Key, Standing], keys: list[Key]) -> tuple[Counter, Counter]:

@@ -255,3 +255,27 @@ class RolledLearner(Base):
     day: Mapped[str] = mapped_column(String(19))
     state: Mapped[str] = mapped_column(String(1024))
     durations: Mapped[str] = mapped_column(String(2048))
+
+
+class MistakeRollup(Base):
+    """Checks showing each mistake, and the distinct learners they came from, per lesson; kept in
+    the check's own transaction (service/db/mistake_rollups.py)."""
+
+    __tablename__ = "mistake_rollups"
+
+    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"), primary_key=True)
+    lesson: Mapped[str] = mapped_column(String(64), primary_key=True)
+    mistake: Mapped[str] = mapped_column(String(64), primary_key=True)
+    checks: Mapped[int] = mapped_column(BigInteger)
+    learners: Mapped[int] = mapped_column(BigInteger)
+
+
+class MistakeLearner(Base):
+    """That a learner has made a mistake (at least once) in a lesson: counts them once."""
+
+    __tablename__ = "mistake_learners"
+
+    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"), primary_key=True)
+    lesson: Mapped[str] = mapped_column(String(64), primary_key=True)
+    mistake: Mapped[str] = mapped_column(String(64), primary_key=True)
+    learner: Mapped[str] = mapped_column(String(128), primary_key=True)

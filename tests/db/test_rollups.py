@@ -18,10 +18,11 @@ from sqlalchemy import select
 
 from service.db import analytics as q
 from service.db import funnel as progress_q
+from service.db.challenges import add_check
 from service.db.erasure import erase_learner
 from service.db.events import EventConflict, NewEvent
 from service.db.ingest import record_events
-from service.db.models import Event, EventRollup
+from service.db.models import Event, EventRollup, ExerciseCheck
 from service.db.platforms import ensure_platform
 from service.db.rollup_refresh import catch_up, refresh, refresh_on
 
@@ -133,6 +134,19 @@ def expected_progress(events, lessons, start, end):
     return funnel, times
 
 
+def expected_mistakes(checks, start, end) -> dict:
+    times: Counter = Counter()
+    who: dict = defaultdict(set)
+    for check in checks:
+        if check.lesson != LESSONS[0] or not check.diagnosis or not within(check.created_at, start, end):
+            continue
+        for mistake in check.diagnosis.split(","):
+            times[mistake] += 1
+            if check.learner is not None:
+                who[mistake].add(check.learner)
+    return {m: (n, len(who[m])) for m, n in times.items()}
+
+
 def within(moment, start, end) -> bool:
     return (start is None or moment >= start) and (end is None or moment < end)
 
@@ -144,6 +158,8 @@ def raw_events(db, platform: int) -> list[Event]:
 
 def assert_answers_match_a_recount(db, platform: int, windows, lessons) -> None:
     events = raw_events(db, platform)
+    with db.read() as session:
+        checks = list(session.scalars(select(ExerciseCheck).where(ExerciseCheck.platform_id == platform)))
     ids = [cp.id for cp in lessons[LESSONS[0]].checkpoints]
     with db.snapshot() as conn:
         for start, end in windows:
@@ -162,6 +178,7 @@ def assert_answers_match_a_recount(db, platform: int, windows, lessons) -> None:
             params, cells = expected_parameters(events, LESSONS[0], start, end)
             assert q.parameters(conn, platform, LESSONS[0], window) == params
             assert q.token_cells(conn, platform, LESSONS[0], window) == cells
+            assert q.mistakes(conn, platform, LESSONS[0], window) == expected_mistakes(checks, start, end)
             funnel, times = expected_progress(events, lessons, start, end)
             assert progress_q.funnel(conn, platform, LESSONS[0], ids, window) == funnel, (start, end)
             for checkpoint, (n, values) in times.items():
@@ -178,6 +195,15 @@ step = st.one_of(
     st.tuples(st.just("replay"), st.integers(0, 10**6)),
     st.tuples(st.just("conflict"), st.integers(0, 10**6)),
     st.tuples(st.just("erase"), st.sampled_from(LEARNERS)),
+    st.tuples(
+        st.just("check"),
+        st.tuples(
+            st.sampled_from([*LEARNERS, None]),
+            st.sampled_from(LESSONS),
+            st.lists(st.sampled_from(["no_scaling", "no_mask", "shared_heads"]), max_size=2, unique=True),
+            minute,
+        ),
+    ),
     st.tuples(st.just("refresh"), st.integers(1, 9)),  # one chunk of that many ids
     st.tuples(st.just("refresh"), st.just(None)),  # everything so far
 )
@@ -215,6 +241,20 @@ def test_every_answer_equals_a_recount_whatever_the_stream_and_the_refresh(db, a
                 extra = NewEvent(str(uuid.uuid4()), "ada", LESSONS[0], None, "started", None, {}, T0)
                 with pytest.raises(EventConflict):
                     record_events(db, platform, [extra, changed], lessons)
+            elif kind == "check":
+                learner, lesson, mistakes, m = arg
+                with db.write() as session:
+                    add_check(
+                        session,
+                        platform,
+                        learner,
+                        lesson,
+                        {},
+                        not mistakes,
+                        0.1,
+                        mistakes,
+                        T0 + dt.timedelta(minutes=m),
+                    )
             elif kind == "erase":
                 erase_learner(db, platform, arg)
                 kept = [e for e in kept if e.learner != arg]  # a replay of theirs is acknowledged, not stored
@@ -281,3 +321,16 @@ def test_a_read_refreshes_first_only_when_the_tail_is_long(db, app):
     with db.read() as session:
         assert session.scalars(select(EventRollup.events).where(EventRollup.grain == "all")).all() == []
         assert set(session.scalars(select(EventRollup.events).where(EventRollup.grain == "day"))) == {5}
+
+
+def test_mistake_counts_follow_checks_and_erasure(db):
+    with db.write() as session:
+        platform = ensure_platform(session, "acme").id
+        for learner, mistakes in [("ada", ["no_mask"]), ("ada", ["no_mask", "no_scaling"]), ("bob", ["no_mask"])]:
+            add_check(session, platform, learner, LESSONS[0], {}, False, 0.5, mistakes)
+        add_check(session, platform, None, LESSONS[0], {}, False, 0.5, ["no_mask"])  # a check, not a learner
+    with db.read() as conn:
+        assert q.mistakes(conn, platform, LESSONS[0]) == {"no_mask": (4, 2), "no_scaling": (1, 1)}
+    erase_learner(db, platform, "ada")
+    with db.read() as conn:
+        assert q.mistakes(conn, platform, LESSONS[0]) == {"no_mask": (2, 1)}
