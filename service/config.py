@@ -60,6 +60,10 @@ class Settings:
     ratelimit_enabled: bool = True
     sqlite_busy_timeout_ms: int = 5000
     k_anonymity: int = 5
+    # An analytics read rolls up first when more events than this wait after the rollups'
+    # watermark (it adds up fewer itself); 0: reads never write (a read replica, or when
+    # `workbench rollups refresh --loop` runs).
+    rollups_refresh_on_read_after: int = 5000
     activity_base: str = "https://attention-workbench.example/xapi"  # xAPI activity IRIs start here
     export_settle_seconds: int = 10  # exports stop this far behind now: later commits cannot slip in
     metrics_token: str = ""
@@ -105,6 +109,8 @@ class Settings:
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"WORKBENCH_{name.upper()} must be at least 1")
+        if self.rollups_refresh_on_read_after < 0:
+            raise ConfigError("WORKBENCH_ROLLUPS_REFRESH_ON_READ_AFTER cannot be negative")
         if self.auth_cache_seconds < 0 or self.auth_cache_seconds > 300:
             raise ConfigError("WORKBENCH_AUTH_CACHE_SECONDS must be between 0 and 300")
         if self.client_stall_seconds <= 0 or self.body_seconds <= 0:

@@ -46,6 +46,13 @@ def _k() -> int:
     return current_app.extensions["settings"].k_anonymity
 
 
+def _catch_up() -> None:
+    """Roll up first when far behind (never when the setting is 0: a read replica)."""
+    tail = current_app.extensions["settings"].rollups_refresh_on_read_after
+    if tail:
+        catch_up(current_app.extensions["db"], tail)
+
+
 def _conn():
     """Every figure of an answer from one snapshot (the rollups and the events after them agree)."""
     return current_app.extensions["db"].snapshot()
@@ -73,6 +80,7 @@ class Funnel(MethodView):
         principal = current_principal("analytics:read", allow_web=False)
         lesson, window = _lesson(lesson_id), _window(args)
         ids = [c.id for c in lesson.checkpoints]
+        _catch_up()
         with _conn() as conn:
             raw = progress_q.funnel(conn, principal.platform_id, lesson.id, ids, window)
         steps, previous = [], raw["started"]
@@ -109,6 +117,7 @@ class Durations(MethodView):
         principal = current_principal("analytics:read", allow_web=False)
         lesson, window = _lesson(lesson_id), _window(args)
         rows = []
+        _catch_up()
         with _conn() as conn:
             for cp in lesson.checkpoints:
                 n, (median, p90) = progress_q.durations(
@@ -141,7 +150,7 @@ class Timeseries(MethodView):
         """Events per hour, day or week (weeks start on Monday, UTC), by event kind or checkpoint"""
         principal = current_principal("analytics:read", allow_web=False)
         window = _window(args)
-        catch_up(current_app.extensions["db"])
+        _catch_up()
         with _conn() as conn:
             rows = q.timeseries(conn, principal.platform_id, args["bucket"], args["group_by"], window, args["lesson"])
         out = [
@@ -176,7 +185,7 @@ class Parameters(MethodView):
         between 'from' and 'to', when given)"""
         principal = current_principal("analytics:read", allow_web=False)
         lesson, window = _lesson(lesson_id), _window(args)
-        catch_up(current_app.extensions["db"])
+        _catch_up()
         with _conn() as conn:
             rows = q.parameters(conn, principal.platform_id, lesson.id, window)
             cells = q.token_cells(conn, principal.platform_id, lesson.id, window)

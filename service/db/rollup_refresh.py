@@ -20,7 +20,6 @@ from .models import Event, RollupWatermark
 from .rollups import ROLLUPS, VARIANTS, aggregate, watermark_now
 
 CHUNK = 20_000  # events per transaction: short enough that ingest never waits long for the refresh
-TAIL = 5_000  # events after the watermark an analytics read adds up itself before it refreshes first
 PK = ("platform_id", "grain", "lesson", "dimension", "bucket", "key")
 
 
@@ -43,7 +42,7 @@ def refresh(db: Database, chunk: int = CHUNK) -> int:
         moved += step
 
 
-def catch_up(db: Database, tail: int = TAIL) -> None:
+def catch_up(db: Database, tail: int) -> None:
     """Refresh first when more than `tail` events wait after the watermark (reads add up the
     rest themselves)."""
     with db.read() as session:

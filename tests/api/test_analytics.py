@@ -7,8 +7,12 @@ import threading
 
 import orjson
 import pytest
+from sqlalchemy import func, select
 
 from service.app import create_app
+from service.db.challenges import add_check
+from service.db.models import Event, RollupWatermark
+from service.db.platforms import ensure_platform
 
 from .helpers import LESSON, event
 
@@ -144,6 +148,22 @@ def test_a_larger_k_suppresses_everything(app_config, cohort, client, analyst):
     assert body["started"] is None and all(s["suppressed"] and s["learners"] is None for s in body["steps"])
 
 
+def test_reads_roll_up_first_when_far_behind_and_never_on_a_replica(app_config, cohort, client, analyst, db):
+    def watermark():
+        with db.read() as session:
+            return session.scalar(select(RollupWatermark.last_event_id))
+
+    series = f"{A}/events/timeseries?bucket=day&group_by=event"
+    replica = create_app({**app_config, "rollups_refresh_on_read_after": 0}).test_client()
+    before = replica.get(series, headers=analyst).json
+    assert watermark() == 0  # nothing rolled up, and the answer counted every event anyway
+    assert sum(r["events"] or 0 for r in before["rows"]) > 0
+    eager = create_app({**app_config, "rollups_refresh_on_read_after": 1}).test_client()
+    assert eager.get(series, headers=analyst).json == before
+    with db.read() as session:
+        assert watermark() == session.scalar(select(func.max(Event.id)))
+
+
 def test_learners_rows_are_paginated(client, analyst):
     seen, cursor = [], None
     while True:
@@ -260,7 +280,7 @@ def test_a_late_earlier_event_moves_the_durations(client, acme, analyst):
 
 
 @pytest.mark.databases
-def test_one_k_rule_everywhere_for_a_group_of_two(client, acme, make_key):
+def test_one_k_rule_everywhere_for_a_group_of_two(client, acme, make_key, db):
     """Two learners (k is 5): every figure is hidden the same way, and nothing a learner typed
     appears in a hidden row."""
     analyst = make_key("acme", "analytics:read")
@@ -282,6 +302,14 @@ def test_one_k_rule_everywhere_for_a_group_of_two(client, acme, make_key):
     assert funnel["started"] is None and all(s["suppressed"] for s in funnel["steps"])
     durations = client.get(f"{A}/lessons/{LESSON}/durations", headers=analyst).json
     assert all(c["suppressed"] and c["median_seconds"] is None for c in durations["checkpoints"])
+    series = client.get(f"{A}/events/timeseries?bucket=day&group_by=event", headers=analyst).json
+    assert series["rows"] and all(r["suppressed"] and r["events"] is None for r in series["rows"])
+    with db.write() as session:
+        platform = ensure_platform(session, "acme").id
+        for learner in ("tiny-1", "tiny-2"):
+            add_check(session, platform, learner, LESSON, {}, False, 0.5, ["no_scaling"])
+    mistakes = client.get(f"{A}/lessons/{LESSON}/mistakes", headers=analyst).json
+    assert mistakes["mistakes"] and all(m["suppressed"] and m["times"] is None for m in mistakes["mistakes"])
 
 
 def test_a_date_range_keeps_the_learners_who_started_in_it_and_the_activity_in_it(client, analyst):
