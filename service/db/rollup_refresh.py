@@ -80,7 +80,8 @@ def refresh_on(conn: Connection, high: int | None = None, chunk: int | None = No
 
 def _add(dialect: str, v, low: int, high: int):
     """INSERT ... SELECT: the events in (low, high] added to their groups."""
-    rows = aggregate(dialect, v, lambda c: [c.c.id > low, c.c.id <= high], seen_upto=low)
+    # From the start of the log nothing is rolled up yet: no learner needs looking for.
+    rows = aggregate(dialect, v, lambda c: [c.c.id > low, c.c.id <= high], seen_upto=low or None)
     statement = dialect_insert(dialect, ROLLUPS).from_select([*PK, "events", "learners"], rows)
     return statement.on_conflict_do_update(
         index_elements=list(PK),

@@ -19,7 +19,7 @@ import datetime as dt
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from sqlalchemy import String, case, cast, distinct, exists, func, literal, literal_column, select, union_all
+from sqlalchemy import String, case, cast, exists, func, literal, literal_column, select, union_all
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql import ColumnElement, Select
 
@@ -144,43 +144,53 @@ Where = Callable[[object], Iterable[ColumnElement]]
 def aggregate(dialect: str, v: Variant, where: Where, seen_upto: ColumnElement | int | None = None) -> Select:
     """(platform_id, grain, lesson, dimension, bucket, key, events, learners) per group of the
     events `where` selects (given the events' alias). With `seen_upto`, a learner counts in a
-    group only if none of their events with id <= seen_upto is in it."""
+    group only if none of their events with id <= seen_upto is in it.
+
+    Grouped twice: first per learner within each group (each learner is checked once, not once
+    per event), then per group."""
     c = EVENTS.alias("c")
-    bucket = bucket_of(dialect, v.grain, c.c.occurred_at)
-    key = key_of(dialect, v.dimension, c)
+    platform = c.c.platform_id + 0  # grouping on the bare column makes SQLite walk a platform index
+    lesson = c.c.lesson if v.per_lesson else literal("", String)
+    bucket, key = bucket_of(dialect, v.grain, c.c.occurred_at), key_of(dialect, v.dimension, c)
+    g = (
+        select(
+            platform.label("platform"),
+            lesson.label("lesson"),
+            bucket.label("bucket"),
+            key.label("key"),
+            c.c.learner,
+            func.count().label("events"),
+        )
+        .where(*_only(dialect, v.dimension, c), *where(c))
+        .group_by(platform, bucket, key, c.c.learner, *([c.c.lesson] if v.per_lesson else []))
+        .subquery("g")
+    )
     if seen_upto is None:
-        learners = func.count(distinct(c.c.learner))
+        learners = func.count()
     else:
         p = EVENTS.alias("p")
         same = [
-            p.c.platform_id == c.c.platform_id,
-            p.c.learner == c.c.learner,
+            p.c.platform_id == g.c.platform,
+            p.c.learner == g.c.learner,
             p.c.id <= seen_upto,
             *_only(dialect, v.dimension, p),
-            key_of(dialect, v.dimension, p) == key,
+            key_of(dialect, v.dimension, p) == g.c.key,
         ]
         if v.grain != "all":
-            same.append(bucket_of(dialect, v.grain, p.c.occurred_at) == bucket)
+            same.append(bucket_of(dialect, v.grain, p.c.occurred_at) == g.c.bucket)
         if v.per_lesson:
-            same.append(p.c.lesson == c.c.lesson)
-        learners = func.count(distinct(case((~exists().where(*same), c.c.learner))))
-    lesson = c.c.lesson if v.per_lesson else literal("", String)
-    platform = c.c.platform_id + 0  # grouping on the bare column makes SQLite walk a platform index
-    groups = [platform, bucket, key] + ([c.c.lesson] if v.per_lesson else [])
-    return (
-        select(
-            platform.label("rollup_platform"),
-            literal(v.grain, String).label("rollup_grain"),
-            lesson.label("rollup_lesson"),
-            literal(v.dimension, String).label("rollup_dimension"),
-            bucket.label("rollup_bucket"),
-            key.label("rollup_key"),
-            func.count().label("rollup_events"),
-            learners.label("rollup_learners"),
-        )
-        .where(*_only(dialect, v.dimension, c), *where(c))
-        .group_by(*groups)
-    )
+            same.append(p.c.lesson == g.c.lesson)
+        learners = func.count(case((~exists().where(*same), 1)))
+    return select(
+        g.c.platform.label("rollup_platform"),
+        literal(v.grain, String).label("rollup_grain"),
+        g.c.lesson.label("rollup_lesson"),
+        literal(v.dimension, String).label("rollup_dimension"),
+        g.c.bucket.label("rollup_bucket"),
+        g.c.key.label("rollup_key"),
+        func.sum(g.c.events).label("rollup_events"),
+        learners.label("rollup_learners"),
+    ).group_by(g.c.platform, g.c.lesson, g.c.bucket, g.c.key)
 
 
 def after(e, mark: int) -> ColumnElement:
