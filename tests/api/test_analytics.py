@@ -156,7 +156,7 @@ def test_reads_roll_up_first_when_far_behind_and_never_on_a_replica(app_config, 
     series = f"{A}/events/timeseries?bucket=day&group_by=event"
     replica = create_app({**app_config, "rollups_refresh_on_read_after": 0}).test_client()
     before = replica.get(series, headers=analyst).json
-    assert watermark() == 0  # nothing rolled up, and the answer counted every event anyway
+    assert (watermark() or 0) == 0  # nothing rolled up, and the answer counted every event anyway
     assert sum(r["events"] or 0 for r in before["rows"]) > 0
     eager = create_app({**app_config, "rollups_refresh_on_read_after": 1}).test_client()
     assert eager.get(series, headers=analyst).json == before
