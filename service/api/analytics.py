@@ -11,6 +11,7 @@ from ..db import analytics as q
 from ..db import funnel as progress_q
 from ..db.rollup_refresh import catch_up
 from ..lessons import Lesson
+from ..lessons.parameters import PARAMETERS
 from . import cursors
 from .auth import current_principal
 from .problems import Problem
@@ -166,13 +167,6 @@ class Timeseries(MethodView):
         return {"bucket": args["bucket"], "group_by": args["group_by"], "k": _k(), "rows": out}
 
 
-PARAMETER_NAMES = {
-    "token": "a token coordinate",
-    "causal": "the causal mask",
-    "reuse_first_slice": "the broken head reuse",
-    "failure_mode": "the failure-mode comparison",
-    "reset": "reset of the tokens",
-}
 
 
 @blp.route("/lessons/<string:lesson_id>/parameters")
@@ -210,12 +204,12 @@ class Parameters(MethodView):
 def _parameter_row(parameter: str | None, times: int, learners: int) -> dict:
     """A parameter's row; a parameter name a client made up is free text, so a group under k
     shows neither the name nor a count."""
-    known = parameter in PARAMETER_NAMES
+    known = parameter in PARAMETERS
     hidden = learners < _k()
     name = (parameter if known else "other" if hidden else parameter) or "unknown"
     return {
         "id": name,
-        "description": PARAMETER_NAMES.get(name, f"hidden: fewer than {_k()} learners" if hidden else name),
+        "description": PARAMETERS.get(name, f"hidden: fewer than {_k()} learners" if hidden else name),
         "times": _kept(times, learners),
         "learners": _kept(learners, learners),
         "suppressed": hidden,
