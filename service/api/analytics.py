@@ -167,8 +167,6 @@ class Timeseries(MethodView):
         return {"bucket": args["bucket"], "group_by": args["group_by"], "k": _k(), "rows": out}
 
 
-
-
 @blp.route("/lessons/<string:lesson_id>/parameters")
 class Parameters(MethodView):
     @blp.arguments(DateRangeArgs(), location="query")

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from sqlalchemy import delete, func, select, tuple_
+from sqlalchemy import bindparam, delete, func, select
 from sqlalchemy.engine import Connection
 
 from .events import dialect_insert
@@ -40,21 +40,33 @@ class Standing:
         return {c: int(s) for c, s in (part.split("=", 1) for part in self.durations.split(",") if part)}
 
 
-def _batches(keys: list[Key]) -> Iterable[list[Key]]:
-    for i in range(0, len(keys), BATCH):
-        yield keys[i : i + BATCH]
+def _groups(keys: list[Key]) -> Iterable[tuple[int, str, list[str]]]:
+    """(platform, lesson, up to BATCH learners) covering these keys."""
+    groups: dict[tuple[int, str], list[str]] = {}
+    for platform, lesson, learner in keys:
+        groups.setdefault((platform, lesson), []).append(learner)
+    for (platform, lesson), learners in groups.items():
+        for i in range(0, len(learners), BATCH):
+            yield platform, lesson, learners[i : i + BATCH]
+
+
+def _among(table, group: tuple[int, str, list[str]]):
+    """Rows of one group: equality on platform and lesson and a plain IN on learners, which every
+    index on the three serves (a row-value IN makes SQLite scan the table)."""
+    platform, lesson, learners = group
+    return (table.c.platform_id == platform) & (table.c.lesson == lesson) & table.c.learner.in_(learners)
 
 
 def standings(conn: Connection, keys: list[Key]) -> dict[Key, Standing]:
     """The current standing of each learner who has started (from the progress tables)."""
     visits, progress = LearnerLesson.__table__, CheckpointProgress.__table__
     found: dict[Key, Standing] = {}
-    for batch in _batches(keys):
+    for group in _groups(keys):
         starts = {
             (p, lesson, learner): first
             for p, lesson, learner, first in conn.execute(
                 select(visits.c.platform_id, visits.c.lesson, visits.c.learner, visits.c.first_event_at).where(
-                    tuple_(visits.c.platform_id, visits.c.lesson, visits.c.learner).in_(batch)
+                    _among(visits, group)
                 )
             )
         }
@@ -67,7 +79,7 @@ def standings(conn: Connection, keys: list[Key]) -> dict[Key, Standing]:
                 progress.c.checkpoint,
                 progress.c.verification,
                 progress.c.seconds_from_start,
-            ).where(tuple_(progress.c.platform_id, progress.c.lesson, progress.c.learner).in_(batch))
+            ).where(_among(progress, group))
         ):
             done.setdefault((p, lesson, learner), []).append((checkpoint, how, seconds))
         for key, first in starts.items():
@@ -84,11 +96,11 @@ def rolled(conn: Connection, keys: list[Key]) -> dict[Key, Standing]:
     """The standing each learner was last counted with."""
     table = RolledLearner.__table__
     found: dict[Key, Standing] = {}
-    for batch in _batches(keys):
+    for group in _groups(keys):
         for p, lesson, learner, day, state, durations in conn.execute(
             select(
                 table.c.platform_id, table.c.lesson, table.c.learner, table.c.day, table.c.state, table.c.durations
-            ).where(tuple_(table.c.platform_id, table.c.lesson, table.c.learner).in_(batch))
+            ).where(_among(table, group))
         ):
             found[(p, lesson, learner)] = Standing(day, state, durations)
     return found
@@ -131,8 +143,8 @@ def apply(conn: Connection, keys: list[Key]) -> None:
     _add(conn, dialect, LearnerRollup.__table__, ("platform_id", "lesson", "day", "state"), states)
     _add(conn, dialect, DurationRollup.__table__, ("platform_id", "lesson", "checkpoint", "seconds"), durations)
     table = RolledLearner.__table__
-    for batch in _batches(keys):
-        conn.execute(delete(table).where(tuple_(table.c.platform_id, table.c.lesson, table.c.learner).in_(batch)))
+    for group in _groups(keys):
+        conn.execute(delete(table).where(_among(table, group)))
     rows = [
         {"platform_id": k[0], "lesson": k[1], "learner": k[2], "day": s.day, "state": s.state, "durations": s.durations}
         for k, s in new.items()
@@ -151,12 +163,10 @@ def _add(conn: Connection, dialect: str, table, columns: tuple[str, ...], deltas
     )
     for i in range(0, len(rows), BATCH):
         conn.execute(statement, rows[i : i + BATCH])
-    emptied = [key for key, n in deltas.items() if n < 0]
-    for i in range(0, len(emptied), BATCH):
+    emptied = [dict(zip(columns, key, strict=True)) for key, n in deltas.items() if n < 0]
+    if emptied:
         conn.execute(
-            delete(table).where(
-                tuple_(*(table.c[c] for c in columns)).in_(emptied[i : i + BATCH]), table.c.learners <= 0
-            )
+            delete(table).where(*(table.c[c] == bindparam(c) for c in columns), table.c.learners <= 0), emptied
         )
 
 
