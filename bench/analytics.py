@@ -18,12 +18,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from sqlalchemy import text
+from sqlalchemy import delete, text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import emit, fresh_schema  # noqa: E402
 from service.app import create_app  # noqa: E402
 from service.db import Database  # noqa: E402
+from service.db.mistake_rollups import backfill  # noqa: E402
+from service.db.models import MistakeLearner, MistakeRollup  # noqa: E402
 from service.db.platforms import create_key  # noqa: E402
 from service.db.rollup_refresh import refresh  # noqa: E402
 from service.demo import load  # noqa: E402
@@ -81,6 +83,10 @@ def scale(url: str, tops: dict[str, int], first: int, last: int) -> None:
             for table, sql in COPIED.items():
                 session.execute(text(sql), {"tag": tag, "suffix": suffix, "top": tops[table]})
         print(f"  copy {n}/{last} ({time.monotonic() - started:.0f} s)", file=sys.stderr, flush=True)
+    with db.write() as session:  # the copies' checks, counted as the service counts them
+        session.execute(delete(MistakeLearner))
+        session.execute(delete(MistakeRollup))
+        backfill(session.connection())
     with db.engine.execution_options(isolation_level="AUTOCOMMIT").connect() as conn:
         conn.exec_driver_sql("VACUUM ANALYZE" if url.startswith("postgresql") else "ANALYZE")
     db.dispose()
@@ -165,11 +171,14 @@ def main() -> None:
     parser.add_argument(
         "--events", default="1000000,10000000", help="comma-separated sizes, each a multiple of the first"
     )
+    parser.add_argument("--backends", default="sqlite,postgresql", help="which of the two to measure")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     sizes = [int(s) for s in args.events.split(",")]
-    targets = [("SQLite", f"sqlite:///{Path(tempfile.mkdtemp(prefix='bench-analytics-')) / 'a.db'}")]
-    if os.environ.get("WORKBENCH_BENCH_DATABASE_URL"):
+    targets = []
+    if "sqlite" in args.backends:
+        targets.append(("SQLite", f"sqlite:///{Path(tempfile.mkdtemp(prefix='bench-analytics-')) / 'a.db'}"))
+    if "postgresql" in args.backends and os.environ.get("WORKBENCH_BENCH_DATABASE_URL"):
         targets.append(("PostgreSQL", os.environ["WORKBENCH_BENCH_DATABASE_URL"]))
     for backend, url in targets:
         print(f"== populating {backend} with {sizes[0]:,} events", file=sys.stderr, flush=True)

@@ -256,7 +256,7 @@ class Learners(MethodView):
         after = cursors.decode(args["cursor"]) if args["cursor"] else ""
         with _conn() as conn:
             # Rows about individuals: only for a group of at least k, like every other figure here.
-            if q.lesson_learners(conn, principal.platform_id, lesson.id) < _k():
+            if not q.has_learners(conn, principal.platform_id, lesson.id, _k()):
                 return {"lesson": lesson.id, "k": _k(), "learners": [], "next": None, "suppressed": True}
             rows = q.learners_page(conn, principal.platform_id, lesson.id, after, args["limit"] + 1)
         page = rows[: args["limit"]]

@@ -138,13 +138,15 @@ def mistakes(conn: Session, platform_id: int, lesson: str, window: Window = Wind
     return {m: (checks[m], len(learners[m])) for m in checks}
 
 
-def lesson_learners(conn: Session, platform_id: int, lesson: str) -> int:
-    """How many learners started the lesson."""
-    return conn.execute(
-        select(func.count())
-        .select_from(LearnerLesson)
+def has_learners(conn: Session, platform_id: int, lesson: str, at_least: int) -> bool:
+    """Whether at least `at_least` learners started the lesson (reads no more rows than that)."""
+    first = (
+        select(LearnerLesson.id)
         .where(LearnerLesson.platform_id == platform_id, LearnerLesson.lesson == lesson)
-    ).scalar_one()
+        .limit(at_least)
+        .subquery()
+    )
+    return conn.execute(select(func.count()).select_from(first)).scalar_one() >= at_least
 
 
 def learners_page(conn: Session, platform_id: int, lesson: str, after: str, limit: int) -> list[dict[str, Any]]:
