@@ -19,7 +19,7 @@ from sqlalchemy import bindparam, delete, func, select
 from sqlalchemy.engine import Connection
 
 from .events import dialect_insert
-from .models import CheckpointProgress, DurationRollup, Event, LearnerLesson, LearnerRollup, RolledLearner
+from .models import CheckpointProgress, DurationRollup, Event, LearnerLesson, LearnerRollup, RolledLearner, cast_table
 from .rollups import LABEL, after, bucket_floor, only_platform
 
 Key = tuple[int, str, str]  # (platform_id, lesson, learner)
@@ -94,7 +94,7 @@ def standings(conn: Connection, keys: list[Key]) -> dict[Key, Standing]:
 
 def rolled(conn: Connection, keys: list[Key]) -> dict[Key, Standing]:
     """The standing each learner was last counted with."""
-    table = RolledLearner.__table__
+    table = cast_table(RolledLearner)
     found: dict[Key, Standing] = {}
     for group in _groups(keys):
         for p, lesson, learner, day, state, durations in conn.execute(
@@ -140,9 +140,9 @@ def apply(conn: Connection, keys: list[Key]) -> None:
     old, new = rolled(conn, keys), standings(conn, keys)
     states, durations = changes(old, new, keys)
     dialect = conn.dialect.name
-    _add(conn, dialect, LearnerRollup.__table__, ("platform_id", "lesson", "day", "state"), states)
-    _add(conn, dialect, DurationRollup.__table__, ("platform_id", "lesson", "checkpoint", "seconds"), durations)
-    table = RolledLearner.__table__
+    _add(conn, dialect, cast_table(LearnerRollup), ("platform_id", "lesson", "day", "state"), states)
+    _add(conn, dialect, cast_table(DurationRollup), ("platform_id", "lesson", "checkpoint", "seconds"), durations)
+    table = cast_table(RolledLearner)
     for group in _groups(keys):
         conn.execute(delete(table).where(_among(table, group)))
     rows = [
@@ -185,7 +185,7 @@ def _watermark(conn: Connection) -> int:
 def state_counts(conn: Connection, platform_id: int, lesson: str, days: tuple[str, str | None]) -> Counter:
     """state -> learners who started the lesson on days in [days[0], days[1]) (None: no end).
     Call inside one snapshot (Database.snapshot)."""
-    table = LearnerRollup.__table__
+    table = cast_table(LearnerRollup)
     query = select(table.c.state, func.sum(table.c.learners)).where(
         table.c.platform_id == platform_id, table.c.lesson == lesson, table.c.day >= days[0]
     )
@@ -201,7 +201,7 @@ def state_counts(conn: Connection, platform_id: int, lesson: str, days: tuple[st
 
 def seconds_counts(conn: Connection, platform_id: int, lesson: str, checkpoint: str) -> list[tuple[int, int]]:
     """(whole seconds to complete `checkpoint`, learners), ascending, over every learner."""
-    table = DurationRollup.__table__
+    table = cast_table(DurationRollup)
     counts = Counter(
         {
             int(s): int(n)

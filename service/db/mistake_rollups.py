@@ -11,10 +11,10 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.engine import Connection
 
 from .events import dialect_insert
-from .models import ExerciseCheck, MistakeLearner, MistakeRollup
+from .models import ExerciseCheck, MistakeLearner, MistakeRollup, cast_table
 
-TOTALS = MistakeRollup.__table__
-SEEN = MistakeLearner.__table__
+TOTALS = cast_table(MistakeRollup)
+SEEN = cast_table(MistakeLearner)
 
 
 def count_check(conn: Connection, platform_id: int, lesson: str, learner: str | None, mistakes: list[str]) -> None:
@@ -89,7 +89,7 @@ def backfill(conn: Connection) -> None:
         )
     )
     for platform_id, lesson, learner, diagnosis in rows:
-        for mistake in diagnosis.split(","):
+        for mistake in (diagnosis or "").split(","):
             checks[(platform_id, lesson, mistake)] += 1
             if learner is not None:
                 seen.add((platform_id, lesson, mistake, learner))

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import JSON, BigInteger, Boolean, Float, ForeignKey, Index, Integer, String, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Boolean, Float, ForeignKey, Index, Integer, String, Table, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from .base import Base
@@ -13,6 +13,11 @@ from .types import UTCDateTime
 
 # SQLite only auto-increments INTEGER PRIMARY KEY; PostgreSQL gets BIGINT identity.
 BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+def cast_table(model: type[Base]) -> Table:
+    """A model's table, typed as the Table it is (for Core statements)."""
+    return cast(Table, model.__table__)
 
 
 def utcnow() -> dt.datetime:

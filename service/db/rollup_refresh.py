@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection
 from . import learner_rollups
 from .engine import Database
 from .events import dialect_insert
-from .models import Event, RollupWatermark
+from .models import Event, RolledLearner, RollupWatermark, cast_table
 from .rollups import ROLLUPS, VARIANTS, aggregate, watermark_now
 
 CHUNK = 20_000  # events per transaction: short enough that ingest never waits long for the refresh
@@ -151,7 +151,7 @@ def forget_learner(conn: Connection, platform_id: int, learner: str) -> None:
 def forget_standing(conn: Connection, platform_id: int, learner: str) -> None:
     """In the erasure's transaction, after their progress went: take the learner out of the
     funnel and durations counts."""
-    table = learner_rollups.RolledLearner.__table__
+    table = cast_table(RolledLearner)
     keys = conn.execute(
         select(table.c.platform_id, table.c.lesson, table.c.learner).where(
             table.c.platform_id == platform_id, table.c.learner == learner

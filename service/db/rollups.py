@@ -18,17 +18,18 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import String, case, cast, exists, func, literal, literal_column, select, union_all
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql import ColumnElement, Select
 
-from .models import Event, EventRollup, RollupWatermark
+from .models import Event, EventRollup, RollupWatermark, cast_table
 
 GRAINS = ("hour", "day", "week")
 NAME_CAP = 128  # longer parameter names count as none (free text, and an index key must stay short)
-EVENTS = Event.__table__
-ROLLUPS = EventRollup.__table__
+EVENTS = cast_table(Event)
+ROLLUPS = cast_table(EventRollup)
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,7 @@ def decode_key(key: str) -> str | None:
     return None if key == "-" else key[1:]
 
 
-Where = Callable[[object], Iterable[ColumnElement]]
+Where = Callable[[Any], Iterable[ColumnElement]]
 
 
 def aggregate(dialect: str, v: Variant, where: Where, seen_upto: ColumnElement | int | None = None) -> Select:
