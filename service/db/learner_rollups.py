@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection
 
 from .events import dialect_insert
 from .models import CheckpointProgress, DurationRollup, Event, LearnerLesson, LearnerRollup, RolledLearner, cast_table
-from .rollups import LABEL, after, bucket_floor, only_platform
+from .rollups import LABEL, after, bucket_floor, in_batches, only_platform, watermark
 
 Key = tuple[int, str, str]  # (platform_id, lesson, learner)
 BATCH = 500
@@ -149,8 +149,7 @@ def apply(conn: Connection, keys: list[Key]) -> None:
         {"platform_id": k[0], "lesson": k[1], "learner": k[2], "day": s.day, "state": s.state, "durations": s.durations}
         for k, s in new.items()
     ]
-    for i in range(0, len(rows), BATCH):
-        conn.execute(table.insert(), rows[i : i + BATCH])
+    in_batches(conn, table.insert(), rows, BATCH)
 
 
 def _add(conn: Connection, dialect: str, table, columns: tuple[str, ...], deltas: Counter) -> None:
@@ -161,8 +160,7 @@ def _add(conn: Connection, dialect: str, table, columns: tuple[str, ...], deltas
     statement = statement.on_conflict_do_update(
         index_elements=list(columns), set_={"learners": table.c.learners + statement.excluded.learners}
     )
-    for i in range(0, len(rows), BATCH):
-        conn.execute(statement, rows[i : i + BATCH])
+    in_batches(conn, statement, rows, BATCH)
     emptied = [dict(zip(columns, key, strict=True)) for key, n in deltas.items() if n < 0]
     if emptied:
         conn.execute(
@@ -172,14 +170,8 @@ def _add(conn: Connection, dialect: str, table, columns: tuple[str, ...], deltas
 
 def _corrections(conn: Connection, platform_id: int, lesson: str) -> tuple[Counter, Counter]:
     """What the learners with events after the watermark change in the stored counts."""
-    keys = touched(conn, _watermark(conn), None, platform_id, lesson)
+    keys = touched(conn, watermark(conn), None, platform_id, lesson)
     return changes(rolled(conn, keys), standings(conn, keys), keys)
-
-
-def _watermark(conn: Connection) -> int:
-    from .rollups import watermark_now
-
-    return conn.execute(select(watermark_now())).scalar_one()
 
 
 def state_counts(conn: Connection, platform_id: int, lesson: str, days: tuple[str, str | None]) -> Counter:

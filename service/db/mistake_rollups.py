@@ -12,6 +12,7 @@ from sqlalchemy.engine import Connection
 
 from .events import dialect_insert
 from .models import ExerciseCheck, MistakeLearner, MistakeRollup, cast_table
+from .rollups import in_batches
 
 TOTALS = cast_table(MistakeRollup)
 SEEN = cast_table(MistakeLearner)
@@ -94,17 +95,14 @@ def backfill(conn: Connection) -> None:
             if learner is not None:
                 seen.add((platform_id, lesson, mistake, learner))
     learners = Counter((p, lesson, m) for p, lesson, m, _ in seen)
-    _insert(conn, SEEN, [dict(platform_id=p, lesson=lesson, mistake=m, learner=who) for p, lesson, m, who in seen])
-    _insert(
+    in_batches(
+        conn, SEEN.insert(), [dict(platform_id=p, lesson=lesson, mistake=m, learner=who) for p, lesson, m, who in seen]
+    )
+    in_batches(
         conn,
-        TOTALS,
+        TOTALS.insert(),
         [
             dict(platform_id=p, lesson=lesson, mistake=m, checks=n, learners=learners[(p, lesson, m)])
             for (p, lesson, m), n in checks.items()
         ],
     )
-
-
-def _insert(conn: Connection, table, rows: list[dict], batch: int = 5000) -> None:
-    for i in range(0, len(rows), batch):
-        conn.execute(table.insert(), rows[i : i + batch])

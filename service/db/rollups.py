@@ -211,6 +211,17 @@ def watermark_now() -> ColumnElement:
     return func.coalesce(select(RollupWatermark.last_event_id).where(RollupWatermark.id == 1).scalar_subquery(), 0)
 
 
+def watermark(conn: Connection) -> int:
+    """Up to which event id the rollups hold every event (in the caller's snapshot)."""
+    return conn.execute(select(watermark_now())).scalar_one()
+
+
+def in_batches(conn: Connection, statement, rows: list[dict], batch: int = 500) -> None:
+    """Run `statement` for each row, `batch` rows per executemany."""
+    for i in range(0, len(rows), batch):
+        conn.execute(statement, rows[i : i + batch])
+
+
 def counts(
     conn: Connection,
     v: Variant,
@@ -234,7 +245,7 @@ def counts(
     if end is not None:
         stored = stored.where(ROLLUPS.c.bucket < end)
 
-    mark = conn.execute(select(watermark_now())).scalar_one()
+    mark = watermark(conn)
 
     def recent(c) -> list[ColumnElement]:
         conditions = [after(c, mark), only_platform(c, platform_id)]
