@@ -82,6 +82,8 @@ def scale(url: str, tops: dict[str, int], first: int, last: int) -> None:
         with db.write() as session:
             for table, sql in COPIED.items():
                 session.execute(text(sql), {"tag": tag, "suffix": suffix, "top": tops[table]})
+            if not db.is_sqlite:  # the copies' ids claimed, as ingest claims them (migration 0007)
+                session.execute(text(CLAIMED), {"suffix": suffix, "top": tops["events"]})
         print(f"  copy {n}/{last} ({time.monotonic() - started:.0f} s)", file=sys.stderr, flush=True)
     with db.write() as session:  # the copies' checks, counted as the service counts them
         session.execute(delete(MistakeLearner))
@@ -106,6 +108,10 @@ COPIED = {
     'diagnosis, created_at) SELECT platform_id, learner || :tag, lesson, "case", correct, max_abs_error, diagnosis, '
     "created_at FROM exercise_checks WHERE id <= :top",
 }
+CLAIMED = (
+    "INSERT INTO event_ids (platform_id, event_id, content_hash) SELECT platform_id, substr(event_id, 1, 30) || "
+    ":suffix, content_hash FROM events WHERE id <= :top"
+)
 
 
 def catch_up(url: str) -> float:

@@ -64,6 +64,10 @@ class Settings:
     # watermark (it adds up fewer itself); 0: reads never write (a read replica, or when
     # `workbench rollups refresh --loop` runs).
     rollups_refresh_on_read_after: int = 5000
+    # Events stored more than this many whole months ago are deleted (PostgreSQL drops the
+    # month's partition) by `workbench db maintain` or the rollups loop, once rolled up;
+    # the rollups keep counting them. 0 keeps every event.
+    events_retention_months: int = 0
     activity_base: str = "https://attention-workbench.example/xapi"  # xAPI activity IRIs start here
     export_settle_seconds: int = 10  # exports stop this far behind now: later commits cannot slip in
     metrics_token: str = ""
@@ -109,8 +113,9 @@ class Settings:
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"WORKBENCH_{name.upper()} must be at least 1")
-        if self.rollups_refresh_on_read_after < 0:
-            raise ConfigError("WORKBENCH_ROLLUPS_REFRESH_ON_READ_AFTER cannot be negative")
+        for name in ("rollups_refresh_on_read_after", "events_retention_months"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"WORKBENCH_{name.upper()} cannot be negative")
         if self.auth_cache_seconds < 0 or self.auth_cache_seconds > 300:
             raise ConfigError("WORKBENCH_AUTH_CACHE_SECONDS must be between 0 and 300")
         if self.client_stall_seconds <= 0 or self.body_seconds <= 0:

@@ -180,10 +180,13 @@ def _anchor(db: Database, platform_id: int, seed: int) -> dt.datetime | None:
     the same seed then rebuilds the same events, which are all replays."""
     from .db.models import Event
 
-    first_id = str(uuid.uuid5(NAMESPACE, f"{seed}/demo-{seed}-000000/0"))
+    learner = f"demo-{seed}-000000"
+    first_id = str(uuid.uuid5(NAMESPACE, f"{seed}/{learner}/0"))
     with db.read() as session:
         first = session.scalar(
-            select(Event.occurred_at).where(Event.platform_id == platform_id, Event.event_id == first_id)
+            select(Event.occurred_at).where(  # the learner: an index (ids alone are not, on PostgreSQL)
+                Event.platform_id == platform_id, Event.learner == learner, Event.event_id == first_id
+            )
         )
     if first is None:
         return None

@@ -167,3 +167,21 @@ def test_exercise_submit_says_what_is_wrong_with_a_bad_challenge(live_server):
         main, ["exercise", "submit", HANDWRITTEN, "--challenge", f"{live_server.url}/api/v1/exercises/x/challenges/0"]
     )
     assert result.exit_code == 1 and "answered 404" in result.output
+
+
+def test_db_maintain_applies_the_retention_setting(tmp_path, monkeypatch):
+    _cli_env(tmp_path, monkeypatch)
+    assert CliRunner().invoke(main, ["demo-data", "--learners", "5"]).exit_code == 0
+    with sqlite3.connect(tmp_path / "cli.db") as conn:  # one event as if stored three years ago
+        conn.execute("UPDATE events SET stored_at = '2023-01-05 10:00:00.000000' WHERE id = 1")
+    monkeypatch.setenv("WORKBENCH_EVENTS_RETENTION_MONTHS", "12")
+    held = CliRunner().invoke(main, ["db", "maintain"])
+    assert held.exit_code == 0 and held.output == ""  # not rolled up yet: kept
+    CliRunner().invoke(main, ["rollups", "refresh"])
+    result = CliRunner().invoke(main, ["db", "maintain"])
+    assert result.output.strip() == "deleted 1 events stored over 12 months ago"
+    with sqlite3.connect(tmp_path / "cli.db") as conn:
+        assert conn.execute("SELECT count(*) FROM events WHERE id = 1").fetchone() == (0,)
+    monkeypatch.setenv("WORKBENCH_EVENTS_RETENTION_MONTHS", "-1")
+    refused = CliRunner().invoke(main, ["db", "maintain"])
+    assert refused.exit_code != 0 and "WORKBENCH_EVENTS_RETENTION_MONTHS cannot be negative" in refused.output

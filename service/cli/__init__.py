@@ -81,6 +81,28 @@ def db_current() -> None:
     click.echo(current(_settings().database_url) or "(empty database)")
 
 
+@db.command("maintain")
+def db_maintain() -> None:
+    """Make the event log's coming months (PostgreSQL) and apply WORKBENCH_EVENTS_RETENTION_MONTHS."""
+    _maintain(_database(), _settings().events_retention_months)
+
+
+def _maintain(database, keep_months: int) -> None:
+    from ..db.partitions import maintain
+
+    done = maintain(database, keep_months)
+    for name in done.created:
+        click.echo(f"made {name}")
+    if done.moved:
+        click.echo(f"moved {done.moved} events out of events_default into their months")
+    for name in done.dropped:
+        click.echo(f"dropped {name} (retention: {keep_months} months)")
+    if done.deleted:
+        click.echo(f"deleted {done.deleted} events stored over {keep_months} months ago")
+    for name in done.held:
+        click.echo(f"kept {name} past retention: the rollups have not counted all of it yet")
+
+
 @main.group()
 def keys() -> None:
     """Platform API keys (stored hashed; a key is shown once, when made)."""
@@ -238,16 +260,17 @@ def rollups_group() -> None:
 @click.option("--loop", is_flag=True, help="Keep refreshing; otherwise one pass.")
 @click.option("--interval", default=10.0, show_default=True, help="Seconds between passes with --loop.")
 def rollups_refresh(loop: bool, interval: float) -> None:
-    """Roll up every event stored so far."""
+    """Roll up every event stored so far (with --loop, also what `db maintain` does, each pass)."""
     import time
 
     from ..db.rollup_refresh import refresh
 
-    db = _database()
+    db, keep_months = _database(), _settings().events_retention_months
     while True:
         click.echo(f"rolled up {refresh(db)} event ids")
         if not loop:
             return
+        _maintain(db, keep_months)  # a loop keeps the months made ahead and the retention applied
         time.sleep(interval)
 
 

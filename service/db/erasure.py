@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, text
 
 from . import mistake_rollups
 from .engine import Database
@@ -48,6 +48,11 @@ def erase_learner(db: Database, platform_id: int, learner: str) -> dict[str, int
             delete(LearnerLesson).where(LearnerLesson.platform_id == platform_id, LearnerLesson.learner == learner)
         )
         forget_standing(session.connection(), platform_id, learner)
+        if event_ids and session.get_bind().dialect.name == "postgresql":  # ids claimed (migration 0007)
+            session.execute(
+                text("DELETE FROM event_ids WHERE platform_id = :p AND event_id = ANY(:ids)"),
+                {"p": platform_id, "ids": event_ids},
+            )
         if event_ids:
             stones = [{"platform_id": platform_id, "event_hash": tombstone(platform_id, i)} for i in event_ids]
             session.execute(
