@@ -55,7 +55,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     if settings.log_json:
         observability.configure_logging()
 
-    from . import lessons
+    from . import lessons, lti
     from .api import init_app as init_api
     from .frontend import blp as frontend
 
@@ -65,6 +65,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     observability.init_app(app)  # before the API's own hooks: even a request refused first gets an id
     init_api(app)
     app.register_blueprint(frontend)
+    lti.init_app(app)
     if settings.proxy_hops:
         from werkzeug.middleware.proxy_fix import ProxyFix
 

@@ -98,7 +98,7 @@ def current_principal(scope: str, *, allow_web: bool = True, allow_basic: bool =
         if principal is None:
             raise _unauthorized("the API key is unknown or revoked")
     elif allow_web and browser_learner():
-        principal = web_principal(cookie["learner"])
+        principal = browser_principal(cookie["learner"])
     else:
         raise _unauthorized(
             "authentication required: send 'Authorization: Bearer <key>'"
@@ -137,8 +137,14 @@ def browser_learner() -> str | None:
     return None if g.session_revoked else learner
 
 
-def web_principal(learner: str) -> Principal:
-    return Principal(platform_id=web_platform_id(), platform=WEB_PLATFORM, scopes=WEB_SCOPES, learner=learner)
+def browser_principal(learner: str) -> Principal:
+    """A browser session's learner: of the web platform, or of the LTI platform that launched them
+    (service/lti/views.py puts it in the signed cookie)."""
+    if cookie.get("platform_id") is None:
+        return Principal(platform_id=web_platform_id(), platform=WEB_PLATFORM, scopes=WEB_SCOPES, learner=learner)
+    return Principal(
+        platform_id=int(cookie["platform_id"]), platform=cookie["platform"], scopes=WEB_SCOPES, learner=learner
+    )
 
 
 def optional_principal(scope: str) -> Principal | None:

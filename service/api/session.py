@@ -41,7 +41,7 @@ class BrowserSession(MethodView):
         elif not cookie.get("sid"):
             cookie["sid"] = secrets.token_hex(16)  # an older session becomes one that logging out revokes
         return current_app.response_class(
-            current_app.json.dumps({"learner": cookie["learner"], "platform": WEB_PLATFORM}),
+            current_app.json.dumps({"learner": cookie["learner"], "platform": cookie.get("platform", WEB_PLATFORM)}),
             status=status,
             mimetype="application/json",
         )
@@ -52,7 +52,7 @@ class BrowserSession(MethodView):
         """The current browser learner"""
         if not browser_learner():
             raise Problem(404, "no browser session; POST /api/v1/session starts one", slug="not-found")
-        return {"learner": cookie["learner"], "platform": WEB_PLATFORM}
+        return {"learner": cookie["learner"], "platform": cookie.get("platform", WEB_PLATFORM)}
 
     @blp.response(204)
     @blp.problems(503)

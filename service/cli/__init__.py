@@ -7,13 +7,7 @@ import sys
 import click
 
 from ..config import ConfigError, Settings
-
-
-def _settings() -> Settings:
-    try:
-        return Settings.load()
-    except ConfigError as exc:
-        raise click.ClickException(str(exc)) from None
+from .common import _database, _settings
 
 
 @click.group(help=__doc__)
@@ -106,13 +100,6 @@ def _maintain(database, keep_months: int) -> None:
 @main.group()
 def keys() -> None:
     """Platform API keys (stored hashed; a key is shown once, when made)."""
-
-
-def _database():
-    from ..db import Database
-
-    settings = _settings()
-    return Database(settings.database_url, settings.sqlite_busy_timeout_ms)
 
 
 @keys.command("create")
@@ -288,8 +275,10 @@ def _redact(url: str) -> str:
 
 
 from .exercise import exercise  # noqa: E402  (registered after `main` exists)
+from .lti import lti  # noqa: E402
 
 main.add_command(exercise)
+main.add_command(lti)
 
 if __name__ == "__main__":
     main()

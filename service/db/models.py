@@ -9,7 +9,7 @@ from sqlalchemy import JSON, BigInteger, Boolean, Float, ForeignKey, Index, Inte
 from sqlalchemy.orm import Mapped, mapped_column
 
 from .base import Base
-from .types import UTCDateTime
+from .types import UTCDateTime, utcnow
 
 # SQLite only auto-increments INTEGER PRIMARY KEY; PostgreSQL gets BIGINT identity.
 BigId = BigInteger().with_variant(Integer(), "sqlite")
@@ -18,10 +18,6 @@ BigId = BigInteger().with_variant(Integer(), "sqlite")
 def cast_table(model: type[Base]) -> Table:
     """A model's table, typed as the Table it is (for Core statements)."""
     return cast(Table, model.__table__)
-
-
-def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
 
 
 class Platform(Base):
@@ -284,3 +280,6 @@ class MistakeLearner(Base):
     lesson: Mapped[str] = mapped_column(String(64), primary_key=True)
     mistake: Mapped[str] = mapped_column(String(64), primary_key=True)
     learner: Mapped[str] = mapped_column(String(128), primary_key=True)
+
+
+from . import lti_models  # noqa: E402, F401  (LTI's tables, on the same metadata)

@@ -1,0 +1,59 @@
+"""LTI 1.3: the platforms registered as LTI platforms, the tool's own signing keys, and the
+short-lived values of a launch (state, nonce) that must outlive one request."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from .base import Base
+from .types import UTCDateTime, utcnow
+
+
+class LtiRegistration(Base):
+    """One LTI platform's registration of this tool: an issuer and the client id it gave us.
+    Its learners are the learners of `platform_id`, one of our platforms."""
+
+    __tablename__ = "lti_registrations"
+    __table_args__ = (UniqueConstraint("issuer", "client_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"), index=True)
+    issuer: Mapped[str] = mapped_column(String(255))
+    client_id: Mapped[str] = mapped_column(String(255))
+    deployment_ids: Mapped[list[str]] = mapped_column(JSON, default=list)
+    auth_login_url: Mapped[str] = mapped_column(String(1024))
+    auth_token_url: Mapped[str] = mapped_column(String(1024))
+    auth_audience: Mapped[str | None] = mapped_column(String(1024), nullable=True)
+    keyset_url: Mapped[str | None] = mapped_column(String(1024), nullable=True)
+    keyset: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)  # pasted JWKS
+    # Names and e-mail addresses are never stored unless the platform's registration says so.
+    share_identity: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class LtiKey(Base):
+    """The tool's RSA signing keys: one signs (`active`), every published one is in /lti/jwks."""
+
+    __tablename__ = "lti_keys"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kid: Mapped[str] = mapped_column(String(64), unique=True)
+    private_pem: Mapped[str] = mapped_column(Text)
+    active: Mapped[bool] = mapped_column(Boolean, default=False)
+    published: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class LtiValue(Base):
+    """What pylti1p3 keeps between the login and the launch (state parameters, nonces) and
+    after it (the launch's claims): a key, a JSON value, an expiry."""
+
+    __tablename__ = "lti_values"
+
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    value: Mapped[Any] = mapped_column(JSON)
+    expires_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, index=True)

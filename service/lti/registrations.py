@@ -1,0 +1,89 @@
+"""Registering LTI platforms: an issuer and client id, the platform's URLs and keys, and which
+of our platforms its learners belong to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from ..db.lti_models import LtiRegistration
+from ..db.models import Platform
+from ..db.platforms import ensure_platform
+
+
+class RegistrationError(ValueError):
+    """A registration that cannot be stored as given (the message says why)."""
+
+
+@dataclass(frozen=True)
+class NewRegistration:
+    platform: str
+    issuer: str
+    client_id: str
+    deployment_ids: tuple[str, ...]
+    auth_login_url: str
+    auth_token_url: str
+    keyset_url: str | None = None
+    keyset: dict[str, Any] | None = None
+    auth_audience: str | None = None
+    share_identity: bool = False
+
+    def check(self) -> None:
+        if (self.keyset_url is None) == (self.keyset is None):
+            raise RegistrationError("give the platform's keys as a key set URL or as a key set file, one of them")
+        if self.keyset is not None and not isinstance(self.keyset.get("keys"), list):
+            raise RegistrationError('the key set file must be a JWKS: {"keys": [...]}')
+        urls = [self.auth_login_url, self.auth_token_url, self.keyset_url or "https://"]
+        if not all(u.startswith(("https://", "http://")) for u in urls):
+            raise RegistrationError("the platform's URLs must be http(s) URLs")
+        if not self.deployment_ids:
+            raise RegistrationError("give at least one deployment id")
+
+
+def register(session: Session, new: NewRegistration) -> LtiRegistration:
+    """Store `new` (or replace the registration of the same issuer and client id)."""
+    new.check()
+    platform = ensure_platform(session, new.platform)
+    found = find(session, new.issuer, new.client_id)
+    registration = found or LtiRegistration(issuer=new.issuer, client_id=new.client_id)
+    registration.platform_id = platform.id
+    registration.deployment_ids = list(new.deployment_ids)
+    registration.auth_login_url = new.auth_login_url
+    registration.auth_token_url = new.auth_token_url
+    registration.auth_audience = new.auth_audience
+    registration.keyset_url = new.keyset_url
+    registration.keyset = new.keyset
+    registration.share_identity = new.share_identity
+    session.add(registration)
+    session.flush()
+    return registration
+
+
+def find(session: Session, issuer: str, client_id: str | None) -> LtiRegistration | None:
+    """The registration of `issuer` with `client_id` (None: the issuer's only one)."""
+    query = select(LtiRegistration).where(LtiRegistration.issuer == issuer)
+    if client_id is not None:
+        return session.scalar(query.where(LtiRegistration.client_id == client_id))
+    found = session.scalars(query.limit(2)).all()
+    return found[0] if len(found) == 1 else None
+
+
+def listing(session: Session) -> list[tuple[LtiRegistration, str]]:
+    """Every registration with its platform's name."""
+    rows = session.execute(
+        select(LtiRegistration, Platform.name)
+        .join(Platform, Platform.id == LtiRegistration.platform_id)
+        .order_by(LtiRegistration.id)
+    )
+    return [(r, name) for r, name in rows]
+
+
+def remove(session: Session, registration_id: int) -> bool:
+    found = session.get(LtiRegistration, registration_id)
+    if found is None:
+        return False
+    session.delete(found)
+    return True

@@ -1,0 +1,158 @@
+"""The tool's LTI 1.3 endpoints: OIDC login initiation, the launch, the key set, the
+configuration a platform administrator pastes. A launch that fails any check shows a page
+saying why and records nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import secrets
+from urllib.parse import urlsplit
+
+from flask import Blueprint, current_app, redirect, request, url_for
+from flask import session as cookie
+from pylti1p3.contrib.flask import FlaskCookieService, FlaskOIDCLogin
+from pylti1p3.exception import LtiException
+
+from ..db.models import Platform
+from . import keys
+from .tool import CLAIM, PatientSession, StrictLaunch, ToolRegistration, services
+
+blp = Blueprint("lti", __name__, url_prefix="/lti")
+
+PAGES = ("/explorables/multi-head-attention", "/figures/four-heads", "/explorables/trained-heads")
+SCOPES = (
+    "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
+    "https://purl.imsglobal.org/spec/lti-ags/scope/score",
+    "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly",
+)
+
+
+class LaunchRefused(Exception):
+    """A launch or login this tool will not accept; the message is shown to the person."""
+
+
+@blp.route("/login", methods=["GET", "POST"])
+def login():
+    """OIDC third-party initiated login: send the browser to the platform's authorization endpoint."""
+    lti_request, tool_conf, nonces = services(current_app.extensions["db"])
+    cookies = FlaskCookieService(lti_request)
+    try:
+        issuer = lti_request.get_param("iss")
+        if not issuer:
+            raise LaunchRefused("the login request names no issuer (iss)")
+        tool_conf.find_registration_by_params(issuer, lti_request.get_param("client_id"))  # or why not
+        target = lti_request.get_param("target_link_uri")
+        if not target:
+            raise LaunchRefused("the login request names no target_link_uri")
+        target_path(target)
+        login = FlaskOIDCLogin(lti_request, tool_conf, session_service=nonces, cookie_service=cookies)
+        return login.redirect(url_for("lti.launch", _external=True))
+    except (LtiException, LaunchRefused) as e:
+        return refused(e)
+
+
+@blp.post("/launch")
+def launch():
+    """A resource link launch: validate the id_token, start the learner's session, show the page."""
+    lti_request, tool_conf, nonces = services(current_app.extensions["db"])
+    try:
+        message = StrictLaunch(
+            lti_request,
+            tool_conf,
+            session_service=nonces,
+            cookie_service=FlaskCookieService(lti_request),
+            requests_session=PatientSession(),
+        )
+        claims = dict(message.get_launch_data())
+        if not message.is_resource_launch():
+            raise LaunchRefused("this tool takes resource link launches here (message_type LtiResourceLinkRequest)")
+        path = target_path(str(claims.get(CLAIM + "target_link_uri", "")))
+        if not claims.get("sub"):
+            raise LaunchRefused("the launch names no user (sub): anonymous launches cannot keep progress")
+        registration = message._registration
+        assert isinstance(registration, ToolRegistration)
+        start_session(registration, claims)
+    except (LtiException, LaunchRefused) as e:
+        return refused(e)
+    return redirect(path, code=303)
+
+
+def target_path(target: str) -> str:
+    """The page a target_link_uri points at, if this tool has it."""
+    parts = urlsplit(target)
+    if parts.netloc and parts.netloc != request.host:
+        raise LaunchRefused(f"the launch targets another site ({parts.netloc}), not this tool ({request.host})")
+    path = parts.path.rstrip("/") or "/"
+    if path in PAGES:
+        return path
+    lesson = path.removeprefix("/lessons/")
+    if path.startswith("/lessons/") and lesson in current_app.extensions["lessons"]:
+        return path
+    raise LaunchRefused(f"this tool has no page at {path}: launch a lesson, the workbench or a figure")
+
+
+def pseudonym(issuer: str, sub: str) -> str:
+    """The learner id a platform's user gets here: stable across launches, not their name."""
+    return "lti-" + hashlib.sha256(f"{issuer}\n{sub}".encode()).hexdigest()[:32]
+
+
+def start_session(registration: ToolRegistration, claims: dict) -> None:
+    with current_app.extensions["db"].read() as session:
+        platform = session.get(Platform, registration.platform_id)
+        assert platform is not None
+        name = platform.name
+    cookie.clear()
+    cookie.update(
+        learner=pseudonym(claims["iss"], claims["sub"]),
+        platform=name,
+        platform_id=registration.platform_id,
+        sid=secrets.token_hex(16),
+        lti={
+            "registration": registration.row_id,
+            "deployment": claims.get(CLAIM + "deployment_id"),
+            "resource_link": claims.get(CLAIM + "resource_link", {}).get("id"),
+            "lineitem": claims.get("https://purl.imsglobal.org/spec/lti-ags/claim/endpoint", {}).get("lineitem"),
+        },
+    )
+    cookie.permanent = True
+
+
+def refused(error: Exception):
+    """The page a refused login or launch shows (nothing was recorded)."""
+    reason = html.escape(str(error) or error.__class__.__name__)
+    page = (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Launch refused</title>'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<link rel="stylesheet" href="/static/css/site.css"></head><body><main class="page">'
+        "<h1>This launch could not be accepted</h1>"
+        f'<p class="lti-reason">{reason}</p>'
+        "<p>Nothing was recorded. Ask the course's administrator to check the tool's registration "
+        "(docs/lti.md), or open the lesson again from the course.</p></main></body></html>"
+    )
+    return current_app.response_class(page, status=400, mimetype="text/html")
+
+
+@blp.get("/jwks")
+def jwks():
+    """The tool's public keys (signing key first)."""
+    with current_app.extensions["db"].write() as session:
+        keys.signing_key(session)  # made on first use
+        return keys.key_set(session)
+
+
+@blp.get("/config")
+def config():
+    """What a platform administrator needs to register the tool (docs/lti.md)."""
+    base = request.host_url.rstrip("/")
+    return {
+        "title": "Multi-head attention workbench",
+        "description": "A lesson on multi-head attention with a live two-head causal attention workbench.",
+        "oidc_initiation_url": base + url_for("lti.login"),
+        "target_link_uri": base + "/lessons/multi-head-attention",
+        "redirect_uris": [base + url_for("lti.launch")],
+        "public_jwk_url": base + url_for("lti.jwks"),
+        "scopes": list(SCOPES),
+        "claims": ["iss", "sub"],
+        "messages": [{"type": "LtiResourceLinkRequest", "target_link_uri": base + p} for p in PAGES],
+    }
