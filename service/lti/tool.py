@@ -24,7 +24,7 @@ from . import keys, registrations
 
 LEEWAY_SECONDS = 60  # clocks of platform and tool may differ this much
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
-MESSAGE_TYPES = ("LtiResourceLinkRequest",)
+MESSAGE_TYPES = ("LtiResourceLinkRequest", "LtiDeepLinkingRequest")
 
 
 class ToolRegistration(Registration):
@@ -163,7 +163,7 @@ class StrictLaunch(FlaskMessageLaunch):
     def validate_message(self) -> StrictLaunch:
         kind = self._get_jwt_body().get(CLAIM + "message_type")
         if kind not in MESSAGE_TYPES:
-            raise LtiException(f"this tool takes resource link launches (LtiResourceLinkRequest), not {kind!r}")
+            raise LtiException(f"this tool takes {' and '.join(MESSAGE_TYPES)} messages, not {kind!r}")
         super().validate_message()
         return self
 

@@ -16,6 +16,7 @@ from pylti1p3.exception import LtiException
 
 from ..db.models import Platform
 from . import keys
+from .deep_linking import selection_page
 from .tool import CLAIM, PatientSession, StrictLaunch, ToolRegistration, services
 
 blp = Blueprint("lti", __name__, url_prefix="/lti")
@@ -65,8 +66,8 @@ def launch():
             requests_session=PatientSession(),
         )
         claims = dict(message.get_launch_data())
-        if not message.is_resource_launch():
-            raise LaunchRefused("this tool takes resource link launches here (message_type LtiResourceLinkRequest)")
+        if message.is_deep_link_launch():
+            return selection_page(message)
         path = target_path(str(claims.get(CLAIM + "target_link_uri", "")))
         if not claims.get("sub"):
             raise LaunchRefused("the launch names no user (sub): anonymous launches cannot keep progress")
@@ -124,7 +125,7 @@ def refused(error: Exception):
     page = (
         '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Launch refused</title>'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        '<link rel="stylesheet" href="/static/css/site.css"></head><body><main class="page">'
+        '<link rel="stylesheet" href="/static/css/app.css"></head><body><main class="page">'
         "<h1>This launch could not be accepted</h1>"
         f'<p class="lti-reason">{reason}</p>'
         "<p>Nothing was recorded. Ask the course's administrator to check the tool's registration "

@@ -102,7 +102,7 @@ REFUSALS = {
     "unknown issuer": (lambda lms, n: lms.id_token(lms.claims(n, iss="https://evil.example")), "evil.example"),
     "wrong message type": (
         lambda lms, n: lms.id_token(lms.claims(n, **{CLAIM + "message_type": "LtiSubmissionReviewRequest"})),
-        "resource link launches",
+        "LtiResourceLinkRequest and LtiDeepLinkingRequest messages",
     ),
     "wrong nonce": (lambda lms, n: lms.id_token(lms.claims("made-up")), "Nonce"),
     "missing page": (
