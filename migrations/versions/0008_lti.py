@@ -58,9 +58,38 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("key", name=op.f("pk_lti_values")),
     )
     op.create_index(op.f("ix_lti_values_expires_at"), "lti_values", ["expires_at"])
+    op.create_table(
+        "lti_grade_links",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("registration_id", sa.Integer(), nullable=False),
+        sa.Column("platform_id", sa.Integer(), nullable=False),
+        sa.Column("learner", sa.String(length=128), nullable=False),
+        sa.Column("lesson", sa.String(length=64), nullable=False),
+        sa.Column("lineitem", sa.String(length=1024), nullable=False),
+        sa.Column("user_id", sa.String(length=255), nullable=False),
+        sa.Column("sent", sa.Integer(), nullable=True),
+        sa.Column("failures", sa.Integer(), nullable=False),
+        sa.Column("next_attempt_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("last_error", sa.String(length=1024), nullable=True),
+        sa.ForeignKeyConstraint(
+            ["registration_id"],
+            ["lti_registrations.id"],
+            name=op.f("fk_lti_grade_links_registration_id_lti_registrations"),
+            ondelete="CASCADE",
+        ),
+        sa.ForeignKeyConstraint(
+            ["platform_id"], ["platforms.id"], name=op.f("fk_lti_grade_links_platform_id_platforms"), ondelete="CASCADE"
+        ),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_lti_grade_links")),
+        sa.UniqueConstraint(
+            "registration_id", "lineitem", "learner", name=op.f("uq_lti_grade_links_registration_id_lineitem_learner")
+        ),
+    )
+    op.create_index("ix_lti_grade_links_platform_learner", "lti_grade_links", ["platform_id", "learner"])
 
 
 def downgrade() -> None:
+    op.drop_table("lti_grade_links")
     op.drop_table("lti_values")
     op.drop_table("lti_keys")
     op.drop_table("lti_registrations")

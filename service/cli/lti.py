@@ -92,3 +92,23 @@ def retire_key(kid: str) -> None:
         if not retire(session, kid):
             raise click.ClickException(f"{kid} is not a key that has been rotated out")
     click.echo(f"retired {kid}")
+
+
+@lti.command("grades")
+@click.option("--loop", is_flag=True, help="Keep sending; otherwise one pass.")
+@click.option("--interval", default=10.0, show_default=True, help="Seconds between passes with --loop.")
+def send_grades(loop: bool, interval: float) -> None:
+    """Send launched learners' changed scores to their platforms' line items."""
+    import time
+
+    from ..lessons import load_lessons
+    from ..lti.grades import send_once
+    from .common import _settings
+
+    db, lessons = _database(), load_lessons(_settings().content_dir)
+    while True:
+        report = send_once(db, lessons)
+        click.echo(f"sent {report['sent']} scores, {report['failed']} failed (retried later)")
+        if not loop:
+            return
+        time.sleep(interval)

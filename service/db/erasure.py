@@ -6,10 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import delete, select, text
+from sqlalchemy.orm import Session
 
 from . import mistake_rollups
 from .engine import Database
 from .events import dialect_insert, tombstone
+from .lti_models import LtiGradeLink
 from .models import CheckpointProgress, ErasedEvent, Event, ExerciseChallenge, ExerciseCheck, LearnerLesson
 from .rollup_refresh import forget_learner, forget_standing
 
@@ -22,47 +24,39 @@ def erase_learner(db: Database, platform_id: int, learner: str) -> dict[str, int
         event_ids = list(
             session.scalars(select(Event.event_id).where(Event.platform_id == platform_id, Event.learner == learner))
         )
-        progress = _count(
-            session.execute(
-                delete(CheckpointProgress).where(
-                    CheckpointProgress.platform_id == platform_id, CheckpointProgress.learner == learner
-                )
-            )
+        progress, checks, challenges, grade_links = (
+            _delete_of(session, model, platform_id, learner)
+            for model in (CheckpointProgress, ExerciseCheck, ExerciseChallenge, LtiGradeLink)
         )
-        checks = _count(
-            session.execute(
-                delete(ExerciseCheck).where(ExerciseCheck.platform_id == platform_id, ExerciseCheck.learner == learner)
-            )
-        )
-        challenges = _count(
-            session.execute(
-                delete(ExerciseChallenge).where(
-                    ExerciseChallenge.platform_id == platform_id, ExerciseChallenge.learner == learner
-                )
-            )
-        )
-        if not event_ids and not progress and not checks and not challenges:
+        if not event_ids and not progress and not checks and not challenges and not grade_links:
             return None
-        session.execute(delete(Event).where(Event.platform_id == platform_id, Event.learner == learner))
-        session.execute(
-            delete(LearnerLesson).where(LearnerLesson.platform_id == platform_id, LearnerLesson.learner == learner)
-        )
+        _delete_of(session, Event, platform_id, learner)
+        _delete_of(session, LearnerLesson, platform_id, learner)
         forget_standing(session.connection(), platform_id, learner)
-        if event_ids and session.get_bind().dialect.name == "postgresql":  # ids claimed (migration 0007)
-            session.execute(
-                text("DELETE FROM event_ids WHERE platform_id = :p AND event_id = ANY(:ids)"),
-                {"p": platform_id, "ids": event_ids},
-            )
-        if event_ids:
-            stones = [{"platform_id": platform_id, "event_hash": tombstone(platform_id, i)} for i in event_ids]
-            session.execute(
-                dialect_insert(session.get_bind().dialect.name, ErasedEvent)
-                .values(stones)
-                .on_conflict_do_nothing(index_elements=["platform_id", "event_hash"])
-            )
+        _tombstones(session, platform_id, event_ids)
         return {"events": len(event_ids), "checkpoints": progress, "exercise_checks": checks}
 
 
-def _count(result: Any) -> int:
-    """Rows a DELETE removed (a CursorResult's rowcount)."""
-    return int(result.rowcount)
+def _delete_of(session: Session, model: Any, platform_id: int, learner: str) -> int:
+    """Delete the learner's rows of `model`; how many there were."""
+    gone: Any = session.execute(delete(model).where(model.platform_id == platform_id, model.learner == learner))
+    return int(gone.rowcount)
+
+
+def _tombstones(session: Session, platform_id: int, event_ids: list[str]) -> None:
+    """Keep the erased events' ids as hashes, so a replay is acknowledged and not stored again
+    (on PostgreSQL the ids are also unclaimed in `event_ids`, migration 0007)."""
+    if not event_ids:
+        return
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        session.execute(
+            text("DELETE FROM event_ids WHERE platform_id = :p AND event_id = ANY(:ids)"),
+            {"p": platform_id, "ids": event_ids},
+        )
+    stones = [{"platform_id": platform_id, "event_hash": tombstone(platform_id, i)} for i in event_ids]
+    session.execute(
+        dialect_insert(dialect, ErasedEvent)
+        .values(stones)
+        .on_conflict_do_nothing(index_elements=["platform_id", "event_hash"])
+    )

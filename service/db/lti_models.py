@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from .base import Base
@@ -57,3 +57,27 @@ class LtiValue(Base):
     key: Mapped[str] = mapped_column(String(255), primary_key=True)
     value: Mapped[Any] = mapped_column(JSON)
     expires_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, index=True)
+
+
+class LtiGradeLink(Base):
+    """A launched learner's line item: where their score for a lesson goes, and the score the
+    platform last accepted. The outbox of grades is every link whose learner now has another
+    count of completed checkpoints than `sent` (service/lti/grades.py)."""
+
+    __tablename__ = "lti_grade_links"
+    __table_args__ = (
+        UniqueConstraint("registration_id", "lineitem", "learner"),
+        Index("ix_lti_grade_links_platform_learner", "platform_id", "learner"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    registration_id: Mapped[int] = mapped_column(ForeignKey("lti_registrations.id", ondelete="CASCADE"))
+    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"))
+    learner: Mapped[str] = mapped_column(String(128))
+    lesson: Mapped[str] = mapped_column(String(64))
+    lineitem: Mapped[str] = mapped_column(String(1024))
+    user_id: Mapped[str] = mapped_column(String(255))  # the platform's `sub`: scores name the user by it
+    sent: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    failures: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    last_error: Mapped[str | None] = mapped_column(String(1024), nullable=True)

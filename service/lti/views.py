@@ -15,7 +15,7 @@ from pylti1p3.contrib.flask import FlaskCookieService, FlaskOIDCLogin
 from pylti1p3.exception import LtiException
 
 from ..db.models import Platform
-from . import keys
+from . import grades, keys
 from .deep_linking import selection_page
 from .tool import CLAIM, PatientSession, StrictLaunch, ToolRegistration, services
 
@@ -73,7 +73,7 @@ def launch():
             raise LaunchRefused("the launch names no user (sub): anonymous launches cannot keep progress")
         registration = message._registration
         assert isinstance(registration, ToolRegistration)
-        start_session(registration, claims)
+        start_session(registration, claims, path)
     except (LtiException, LaunchRefused) as e:
         return refused(e)
     return redirect(path, code=303)
@@ -98,14 +98,20 @@ def pseudonym(issuer: str, sub: str) -> str:
     return "lti-" + hashlib.sha256(f"{issuer}\n{sub}".encode()).hexdigest()[:32]
 
 
-def start_session(registration: ToolRegistration, claims: dict) -> None:
-    with current_app.extensions["db"].read() as session:
+def start_session(registration: ToolRegistration, claims: dict, path: str) -> None:
+    """The launched user becomes a learner of the registration's platform in this browser; a
+    lesson's launch that offers a line item is where their score will go."""
+    learner = pseudonym(claims["iss"], claims["sub"])
+    with current_app.extensions["db"].write() as session:
         platform = session.get(Platform, registration.platform_id)
         assert platform is not None
         name = platform.name
+        if path.startswith("/lessons/"):
+            lesson = path.removeprefix("/lessons/")
+            grades.link(session, registration.row_id, registration.platform_id, learner, lesson, claims)
     cookie.clear()
     cookie.update(
-        learner=pseudonym(claims["iss"], claims["sub"]),
+        learner=learner,
         platform=name,
         platform_id=registration.platform_id,
         sid=secrets.token_hex(16),

@@ -1,0 +1,149 @@
+"""Grades back to the platform (LTI Assignment and Grade Services): a launched learner's score for
+a lesson is the checkpoints they completed out of the lesson's total, posted to their launch's
+line item in the background, never while the learner waits.
+
+The outbox is the database itself: every grade link whose learner now has another count of
+completed checkpoints than the score the platform last accepted (`sent`). A pass sends each
+once, records what was accepted, and backs off on failure as the xAPI forwarder does, so a
+restart loses nothing and a score is sent once per change (twice only if the process dies
+between the platform's answer and the commit; scores are "latest wins", so that is harmless).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from typing import Final
+
+import requests
+from pylti1p3.assignments_grades import AssignmentsGradesService
+from pylti1p3.exception import LtiException
+from pylti1p3.grade import Grade
+from pylti1p3.service_connector import ServiceConnector
+from sqlalchemy import func, or_, select
+from sqlalchemy.orm import Session
+
+from ..db.engine import Database
+from ..db.lti_models import LtiGradeLink, LtiRegistration
+from ..db.models import CheckpointProgress
+from ..lessons import Lesson
+from . import keys
+from .tool import PatientSession, ToolRegistration
+
+SCORE_SCOPE: Final = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
+MAX_BACKOFF_SECONDS = 3600
+
+
+def link(session: Session, registration_id: int, platform_id: int, learner: str, lesson: str, claims: dict) -> None:
+    """At a launch that offers a line item and lets us post scores: where this learner's score goes."""
+    endpoint = claims.get("https://purl.imsglobal.org/spec/lti-ags/claim/endpoint") or {}
+    if not endpoint.get("lineitem") or SCORE_SCOPE not in endpoint.get("scope", []):
+        return
+    found = session.scalar(
+        select(LtiGradeLink).where(
+            LtiGradeLink.registration_id == registration_id,
+            LtiGradeLink.lineitem == endpoint["lineitem"],
+            LtiGradeLink.learner == learner,
+        )
+    )
+    if found is None:
+        found = LtiGradeLink(
+            registration_id=registration_id,
+            platform_id=platform_id,
+            learner=learner,
+            lesson=lesson,
+            lineitem=endpoint["lineitem"],
+            failures=0,
+        )
+        session.add(found)
+    found.user_id = claims["sub"]
+
+
+def waiting(session: Session, now: dt.datetime) -> list[tuple[LtiGradeLink, int]]:
+    """The links whose score changed since the platform last accepted one, and are due."""
+    progress = CheckpointProgress
+    done = (
+        select(func.count())
+        .where(
+            progress.platform_id == LtiGradeLink.platform_id,
+            progress.learner == LtiGradeLink.learner,
+            progress.lesson == LtiGradeLink.lesson,
+        )
+        .scalar_subquery()
+    )
+    due = or_(LtiGradeLink.next_attempt_at.is_(None), LtiGradeLink.next_attempt_at <= now)
+    rows = session.execute(select(LtiGradeLink, done).where(due).order_by(LtiGradeLink.id)).all()
+    return [(row, n) for row, n in rows if n != (row.sent or 0)]
+
+
+def grade(completed: int, total: int, user_id: str, now: dt.datetime) -> Grade:
+    """The score: checkpoints done of all; the activity is completed when all are, and each score
+    is final for the work it counts (auto-graded), so gradebooks show it at once."""
+    return (
+        Grade()
+        .set_score_given(completed)
+        .set_score_maximum(total)
+        .set_user_id(user_id)
+        .set_timestamp(now.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"))
+        .set_activity_progress("Completed" if completed >= total else "InProgress")
+        .set_grading_progress("FullyGraded")
+    )
+
+
+def send_once(
+    db: Database, lessons: dict[str, Lesson], now: dt.datetime | None = None, http: requests.Session | None = None
+) -> dict[str, int]:
+    """One pass over the outbox: how many scores were accepted, how many failed."""
+    now = now or dt.datetime.now(dt.UTC)
+    http = http or PatientSession()
+    with db.read() as session:
+        batch = [(row.id, row.registration_id, n) for row, n in waiting(session, now)]
+    connectors: dict[int, ServiceConnector] = {}
+    report = {"sent": 0, "failed": 0}
+    for link_id, registration_id, completed in batch:
+        with db.write() as session:
+            row = session.get(LtiGradeLink, link_id)
+            if row is None:  # erased meanwhile
+                continue
+            try:
+                connector = connectors.get(registration_id) or _connector(session, registration_id, http)
+                connectors[registration_id] = connector
+                _post(connector, row, grade(completed, len(lessons[row.lesson].checkpoints), row.user_id, now))
+            except (LtiException, requests.RequestException, KeyError) as e:
+                row.failures += 1
+                row.next_attempt_at = now + dt.timedelta(seconds=min(MAX_BACKOFF_SECONDS, 10 * 2**row.failures))
+                row.last_error = f"{e.__class__.__name__}: {e}"[:1024]
+                report["failed"] += 1
+                continue
+            row.sent, row.failures, row.next_attempt_at, row.last_error = completed, 0, None, None
+            report["sent"] += 1
+    return report
+
+
+class PassConnector(ServiceConnector):
+    """Keeps its access tokens for one pass (the library's Flask connector shares them process-wide
+    by issuer, across registrations and token endpoints)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._tokens: dict[str, tuple[str, float]] = {}
+
+    def _get_cached_access_token(self, scope_key: str) -> str | None:
+        token, until = self._tokens.get(scope_key, ("", 0.0))
+        return token if until > time.monotonic() else None
+
+    def _cache_access_token(self, scope_key: str, access_token: str, expires_in: float) -> None:
+        self._tokens[scope_key] = (access_token, time.monotonic() + expires_in - 30)
+
+
+def _connector(session: Session, registration_id: int, http: requests.Session) -> ServiceConnector:
+    registration = session.get(LtiRegistration, registration_id)
+    if registration is None:
+        raise LtiException(f"registration {registration_id} is gone")
+    key = keys.signing_key(session)
+    return PassConnector(ToolRegistration(registration, (key.kid, key.private_pem)), requests_session=http)
+
+
+def _post(connector: ServiceConnector, row: LtiGradeLink, score: Grade) -> None:
+    service = AssignmentsGradesService(connector, {"lineitem": row.lineitem, "scope": [SCORE_SCOPE]})
+    service.put_grade(score)
