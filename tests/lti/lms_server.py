@@ -4,11 +4,12 @@ that record the scores posted to them."""
 
 from __future__ import annotations
 
+import html
 import json
 import secrets
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlencode
 
 import jwt
 
@@ -24,6 +25,8 @@ class LmsServer:
         self.refuse = 0  # answer this many requests with 503
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        platform.auth_url = self.url + "/auth"
+        self.tool = ""  # the tool's base URL, for the course page
 
     def __enter__(self) -> LmsServer:
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
@@ -63,12 +66,57 @@ class LmsServer:
         self.tokens.add(token)
         return 200, {"access_token": token, "token_type": "Bearer", "expires_in": 3600, "scope": form["scope"]}
 
+    def course_page(self) -> str:
+        """A course page with the lesson placed in it: the platform starts the login in an iframe."""
+        query = urlencode(
+            {
+                "iss": self.platform.issuer,
+                "client_id": self.platform.client_id,
+                "login_hint": "user-42",
+                "target_link_uri": self.tool + "/lessons/multi-head-attention",
+            }
+        )
+        return (
+            "<!doctype html><title>Course</title><h1>Attention, week 3</h1>"
+            f'<iframe title="lesson" src="{self.tool}/lti/login?{query}" style="width:100%;height:900px"></iframe>'
+        )
+
+    def authorize(self, params: dict[str, list[str]]) -> str:
+        """The OIDC authorization endpoint: the user is logged in here, so it answers at once
+        with the id_token, posted back to the tool by an auto-submitted form."""
+        first = {k: v[0] for k, v in params.items()}
+        claims = self.platform.claims(first["nonce"], sub=first["login_hint"], **self.grades_claim())
+        claims["https://purl.imsglobal.org/spec/lti/claim/target_link_uri"] = (
+            self.tool + "/lessons/multi-head-attention"
+        )
+        token = self.platform.id_token(claims)
+        return (
+            f'<!doctype html><form method="post" action="{html.escape(first["redirect_uri"])}">'
+            f'<input type="hidden" name="id_token" value="{token}">'
+            f'<input type="hidden" name="state" value="{html.escape(first["state"])}"></form>'
+            "<script>document.forms[0].submit()</script>"
+        )
+
     def _handler(self):
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):
-                self._answer(200, server.platform.jwks()) if self.path == "/jwks" else self._answer(404, {})
+                path, _, query = self.path.partition("?")
+                if path == "/jwks":
+                    return self._answer(200, server.platform.jwks())
+                if path in ("/course", "/auth"):
+                    page = server.course_page() if path == "/course" else server.authorize(parse_qs(query))
+                    return self._html(page)
+                self._answer(404, {})
+
+            def _html(self, page: str):
+                data = page.encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))

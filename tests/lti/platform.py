@@ -22,6 +22,7 @@ class Platform:
     client_id: str = "tool-client-1"
     deployment: str = "deployment-1"
     kid: str = "platform-key-1"
+    auth_url: str = "https://lms.example.edu/auth"  # its OIDC authorization endpoint
     key: JWK = field(default_factory=lambda: JWK.generate(kty="RSA", size=2048))
 
     def jwks(self) -> dict:
@@ -35,7 +36,7 @@ class Platform:
             "issuer": self.issuer,
             "client_id": self.client_id,
             "deployment_ids": (self.deployment,),
-            "auth_login_url": "https://lms.example.edu/auth",
+            "auth_login_url": self.auth_url,
             "auth_token_url": "https://lms.example.edu/token",
             "keyset": self.jwks(),
             **changes,
@@ -77,7 +78,7 @@ class Platform:
         )
         assert response.status_code == 302, response.get_data(as_text=True)
         location = urlsplit(response.headers["Location"])
-        assert f"{location.scheme}://{location.netloc}{location.path}" == "https://lms.example.edu/auth"
+        assert f"{location.scheme}://{location.netloc}{location.path}" == self.auth_url
         return {k: v[0] for k, v in parse_qs(location.query).items()}
 
     def launch(self, client, state: str, id_token: str):
