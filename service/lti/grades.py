@@ -106,7 +106,7 @@ def send_once(
             if row is None:  # erased meanwhile
                 continue
             try:
-                connector = connectors.get(registration_id) or _connector(session, registration_id, http)
+                connector = connectors.get(registration_id) or connector_for(session, registration_id, http)
                 connectors[registration_id] = connector
                 _post(connector, row, grade(completed, len(lessons[row.lesson].checkpoints), row.user_id, now))
             except (LtiException, requests.RequestException, KeyError) as e:
@@ -136,7 +136,8 @@ class PassConnector(ServiceConnector):
         self._tokens[scope_key] = (access_token, time.monotonic() + expires_in - 30)
 
 
-def _connector(session: Session, registration_id: int, http: requests.Session) -> ServiceConnector:
+def connector_for(session: Session, registration_id: int, http: requests.Session) -> ServiceConnector:
+    """A connector to the registration's platform services, signing with the tool's key."""
     registration = session.get(LtiRegistration, registration_id)
     if registration is None:
         raise LtiException(f"registration {registration_id} is gone")

@@ -6,6 +6,7 @@ that works once)."""
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import typing as t
 
 import jwt
@@ -166,6 +167,11 @@ class StrictLaunch(FlaskMessageLaunch):
             raise LtiException(f"this tool takes {' and '.join(MESSAGE_TYPES)} messages, not {kind!r}")
         super().validate_message()
         return self
+
+
+def pseudonym(issuer: str, sub: str) -> str:
+    """The learner id a platform's user gets here: stable across launches, not their name."""
+    return "lti-" + hashlib.sha256(f"{issuer}\n{sub}".encode()).hexdigest()[:32]
 
 
 class PatientSession(requests.Session):

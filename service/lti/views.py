@@ -4,20 +4,24 @@ saying why and records nothing."""
 
 from __future__ import annotations
 
-import hashlib
 import html
 import secrets
 from urllib.parse import urlsplit
 
+import requests
 from flask import Blueprint, current_app, redirect, request, url_for
 from flask import session as cookie
 from pylti1p3.contrib.flask import FlaskCookieService, FlaskOIDCLogin
 from pylti1p3.exception import LtiException
 
+from ..api.auth import browser_learner
+from ..api.problems import Problem
 from ..db.models import Platform
 from . import grades, keys
+from .course import course_of
+from .course import learners as course_learners
 from .deep_linking import selection_page
-from .tool import CLAIM, PatientSession, StrictLaunch, ToolRegistration, services
+from .tool import CLAIM, PatientSession, StrictLaunch, ToolRegistration, pseudonym, services
 
 blp = Blueprint("lti", __name__, url_prefix="/lti")
 
@@ -69,6 +73,8 @@ def launch():
         if message.is_deep_link_launch():
             return selection_page(message)
         path = target_path(str(claims.get(CLAIM + "target_link_uri", "")))
+        if path == "/dashboard" and course_of(claims) is None:
+            raise LaunchRefused("the dashboard is for a course's instructors, launched with names and roles")
         if not claims.get("sub"):
             raise LaunchRefused("the launch names no user (sub): anonymous launches cannot keep progress")
         registration = message._registration
@@ -85,17 +91,12 @@ def target_path(target: str) -> str:
     if parts.netloc and parts.netloc != request.host:
         raise LaunchRefused(f"the launch targets another site ({parts.netloc}), not this tool ({request.host})")
     path = parts.path.rstrip("/") or "/"
-    if path in PAGES:
+    if path in PAGES or path == "/dashboard":
         return path
     lesson = path.removeprefix("/lessons/")
     if path.startswith("/lessons/") and lesson in current_app.extensions["lessons"]:
         return path
     raise LaunchRefused(f"this tool has no page at {path}: launch a lesson, the workbench or a figure")
-
-
-def pseudonym(issuer: str, sub: str) -> str:
-    """The learner id a platform's user gets here: stable across launches, not their name."""
-    return "lti-" + hashlib.sha256(f"{issuer}\n{sub}".encode()).hexdigest()[:32]
 
 
 def start_session(registration: ToolRegistration, claims: dict, path: str) -> None:
@@ -120,6 +121,8 @@ def start_session(registration: ToolRegistration, claims: dict, path: str) -> No
             "deployment": claims.get(CLAIM + "deployment_id"),
             "resource_link": claims.get(CLAIM + "resource_link", {}).get("id"),
             "lineitem": claims.get("https://purl.imsglobal.org/spec/lti-ags/claim/endpoint", {}).get("lineitem"),
+            "issuer": claims["iss"],
+            "course": course_of(claims),  # set for instructors: their course's learners (service/lti/course.py)
         },
     )
     cookie.permanent = True
@@ -138,6 +141,25 @@ def refused(error: Exception):
         "(docs/lti.md), or open the lesson again from the course.</p></main></body></html>"
     )
     return current_app.response_class(page, status=400, mimetype="text/html")
+
+
+@blp.get("/course")
+def course():
+    """The launched instructor's course: its learners (pseudonyms) and what each completed."""
+    launched = cookie.get("lti") or {}
+    if not browser_learner() or not launched.get("course"):
+        raise Problem(403, "only an instructor launched from their course sees its learners", slug="forbidden")
+    try:
+        return course_learners(
+            current_app.extensions["db"],
+            launched["registration"],
+            launched["issuer"],
+            int(cookie["platform_id"]),
+            launched["course"],
+            current_app.extensions["settings"].k_anonymity,
+        )
+    except (LtiException, requests.RequestException) as e:
+        raise Problem(502, f"the course platform did not give its members: {e}", slug="platform-unavailable") from e
 
 
 @blp.get("/jwks")

@@ -4,6 +4,8 @@ item holds 2/4, and restarting the service in between loses no score."""
 
 from __future__ import annotations
 
+import time
+
 import requests
 from click.testing import CliRunner
 
@@ -15,13 +17,24 @@ from tests.lti.lms_server import LmsServer
 from tests.lti.platform import Platform
 
 from ..live import LiveServer
-from .conftest import watched_page, wait_until
+from .conftest import wait_until, watched_page
+
+LEARNER = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
+
+
+def next_frame(page, path: str):
+    """The tool's page inside the platform's iframe, once launched and ready."""
+    deadline = time.monotonic() + 20
+    while not any(f.url.endswith(path) for f in page.frames):
+        assert time.monotonic() < deadline, [f.url for f in page.frames]
+        page.wait_for_timeout(50)
+    frame = next(f for f in page.frames if f.url.endswith(path))
+    wait_until(frame, "document.body.dataset.ready === 'true'")
+    return frame
 
 
 def lesson_frame(page):
-    frame = next(f for f in page.frames if f.url.endswith("/lessons/multi-head-attention"))
-    wait_until(frame, "document.body.dataset.ready === 'true'")
-    return frame
+    return next_frame(page, "/lessons/multi-head-attention")
 
 
 def wait_done(frame, checkpoint):
@@ -69,5 +82,17 @@ def test_from_the_course_page_to_two_of_four_in_the_gradebook(browser, tmp_path,
             assert scores[-1]["userId"] == "user-42" and scores[-1]["activityProgress"] == "InProgress"
             assert not page.errors, page.errors
             context.close()
+
+            lms.members = [{"user_id": "user-42", "roles": [LEARNER], "status": "Active", "name": "Ada L."}]
+            teacher = browser.new_context(viewport={"width": 1280, "height": 1000})
+            page = watched_page(teacher)
+            page.goto(lms.url + "/teach")  # the instructor opens the dashboard from the course
+            frame = next_frame(page, "/dashboard")
+            wait_until(frame, "!document.getElementById('course').hidden")
+            text = frame.locator("#course").inner_text()
+            assert "Your course: Attention, week 3" in text and "hidden: fewer than 5 learners" in text
+            assert "Ada" not in text
+            assert not page.errors, page.errors
+            teacher.close()
         finally:
             tool.stop()

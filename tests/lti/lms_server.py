@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlencode
 
 import jwt
 
-from .platform import Platform
+from .platform import CLAIM, Platform
 
 
 class LmsServer:
@@ -23,6 +23,7 @@ class LmsServer:
         self.scores: dict[str, list[dict]] = {}  # line item path -> scores posted, in order
         self.tokens: set[str] = set()
         self.refuse = 0  # answer this many requests with 503
+        self.members: list[dict] = []  # the course's membership (names and roles)
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         platform.auth_url = self.url + "/auth"
@@ -40,6 +41,17 @@ class LmsServer:
         return self.platform.registration(
             keyset=None, keyset_url=self.url + "/jwks", auth_token_url=self.url + "/token"
         )
+
+    def teaching_claims(self) -> dict:
+        """What an instructor's launch from the course adds: their role, the course, the service."""
+        return {
+            CLAIM + "roles": ["http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"],
+            CLAIM + "context": {"id": "course-7", "title": "Attention, week 3"},
+            "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice": {
+                "context_memberships_url": self.url + "/memberships",
+                "service_versions": ["2.0"],
+            },
+        }
 
     def grades_claim(self, item: str = "/lineitems/1") -> dict:
         return {
@@ -66,14 +78,16 @@ class LmsServer:
         self.tokens.add(token)
         return 200, {"access_token": token, "token_type": "Bearer", "expires_in": 3600, "scope": form["scope"]}
 
-    def course_page(self) -> str:
-        """A course page with the lesson placed in it: the platform starts the login in an iframe."""
+    def course_page(self, user: str = "user-42", target: str = "/lessons/multi-head-attention") -> str:
+        """A course page with a page of the tool placed in it: the platform starts the login in an
+        iframe (the target rides along as the message hint, as platforms carry their context)."""
         query = urlencode(
             {
                 "iss": self.platform.issuer,
                 "client_id": self.platform.client_id,
-                "login_hint": "user-42",
-                "target_link_uri": self.tool + "/lessons/multi-head-attention",
+                "login_hint": user,
+                "lti_message_hint": target,
+                "target_link_uri": self.tool + target,
             }
         )
         return (
@@ -85,10 +99,10 @@ class LmsServer:
         """The OIDC authorization endpoint: the user is logged in here, so it answers at once
         with the id_token, posted back to the tool by an auto-submitted form."""
         first = {k: v[0] for k, v in params.items()}
-        claims = self.platform.claims(first["nonce"], sub=first["login_hint"], **self.grades_claim())
-        claims["https://purl.imsglobal.org/spec/lti/claim/target_link_uri"] = (
-            self.tool + "/lessons/multi-head-attention"
-        )
+        target = first.get("lti_message_hint", "/lessons/multi-head-attention")
+        extra = self.teaching_claims() if target == "/dashboard" else self.grades_claim()
+        claims = self.platform.claims(first["nonce"], sub=first["login_hint"], **extra)
+        claims[CLAIM + "target_link_uri"] = self.tool + target
         token = self.platform.id_token(claims)
         return (
             f'<!doctype html><form method="post" action="{html.escape(first["redirect_uri"])}">'
@@ -105,8 +119,18 @@ class LmsServer:
                 path, _, query = self.path.partition("?")
                 if path == "/jwks":
                     return self._answer(200, server.platform.jwks())
-                if path in ("/course", "/auth"):
-                    page = server.course_page() if path == "/course" else server.authorize(parse_qs(query))
+                if path == "/memberships":
+                    bearer = self.headers.get("Authorization", "").removeprefix("Bearer ")
+                    typed = self.headers.get("Accept") == "application/vnd.ims.lti-nrps.v2.membershipcontainer+json"
+                    if bearer not in server.tokens or not typed:
+                        return self._answer(401, {})
+                    return self._answer(200, {"id": server.url + "/memberships", "members": server.members})
+                if path == "/course":
+                    return self._html(server.course_page())
+                if path == "/teach":
+                    return self._html(server.course_page("teacher-1", "/dashboard"))
+                if path == "/auth":
+                    page = server.authorize(parse_qs(query))
                     return self._html(page)
                 self._answer(404, {})
 

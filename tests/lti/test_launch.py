@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 from service.db.models import Event
 from service.db.models import Platform as PlatformRow
 from service.lti.registrations import NewRegistration, register
-from service.lti.views import pseudonym
+from service.lti.tool import pseudonym
 
 from .platform import CLAIM, Platform
 

@@ -163,6 +163,23 @@ function exportButtons(headers) {
     " ", status);
 }
 
+// Opened from a course platform by an instructor (LTI): that course's learners, under the
+// pseudonyms their progress is kept by; the names the platform knows never reach this page.
+async function showCourse() {
+  const response = await fetch("/lti/course", { credentials: "same-origin" });
+  if (!response.ok) return;
+  const course = await response.json();
+  const rows = course.learners === null
+    ? [el("p", { class: "hidden-group", text: `Learners hidden: ${course.hidden}.` })]
+    : [el("table", { class: "learners" },
+        el("thead", {}, el("tr", {}, el("th", { scope: "col", text: "Learner" }), el("th", { scope: "col", text: "Completed checkpoints" }))),
+        el("tbody", {}, ...course.learners.map((l) => el("tr", {},
+          el("td", { text: l.learner }),
+          el("td", { text: Object.entries(l.completed).map(([lesson, done]) => `${lesson}: ${done.join(", ")}`).join("; ") || "none yet" })))))];
+  $("course").replaceChildren(el("h2", { id: "course-title", text: `Your course: ${course.course}` }), ...rows);
+  $("course").hidden = false;
+}
+
 function init() {
   const stored = sessionStorage.getItem(KEY);
   $("key-form").addEventListener("submit", (e) => {
@@ -190,7 +207,8 @@ function init() {
     $("api-key").value = stored;
     refresh();
   }
-  document.body.dataset.ready = "true";
+  showCourse().catch((error) => { $("status").textContent = `Could not load your course: ${error.message}`; })
+    .finally(() => { document.body.dataset.ready = "true"; });
 }
 
 init();
