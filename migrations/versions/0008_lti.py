@@ -27,7 +27,6 @@ def upgrade() -> None:
         sa.Column("auth_audience", sa.String(length=1024), nullable=True),
         sa.Column("keyset_url", sa.String(length=1024), nullable=True),
         sa.Column("keyset", sa.JSON(), nullable=True),
-        sa.Column("share_identity", sa.Boolean(), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["platform_id"],

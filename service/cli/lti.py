@@ -24,8 +24,7 @@ def lti() -> None:
 @click.option("--keyset-url", default=None, help="The platform's JWKS URL.")
 @click.option("--keyset-file", type=click.File(), default=None, help="The platform's JWKS, as a file.")
 @click.option("--platform", "platform_name", required=True, help="Our platform its learners belong to.")
-@click.option("--share-identity", is_flag=True, help="Store names and e-mail addresses (off: pseudonyms only).")
-def register(keyset_file, platform_name: str, share_identity: bool, deployment_ids, **urls) -> None:
+def register(keyset_file, platform_name: str, deployment_ids, **urls) -> None:
     """Register a platform (or update the registration of the same issuer and client id)."""
     from ..lti.registrations import NewRegistration, RegistrationError
     from ..lti.registrations import register as store
@@ -38,7 +37,6 @@ def register(keyset_file, platform_name: str, share_identity: bool, deployment_i
         platform=platform_name,
         deployment_ids=tuple(deployment_ids),
         keyset=keyset,
-        share_identity=share_identity,
         **urls,
     )
     try:

@@ -30,8 +30,6 @@ class LtiRegistration(Base):
     auth_audience: Mapped[str | None] = mapped_column(String(1024), nullable=True)
     keyset_url: Mapped[str | None] = mapped_column(String(1024), nullable=True)
     keyset: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)  # pasted JWKS
-    # Names and e-mail addresses are never stored unless the platform's registration says so.
-    share_identity: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 

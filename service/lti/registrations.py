@@ -29,7 +29,6 @@ class NewRegistration:
     keyset_url: str | None = None
     keyset: dict[str, Any] | None = None
     auth_audience: str | None = None
-    share_identity: bool = False
 
     def check(self) -> None:
         if (self.keyset_url is None) == (self.keyset is None):
@@ -56,7 +55,6 @@ def register(session: Session, new: NewRegistration) -> LtiRegistration:
     registration.auth_audience = new.auth_audience
     registration.keyset_url = new.keyset_url
     registration.keyset = new.keyset
-    registration.share_identity = new.share_identity
     session.add(registration)
     session.flush()
     return registration

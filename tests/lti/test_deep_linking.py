@@ -15,6 +15,8 @@ from service.lti.registrations import NewRegistration, register
 
 from .platform import CLAIM, Platform
 
+pytestmark = pytest.mark.databases  # SQLite and PostgreSQL
+
 DL = "https://purl.imsglobal.org/spec/lti-dl/claim/"
 RETURN_URL = "https://lms.example.edu/deep-linking/return?course=7"
 

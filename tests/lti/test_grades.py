@@ -19,6 +19,8 @@ from tests.api.test_challenges import CHALLENGES, reference_answers
 from .lms_server import LmsServer
 from .platform import Platform
 
+pytestmark = pytest.mark.databases  # SQLite and PostgreSQL
+
 LESSON = "multi-head-attention"
 
 

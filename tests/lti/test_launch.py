@@ -19,6 +19,8 @@ from service.lti.tool import pseudonym
 
 from .platform import CLAIM, Platform
 
+pytestmark = pytest.mark.databases  # SQLite and PostgreSQL
+
 
 @pytest.fixture
 def lms(app) -> Platform:
@@ -198,3 +200,11 @@ def test_a_launch_verified_with_the_key_set_the_platform_serves(client, app, ser
     response = launched(client, platform)
     assert response.status_code == 303
     assert client.get("/api/v1/session").get_json()["learner"] == pseudonym(platform.issuer, "user-42")
+
+
+def test_the_login_may_be_posted_as_a_form(client, lms):
+    """Platforms initiate the login with GET or with an auto-submitted POST form."""
+    target = "http://localhost/figures/four-heads"
+    form = {"iss": lms.issuer, "client_id": lms.client_id, "login_hint": "x", "target_link_uri": target}
+    response = client.post("/lti/login", data=form)
+    assert response.status_code == 302 and response.headers["Location"].startswith(lms.auth_url + "?")

@@ -15,6 +15,8 @@ from tests.api.helpers import completed
 from .lms_server import LmsServer
 from .platform import Platform
 
+pytestmark = pytest.mark.databases  # SQLite and PostgreSQL
+
 LEARNER = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
 INSTRUCTOR = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
 
