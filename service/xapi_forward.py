@@ -60,6 +60,12 @@ def backlog(db: Database) -> dict[str, int]:
         return {name: count for name, count in rows}
 
 
+def backoff(failures: int) -> int:
+    """Seconds to wait after this many failures in a row (2, 4, 8, ... at most MAX_BACKOFF);
+    LTI grades (service/lti/grades.py) retry on the same schedule."""
+    return min(MAX_BACKOFF, 2 ** min(failures, 9))
+
+
 def forward_once(
     db: Database,
     lessons: dict[str, Lesson],
@@ -85,7 +91,7 @@ def forward_once(
         sent, error = _forward_platform(db, target, platform, lessons, activity_base, batch, settled, http, timeout)
         if error is not None:
             failures = target.failures + 1
-            wait = min(MAX_BACKOFF, 2 ** min(failures, 9))
+            wait = backoff(failures)
             _save(db, target, failures=failures, error=error[:1024], next_attempt=now + dt.timedelta(seconds=wait))
             log.warning("xAPI forwarding for platform %s failed (%s); retrying in %s s", platform.name, error, wait)
         report[platform.name] = {"sent": sent, "error": error}

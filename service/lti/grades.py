@@ -27,11 +27,11 @@ from ..db.engine import Database
 from ..db.lti_models import LtiGradeLink, LtiRegistration
 from ..db.models import CheckpointProgress
 from ..lessons import Lesson
+from ..xapi_forward import backoff
 from . import keys
 from .tool import PatientSession, ToolRegistration
 
 SCORE_SCOPE: Final = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
-MAX_BACKOFF_SECONDS = 3600
 
 
 def link(session: Session, registration_id: int, platform_id: int, learner: str, lesson: str, claims: dict) -> None:
@@ -111,7 +111,7 @@ def send_once(
                 _post(connector, row, grade(completed, len(lessons[row.lesson].checkpoints), row.user_id, now))
             except (LtiException, requests.RequestException, KeyError) as e:
                 row.failures += 1
-                row.next_attempt_at = now + dt.timedelta(seconds=min(MAX_BACKOFF_SECONDS, 10 * 2**row.failures))
+                row.next_attempt_at = now + dt.timedelta(seconds=backoff(row.failures))
                 row.last_error = f"{e.__class__.__name__}: {e}"[:1024]
                 report["failed"] += 1
                 continue

@@ -89,7 +89,7 @@ def test_a_platform_that_fails_is_retried_later_and_nothing_is_lost_across_a_res
     with app.extensions["db"].read() as session:
         link = session.scalar(select(LtiGradeLink))
         assert link.failures == 1 and link.sent is None and link.last_error
-    assert send(app, now + dt.timedelta(seconds=5)) == {"sent": 0, "failed": 0}  # backing off
+    assert send(app, now + dt.timedelta(seconds=1)) == {"sent": 0, "failed": 0}  # backing off
     restarted = create_app(app_config)  # a new process: the outbox is the database
     try:
         later = now + dt.timedelta(minutes=5)
