@@ -11,8 +11,6 @@ import pytest
 from lti1p3platform.ltiplatform import LTI1P3PlatformConfAbstract
 from lti1p3platform.registration import Registration as PlatformSideRegistration
 
-from service.lti.registrations import NewRegistration, register
-
 from .platform import CLAIM, Platform
 
 pytestmark = pytest.mark.databases  # SQLite and PostgreSQL
@@ -29,14 +27,6 @@ class LmsSide(LTI1P3PlatformConfAbstract):
 
     def get_registration_by_params(self, **kwargs):
         return PlatformSideRegistration().set_tool_key_set(self.tool_key_set)
-
-
-@pytest.fixture
-def lms(app) -> Platform:
-    platform = Platform()
-    with app.extensions["db"].write() as session:
-        register(session, NewRegistration(**platform.registration()))
-    return platform
 
 
 def deep_linking_request(lms: Platform, nonce: str) -> dict:

@@ -22,14 +22,6 @@ from .platform import CLAIM, Platform
 pytestmark = pytest.mark.databases  # SQLite and PostgreSQL
 
 
-@pytest.fixture
-def lms(app) -> Platform:
-    platform = Platform()
-    with app.extensions["db"].write() as session:
-        register(session, NewRegistration(**platform.registration()))
-    return platform
-
-
 def launched(client, lms: Platform, target: str = "/lessons/multi-head-attention", **changes):
     params = lms.login(client, target)
     return lms.launch(client, params["state"], lms.id_token(lms.claims(params["nonce"], target, **changes)))
