@@ -200,3 +200,15 @@ def test_the_login_may_be_posted_as_a_form(client, lms):
     form = {"iss": lms.issuer, "client_id": lms.client_id, "login_hint": "x", "target_link_uri": target}
     response = client.post("/lti/login", data=form)
     assert response.status_code == 302 and response.headers["Location"].startswith(lms.auth_url + "?")
+
+
+def test_logins_from_one_address_are_rate_limited(app_config, lms):
+    """Each login stores a nonce: a client cannot flood the tool with them."""
+    from service.app import create_app
+
+    limited = create_app({**app_config, "ratelimit_enabled": True, "ratelimit_learner": "2/minute"})
+    client = limited.test_client()
+    query = {"iss": lms.issuer, "login_hint": "x", "target_link_uri": "http://localhost/figures/four-heads"}
+    statuses = [client.get("/lti/login", query_string=query).status_code for _ in range(3)]
+    assert statuses == [302, 302, 429]
+    limited.extensions["db"].dispose()
