@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from . import learner_rollups, rollups
 from .analytics import Window, _within
+from .duration_quantiles import duration_quantiles
 from .models import CheckpointProgress, LearnerLesson
 
 ALL_TIME = Window()
@@ -160,8 +161,9 @@ def durations(
     quantile's position (numpy's "linear" method), so no row is fetched that is not needed.
     """
     if not window:
-        counts = learner_rollups.seconds_counts(conn.connection(), platform_id, lesson, checkpoint)
-        return learner_rollups.quantiles(counts, quantiles)
+        return duration_quantiles(conn.connection(), platform_id, lesson, quantiles).get(
+            checkpoint, (0, [0.0 for _ in quantiles])
+        )
     progress = CheckpointProgress.__table__
     base = (
         progress.c.platform_id == platform_id,

@@ -168,7 +168,7 @@ def _add(conn: Connection, dialect: str, table, columns: tuple[str, ...], deltas
         )
 
 
-def _corrections(conn: Connection, platform_id: int, lesson: str) -> tuple[Counter, Counter]:
+def corrections(conn: Connection, platform_id: int, lesson: str) -> tuple[Counter, Counter]:
     """What the learners with events after the watermark change in the stored counts."""
     keys = touched(conn, watermark(conn), None, platform_id, lesson)
     return changes(rolled(conn, keys), standings(conn, keys), keys)
@@ -184,51 +184,8 @@ def state_counts(conn: Connection, platform_id: int, lesson: str, days: tuple[st
     if days[1] is not None:
         query = query.where(table.c.day < days[1])
     counts = Counter({state: int(n) for state, n in conn.execute(query.group_by(table.c.state))})
-    states, _ = _corrections(conn, platform_id, lesson)
+    states, _ = corrections(conn, platform_id, lesson)
     for (_, _, day, state), n in states.items():
         if day >= days[0] and (days[1] is None or day < days[1]):
             counts[state] += n
     return +counts
-
-
-def seconds_counts(conn: Connection, platform_id: int, lesson: str, checkpoint: str) -> list[tuple[int, int]]:
-    """(whole seconds to complete `checkpoint`, learners), ascending, over every learner."""
-    table = cast_table(DurationRollup)
-    counts = Counter(
-        {
-            int(s): int(n)
-            for s, n in conn.execute(
-                select(table.c.seconds, table.c.learners).where(
-                    table.c.platform_id == platform_id, table.c.lesson == lesson, table.c.checkpoint == checkpoint
-                )
-            )
-        }
-    )
-    _, durations = _corrections(conn, platform_id, lesson)
-    for (_, _, c, seconds), n in durations.items():
-        if c == checkpoint:
-            counts[seconds] += n
-    return sorted((+counts).items())
-
-
-def quantiles(values: list[tuple[int, int]], qs: tuple[float, ...]) -> tuple[int, list[float]]:
-    """(how many, numpy's "linear" quantiles) of the multiset given as (value, count) ascending."""
-    n = sum(count for _, count in values)
-    if n == 0:
-        return 0, [0.0 for _ in qs]
-
-    def at(rank: int) -> int:
-        seen = 0
-        for value, count in values:
-            seen += count
-            if rank < seen:
-                return value
-        return values[-1][0]
-
-    out = []
-    for q in qs:
-        position = q * (n - 1)
-        low = int(position)
-        lower, upper = at(low), at(min(low + 1, n - 1))
-        out.append(max(0.0, lower + (position - low) * (upper - lower)))
-    return n, out
