@@ -1,21 +1,23 @@
-"""Quantiles of the time to complete each checkpoint, from the duration rollups, computed where
-the rows are: the database adds the learners after the watermark (sent as JSON), accumulates
-the counts per checkpoint in seconds order, and returns only the rows that hold the ranks a
-quantile needs (two per quantile and checkpoint), instead of every whole second anyone took.
+"""Quantiles of the time to complete each checkpoint, from the duration rollups. On PostgreSQL
+they are computed where the rows are: the database adds the learners after the watermark (sent
+as JSON), accumulates the counts per checkpoint in seconds order, and returns only the rows that
+hold the ranks a quantile needs (four per quantile and checkpoint), instead of every whole second anyone took.
+SQLite, whose window functions are slower than Python here, reads the lesson's rows once.
 
 Exactly numpy's "linear" quantiles of the multiset {seconds: learners}.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from fractions import Fraction
 
 import orjson
-from sqlalchemy import text
+from sqlalchemy import select, text
 from sqlalchemy.engine import Connection
 
 from . import learner_rollups
+from .models import DurationRollup, cast_table
 
 CORRECTIONS = {
     "postgresql": "SELECT c.checkpoint, c.seconds, c.learners FROM json_to_recordset(CAST(:extra AS json)) "
@@ -54,6 +56,8 @@ def duration_quantiles(
     """checkpoint -> (learners, their quantiles `qs` of whole seconds), over every learner of the
     lesson; checkpoints nobody completed are absent."""
     _, corrections = learner_rollups.corrections(conn, platform_id, lesson)
+    if conn.dialect.name == "sqlite":  # its window functions are slower than adding up in Python
+        return _from_all_rows(conn, platform_id, lesson, corrections, qs)
     extra = [{"checkpoint": c, "seconds": s, "learners": n} for (_, _, c, s), n in corrections.items() if n]
     around = [f"{_rank(i)} + {step}" for i in range(len(qs)) for step in (-1, 0, 1, 2)]
     ranks = " OR ".join(f"(below <= {r} AND {r} < upto)" for r in around)
@@ -68,6 +72,30 @@ def duration_quantiles(
         rows[checkpoint].append((int(below), int(upto), int(seconds)))
         totals[checkpoint] = int(total)
     return {c: (totals[c], _quantiles(rows[c], totals[c], qs)) for c in rows}
+
+
+def _from_all_rows(
+    conn: Connection, platform_id: int, lesson: str, corrections: Counter, qs: tuple[float, ...]
+) -> dict[str, tuple[int, list[float]]]:
+    """The same answer from every row of the lesson, read once (SQLite)."""
+    table = cast_table(DurationRollup)
+    counts: dict[str, Counter] = defaultdict(Counter)
+    query = select(table.c.checkpoint, table.c.seconds, table.c.learners).where(
+        table.c.platform_id == platform_id, table.c.lesson == lesson
+    )
+    for checkpoint, seconds, n in conn.execute(query):
+        counts[checkpoint][int(seconds)] += int(n)
+    for (_, _, checkpoint, seconds), n in corrections.items():
+        counts[checkpoint][seconds] += n
+    found = {}
+    for checkpoint, by_seconds in counts.items():
+        rows, upto = [], 0
+        for seconds, n in sorted((+by_seconds).items()):
+            rows.append((upto, upto + n, seconds))
+            upto += n
+        if upto:
+            found[checkpoint] = (upto, _quantiles(rows, upto, qs))
+    return found
 
 
 def _quantiles(rows: list[tuple[int, int, int]], n: int, qs: tuple[float, ...]) -> list[float]:

@@ -145,6 +145,21 @@ def _verification(conn: Session, platform_id: int, lesson: str, window: Window) 
     }
 
 
+def durations_of(
+    conn: Session,
+    platform_id: int,
+    lesson: str,
+    checkpoints: tuple[str, ...],
+    quantiles: tuple[float, ...],
+    window: Window = ALL_TIME,
+) -> dict[str, tuple[int, list[float]]]:
+    """`durations` of several checkpoints; without a window one query answers them all."""
+    if window:
+        return {c: durations(conn, platform_id, lesson, c, quantiles, window) for c in checkpoints}
+    found = duration_quantiles(conn.connection(), platform_id, lesson, quantiles)
+    return {c: found.get(c, (0, [0.0 for _ in quantiles])) for c in checkpoints}
+
+
 def durations(
     conn: Session,
     platform_id: int,
@@ -161,9 +176,7 @@ def durations(
     quantile's position (numpy's "linear" method), so no row is fetched that is not needed.
     """
     if not window:
-        return duration_quantiles(conn.connection(), platform_id, lesson, quantiles).get(
-            checkpoint, (0, [0.0 for _ in quantiles])
-        )
+        return durations_of(conn, platform_id, lesson, (checkpoint,), quantiles)[checkpoint]
     progress = CheckpointProgress.__table__
     base = (
         progress.c.platform_id == platform_id,
