@@ -52,40 +52,26 @@ def _swap(sql: str, old: str, new: str) -> str:
     return sql.replace(old, new)
 
 
-OLD_INSERT = """    WITH ins AS (
-        INSERT INTO events (platform_id, event_id, learner, lesson, checkpoint, event, instance_id, data,
-                            occurred_at, stored_at, content_hash)
-        SELECT p_platform, b.event_id, b.learner, b.lesson, b.checkpoint, b.event, b.instance_id, b.data,
-               b.occurred_at, p_now, b.content_hash
-        FROM unnest(v_batch) b
-        WHERE NOT EXISTS (
+# 0005 inserted the events that were not tombstoned, skipping stored ids. Now those are the ids
+# claimed in event_ids (the API refuses a batch naming one id twice), and the events inserted
+# are the ones whose ids were claimed, in batch order, so their row ids follow it.
+UNCLAIMED = """        WHERE NOT EXISTS (
             SELECT 1 FROM erased_events t WHERE t.platform_id = p_platform AND t.event_hash = b.tombstone)
         ORDER BY b.ord
         ON CONFLICT (platform_id, event_id) DO NOTHING
         RETURNING event_id
-    )"""
-
-# ids are claimed in event_ids (the API refuses a batch naming one id twice); the events
-# whose ids were claimed are inserted in batch order, so their row ids follow it
-NEW_INSERT = """    WITH claimed AS (
-        INSERT INTO event_ids (platform_id, event_id, content_hash)
-        SELECT p_platform, b.event_id, b.content_hash
-        FROM unnest(v_batch) b
-        WHERE NOT EXISTS (
-            SELECT 1 FROM erased_events t WHERE t.platform_id = p_platform AND t.event_hash = b.tombstone)
-        ORDER BY b.ord
-        ON CONFLICT (platform_id, event_id) DO NOTHING
-        RETURNING event_id
-    ), ins AS (
-        INSERT INTO events (platform_id, event_id, learner, lesson, checkpoint, event, instance_id, data,
-                            occurred_at, stored_at, content_hash)
-        SELECT p_platform, b.event_id, b.learner, b.lesson, b.checkpoint, b.event, b.instance_id, b.data,
-               b.occurred_at, p_now, b.content_hash
-        FROM unnest(v_batch) b
-        WHERE b.event_id IN (SELECT event_id FROM claimed)
+"""
+CLAIMED = """        WHERE b.event_id IN (SELECT event_id FROM claimed)
         ORDER BY b.ord
         RETURNING event_id
-    )"""
+"""
+OLD_START = "    WITH ins AS (\n"
+NEW_START = (
+    "    WITH claimed AS (\n"
+    "        INSERT INTO event_ids (platform_id, event_id, content_hash)\n"
+    "        SELECT p_platform, b.event_id, b.content_hash\n"
+    "        FROM unnest(v_batch) b\n" + UNCLAIMED + "    ), ins AS (\n"
+)
 
 OLD_STORED = "LEFT JOIN events s ON s.platform_id = p_platform AND s.event_id = b.event_id"
 NEW_STORED = "LEFT JOIN event_ids s ON s.platform_id = p_platform AND s.event_id = b.event_id"
@@ -136,7 +122,8 @@ def upgrade() -> None:
     op.execute(f"INSERT INTO events ({COLUMNS}) SELECT {COLUMNS} FROM events_0006")
     op.execute("DROP TABLE events_0006")
     _keys_and_indexes()
-    op.execute(_swap(_swap(_record_events_0005(), OLD_INSERT, NEW_INSERT), OLD_STORED, NEW_STORED))
+    claimed = _swap(_swap(_record_events_0005(), UNCLAIMED, CLAIMED), OLD_START, NEW_START)
+    op.execute(_swap(claimed, OLD_STORED, NEW_STORED))
 
 
 def _keys_and_indexes() -> None:

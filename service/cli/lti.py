@@ -6,7 +6,7 @@ import json
 
 import click
 
-from .common import _database
+from .common import _database, _settings
 
 
 @click.group()
@@ -101,7 +101,6 @@ def send_grades(loop: bool, interval: float) -> None:
 
     from ..lessons import load_lessons
     from ..lti.grades import send_once
-    from .common import _settings
 
     db, lessons = _database(), load_lessons(_settings().content_dir)
     while True:

@@ -153,9 +153,11 @@ def durations_of(
     quantiles: tuple[float, ...],
     window: Window = ALL_TIME,
 ) -> dict[str, tuple[int, list[float]]]:
-    """`durations` of several checkpoints; without a window one query answers them all."""
+    """checkpoint -> (learners, the quantiles of whole seconds from first event to completion),
+    over the learners who started within `window` (all of them by default): from the duration
+    rollups, one query for every checkpoint, or with a window from the progress table."""
     if window:
-        return {c: durations(conn, platform_id, lesson, c, quantiles, window) for c in checkpoints}
+        return {c: _durations_within(conn, platform_id, lesson, c, quantiles, window) for c in checkpoints}
     found = duration_quantiles(conn.connection(), platform_id, lesson, quantiles)
     return {c: found.get(c, (0, [0.0 for _ in quantiles])) for c in checkpoints}
 
@@ -168,15 +170,16 @@ def durations(
     quantiles: tuple[float, ...],
     window: Window = ALL_TIME,
 ) -> tuple[int, list[float]]:
-    """(learners, the quantiles of whole seconds from first event to completion) for one
-    checkpoint, over the learners who started within `window` (all of them by default): from
-    the duration rollups, or with a window from the progress table.
+    """`durations_of` one checkpoint."""
+    return durations_of(conn, platform_id, lesson, (checkpoint,), quantiles, window)[checkpoint]
 
-    With a window, read from the durations index: a count, then the two values around each
-    quantile's position (numpy's "linear" method), so no row is fetched that is not needed.
-    """
-    if not window:
-        return durations_of(conn, platform_id, lesson, (checkpoint,), quantiles)[checkpoint]
+
+def _durations_within(
+    conn: Session, platform_id: int, lesson: str, checkpoint: str, quantiles: tuple[float, ...], window: Window
+) -> tuple[int, list[float]]:
+    """One checkpoint's durations over the learners who started within `window`, read from the
+    durations index: a count, then the two values around each quantile's position (numpy's
+    "linear" method), so no row is fetched that is not needed."""
     progress = CheckpointProgress.__table__
     base = (
         progress.c.platform_id == platform_id,

@@ -89,15 +89,18 @@ def span(first: dt.date, last: dt.date) -> list[dt.date]:
     return [add_months(first, k) for k in range(count + 1)]
 
 
-def make_months(conn: Connection, wanted: list[dt.date]) -> list[str]:
-    """Make each wanted month that is missing, moving any rows the default partition holds
-    for it; the partitions made."""
+def make_months(conn: Connection, wanted: list[dt.date]) -> tuple[list[str], int]:
+    """Make each wanted month that is missing, and each month the default partition holds rows
+    of, moving those rows into it; (the partitions made, the rows moved)."""
     have, stray = set(months(conn)), set(_default_months(conn))
-    made = []
-    for month in sorted(set(wanted) - have):
-        _adopt(conn, month) if month in stray else create_month(conn, month)
+    made, moved = [], 0
+    for month in sorted((set(wanted) | stray) - have):
+        if month in stray:
+            moved += _adopt(conn, month)
+        else:
+            create_month(conn, month)
         made.append(partition_name(month))
-    return made
+    return made, moved
 
 
 def _default_months(conn: Connection) -> list[dt.date]:
@@ -130,18 +133,11 @@ def maintain(db: Database, keep_months: int = 0, now: dt.datetime | None = None)
     if not db.is_sqlite:
         with db.write() as session:
             conn = session.connection()
-            before = _default_count(conn)
-            wanted = span(current, add_months(current, AHEAD)) + _default_months(conn)
-            done.created = make_months(conn, wanted)
-            done.moved = before - _default_count(conn)
+            done.created, done.moved = make_months(conn, span(current, add_months(current, AHEAD)))
     if keep_months > 0:
         cutoff = add_months(current, -keep_months)
         (_delete_before if db.is_sqlite else _drop_before)(db, cutoff, done)
     return done
-
-
-def _default_count(conn: Connection) -> int:
-    return conn.execute(text("SELECT count(*) FROM events_default")).scalar_one()
 
 
 def _drop_before(db: Database, cutoff: dt.date, done: Maintenance) -> None:

@@ -49,8 +49,7 @@ def learners(
     http: requests.Session | None = None,
 ) -> dict[str, Any]:
     """The course's active learners and their completed checkpoints per lesson, or why not."""
-    with db.write() as session:  # the first use of the tool's key may make it
-        connector = connector_for(session, registration_id, http or PatientSession())
+    connector = connector_for(db, registration_id, http or PatientSession())
     service = NamesRolesProvisioningService(connector, {"context_memberships_url": course["memberships"]})
     members: list[Any] = []
     url, pages = course["memberships"], 0

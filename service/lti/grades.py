@@ -93,30 +93,35 @@ def grade(completed: int, total: int, user_id: str, now: dt.datetime) -> Grade:
 def send_once(
     db: Database, lessons: dict[str, Lesson], now: dt.datetime | None = None, http: requests.Session | None = None
 ) -> dict[str, int]:
-    """One pass over the outbox: how many scores were accepted, how many failed."""
+    """One pass over the outbox: how many scores were accepted, how many failed. Each score is
+    posted outside any transaction (a slow platform holds no lock), then its outcome recorded."""
     now = now or dt.datetime.now(dt.UTC)
     http = http or PatientSession()
     with db.read() as session:
-        batch = [(row.id, row.registration_id, n) for row, n in waiting(session, now)]
+        batch = [(row, n) for row, n in waiting(session, now)]
     connectors: dict[int, ServiceConnector] = {}
     report = {"sent": 0, "failed": 0}
-    for link_id, registration_id, completed in batch:
+    for link, completed in batch:
+        error = None
+        try:
+            if link.lesson not in lessons:
+                raise LtiException(f"the lesson {link.lesson!r} is no longer served")
+            connector = connectors.get(link.registration_id) or connector_for(db, link.registration_id, http)
+            connectors[link.registration_id] = connector
+            _post(connector, link, grade(completed, len(lessons[link.lesson].checkpoints), link.user_id, now))
+        except (LtiException, requests.RequestException) as e:
+            error = f"{e.__class__.__name__}: {e}"[:1024]
         with db.write() as session:
-            row = session.get(LtiGradeLink, link_id)
+            row = session.get(LtiGradeLink, link.id)
             if row is None:  # erased meanwhile
                 continue
-            try:
-                connector = connectors.get(registration_id) or connector_for(session, registration_id, http)
-                connectors[registration_id] = connector
-                _post(connector, row, grade(completed, len(lessons[row.lesson].checkpoints), row.user_id, now))
-            except (LtiException, requests.RequestException, KeyError) as e:
+            if error is None:
+                row.sent, row.failures, row.next_attempt_at, row.last_error = completed, 0, None, None
+            else:
                 row.failures += 1
                 row.next_attempt_at = now + dt.timedelta(seconds=backoff(row.failures))
-                row.last_error = f"{e.__class__.__name__}: {e}"[:1024]
-                report["failed"] += 1
-                continue
-            row.sent, row.failures, row.next_attempt_at, row.last_error = completed, 0, None, None
-            report["sent"] += 1
+                row.last_error = error
+        report["failed" if error else "sent"] += 1
     return report
 
 
@@ -136,13 +141,13 @@ class PassConnector(ServiceConnector):
         self._tokens[scope_key] = (access_token, time.monotonic() + expires_in - 30)
 
 
-def connector_for(session: Session, registration_id: int, http: requests.Session) -> ServiceConnector:
+def connector_for(db: Database, registration_id: int, http: requests.Session) -> ServiceConnector:
     """A connector to the registration's platform services, signing with the tool's key."""
-    registration = session.get(LtiRegistration, registration_id)
-    if registration is None:
-        raise LtiException(f"registration {registration_id} is gone")
-    key = keys.signing_key(session)
-    return PassConnector(ToolRegistration(registration, (key.kid, key.private_pem)), requests_session=http)
+    with db.read() as session:
+        registration = session.get(LtiRegistration, registration_id)
+        if registration is None:
+            raise LtiException(f"registration {registration_id} is gone")
+        return PassConnector(ToolRegistration(registration, keys.signing(db)), requests_session=http)
 
 
 def _post(connector: ServiceConnector, row: LtiGradeLink, score: Grade) -> None:

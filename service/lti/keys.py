@@ -13,9 +13,22 @@ from jwcrypto.jwk import JWK
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from ..db.engine import Database
 from ..db.lti_models import LtiKey
 
 ALGORITHM = "RS256"
+
+
+def signing(db: Database) -> tuple[str, str]:
+    """(kid, private PEM) of the signing key: read, and written only the first time, so the
+    key set and launches never take the write lock once the key exists."""
+    with db.read() as session:
+        key = session.scalar(select(LtiKey).where(LtiKey.active.is_(True)))
+        if key is not None:
+            return key.kid, key.private_pem
+    with db.write() as session:
+        key = signing_key(session)
+        return key.kid, key.private_pem
 
 
 def signing_key(session: Session) -> LtiKey:

@@ -67,12 +67,11 @@ class DatabaseToolConf(ToolConfAbstract[FlaskRequest]):
         return self._registration(iss, client_id)
 
     def _registration(self, iss: str, client_id: str | None) -> ToolRegistration:
-        with self.db.write() as session:  # the first use makes the signing key
+        with self.db.read() as session:
             row = registrations.find(session, iss, client_id)
             if row is None:
                 raise LtiException(f"no platform is registered with issuer {iss!r} and client id {client_id!r}")
-            key = keys.signing_key(session)
-            return ToolRegistration(row, (key.kid, key.private_pem))
+            return ToolRegistration(row, keys.signing(self.db))
 
     def find_deployment(self, iss: str, deployment_id: str) -> Deployment | None:
         return self.find_deployment_by_params(iss, deployment_id, None)

@@ -165,8 +165,9 @@ def course():
 @blp.get("/jwks")
 def jwks():
     """The tool's public keys (signing key first)."""
-    with current_app.extensions["db"].write() as session:
-        keys.signing_key(session)  # made on first use
+    db = current_app.extensions["db"]
+    keys.signing(db)  # made on first use
+    with db.read() as session:
         return keys.key_set(session)
 
 
