@@ -29,8 +29,8 @@ def as_matrix(value, field: str) -> np.ndarray:
     if raw.ndim != 2 or 0 in raw.shape:
         raise AttentionInputError(f"{field} must be a non-empty 2-D matrix, got shape {list(raw.shape)}", field=field)
     matrix = np.array(raw, dtype=np.float64)  # always a copy: the trace freezes it
-    bad = ~np.isfinite(matrix)
-    if bad.any():
+    if not all_finite(matrix):
+        bad = ~np.isfinite(matrix)
         i, j = (int(a) for a in np.argwhere(bad)[0])
         raise AttentionInputError(
             f"{field} row {i + 1}, column {j + 1} (counting from 1) is {matrix[i, j]}; every number must be finite",
@@ -54,7 +54,7 @@ def as_weight(value, shape: tuple[int, int], field: str) -> np.ndarray | None:
 
 def finite(a: np.ndarray, what: str, field: str, weight: object = True) -> np.ndarray:
     """`a`, or an error naming the step and the first cell that overflowed (1-based)."""
-    if weight is not None and not np.isfinite(a).all():
+    if weight is not None and not all_finite(a):
         i, j = (int(t) for t in np.argwhere(~np.isfinite(a))[0])
         raise AttentionInputError(
             f"{what} overflowed float64 at row {i + 1}, column {j + 1} (counting from 1); "
@@ -64,12 +64,14 @@ def finite(a: np.ndarray, what: str, field: str, weight: object = True) -> np.nd
     return a
 
 
-def check_scores(scores: np.ndarray, q: np.ndarray, k: np.ndarray, scale: float) -> None:
+def scores_bound(q: np.ndarray, k: np.ndarray, scale: float) -> float:
+    """An upper bound on every |score| (Cauchy-Schwarz), or inf when the scores are few: scanning
+    them is cheaper than bounding."""
+    return np.inf if q.shape[0] * q.shape[1] * k.shape[1] <= _SCAN_DIRECTLY else norm_bound(q, k, scale)
+
+
+def check_scores(scores: np.ndarray, bound: float) -> None:
     """Cauchy-Schwarz bounds |q_i . k_j| by |q_i| |k_j|: a full scan only when that bound is huge."""
-    if scores.size <= _SCAN_DIRECTLY:
-        bound = np.inf  # small: scanning is cheaper than bounding
-    else:
-        bound = norm_bound(q, k, scale)
     if bound < _SAFE_BOUND:
         return
     bad = ~np.isfinite(scores)
@@ -82,7 +84,20 @@ def check_scores(scores: np.ndarray, q: np.ndarray, k: np.ndarray, scale: float)
         )
 
 
+def all_finite(a: np.ndarray) -> bool:
+    """No inf or NaN in `a`. A finite sum proves it in one pass without a temporary (inf and NaN
+    propagate); only a sum that overflowed needs the cell-by-cell look."""
+    if a.size <= _SCAN_DIRECTLY:
+        return bool(np.isfinite(a).all())
+    with np.errstate(over="ignore", invalid="ignore"):
+        return bool(np.isfinite(np.add.reduce(a, axis=None)) or np.isfinite(a).all())
+
+
 def norm_bound(q: np.ndarray, k: np.ndarray, scale: float) -> float:
+    def largest_norm(m: np.ndarray) -> float:
+        return np.sqrt(np.einsum("hnd,hnd->hn", m, m).max())
+
     with np.errstate(over="ignore"):
-        bound = scale * np.sqrt(np.einsum("hnd,hnd->hn", q, q).max()) * np.sqrt(np.einsum("hnd,hnd->hn", k, k).max())
+        q_norm = largest_norm(q)
+        bound = scale * q_norm * (q_norm if k is q else largest_norm(k))
     return float(bound) if np.isfinite(bound) else np.inf

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import ops
-from .checks import as_matrix, as_weight, check_scores, finite
+from .checks import as_matrix, as_weight, check_scores, finite, scores_bound
 from .config import AttentionConfig, RopeConfig
 from .failure_modes import Steps, steps
 
@@ -120,13 +120,12 @@ def _pipeline(x: np.ndarray, cfg: AttentionConfig, w: Projections, how: Steps) -
     broken implementation does the steps it gets wrong (failure_modes.py)."""
     q, k, v = _project(x, w, cfg.kv_width)  # 1. [n, d_model] -> [n, d_model], [n, kv*d_head], [n, kv*d_head]
     features, kv_features = head_features(cfg, how.split)  # which features each head reads
-    qh, kh, vh = _split(q, features), _split(k, kv_features), _split(v, kv_features)  # 2. -> [H|kv, n, d_head]
+    qh, kh, vh = _split_all(q, k, v, features, kv_features)  # 2. -> [H|kv, n, d_head]
     qh, kh = _rope(qh, cfg.rope), _rope(kh, cfg.rope)  # 3. rotate by position (RoPE only)
     kh, vh = ops.repeat_kv(kh, cfg.group_size), ops.repeat_kv(vh, cfg.group_size)  # [kv, n, d] -> [H, n, d]
-    scores = _scores(qh, kh, _SCALES[how.scale](cfg))  # 4. Q_h K_h^T * scale: [H, n, n]
     mask = ops.causal_mask(cfg.n) if cfg.causal else np.zeros((cfg.n, cfg.n), dtype=bool)  # 5. [n, n] future
-    weights = _NORMALISE[_masking(how.mask, cfg.causal)](scores, mask)  # 5-6. mask, then softmax: [H, n, n]
-    head_outputs = ops.attend(weights, vh, causal=_lower_triangular(how.mask, cfg.causal))  # 7. [H, n, d_head]
+    masking, scale = _masking(how.mask, cfg.causal), _SCALES[how.scale](cfg)
+    scores, weights, head_outputs = _attend(qh, kh, vh, scale, mask, masking)  # 4-7. [H, n, n] x2, [H, n, d_head]
     concat = ops.merge_heads(head_outputs[::-1] if how.order == "reversed" else head_outputs)  # 8. [n, d_model]
     output = concat if how.output == "skip" else _out(concat, w.output)  # 9. concat @ W_O: [n, d_model]
     residual = finite(x + output, "the residual X + output", "tokens")  # 10. X + output: [n, d_model]
@@ -160,6 +159,13 @@ def _project(x: np.ndarray, w: Projections, kv_width: int) -> tuple[np.ndarray, 
     return q, k, v
 
 
+def _split_all(q: np.ndarray, k: np.ndarray, v: np.ndarray, features: np.ndarray, kv_features: np.ndarray):
+    """Split Q, K and V; the same matrix split the same way (identity projections) is split once."""
+    qh = _split(q, features)
+    kh = qh if k is q and (kv_features is features or np.array_equal(kv_features, features)) else _split(k, kv_features)
+    return qh, kh, kh if v is k else _split(v, kv_features)
+
+
 def _split(m: np.ndarray, features: np.ndarray) -> np.ndarray:
     """[n, heads*d_head] -> [heads, n, d_head]: a reshape when the slices are contiguous, else a gather."""
     heads, d_head = features.shape
@@ -172,10 +178,22 @@ def _rope(m: np.ndarray, rope: RopeConfig | None) -> np.ndarray:
     return m if rope is None else ops.rope(m, rope.style, rope.base)
 
 
-def _scores(q: np.ndarray, k: np.ndarray, scale: float) -> np.ndarray:
+def _attend(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, mask: np.ndarray, masking: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """4. scores Q_h K_h^T * scale [H, n, n]; 5-6. mask and softmax [H, n, n]; 7. weights @ V_h [H, n, d_head].
+
+    Done right on more than one block of rows, the three run a block at a time (ops.attention_heads);
+    a small input or a broken masking runs them as whole-array steps, in fewer numpy calls."""
+    bound = scores_bound(q, k, scale)
+    if masking == "before_softmax" and q.shape[1] > ops.ROW_BLOCK:
+        scores, weights, head_outputs = ops.attention_heads(q, k, v, scale, bool(mask.any()), bound)
+        check_scores(scores, bound)
+        return scores, weights, head_outputs
     scores = ops.scores(q, k, scale)  # [H, n, d] @ [H, d, n] -> [H, n, n]
-    check_scores(scores, q, k, scale)
-    return scores
+    check_scores(scores, bound)
+    weights = _NORMALISE[masking](scores, mask)  # [H, n, n]
+    return scores, weights, ops.attend(weights, v, causal=_lower_triangular(masking, bool(mask.any())))
 
 
 def _out(concat: np.ndarray, w_o: np.ndarray | None) -> np.ndarray:
@@ -199,13 +217,6 @@ def _lower_triangular(mask: str, causal: bool) -> bool:
     return causal and mask in ("before_softmax", "after_softmax", "diagonal")
 
 
-def _mask_then_softmax(s: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    if not mask.any():
-        return ops.softmax(s)
-    # Future weights exactly 0 either way; row blocks pay off once there is more than one.
-    return ops.causal_softmax(s) if s.shape[-1] > ops.ROW_BLOCK else ops.softmax(s, mask)
-
-
 def _softmax_then_mask(s: np.ndarray, mask: np.ndarray) -> np.ndarray:
     weights = ops.softmax(s)  # every position, future included
     weights[:, mask] = 0.0  # rows no longer sum to 1
@@ -213,13 +224,13 @@ def _softmax_then_mask(s: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 
 _NORMALISE = {
-    "before_softmax": _mask_then_softmax,
+    "before_softmax": ops.mask_then_softmax,
     "after_softmax": _softmax_then_mask,
     "none": lambda s, mask: ops.softmax(s),
     "diagonal": lambda s, mask: ops.softmax(s, mask | np.eye(mask.shape[0], dtype=bool)),  # row 1 sees nothing: 0s
     "zero": lambda s, mask: ops.softmax(np.where(mask, 0.0, s)),
     "wrong_axis": lambda s, mask: np.swapaxes(ops.softmax(np.swapaxes(s, -1, -2), mask.T), -1, -2),
-    "transposed": lambda s, mask: np.swapaxes(_mask_then_softmax(s, mask), -1, -2).copy(),
+    "transposed": lambda s, mask: np.swapaxes(ops.mask_then_softmax(s, mask), -1, -2).copy(),
 }
 
 

@@ -1,10 +1,11 @@
 """The stage functions on their own: inverse pairs, masks, softmax edge cases."""
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.compute import ops
+from service.compute import ops, parallel
 
 
 @settings(max_examples=50, deadline=None)
@@ -55,3 +56,41 @@ def test_rope_keeps_pair_norms_and_leaves_position_zero_alone():
         assert np.array_equal(r[:, 0], x[:, 0])
         for a, b in pairs:
             np.testing.assert_allclose(np.hypot(r[..., a], r[..., b]), np.hypot(x[..., a], x[..., b]))
+
+
+def test_softmax_without_the_shift_when_scores_are_bounded_equals_the_shifted_one():
+    s = np.random.default_rng(3).uniform(-ops.EXP_SAFE, ops.EXP_SAFE, size=(2, 300, 300))
+    shifted = ops.causal_softmax(s)
+    unshifted = ops.causal_softmax(s, bounded=True)
+    np.testing.assert_allclose(unshifted, shifted, rtol=1e-13, atol=1e-300)  # 1e-300: both underflow to ~0
+    future = np.broadcast_to(ops.causal_mask(300), s.shape)
+    assert not unshifted[future].any() and not shifted[future].any()  # the future exactly 0 in both
+    np.testing.assert_allclose(unshifted.sum(axis=-1), 1.0, atol=1e-13)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_attention_heads_gives_the_same_bits_on_one_thread_or_many(monkeypatch, causal):
+    rng = np.random.default_rng(4)
+    q, k, v = (rng.normal(size=(6, 300, 16)) for _ in range(3))
+    spread = ops.attention_heads(q, k, v, 0.25, causal, bound=100.0)  # 540,000 score cells: over the cores
+    monkeypatch.setattr(parallel, "PARALLEL_CELLS", 10**12)
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    with threadpoolctl.threadpool_limits(1, user_api="blas"):  # OpenBLAS rounds differently on more threads
+        alone = ops.attention_heads(q, k, v, 0.25, causal, bound=100.0)
+    for a, b in zip(spread, alone, strict=True):
+        assert np.array_equal(a, b)
+
+
+def test_a_parallel_section_gives_blas_its_threads_back():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    before = [lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"]
+    seen: list[list[int]] = []
+
+    def look(group: slice) -> None:
+        seen.append([lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"])
+
+    parallel.over_heads(look, heads=4, cells=parallel.PARALLEL_CELLS)
+    after = [lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"]
+    assert after == before
+    if parallel.cores() > 1:
+        assert all(threads == [1] * len(before) for threads in seen)  # one BLAS thread per head group meanwhile

@@ -22,12 +22,21 @@ def _weights(rng, d_model, kv_width):
 
 @pytest.mark.parametrize(
     "n, d_model, heads, kv_heads, causal",
-    [(3, 4, 2, 2, True), (16, 32, 4, 4, False), (33, 64, 8, 2, True), (20, 48, 6, 1, True), (8, 24, 6, 3, False)],
+    [
+        (3, 4, 2, 2, True),
+        (16, 32, 4, 4, False),
+        (33, 64, 8, 2, True),
+        (20, 48, 6, 1, True),
+        (8, 24, 6, 3, False),
+        (300, 64, 4, 4, True),  # row blocks with a ragged last one, heads spread over the cores
+        (260, 32, 4, 2, False),
+    ],
 )
-def test_matches_scaled_dot_product_attention(n, d_model, heads, kv_heads, causal):
+@pytest.mark.parametrize("magnitude", [1.0, 40.0])  # 40: scores past exp's safe range, the row max is subtracted
+def test_matches_scaled_dot_product_attention(n, d_model, heads, kv_heads, causal, magnitude):
     rng = np.random.default_rng(n)
     d_head = d_model // heads
-    x = rng.normal(size=(n, d_model))
+    x = rng.normal(size=(n, d_model)) * magnitude
     w = _weights(rng, d_model, kv_heads * d_head)
     trace = multi_head_attention(x, heads, causal=causal, kv_heads=kv_heads, **w)
 
