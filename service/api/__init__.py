@@ -16,6 +16,7 @@ from . import (
     exports,
     failure_modes,
     health,
+    lean,
     learners,
     lessons,
     models,
@@ -84,5 +85,6 @@ def init_app(app: Flask) -> Api:
     init_limiter(app)
     budgets.init_app(app)  # counts in the limiter's store
     models.init_app(app)
+    lean.init_app(app)
     app.extensions["api"] = api
     return api

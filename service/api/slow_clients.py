@@ -72,11 +72,10 @@ WATCHDOG = Watchdog()
 
 
 @contextmanager
-def body_deadline(seconds: float) -> Iterator[Callable[[], bool]]:
+def body_deadline(seconds: float, sock: socket.socket | None) -> Iterator[Callable[[], bool]]:
     """Yields `late()`: whether the body's time is up. Behind gunicorn (which hands the app its
     socket) a read still blocked at the deadline returns, cut short; the answer can still be sent."""
     ends = time.monotonic() + seconds
-    sock = request.environ.get("gunicorn.socket")
     ticket = WATCHDOG.arm(sock, seconds) if sock is not None else None
     try:
         yield lambda: time.monotonic() >= ends

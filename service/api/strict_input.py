@@ -35,7 +35,7 @@ def read_body_bytes() -> bytes:
         stream, expected = environ["wsgi.input"], limit + 1
     else:
         stream, expected = request.stream, request.content_length or 0  # Werkzeug: 413 past the limit
-    with body_deadline(seconds) as late:
+    with body_deadline(seconds, environ.get("gunicorn.socket")) as late:
         chunks, size = [], 0
         while size < expected:
             try:

@@ -1,0 +1,216 @@
+"""The lean path for `POST /api/v1/attention` (service/api/lean.py) answers exactly as the full
+Flask path: the same status, the same bytes, the same headers, the rate limit counted once in
+the same store; whatever it is not sure of is answered by the full path itself."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from werkzeug.http import parse_cookie
+
+from service.api.lean import LeanAttention
+from service.app import create_app
+from service.presets import presets
+
+URL = "/api/v1/attention"
+WORKBENCH = presets()["workbench"]["request"]
+VARYING = {"X-Request-Id", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Set-Cookie", "Date"}
+
+
+class Paths:
+    """Ask the same app through the lean path or straight through the full path, and tell which answered."""
+
+    def __init__(self, app):
+        self.app = app
+        self.lean = app.wsgi_app
+        assert isinstance(self.lean, LeanAttention)
+        self.full = self.lean.full
+        self.full_calls = 0
+
+        def counted(environ, start_response):
+            self.full_calls += 1
+            return self.full(environ, start_response)
+
+        self.lean.full = counted
+        self.client = app.test_client()
+
+    def post(self, path: str, body=None, *, data=None, full: bool = False, **kwargs):
+        self.app.wsgi_app = self.full if full else self.lean
+        try:
+            if body is not None:
+                data = json.dumps(body)
+                kwargs.setdefault("content_type", "application/json")
+            return self.client.post(path, data=data, **kwargs)
+        finally:
+            self.app.wsgi_app = self.lean
+
+    def both(self, body=None, path: str = URL, **kwargs):
+        """(lean's answer, full's answer, whether the lean path answered without the full path)."""
+        before = self.full_calls
+        lean = self.post(path, body, **kwargs)
+        answered_lean = self.full_calls == before
+        return lean, self.post(path, body, full=True, **kwargs), answered_lean
+
+
+@pytest.fixture
+def paths(app):
+    return Paths(app)
+
+
+def assert_same(lean, full):
+    assert lean.status_code == full.status_code
+    assert lean.data == full.data
+    headers = lambda r: sorted((k, v) for k, v in r.headers.items() if k not in VARYING)  # noqa: E731
+    assert headers(lean) == headers(full)
+    assert {k for k, _ in lean.headers.items()} == {k for k, _ in full.headers.items()}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        WORKBENCH,
+        {**WORKBENCH, "failure_mode": "reuse_first_slice"},
+        {**WORKBENCH, "failure_mode": None, "causal": False},
+        {"tokens": [[1, 2, 3, 4, 5, 6, 7, 8]], "heads": 4},  # integers, one position
+        {"tokens": [[0.1 * i - 0.7 * j for i in range(8)] for j in range(6)], "heads": 2, "causal": True},
+    ],
+)
+def test_what_the_workbench_sends_is_answered_by_the_lean_path_with_the_full_paths_bytes(paths, body):
+    lean, full, answered_lean = paths.both(body)
+    assert answered_lean and lean.status_code == 200
+    assert_same(lean, full)
+
+
+@pytest.mark.parametrize(
+    "body, kwargs",
+    [
+        ({**WORKBENCH, "heads": 0}, {}),
+        ({**WORKBENCH, "heads": 3}, {}),  # does not divide d_model: the engine's 422
+        ({**WORKBENCH, "heads": True}, {}),
+        ({**WORKBENCH, "heads": "2"}, {}),
+        ({**WORKBENCH, "causal": None}, {}),
+        ({**WORKBENCH, "failure_mode": "no_such_mode"}, {}),
+        ({**WORKBENCH, "tokens": [[1.0, 2.0], [3.0]]}, {}),
+        ({**WORKBENCH, "tokens": [[1.0, True, 0.0, 0.0]]}, {}),
+        ({**WORKBENCH, "tokens": []}, {}),
+        ({**WORKBENCH, "precision": 2}, {}),  # a field the lean path leaves to the schema
+        ({**WORKBENCH, "surprise": 1}, {}),
+        ({"tokens": [[0.5] * 64] * 32, "heads": 4}, {}),  # 4,096+ cells: charged to a budget, full path
+        ([1, 2], {}),
+        (WORKBENCH, {"headers": {"Accept": "application/octet-stream"}}),
+        (WORKBENCH, {"query_string": "x=1"}),
+        (None, {"data": b'{"tokens": [[1, 2]], "heads": 1', "content_type": "application/json"}),
+        (None, {"data": b"", "content_type": "application/json"}),
+        (None, {"data": json.dumps(WORKBENCH), "content_type": "text/plain"}),
+        (None, {"data": b'{"heads": 2, "heads": 2, "tokens": [[1, 2, 3, 4]]}', "content_type": "application/json"}),
+    ],
+)
+def test_anything_else_is_answered_by_the_full_path_exactly_as_before(paths, body, kwargs):
+    lean, full, answered_lean = paths.both(body, **kwargs)
+    if lean.status_code != 200:
+        assert not answered_lean and lean.mimetype == "application/problem+json"
+    assert_same(lean, full)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.fixed_dictionaries(
+        {
+            "tokens": st.lists(
+                st.lists(st.one_of(st.integers(-5, 5), st.floats(-1e3, 1e3), st.booleans()), min_size=4, max_size=4),
+                min_size=1,
+                max_size=4,
+            ),
+            "heads": st.one_of(st.integers(-1, 5), st.just(2.0)),
+        },
+        optional={
+            "causal": st.one_of(st.booleans(), st.none()),
+            "failure_mode": st.sampled_from([None, "reuse_first_slice", "x"]),
+        },
+    )
+)
+def test_random_bodies_get_the_same_answer_on_both_paths(paths, body):
+    assert_same(*paths.both(body)[:2])
+
+
+def test_a_request_id_is_echoed_or_made_as_on_the_full_path(paths):
+    lean, _, answered_lean = paths.both(WORKBENCH, headers={"X-Request-Id": "trace-1234abcd"})
+    assert answered_lean and lean.headers["X-Request-Id"] == "trace-1234abcd"
+    lean, _, _ = paths.both(WORKBENCH, headers={"X-Request-Id": "bad id!"})
+    assert len(lean.headers["X-Request-Id"]) == 32 and lean.headers["X-Request-Id"] != "bad id!"
+
+
+def test_a_browser_learners_session_cookie_is_refreshed_as_flask_refreshes_it(paths):
+    assert paths.client.post("/api/v1/session").status_code in (200, 201)
+    lean, full, answered_lean = paths.both(WORKBENCH)
+    assert answered_lean
+    assert_same(lean, full)
+    cookies = [parse_cookie(r.headers["Set-Cookie"]) for r in (lean, full)]
+    decode = paths.app.session_interface.get_signing_serializer(paths.app).loads
+    assert decode(cookies[0]["workbench_session"]) == decode(cookies[1]["workbench_session"])
+    attributes = [sorted(k for k in c if k != "workbench_session") for c in cookies]
+    assert attributes[0] == attributes[1]
+
+
+def test_a_cookie_that_does_not_verify_is_left_to_the_full_path(paths):
+    paths.client.set_cookie("workbench_session", "forged.value.sig")
+    lean, full, answered_lean = paths.both(WORKBENCH)
+    assert not answered_lean
+    assert_same(lean, full)
+
+
+@pytest.fixture
+def limited(app_config):
+    app = create_app(
+        {**app_config, "ratelimit_enabled": True, "ratelimit_key": "5/minute", "ratelimit_learner": "3/minute"}
+    )
+    yield Paths(app)
+    app.extensions["db"].dispose()
+
+
+def test_the_rate_limit_is_counted_once_per_request_in_the_full_paths_store(limited):
+    answers = [limited.post(URL, WORKBENCH, full=(i == 1)) for i in range(4)]
+    assert [a.status_code for a in answers] == [200, 200, 200, 429]
+    assert [a.headers.get("X-RateLimit-Remaining") for a in answers[:3]] == ["2", "1", "0"]
+    assert {a.headers["X-RateLimit-Limit"] for a in answers[:3]} == {"3"}
+    assert limited.full_calls == 1  # the refusal: lean counted its two, then left the 429 to the full path
+    assert answers[3].mimetype == "application/problem+json" and int(answers[3].headers["Retry-After"]) > 0
+
+
+def test_a_verified_key_counts_against_the_key_once_this_worker_knows_it(limited, make_key):
+    headers = make_key("acme")
+    first = limited.post(URL, WORKBENCH, headers=headers)  # unknown to this worker: the full path verifies it
+    assert limited.full_calls == 1 and first.headers["X-RateLimit-Limit"] == "5"
+    second = limited.post(URL, WORKBENCH, headers=headers)
+    assert limited.full_calls == 1, "the cached key answered on the lean path"
+    assert second.headers["X-RateLimit-Limit"] == "5" and second.headers["X-RateLimit-Remaining"] == "3"
+    limited.post(URL, WORKBENCH, headers={"Authorization": "Bearer wb_madeupxx_" + "0" * 40})
+    assert limited.full_calls == 2  # a key nobody verified is never trusted from a cache
+
+
+@pytest.mark.parametrize("app_config_cors", [("https://lms.example",)])
+def test_a_cross_origin_call_goes_to_cors_on_the_full_path_when_origins_are_configured(app_config, app_config_cors):
+    app = create_app({**app_config, "cors_origins": list(app_config_cors)})
+    paths = Paths(app)
+    lean, full, answered_lean = paths.both(WORKBENCH, headers={"Origin": "https://lms.example"})
+    assert not answered_lean and lean.headers["Access-Control-Allow-Origin"] == "https://lms.example"
+    assert_same(lean, full)
+    app.extensions["db"].dispose()
+
+
+def test_a_browser_learner_counts_against_their_own_limit_not_their_address(limited):
+    learner = limited.app.test_client()
+    assert learner.post("/api/v1/session").status_code in (200, 201)
+    limited.client, limited.full_calls = learner, 0
+    first = limited.post(URL, WORKBENCH)  # this worker has not seen the session yet: the full path looks it up
+    assert limited.full_calls == 1
+    second = limited.post(URL, WORKBENCH)
+    assert limited.full_calls == 1, "the known session answered on the lean path"
+    assert [first.headers["X-RateLimit-Remaining"], second.headers["X-RateLimit-Remaining"]] == ["2", "1"]
+    limited.client = (
+        limited.app.test_client()
+    )  # no cookie: the address's count, which starting the session spent one of
+    assert limited.post(URL, WORKBENCH).headers["X-RateLimit-Remaining"] == "1"
