@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import io
 import logging
+import os
 import time
-import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -73,7 +73,7 @@ class LeanAttention:
         body, headers = answer
         request_id = environ.get("HTTP_X_REQUEST_ID", "")
         if not REQUEST_ID.match(request_id):
-            request_id = uuid.uuid4().hex
+            request_id = os.urandom(16).hex()  # as uuid4().hex: 32 hex digits, a quarter of the time
         start_response(
             "200 OK",
             [

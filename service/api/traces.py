@@ -18,6 +18,7 @@ from .json_codec import dumps_bytes
 from .problems import Problem
 
 HEAD_PARTS = ("query", "key", "value", "scores", "masked_scores", "weights", "output", "summary")
+HEAD_ARRAYS = ("query", "key", "value", "scores", "weights", "output")  # in the order each head lists them
 TOP_PARTS = ("concat", "output", "residual")
 INCLUDE_CHOICES = sorted({*(f"heads.{p}" for p in HEAD_PARTS), *TOP_PARTS, *HEAD_PARTS})
 
@@ -28,14 +29,14 @@ def shape(trace: AttentionTrace) -> dict[str, int]:
 
 
 def head_summary(weights: np.ndarray) -> dict[str, Any]:
-    """Row entropy (nats), argmax and max weight per row, share of attention each key receives."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        plogp = np.where(weights > 0, weights * np.log(weights), 0.0)  # [n, n], 0 log 0 = 0
+    """Row entropy (nats), argmax and max weight per row, share of attention each key receives;
+    of one head's weights [n, n] (each value [n]), or of all heads' [H, n, n] at once ([H, n])."""
+    log_w = np.log(weights, out=np.zeros_like(weights), where=weights > 0)  # [.., n, n], 0 log 0 = 0
     return {
-        "row_entropy": -plogp.sum(axis=1),  # [n]
-        "argmax": weights.argmax(axis=1),  # [n]
-        "max_weight": weights.max(axis=1),  # [n]
-        "column_mass": weights.sum(axis=0) / weights.shape[0],  # [n], sums to 1 when rows do
+        "row_entropy": -(weights * log_w).sum(axis=-1),  # [.., n]
+        "argmax": weights.argmax(axis=-1),  # [.., n]
+        "max_weight": weights.max(axis=-1),  # [.., n]
+        "column_mass": weights.sum(axis=-2) / weights.shape[-1],  # [.., n], sums to 1 when rows do
     }
 
 
@@ -47,35 +48,42 @@ def rounded(array: np.ndarray, precision: int | None) -> np.ndarray:
 def trace_json(trace: AttentionTrace, include: set[str] | None = None, precision: int | None = None) -> dict:
     wanted = _normalise(include)
 
-    def rnd(a: np.ndarray) -> np.ndarray:
-        return rounded(a, precision)
+    def rnd(a: np.ndarray) -> np.ndarray:  # whole arrays, once: heads are slices of them
+        return a if precision is None else rounded(a, precision)
 
-    heads = []
-    ranges = trace.feature_ranges
+    head_arrays = {
+        part: rnd(array)
+        for part, array in (
+            ("query", trace.query),
+            ("key", trace.key),
+            ("value", trace.value),
+            ("scores", trace.scores),
+            ("weights", trace.weights),
+            ("output", trace.head_outputs),
+        )
+        if part in wanted["heads"] or (part == "scores" and "masked_scores" in wanted["heads"])
+    }
+    summaries = (
+        {k: (rnd(v) if v.dtype.kind == "f" else v) for k, v in head_summary(trace.weights).items()}
+        if "summary" in wanted["heads"]
+        else None
+    )
     causal = bool(trace.config.causal) and trace.mask.any()
-    for h in range(trace.config.heads):
+    heads = []
+    for h, features in enumerate(trace.feature_ranges):
         item: dict[str, Any] = {
             "index": h,
-            "features": list(ranges[h] or ()) or None,
+            "features": list(features or ()) or None,
             "feature_indices": trace.features[h],
             "kv_head": int(trace.kv_head[h]),
         }
-        for part, array in (
-            ("query", trace.query[h]),
-            ("key", trace.key[h]),
-            ("value", trace.value[h]),
-            ("scores", trace.scores[h]),
-            ("weights", trace.weights[h]),
-            ("output", trace.head_outputs[h]),
-        ):
+        for part in HEAD_ARRAYS:
             if part in wanted["heads"]:
-                item[part] = rnd(array)
+                item[part] = head_arrays[part][h]
         if "masked_scores" in wanted["heads"]:
-            item["masked_scores"] = _masked(rnd(trace.scores[h]), trace.mask, causal)
-        if "summary" in wanted["heads"]:
-            item["summary"] = {
-                k: (rnd(v) if v.dtype.kind == "f" else v) for k, v in head_summary(trace.weights[h]).items()
-            }
+            item["masked_scores"] = _masked(head_arrays["scores"][h], trace.mask, causal)
+        if summaries is not None:
+            item["summary"] = {k: v[h] for k, v in summaries.items()}
         heads.append(item)
     body: dict[str, Any] = {"shape": shape(trace), "conventions": conventions(trace.config), "heads": heads}
     for part in TOP_PARTS:
@@ -86,19 +94,14 @@ def trace_json(trace: AttentionTrace, include: set[str] | None = None, precision
 
 class MaskedScores:
     """Scores with null where masked, encoded only when JSON is asked for (the binary layout
-    carries the scores and a boolean mask instead). Rows become JSON fragments: the visible
-    prefix through orjson's numpy path, then nulls, never Python lists."""
+    carries the scores and a boolean mask instead). NaN where masked: orjson writes NaN as null,
+    and scores are finite everywhere else (the engine checks), so one array op, no Python lists."""
 
     def __init__(self, scores: np.ndarray, mask: np.ndarray):
         self.scores, self.mask = scores, mask
 
-    def to_json(self) -> list[Any]:
-        n = self.scores.shape[-1]
-        rows = []
-        for i in range(n):
-            visible = orjson.dumps(np.ascontiguousarray(self.scores[i, : i + 1]), option=orjson.OPT_SERIALIZE_NUMPY)
-            rows.append(orjson.Fragment(visible[:-1] + b",null" * (n - i - 1) + b"]"))
-        return rows
+    def to_json(self) -> np.ndarray:
+        return np.where(self.mask, np.nan, self.scores)  # [n, n], encoded as null where masked
 
 
 def _masked(scores: Any, mask: np.ndarray, causal: Any) -> Any:

@@ -87,10 +87,8 @@ def check_scores(scores: np.ndarray, bound: float) -> None:
 def all_finite(a: np.ndarray) -> bool:
     """No inf or NaN in `a`. A finite sum proves it in one pass without a temporary (inf and NaN
     propagate); only a sum that overflowed needs the cell-by-cell look."""
-    if a.size <= _SCAN_DIRECTLY:
-        return bool(np.isfinite(a).all())
     with np.errstate(over="ignore", invalid="ignore"):
-        return bool(np.isfinite(np.add.reduce(a, axis=None)) or np.isfinite(a).all())
+        return bool(np.isfinite(np.add.reduce(a, axis=None))) or bool(np.isfinite(a).all())
 
 
 def norm_bound(q: np.ndarray, k: np.ndarray, scale: float) -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any
 
 from .config import ROPE_STYLES, AttentionConfig
@@ -10,6 +11,11 @@ from .failure_modes import FAILURE_MODES
 
 
 def conventions(cfg: AttentionConfig) -> dict[str, Any]:
+    return dict(_conventions(cfg))  # a copy: callers may add to it
+
+
+@lru_cache(maxsize=256)
+def _conventions(cfg: AttentionConfig) -> dict[str, Any]:
     mode = cfg.failure_mode or ""
     scale_text = {
         "no_scaling": "scores are not scaled (failure mode no_scaling)",
@@ -34,7 +40,7 @@ def conventions(cfg: AttentionConfig) -> dict[str, Any]:
         "mask": mask,
         "masked_scores": "null where masked",
         "fully_masked_rows": "all-zero weights, never NaN (as PyTorch SDPA)",
-        "softmax": "per row, numerically stable (row max subtracted)",
+        "softmax": "per row, numerically stable (the row max subtracted, unless a bound proves every |score| <= 600)",
         "concatenation": "reverse head order (failure mode swapped_head_order)"
         if mode == "swapped_head_order"
         else "head order: [O_0 | O_1 | ...]",

@@ -44,12 +44,8 @@ class AttentionTrace:
     @property
     def feature_ranges(self) -> list[tuple[int, int] | None]:
         """Each head's features as [start, end) when contiguous, else None."""
-        ranges: list[tuple[int, int] | None] = []
-        for row in self.features:
-            start = int(row[0])
-            contiguous = bool(np.array_equal(row, np.arange(start, start + len(row))))
-            ranges.append((start, start + len(row)) if contiguous else None)
-        return ranges
+        rows = self.features.tolist()  # a few heads of a few features: plain lists beat numpy calls
+        return [(row[0], row[0] + len(row)) if row == list(range(row[0], row[0] + len(row))) else None for row in rows]
 
 
 def multi_head_attention(
@@ -120,7 +116,7 @@ def _pipeline(x: np.ndarray, cfg: AttentionConfig, w: Projections, how: Steps) -
     broken implementation does the steps it gets wrong (failure_modes.py)."""
     q, k, v = _project(x, w, cfg.kv_width)  # 1. [n, d_model] -> [n, d_model], [n, kv*d_head], [n, kv*d_head]
     features, kv_features = head_features(cfg, how.split)  # which features each head reads
-    qh, kh, vh = _split_all(q, k, v, features, kv_features)  # 2. -> [H|kv, n, d_head]
+    qh, kh, vh = _split_all((q, k, v), features, kv_features, how.split)  # 2. -> [H|kv, n, d_head]
     qh, kh = _rope(qh, cfg.rope), _rope(kh, cfg.rope)  # 3. rotate by position (RoPE only)
     kh, vh = ops.repeat_kv(kh, cfg.group_size), ops.repeat_kv(vh, cfg.group_size)  # [kv, n, d] -> [H, n, d]
     mask = ops.causal_mask(cfg.n) if cfg.causal else np.zeros((cfg.n, cfg.n), dtype=bool)  # 5. [n, n] future
@@ -159,18 +155,20 @@ def _project(x: np.ndarray, w: Projections, kv_width: int) -> tuple[np.ndarray, 
     return q, k, v
 
 
-def _split_all(q: np.ndarray, k: np.ndarray, v: np.ndarray, features: np.ndarray, kv_features: np.ndarray):
+def _split_all(
+    qkv: tuple[np.ndarray, np.ndarray, np.ndarray], features: np.ndarray, kv_features: np.ndarray, split: str
+):
     """Split Q, K and V; the same matrix split the same way (identity projections) is split once."""
-    qh = _split(q, features)
-    kh = qh if k is q and (kv_features is features or np.array_equal(kv_features, features)) else _split(k, kv_features)
-    return qh, kh, kh if v is k else _split(v, kv_features)
+    q, k, v = qkv
+    qh = _split(q, features, split)
+    kh = qh if k is q and kv_features is features else _split(k, kv_features, split)
+    return qh, kh, kh if v is k else _split(v, kv_features, split)
 
 
-def _split(m: np.ndarray, features: np.ndarray) -> np.ndarray:
+def _split(m: np.ndarray, features: np.ndarray, split: str) -> np.ndarray:
     """[n, heads*d_head] -> [heads, n, d_head]: a reshape when the slices are contiguous, else a gather."""
-    heads, d_head = features.shape
-    if np.array_equal(features.ravel(), np.arange(heads * d_head)):
-        return ops.split_heads(m, heads)
+    if split == "contiguous":
+        return ops.split_heads(m, features.shape[0])
     return ops.gather_heads(m, features)
 
 
@@ -237,15 +235,17 @@ _NORMALISE = {
 def head_features(cfg: AttentionConfig, split: str = "contiguous") -> tuple[np.ndarray, np.ndarray]:
     """Feature index per query head `[H, d_head]` and per kv head `[kv_heads, d_head]`."""
     if split == "first":
-        first = np.arange(cfg.d_head)
-        return np.tile(first, (cfg.heads, 1)), np.tile(first, (cfg.kv_heads, 1))
-    if split == "interleaved":
-        return ops.interleaved_features(cfg.heads, cfg.d_head), ops.interleaved_features(cfg.kv_heads, cfg.d_head)
-    return ops.contiguous_features(cfg.heads, cfg.d_head), ops.contiguous_features(cfg.kv_heads, cfg.d_head)
+        layout = lambda heads: np.tile(np.arange(cfg.d_head), (heads, 1))  # noqa: E731
+    elif split == "interleaved":
+        layout = lambda heads: ops.interleaved_features(heads, cfg.d_head)  # noqa: E731
+    else:
+        layout = lambda heads: ops.contiguous_features(heads, cfg.d_head)  # noqa: E731
+    features = layout(cfg.heads)
+    return features, features if cfg.kv_heads == cfg.heads else layout(cfg.kv_heads)  # one array when alike
 
 
 def _frozen(trace: AttentionTrace) -> AttentionTrace:
     for value in vars(trace).values():
         if isinstance(value, np.ndarray):
-            value.flags.writeable = False
+            value.setflags(write=False)
     return trace

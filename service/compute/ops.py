@@ -101,12 +101,13 @@ def softmax(s: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
     z = s.copy() if mask is None else np.where(mask, -np.inf, s)  # [.., n, n]
     row_max = z.max(axis=-1, keepdims=True)  # [.., n, 1]
     empty = ~np.isfinite(row_max)
-    if empty.any():
+    any_empty = mask is not None and empty.any()  # only a mask can leave a row without a finite score
+    if any_empty:
         row_max[empty] = 0.0
     z -= row_max
     np.exp(z, out=z)
     total = z.sum(axis=-1, keepdims=True)  # [.., n, 1]
-    if empty.any():
+    if any_empty:
         total[empty] = 1.0  # the row is all zeros already
     z /= total
     return z
@@ -161,9 +162,9 @@ def _row_max(s: np.ndarray, r0: int, r1: int, masked: np.ndarray | None) -> np.n
 
 def attend(weights: np.ndarray, v: np.ndarray, causal: bool = False, block: int = ROW_BLOCK) -> np.ndarray:
     """Mix values by the weights; under a causal mask skip the all-zero upper blocks."""
-    if not causal:
-        return np.matmul(weights, v)  # [H, n, n] @ [H, n, d] -> [H, n, d]
     heads, n, _ = weights.shape
+    if not causal or n <= block:
+        return np.matmul(weights, v)  # [H, n, n] @ [H, n, d] -> [H, n, d]
     out = np.empty((heads, n, v.shape[-1]))  # [H, n, d]
     for r0 in range(0, n, block):
         r1 = min(n, r0 + block)
