@@ -122,6 +122,37 @@ def to_new_events(principal: Principal, events: list[dict[str, Any]]) -> list[Ne
     ]
 
 
+def record(principal: Principal, events: list[dict[str, Any]], lessons: dict[str, Lesson], db: Any) -> tuple[int, dict]:
+    """Check loaded events against their lessons and the caller, store them exactly once, and
+    answer (status, body); a Problem for what is refused, before anything is stored."""
+    repeated = sorted(i for i, n in Counter(e["id"] for e in events).items() if n > 1)
+    if repeated:
+        raise Problem(
+            400,
+            f"a batch repeats event ids: {', '.join(repeated)}",
+            slug="duplicate-ids-in-batch",
+            errors={"events": [f"id {i} appears more than once" for i in repeated]},
+        )
+    errors = check_against_lessons(events, lessons, browser=principal.learner is not None)
+    if errors:
+        raise Problem(422, "some events do not fit the lesson they name; nothing was stored", errors=errors)
+    new_events = to_new_events(principal, events)
+    result = record_events(db, principal.platform_id, new_events, lessons)  # EventConflict: nothing stored
+    EVENTS.labels("created").inc(len(result.created))
+    EVENTS.labels("duplicate").inc(len(result.replayed))
+    EVENTS.labels("erased").inc(len(result.erased))
+    status = result.statuses()
+    body = {
+        "created": len(result.created),
+        "duplicates": len(result.replayed) + len(result.erased),
+        "events": [{"id": e.event_id, "status": status[e.event_id]} for e in new_events],
+        "completed": [
+            {"learner": learner, "lesson": lesson, "checkpoint": cp} for learner, lesson, cp in result.completed
+        ],
+    }
+    return (201 if result.created else 200), body
+
+
 @blp.route("")
 class Events(MethodView):
     @blp.arguments(EventBatchSchema())
@@ -131,22 +162,10 @@ class Events(MethodView):
     def post(self, args):
         """Record one event, or a batch of events atomically"""
         principal = current_principal("events:write")
-        events = args["events"]
-        repeated = sorted(i for i, n in Counter(e["id"] for e in events).items() if n > 1)
-        if repeated:
-            raise Problem(
-                400,
-                f"a batch repeats event ids: {', '.join(repeated)}",
-                slug="duplicate-ids-in-batch",
-                errors={"events": [f"id {i} appears more than once" for i in repeated]},
-            )
-        lessons = current_app.extensions["lessons"]
-        errors = check_against_lessons(events, lessons, browser=principal.learner is not None)
-        if errors:
-            raise Problem(422, "some events do not fit the lesson they name; nothing was stored", errors=errors)
-        new_events = to_new_events(principal, events)
         try:
-            result = record_events(current_app.extensions["db"], principal.platform_id, new_events, lessons)
+            status, body = record(
+                principal, args["events"], current_app.extensions["lessons"], current_app.extensions["db"]
+            )
         except EventConflict as exc:
             raise Problem(
                 409,
@@ -156,18 +175,4 @@ class Events(MethodView):
                 errors={"events": [f"{i} conflicts with the stored event" for i in exc.event_ids]},
                 extra={"conflicts": exc.event_ids},
             ) from None
-        EVENTS.labels("created").inc(len(result.created))
-        EVENTS.labels("duplicate").inc(len(result.replayed))
-        EVENTS.labels("erased").inc(len(result.erased))
-        status = result.statuses()
-        body = {
-            "created": len(result.created),
-            "duplicates": len(result.replayed) + len(result.erased),
-            "events": [{"id": e.event_id, "status": status[e.event_id]} for e in new_events],
-            "completed": [
-                {"learner": learner, "lesson": lesson, "checkpoint": cp} for learner, lesson, cp in result.completed
-            ],
-        }
-        return current_app.response_class(
-            dumps_bytes(body), status=201 if result.created else 200, mimetype="application/json"
-        )
+        return current_app.response_class(dumps_bytes(body), status=status, mimetype="application/json")

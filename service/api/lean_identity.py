@@ -20,7 +20,7 @@ from itsdangerous import BadSignature
 from limits import RateLimitItem, parse
 from werkzeug.http import dump_cookie, parse_cookie
 
-from ..identity import Principal, parse_token
+from ..identity import WEB_PLATFORM, WEB_SCOPES, Principal, parse_token
 
 
 @dataclass(frozen=True)
@@ -28,28 +28,35 @@ class Caller:
     rate_key: str  # as auth.rate_key: "key:<prefix>", "learner:<hash>", "address:<ip>"
     limit: str  # the rate limit that applies (settings.ratelimit_key or ratelimit_learner)
     set_cookie: str | None  # the refreshed session cookie, when Flask would send one
+    principal: Principal | None = None  # as auth.current_principal finds it; None: anonymous
 
 
-def caller(app: Flask, environ: dict[str, Any]) -> Caller | None:
+def caller(app: Flask, environ: dict[str, Any], needs_principal: bool) -> Caller | None:
+    """Who is calling, or None when only the full path can tell (or must refuse)."""
     settings = app.extensions["settings"]
     session = _session(app, environ)
     if session is None:
         return None
     cookie = _refreshed_cookie(app, session)
-    if not app.extensions["limiter"].enabled:
+    if not app.extensions["limiter"].enabled and not needs_principal:
         return Caller("", "", cookie)  # nothing is counted: who it is does not matter
     authorization = environ.get("HTTP_AUTHORIZATION")
     if authorization is not None:
-        prefix = _cached_key_prefix(app, authorization)
-        return None if prefix is None else Caller(f"key:{prefix}", settings.ratelimit_key, cookie)
+        principal = _cached_key(app, authorization)
+        if principal is None or not principal.key_prefix:
+            return None
+        return Caller(f"key:{principal.key_prefix}", settings.ratelimit_key, cookie, principal)
     learner = _learner(app, session)
-    if learner is None:
+    if learner is None or (needs_principal and not learner):
+        return None  # unknown to this worker, or anonymous where the full path answers 401
+    if not learner:
+        return Caller(f"address:{environ.get('REMOTE_ADDR') or 'unknown'}", settings.ratelimit_learner, cookie)
+    web = app.extensions.get("web_platform_id")  # auth.web_platform_id, once the full path looked it up
+    if needs_principal and web is None:
         return None
-    if learner:
-        return Caller(
-            f"learner:{hashlib.sha256(learner.encode()).hexdigest()[:16]}", settings.ratelimit_learner, cookie
-        )
-    return Caller(f"address:{environ.get('REMOTE_ADDR') or 'unknown'}", settings.ratelimit_learner, cookie)
+    principal = None if web is None else Principal(web, WEB_PLATFORM, WEB_SCOPES, learner)
+    hashed = hashlib.sha256(learner.encode()).hexdigest()[:16]  # no learner ids in the store
+    return Caller(f"learner:{hashed}", settings.ratelimit_learner, cookie, principal)
 
 
 def _session(app: Flask, environ: dict[str, Any]) -> dict[str, Any] | None:
@@ -101,14 +108,14 @@ def _interface(app: Flask) -> SecureCookieSessionInterface:
     return iface
 
 
-def _cached_key_prefix(app: Flask, authorization: str) -> str | None:
-    """A well-formed Bearer key this worker verified recently, by its prefix; else None."""
+def _cached_key(app: Flask, authorization: str) -> Principal | None:
+    """The principal of a well-formed Bearer key this worker verified recently; else None."""
     kind, _, value = authorization.partition(" ")
     token = value.strip()
     if kind.lower() != "bearer" or not parse_token(token):
         return None
     principal = app.extensions["key_cache"].get(hashlib.sha256(token.encode()).hexdigest())
-    return principal.key_prefix if isinstance(principal, Principal) and principal.key_prefix else None
+    return principal if isinstance(principal, Principal) else None
 
 
 def _learner(app: Flask, session: dict[str, Any]) -> str | None:

@@ -9,11 +9,14 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlalchemy import text
 from werkzeug.http import parse_cookie
 
-from service.api.lean import LeanAttention
+from service.api.lean import LeanPath
 from service.app import create_app
 from service.presets import presets
+
+from .helpers import LESSON, completed, event
 
 URL = "/api/v1/attention"
 WORKBENCH = presets()["workbench"]["request"]
@@ -26,7 +29,7 @@ class Paths:
     def __init__(self, app):
         self.app = app
         self.lean = app.wsgi_app
-        assert isinstance(self.lean, LeanAttention)
+        assert isinstance(self.lean, LeanPath)
         self.full = self.lean.full
         self.full_calls = 0
 
@@ -214,3 +217,99 @@ def test_a_browser_learner_counts_against_their_own_limit_not_their_address(limi
         limited.app.test_client()
     )  # no cookie: the address's count, which starting the session spent one of
     assert limited.post(URL, WORKBENCH).headers["X-RateLimit-Remaining"] == "1"
+
+
+# -- events ----------------------------------------------------------------------------------
+
+EVENTS = "/api/v1/events"
+
+
+def known_key(paths, make_key, scopes="events:write,progress:read"):
+    """A key this worker has verified once (through the full path), as platforms' keys are."""
+    headers = make_key("acme", scopes)
+    paths.post(EVENTS, event(), headers=headers, full=True)
+    return headers
+
+
+@pytest.mark.databases
+def test_a_platforms_events_are_recorded_on_the_lean_path_once_its_key_is_known(paths, make_key, db):
+    headers = known_key(paths, make_key)
+    single, batch = event(), {"events": [event(learner=f"l-{i}") for i in range(3)]}
+    for body in (single, batch):
+        before = paths.full_calls
+        created = paths.post(EVENTS, body, headers=headers)
+        assert paths.full_calls == before and created.status_code == 201
+        # the same events again, on each path: identical replays, answered identically
+        lean_replay, full_replay, answered_lean = paths.both(body, path=EVENTS, headers=headers)
+        assert answered_lean and lean_replay.status_code == 200
+        assert_same(lean_replay, full_replay)
+    with db.read() as session:
+        assert session.execute(text("SELECT count(*) FROM events")).scalar_one() == 1 + 1 + 3
+
+
+def test_a_completed_checkpoint_is_reported_as_on_the_full_path(paths, make_key):
+    headers = known_key(paths, make_key)
+    body = {"events": [event(learner="ada"), completed("explain", learner="ada")]}
+    lean = paths.post(EVENTS, body, headers=headers)
+    assert lean.status_code == 201
+    assert {"learner": "ada", "lesson": LESSON, "checkpoint": "explain"} in lean.get_json()["completed"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        event(lesson="no-such-lesson"),
+        event(id="not-a-uuid"),
+        {**event(), "stored_at": "2026-01-01T00:00:00Z"},
+        {"events": []},
+        {"events": [event(), {**event(), "surprise": True}]},
+        {**completed("implement"), "data": {"tests": {"passed": 3, "failed": 1}}},  # tests must all pass
+        event(occurred_at="2999-01-01T00:00:00+00:00"),
+    ],
+)
+def test_events_the_lean_path_is_not_sure_of_get_the_full_paths_answer(paths, make_key, body):
+    headers = known_key(paths, make_key)
+    lean, full, answered_lean = paths.both(body, path=EVENTS, headers=headers)
+    assert not answered_lean and lean.status_code >= 400
+    assert_same(lean, full)
+
+
+@pytest.mark.databases
+def test_a_conflicting_replay_is_refused_with_the_full_paths_409_and_nothing_stored(paths, make_key, db):
+    headers = known_key(paths, make_key)
+    original = event()
+    paths.post(EVENTS, original, headers=headers)
+    changed = {**original, "data": {"parameter": "token", "value": 9}}
+    lean, full, answered_lean = paths.both({"events": [event(), changed]}, path=EVENTS, headers=headers)
+    assert not answered_lean and lean.status_code == 409
+    assert_same(lean, full)
+    with db.read() as session:
+        assert session.execute(text("SELECT count(*) FROM events")).scalar_one() == 2  # the warm-up and the original
+
+
+@pytest.mark.parametrize(
+    "headers", [{}, {"Authorization": "Bearer wb_unknown1_" + "x" * 40}, {"Authorization": "Basic eDp5"}]
+)
+def test_callers_this_worker_does_not_know_get_the_full_paths_answer(paths, headers):
+    lean, full, answered_lean = paths.both(event(), path=EVENTS, headers=headers)
+    assert not answered_lean and lean.status_code == 401
+    assert_same(lean, full)
+
+
+def test_a_key_without_the_scope_gets_the_full_paths_403(paths, make_key):
+    headers = make_key("acme", "progress:read")
+    paths.post(EVENTS, event(), headers=headers, full=True)  # known to this worker now
+    lean, full, answered_lean = paths.both(event(), path=EVENTS, headers=headers)
+    assert not answered_lean and lean.status_code == 403
+    assert_same(lean, full)
+
+
+def test_a_browser_learner_records_their_own_events_on_the_lean_path(paths):
+    learner = paths.client.post("/api/v1/session").get_json()["learner"]
+    paths.post(EVENTS, event(learner=learner), full=True)  # the full path learns the web platform and session
+    before = paths.full_calls
+    created = paths.post(EVENTS, event(learner=learner))
+    assert paths.full_calls == before and created.status_code == 201 and "Set-Cookie" in created.headers
+    lean, full, answered_lean = paths.both(event(learner="someone-else"), path=EVENTS)
+    assert not answered_lean and lean.status_code == 403
+    assert_same(lean, full)

@@ -111,7 +111,7 @@ class EventSchema(Schema):
         return data
 
 
-class _Doubt(Exception):
+class Doubt(Exception):
     """The fast loader is not sure: marshmallow decides (and words the error)."""
 
 
@@ -120,7 +120,7 @@ _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[
 
 def _load_uuid(value: Any) -> str:
     if type(value) is not str:
-        raise _Doubt
+        raise Doubt
     if _CANONICAL_UUID.fullmatch(value):
         return value  # str(uuid.UUID(value)) is value itself
     return str(uuid.UUID(value))  # ValueError: marshmallow's "Not a valid UUID."
@@ -128,16 +128,16 @@ def _load_uuid(value: Any) -> str:
 
 def _load_time(value: Any) -> dt.datetime:
     if type(value) is not str:
-        raise _Doubt
+        raise Doubt
     moment = dt.datetime.fromisoformat(value)  # what marshmallow 4's DateTime("iso") calls
     if moment.tzinfo is None or moment.utcoffset() is None:
-        raise _Doubt
+        raise Doubt
     return moment.astimezone(dt.UTC)  # OverflowError: outside years 1 to 9999
 
 
 def _load_string(value: Any) -> str:
     if type(value) is not str or "\x00" in value:
-        raise _Doubt
+        raise Doubt
     return value
 
 
@@ -146,12 +146,12 @@ def _load_data(value: Any) -> dict:
     false alarm, a literal backslash-u, only sends the event to marshmallow), and containers
     can nest deeper than the limit only if it holds more opening brackets than the limit."""
     if type(value) is not dict:
-        raise _Doubt
+        raise Doubt
     encoded = orjson.dumps(value)  # TypeError (an int past 64 bits): marshmallow decides
     if len(encoded) > MAX_DATA_BYTES or b"\\u0000" in encoded:
-        raise _Doubt
+        raise Doubt
     if encoded.count(b"{") + encoded.count(b"[") > MAX_DATA_DEPTH and _deeper_than(value, MAX_DATA_DEPTH):
-        raise _Doubt
+        raise Doubt
     return dict(value)
 
 
@@ -179,21 +179,21 @@ def _plan(schema: Schema) -> list[tuple[str, Any, bool, bool, Any, list]]:
 def fast_load_event(schema: EventSchema, raw: Any) -> dict[str, Any]:
     """`schema.load(raw)` for the common valid event, from the schema's own fields, defaults and
     validators, without marshmallow's per-field machinery (a third of a single event's request).
-    Anything it is unsure of raises _Doubt, so every accepted body loads exactly as marshmallow
+    Anything it is unsure of raises Doubt, so every accepted body loads exactly as marshmallow
     loads it and every refused one gets marshmallow's error (tests compare both)."""
     if type(raw) is not dict or not raw.keys() <= _EVENT_KEYS:
-        raise _Doubt  # unknown or server-owned keys: marshmallow names them
+        raise Doubt  # unknown or server-owned keys: marshmallow names them
     loaded: dict[str, Any] = {}
     for name, load, required, allow_none, default, validators in _EVENT_PLAN:
         value = raw.get(name, marshmallow_missing)
         if value is marshmallow_missing:
             if required:
-                raise _Doubt
+                raise Doubt
             if default is not marshmallow_missing:
                 loaded[name] = default() if callable(default) else default
         elif value is None:
             if not allow_none:
-                raise _Doubt
+                raise Doubt
             loaded[name] = None
         else:
             value = load(value)
@@ -232,20 +232,22 @@ class EventBatchSchema(Schema):
         """Valid bodies take `fast_load_event`; anything else, marshmallow's full load."""
         if many is None and partial is None and unknown is None:
             try:
-                return {"events": self._fast_events(data)}
-            except (_Doubt, ValidationError, ValueError, OverflowError, TypeError):
+                return {"events": fast_events(data, current_app.extensions["settings"].max_batch_events)}
+            except (Doubt, ValidationError, ValueError, OverflowError, TypeError):
                 pass
         return super().load(data, many=many, partial=partial, unknown=unknown)
 
-    def _fast_events(self, data: Any) -> list[dict[str, Any]]:
-        if type(data) is dict and "events" in data:
-            events = data["events"]
-            cap = current_app.extensions["settings"].max_batch_events
-            if len(data) != 1 or type(events) is not list or not 1 <= len(events) <= cap:
-                raise _Doubt
-        else:
-            events = [data]
-        return [fast_load_event(_EVENT, e) for e in events]
+
+def fast_events(data: Any, cap: int) -> list[dict[str, Any]]:
+    """The events of a body (one event, or {"events": [...]} of 1 to `cap`) as EventBatchSchema
+    loads them, by `fast_load_event`; Doubt (or the validators' errors) when not sure."""
+    if type(data) is dict and "events" in data:
+        events = data["events"]
+        if len(data) != 1 or type(events) is not list or not 1 <= len(events) <= cap:
+            raise Doubt
+    else:
+        events = [data]
+    return [fast_load_event(_EVENT, e) for e in events]
 
 
 _EVENT = EventSchema()
