@@ -22,6 +22,8 @@ from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeout
 from sqlalchemy.orm import Session
 
+from .wal import Checkpoints
+
 PING_BUSY_MS = 250
 SQLITE_CACHE_KIB = 65536  # page cache per connection (SQLite counts negative sizes in KiB)
 
@@ -48,6 +50,7 @@ class Database:
         self._pid: int | None = None
         self._lock = threading.Lock()
         self._process_writer = threading.Lock()  # this process's writers, one at a time
+        self._checkpoints = Checkpoints()
 
     @property
     def is_sqlite(self) -> bool:
@@ -62,6 +65,7 @@ class Database:
                         self._engine.dispose(close=False)  # the parent's connections stay the parent's
                     self._engine = self._create()
                     self._process_writer = threading.Lock()  # a parent's holder is not here
+                    self._checkpoints = Checkpoints()
                     self._reader = (
                         self._engine if self.is_sqlite else self._engine.execution_options(isolation_level="AUTOCOMMIT")
                     )
@@ -105,6 +109,7 @@ class Database:
             cursor.execute(f"PRAGMA busy_timeout={int(busy)}")
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute("PRAGMA wal_autocheckpoint=0")  # checkpoints run after the writers' turn (wal.py)
             cursor.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")  # the default 2 MB thrashes on random-key indexes
             cursor.close()
 
@@ -214,6 +219,7 @@ class Database:
                 os.close(fd)  # closing the descriptor releases the lock
         finally:
             self._process_writer.release()
+        self._checkpoints.after_write(self.engine)  # outside the turn: nobody waits for its disk sync
 
     def ping(self) -> None:
         """The database answers and, on SQLite, a writer could start now (no lock held past

@@ -108,13 +108,16 @@ def write_events(db: Database, platform_id: int, events: list[NewEvent], lessons
     transaction (deadlocks and serialization failures are retried). Requests go through
     `service.db.ingest.record_events`, which groups concurrent ones."""
     events = sorted(events, key=lambda e: e.event_id)  # one lock order for every writer
+    # Hashes and the payload are made before the transaction: SQLite's writer lock (and a
+    # PostgreSQL connection) is then held for the statements alone, while another worker prepares.
+    rows = _payload_rows(platform_id, events, lessons, sqlite=db.is_sqlite)
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
             if db.is_sqlite:
                 with db.sqlite_transaction() as raw:
-                    return _record_sqlite(raw, platform_id, events, lessons)
+                    return _record_sqlite(raw, platform_id, events, lessons, rows)
             with db.write_statement() as conn:
-                return _record_postgresql(conn, platform_id, events, lessons)
+                return _record_postgresql(conn, platform_id, events, lessons, rows)
         except DBAPIError as exc:
             if getattr(exc.orig, "sqlstate", None) not in RETRYABLE_SQLSTATES or attempt == MAX_ATTEMPTS:
                 raise
@@ -172,11 +175,17 @@ RECORD_POSTGRESQL = text("SELECT workbench_record_events(:platform_id, CAST(:eve
 
 
 def _record_postgresql(
-    conn: Connection, platform_id: int, events: list[NewEvent], lessons: dict[str, Lesson]
+    conn: Connection,
+    platform_id: int,
+    events: list[NewEvent],
+    lessons: dict[str, Lesson],
+    rows: list[dict[str, Any]] | None = None,
 ) -> RecordResult:
+    if rows is None:
+        rows = _payload_rows(platform_id, events, lessons, sqlite=False)
     params = {
         "platform_id": platform_id,
-        "events": orjson.dumps(_payload_rows(platform_id, events, lessons, sqlite=False)).decode(),
+        "events": orjson.dumps(rows).decode(),
         "now": dt.datetime.now(dt.UTC),
     }
     try:
@@ -196,26 +205,30 @@ def _record_postgresql(
 
 
 def _record_sqlite(
-    raw: sqlite3.Connection, platform_id: int, events: list[NewEvent], lessons: dict[str, Lesson]
+    raw: sqlite3.Connection,
+    platform_id: int,
+    events: list[NewEvent],
+    lessons: dict[str, Lesson],
+    rows: list[dict[str, Any]] | None = None,
 ) -> RecordResult:
-    rows = _payload_rows(platform_id, events, lessons, sqlite=True)
+    if rows is None:
+        rows = _payload_rows(platform_id, events, lessons, sqlite=True)
     now = _sqlite_time(dt.datetime.now(dt.UTC))
-    inserted = events_sqlite.insert_events(raw, platform_id, orjson.dumps(rows).decode(), now)
+    erased = set(events_sqlite.tombstoned(raw, platform_id, [row["tombstone"] for row in rows]))
+    stored = events_sqlite.stored_hashes(raw, platform_id, [e.event_id for e in events])
+    conflicts = sorted(e.event_id for e in events if e.event_id in stored and stored[e.event_id] != e.content_hash)
+    if conflicts:
+        raise EventConflict(conflicts)  # leaving the transaction block rolls everything back
+    fresh = [row for row in rows if row["tombstone"] not in erased and row["event_id"] not in stored]
+    inserted = events_sqlite.insert_events(raw, platform_id, fresh, now)
     new = [e for e in events if e.event_id in inserted]
     completed = completions_among(new, lessons)
-    result = RecordResult(created=[e.event_id for e in new], completed=sorted(completed))
-    others = [e for e in events if e.event_id not in inserted]
-    if others:  # tombstoned, replayed or conflicting: read what is stored
-        stones = {tombstone(platform_id, e.event_id): e.event_id for e in others}
-        erased = set(events_sqlite.tombstoned(raw, platform_id, list(stones)))
-        result.erased = [stones[h] for h in stones if h in erased]
-        rest = [e for e in others if e.event_id not in set(result.erased)]
-        if rest:
-            stored = events_sqlite.stored_hashes(raw, platform_id, [e.event_id for e in rest])
-            conflicts = sorted(e.event_id for e in rest if stored.get(e.event_id) != e.content_hash)
-            if conflicts:
-                raise EventConflict(conflicts)  # leaving the transaction block rolls everything back
-        result.replayed = [e.event_id for e in rest]
+    result = RecordResult(
+        created=[e.event_id for e in new],
+        replayed=[e.event_id for e in events if e.event_id in stored],
+        erased=[row["event_id"] for row in rows if row["tombstone"] in erased],
+        completed=sorted(completed),
+    )
     if new:
         at = {row["event_id"]: row["occurred_at"] for row in rows}  # as stored: text in time order
         firsts: dict[tuple[str, str], str] = {}
