@@ -15,21 +15,19 @@ from __future__ import annotations
 import fcntl
 import multiprocessing
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any, NoReturn
 
 from flask import current_app, send_file
 
 from ..background import start_compute_process
+from .heavy_child import SHARED, compute_to_file, measure, release_memory_when_idle
 from .problems import Problem
 
-SHARED = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
 SLOTS_DIR = SHARED / f"workbench-heavy-{os.getuid()}"  # one set of slots per machine (container) and user
 
 POLL_SECONDS = 0.02  # how often a waiting request looks for a free slot
@@ -101,113 +99,6 @@ def waiting_room(app) -> threading.BoundedSemaphore:
         return room
 
 
-def _problem_data(problem: Problem) -> dict[str, Any]:
-    """A Problem as plain data, to cross the process boundary."""
-    return {
-        "status": problem.status,
-        "detail": problem.detail,
-        "title": problem.title,
-        "errors": problem.errors,
-        "slug": problem.slug,
-        "extra": problem.extra,
-    }
-
-
-_compute_app: Any = None
-
-
-def _settings_context(settings):
-    """In the background process: an app context whose only content is the settings (the caps)."""
-    global _compute_app
-    from flask import Flask
-
-    if _compute_app is None:
-        _compute_app = Flask("workbench-compute")
-    _compute_app.extensions["settings"] = settings  # each task brings the caller's settings
-    return _compute_app.app_context()
-
-
-def _parse(raw: bytes, compare: bool, settings) -> tuple[dict[str, Any] | None, int, dict[str, Any] | None]:
-    """In the background process: a large body parsed and validated exactly as a request thread
-    would (strict JSON, caps first, the same schema, the same 4xx), with its cost."""
-    from marshmallow import ValidationError
-
-    from .budgets import cost
-    from .problems import flatten_errors, invalid_fields
-    from .schemas.attention import AttentionRequestSchema, CompareRequestSchema
-    from .strict_input import parse_json_bytes
-
-    try:
-        with _settings_context(settings):
-            body = parse_json_bytes(raw)
-            try:
-                args = (CompareRequestSchema() if compare else AttentionRequestSchema()).load(body)
-            except ValidationError as error:
-                raise invalid_fields(flatten_errors(error.normalized_messages())) from None
-    except Problem as problem:
-        return None, 0, _problem_data(problem)
-    return args, cost(args, compare), None
-
-
-IDLE_SECONDS_BEFORE_RELEASE = 2.0
-_release_timer: threading.Timer | None = None
-
-
-def _release_memory_when_idle() -> None:
-    """In the background process: once no trace has started for a while, hand the memory the
-    last ones used back to the kernel (each new trace postpones it)."""
-    global _release_timer
-    from ..compute.allocator import release_freed_memory
-
-    if _release_timer is not None:
-        _release_timer.cancel()
-    _release_timer = threading.Timer(IDLE_SECONDS_BEFORE_RELEASE, release_freed_memory)
-    _release_timer.daemon = True
-    _release_timer.start()
-
-
-def _measure(raw: bytes, compare: bool, settings) -> tuple[int, dict[str, Any] | None]:
-    """In the background process: the cost of a large body, or the problem with it."""
-    _, cells, error = _parse(raw, compare, settings)
-    return cells, error
-
-
-def _compute_to_file(
-    args: dict[str, Any] | None,
-    failure_mode: str | None,
-    compare: bool,
-    binary: str | None = None,
-    raw: bytes | None = None,
-    settings: Any = None,
-) -> tuple[str | None, Any]:
-    """In the background process: compute, encode, write to shared memory; errors come back as
-    data. A large body comes `raw` and is parsed here again: cheaper than carrying its arrays
-    through the worker twice."""
-    from . import traces
-
-    if raw is not None:
-        args, _, error = _parse(raw, compare, settings)
-        if error is not None or args is None:
-            return None, error
-        failure_mode = None if compare else args.get("failure_mode")
-    assert args is not None
-    try:
-        body = traces.compare_body(args) if compare else traces.trace_body(args, failure_mode)
-    except Problem as problem:  # the engine's AttentionInputError, already turned into a 422
-        return None, _problem_data(problem)
-
-    data = traces.encode(body, binary)  # encoded before any file exists: a failure leaves nothing behind
-    handle, path = tempfile.mkstemp(prefix="workbench-trace-", suffix=".bin" if binary else ".json", dir=SHARED)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-    except BaseException:
-        os.unlink(path)
-        raise
-    _release_memory_when_idle()
-    return path, None
-
-
 def _raise(error: dict[str, Any]) -> NoReturn:
     raise Problem(
         error["status"],
@@ -238,7 +129,7 @@ def measure_large_body(raw: bytes, compare: bool) -> int:
     settings = current_app.extensions["settings"]
     with _waiting_place():
         pool = _executor(machine_slots(settings.heavy_compute_concurrency))
-        cells, error = pool.submit(_measure, raw, compare, settings).result()
+        cells, error = pool.submit(measure, raw, compare, settings).result()
     if error is not None:
         _raise(error)
     return cells
@@ -258,9 +149,9 @@ def run(
         with slot(count, wait=settings.heavy_compute_wait_seconds) as held:
             if not held:
                 raise _busy(f"no large-trace slot came free within {settings.heavy_compute_wait_seconds:g} s")
-            task = _executor(count).submit(_compute_to_file, args, failure_mode, compare, binary, raw, settings)
+            task = _executor(count).submit(compute_to_file, args, failure_mode, compare, binary, raw, settings)
             path, error = task.result()
-    _release_memory_when_idle()  # this worker's copies of bodies and answers, once traces stop coming
+    release_memory_when_idle()  # this worker's copies of bodies and answers, once traces stop coming
     if error is not None or path is None:
         _raise(error or {})
     body = open(path, "rb")  # noqa: SIM115 - closed by the server after sending

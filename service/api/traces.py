@@ -193,7 +193,7 @@ def body_tensors(body: dict[str, Any], dtype: str = "float64") -> tuple[dict[str
     def walk(value: Any, path: str) -> None:
         if isinstance(value, np.ndarray):
             kind = value.dtype.kind
-            tensors[path] = value.astype(float_type if kind == "f" else np.int64 if kind in "iu" else bool)
+            tensors[path] = value.astype(float_type if kind == "f" else np.int64 if kind in "iu" else bool, copy=False)
         elif isinstance(value, dict):
             for key, item in value.items():
                 walk(item, f"{path}.{key}" if path else key)
@@ -227,3 +227,11 @@ def encode(body: dict[str, Any], binary: str | None) -> bytes:
     if binary is None:
         return dumps_bytes(body)
     return safetensors_codec.encode(*body_tensors(body, binary))
+
+
+def write(body: dict[str, Any], binary: str | None, out: Any) -> None:
+    """`encode` into the file `out`: the safetensors layout goes tensor by tensor, not copied whole."""
+    if binary is None:
+        out.write(dumps_bytes(body))
+    else:
+        safetensors_codec.write(out.write, *body_tensors(body, binary))

@@ -203,3 +203,32 @@ def test_a_large_body_never_reaches_the_request_threads_parser(app_config, monke
     away = create_app({**app_config, "background_parse_bytes": 1}).test_client().post(path, json=body)
     assert away.status_code == 200 and orjson.loads(away.get_data()) == expected
     away.close()
+
+
+def test_a_measured_body_is_computed_from_its_own_arguments_never_another_bodys(app, monkeypatch):
+    from service.api import heavy_child
+
+    settings = app.extensions["settings"]
+    parses = []
+    real_parse = heavy_child._parse
+
+    def counted(raw, compare, s):
+        parses.append(raw)
+        return real_parse(raw, compare, s)
+
+    monkeypatch.setattr(heavy_child, "_parse", counted)
+    first = orjson.dumps(BODY)
+    other = orjson.dumps({**BODY, "heads": 4})
+
+    def computed(raw: bytes) -> dict:
+        path, error = heavy_child.compute_to_file(None, None, False, None, raw, settings)
+        assert error is None
+        data = Path(path).read_bytes()
+        os.unlink(path)
+        return orjson.loads(data)
+
+    heavy_child.measure(first, False, settings)
+    assert computed(first)["shape"]["heads"] == 2 and len(parses) == 1  # parsed once for both steps
+    heavy_child.measure(first, False, settings)
+    assert computed(other)["shape"]["heads"] == 4 and len(parses) == 3  # another body: parsed afresh
+    assert computed(first)["shape"]["heads"] == 2 and len(parses) == 4  # kept once only, never reused
