@@ -31,7 +31,7 @@ def shape(trace: AttentionTrace) -> dict[str, int]:
 def head_summary(weights: np.ndarray) -> dict[str, Any]:
     """Row entropy (nats), argmax and max weight per row, share of attention each key receives;
     of one head's weights [n, n] (each value [n]), or of all heads' [H, n, n] at once ([H, n])."""
-    log_w = np.log(weights, out=np.zeros_like(weights), where=weights > 0)  # [.., n, n], 0 log 0 = 0
+    log_w = np.log(np.where(weights > 0, weights, 1.0))  # [.., n, n], 0 log 0 = 0 (log 1 where 0)
     return {
         "row_entropy": -(weights * log_w).sum(axis=-1),  # [.., n]
         "argmax": weights.argmax(axis=-1),  # [.., n]

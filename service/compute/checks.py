@@ -87,6 +87,8 @@ def check_scores(scores: np.ndarray, bound: float) -> None:
 def all_finite(a: np.ndarray) -> bool:
     """No inf or NaN in `a`. A finite sum proves it in one pass without a temporary (inf and NaN
     propagate); only a sum that overflowed needs the cell-by-cell look."""
+    if a.size <= _SCAN_DIRECTLY:  # small: the plain scan, without the error-state context's cost
+        return bool(np.isfinite(a).all())
     with np.errstate(over="ignore", invalid="ignore"):
         return bool(np.isfinite(np.add.reduce(a, axis=None))) or bool(np.isfinite(a).all())
 

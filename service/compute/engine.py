@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -70,16 +71,22 @@ def multi_head_attention(
     # Overflow is detected by explicit checks (with the place it happened), not warnings.
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         x = as_matrix(x, "tokens")
-        cfg = AttentionConfig(
-            n=x.shape[0],
-            d_model=x.shape[1],
-            heads=heads,
-            kv_heads=heads if kv_heads is None else kv_heads,
-            causal=bool(causal),
-            rope=RopeConfig.coerce(rope),
-            failure_mode=failure_mode,
-        )
+        shape = (x.shape[0], x.shape[1], heads, heads if kv_heads is None else kv_heads)
+        cfg = _config(*shape, bool(causal), RopeConfig.coerce(rope), failure_mode)
         return _pipeline(x, cfg, Projections.of(cfg, w_q, w_k, w_v, w_o), steps(failure_mode))
+
+
+def _config(n, d_model, heads, kv_heads, causal, rope, failure_mode) -> AttentionConfig:
+    """The call's validated config; the same switches give the same (immutable) config."""
+    try:
+        return _known_config(n, d_model, heads, kv_heads, causal, rope, failure_mode)
+    except TypeError:  # an unhashable argument: validation says what is wrong with it
+        return AttentionConfig(n, d_model, heads, kv_heads, causal, rope, failure_mode)
+
+
+@lru_cache(maxsize=1024, typed=True)  # typed: heads=True is not heads=1, validation sees each
+def _known_config(n, d_model, heads, kv_heads, causal, rope, failure_mode) -> AttentionConfig:
+    return AttentionConfig(n, d_model, heads, kv_heads, causal, rope, failure_mode)
 
 
 def with_mistakes(x, heads: int, causal: bool, *mistakes: str | None, w_o=None) -> AttentionTrace:
