@@ -1,5 +1,9 @@
 """`make bench`: run every benchmark, then rewrite the results table in docs/performance.md.
 
+`--only compute,api,ingest` runs those scripts alone (analytics' populating of 10 million events
+takes most of an hour) and writes their rows to a second table, marked as such, leaving the
+full run's table as it was.
+
 Each benchmark script prints JSON lines (`--json`), one per figure, with: name, figure, unit,
 baseline, baseline_figure, ratio, budget, ok. A benchmark whose requirements are missing
 (torch, chromium, PostgreSQL) prints a row with `skipped` and the reason.
@@ -7,6 +11,7 @@ baseline, baseline_figure, ratio, budget, ok. A benchmark whose requirements are
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import json
 import os
@@ -18,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "performance.md"
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+PARTIAL = "<!-- bench-partial:begin -->", "<!-- bench-partial:end -->"
 
 BENCHMARKS = [
     ["bench/compute.py"],
@@ -66,10 +72,10 @@ def _row_text(row: dict) -> str:
     return f"{row['name']}: {row['figure']} {row['unit']} vs {row['baseline_figure']} -> ratio {row['ratio']}"
 
 
-def table(rows: list[dict]) -> str:
+def table(rows: list[dict], how: str = "`make bench`") -> str:
     today = dt.date.today().isoformat()
     lines = [
-        f"Measured {today} on {machine()} by `make bench`.",
+        f"Measured {today} on {machine()} by {how}.",
         "",
         "| Benchmark | Figure | Baseline (same run) | Ratio | Budget | Met |",
         "|---|---|---|---|---|---|",
@@ -85,18 +91,31 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def write(rows: list[dict]) -> None:
-    text = DOC.read_text() if DOC.exists() else f"# Performance\n\n{BEGIN}\n{END}\n"
-    head, _, rest = text.partition(BEGIN)
-    _, _, tail = rest.partition(END)
-    DOC.write_text(f"{head}{BEGIN}\n{table(rows)}\n{END}{tail}")
+def write(rows: list[dict], markers: tuple[str, str] = (BEGIN, END), how: str = "`make bench`") -> None:
+    begin, end = markers
+    text = DOC.read_text() if DOC.exists() else "# Performance\n"
+    if begin not in text:
+        text = text.replace(END, f"{END}\n\n{begin}\n{end}", 1) if END in text else f"{text}\n{begin}\n{end}\n"
+    head, _, rest = text.partition(begin)
+    _, _, tail = rest.partition(end)
+    DOC.write_text(f"{head}{begin}\n{table(rows, how)}\n{end}{tail}")
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", help="comma-separated script names (compute,api,ingest,analytics,browser,memory)")
+    args = parser.parse_args()
+    chosen = BENCHMARKS
+    if args.only:
+        names = set(args.only.split(","))
+        chosen = [cmd for cmd in BENCHMARKS if Path(cmd[0]).stem in names]
     rows: list[dict] = []
-    for cmd in BENCHMARKS:
+    for cmd in chosen:
         rows.extend(run(cmd))
-    write(rows)
+    if args.only:
+        write(rows, PARTIAL, f"`bench/run_all.py --only {args.only}` (the table above keeps the last full run)")
+    else:
+        write(rows)
     print(f"wrote {DOC.relative_to(ROOT)}")
 
 
