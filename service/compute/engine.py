@@ -132,7 +132,7 @@ def _pipeline(x: np.ndarray, cfg: AttentionConfig, w: Projections, how: Steps) -
     concat = ops.merge_heads(head_outputs[::-1] if how.order == "reversed" else head_outputs)  # 8. [n, d_model]
     output = concat if how.output == "skip" else _out(concat, w.output)  # 9. concat @ W_O: [n, d_model]
     residual = finite(x + output, "the residual X + output", "tokens")  # 10. X + output: [n, d_model]
-    kv_head = np.zeros(cfg.heads, dtype=np.int64) if how.split == "first" else np.arange(cfg.heads) // cfg.group_size
+    kv_head = _kv_head(cfg.heads, cfg.group_size, how.split)  # [H]
     return _frozen(
         AttentionTrace(
             config=cfg,
@@ -240,19 +240,39 @@ _NORMALISE = {
 
 
 def head_features(cfg: AttentionConfig, split: str = "contiguous") -> tuple[np.ndarray, np.ndarray]:
-    """Feature index per query head `[H, d_head]` and per kv head `[kv_heads, d_head]`."""
+    """Feature index per query head `[H, d_head]` and per kv head `[kv_heads, d_head]` (read-only)."""
+    return _layouts(cfg.heads, cfg.kv_heads, cfg.d_head, split)
+
+
+@lru_cache(maxsize=256)
+def _layouts(heads: int, kv_heads: int, d_head: int, split: str) -> tuple[np.ndarray, np.ndarray]:
+    """The same shapes always read the same features: made once, shared read-only."""
     if split == "first":
-        layout = lambda heads: np.tile(np.arange(cfg.d_head), (heads, 1))  # noqa: E731
+        layout = lambda count: np.tile(np.arange(d_head), (count, 1))  # noqa: E731
     elif split == "interleaved":
-        layout = lambda heads: ops.interleaved_features(heads, cfg.d_head)  # noqa: E731
+        layout = lambda count: ops.interleaved_features(count, d_head)  # noqa: E731
     else:
-        layout = lambda heads: ops.contiguous_features(heads, cfg.d_head)  # noqa: E731
-    features = layout(cfg.heads)
-    return features, features if cfg.kv_heads == cfg.heads else layout(cfg.kv_heads)  # one array when alike
+        layout = lambda count: ops.contiguous_features(count, d_head)  # noqa: E731
+    features = layout(heads)
+    kv_features = features if kv_heads == heads else layout(kv_heads)  # one array when alike
+    for array in (features, kv_features):
+        array.setflags(write=False)
+    return features, kv_features
+
+
+@lru_cache(maxsize=256)
+def _kv_head(heads: int, group_size: int, split: str) -> np.ndarray:
+    """The kv head each query head uses (read-only, shared)."""
+    kv_head = np.zeros(heads, dtype=np.int64) if split == "first" else np.arange(heads) // group_size
+    kv_head.setflags(write=False)
+    return kv_head
+
+
+_ARRAYS = ("tokens", "query", "key", "value", "scores", "weights", "head_outputs", "concat", "output", "residual")
 
 
 def _frozen(trace: AttentionTrace) -> AttentionTrace:
-    for value in vars(trace).values():
-        if isinstance(value, np.ndarray):
-            value.setflags(write=False)
+    """Every computed array read-only (the mask, features and kv heads are shared and already are)."""
+    for name in _ARRAYS:
+        getattr(trace, name).setflags(write=False)
     return trace

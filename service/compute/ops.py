@@ -93,15 +93,16 @@ def scores(q: np.ndarray, k: np.ndarray, scale: float) -> np.ndarray:
     return np.matmul(q * scale, k.transpose(0, 2, 1))  # [H, n, d] @ [H, d, n] -> [H, n, n]
 
 
-def softmax(s: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+def softmax(s: np.ndarray, mask: np.ndarray | None = None, rows_see: bool = False) -> np.ndarray:
     """Row softmax, stable (row max subtracted); masked cells are exactly 0.
 
     A row with every cell masked gives all-zero weights, never NaN (as PyTorch SDPA).
+    `rows_see`: the caller knows every row keeps a cell (a causal mask: the diagonal).
     """
     z = s.copy() if mask is None else np.where(mask, -np.inf, s)  # [.., n, n]
     row_max = z.max(axis=-1, keepdims=True)  # [.., n, 1]
-    empty = ~np.isfinite(row_max)
-    any_empty = mask is not None and empty.any()  # only a mask can leave a row without a finite score
+    empty = None if mask is None or rows_see else ~np.isfinite(row_max)
+    any_empty = empty is not None and bool(empty.any())  # only a mask can leave a row without a finite score
     if any_empty:
         row_max[empty] = 0.0
     z -= row_max
@@ -173,11 +174,12 @@ def attend(weights: np.ndarray, v: np.ndarray, causal: bool = False, block: int 
 
 
 def mask_then_softmax(s: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """The correct step 5-6: future cells -inf, then softmax (row blocks when there is more than one)."""
+    """The correct step 5-6 under the causal mask (or none): future cells -inf, then softmax (row
+    blocks when there is more than one). Every causal row sees its own position."""
     if not mask.any():
         return softmax(s)
     # Future weights exactly 0 either way; row blocks pay off once there is more than one.
-    return causal_softmax(s) if s.shape[-1] > ROW_BLOCK else softmax(s, mask)
+    return causal_softmax(s) if s.shape[-1] > ROW_BLOCK else softmax(s, mask, rows_see=True)
 
 
 def attention_heads(
