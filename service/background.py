@@ -42,12 +42,16 @@ def die_with_parent() -> None:
         os._exit(0)
 
 
-def start_compute_process(retain_memory: bool = True) -> None:
-    """The initializer of the background pool's processes."""
+def start_compute_process(retain_memory: bool = True, threads: int = 1) -> None:
+    """The initializer of the background pool's processes. `threads`: how many cores the
+    engine may spread one trace over (heavy.compute_threads: the compute processes together
+    never take the core kept for the request path)."""
+    from .compute import parallel
     from .compute.allocator import retain_freed_memory
 
     die_with_parent()
     become_background()
+    parallel.limit_threads(threads)
     if retain_memory:
         retain_freed_memory()  # large traces otherwise re-fault their buffers on every request
 

@@ -42,6 +42,12 @@ def machine_slots(configured: int) -> int:
     return configured if configured > 0 else max(1, (os.cpu_count() or 2) - 1)
 
 
+def compute_threads(slots: int) -> int:
+    """Threads one large trace may use: the cores but one (kept for the request path), shared
+    by the slots. Two cores: one thread, so ingestion keeps its core under a flood of traces."""
+    return max(1, ((os.cpu_count() or 2) - 1) // slots)
+
+
 @contextmanager
 def slot(count: int, wait: float = 0.0) -> Iterator[bool]:
     """Hold one of `count` machine-wide slots, waiting up to `wait` seconds for one to free up.
@@ -82,7 +88,7 @@ def _executor(slots: int) -> ProcessPoolExecutor:
                 max_workers=slots,
                 mp_context=context,
                 initializer=start_compute_process,
-                initargs=(current_app.extensions["settings"].retain_freed_memory,),
+                initargs=(current_app.extensions["settings"].retain_freed_memory, compute_threads(slots)),
             )
             _pool_pid = os.getpid()
         return _pool

@@ -39,6 +39,10 @@ WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 class Route(Protocol):
     max_bytes: int  # larger bodies take the full path
     needs_principal: bool  # the caller must be known (a cached key, a known browser session)
+    # A route that writes counts the request first: once it has written, nothing may send the
+    # request on to the full path (which would write it again, and answer a replay). One that
+    # only computes counts last, so a request the full path ends up answering is counted once.
+    counts_first: bool
 
     def answer(self, raw: bytes, who: Caller) -> tuple[int, bytes] | None:
         """(status, JSON body) exactly as the full path would answer, or None: the full path decides."""
@@ -67,11 +71,12 @@ class LeanPath:
         raw = self._read(environ)
         try:
             answer = None if raw is None else self._answer(environ, raw, route)
-        except Exception:  # a bug here must not cost the request: the full path answers it
-            log.exception("the lean path failed; the full path answers")
+        except Exception:  # before anything was written (see Route.counts_first): the full path answers
+            log.warning("the lean path could not answer; the full path does", exc_info=True)
             answer = None
         if answer is None:
-            environ["wsgi.input"] = io.BytesIO(raw or b"")  # the full path reads what was read
+            if raw is not None:
+                environ["wsgi.input"] = io.BytesIO(raw)  # the full path reads what was read
             return self.full(environ, start_response)
         status, body, headers = answer
         request_id = environ.get("HTTP_X_REQUEST_ID", "")
@@ -105,17 +110,22 @@ class LeanPath:
 
     def _read(self, environ: dict[str, Any]) -> bytes | None:
         """The body, within the same stall and arrival deadlines as the full path; None when it
-        did not arrive whole (the full path then answers the 408 or 400 with what came)."""
+        did not arrive whole in time: the full path then reads a stream that fails as the socket
+        did, and answers its 408."""
         sock = environ.get("gunicorn.socket")
         if sock is not None:
             sock.settimeout(self.settings.client_stall_seconds)
         expected = int(environ["CONTENT_LENGTH"])
+        raw = b""
         try:
             with body_deadline(self.settings.body_seconds, sock) as late:
                 raw = environ["wsgi.input"].read(expected)
-                return raw if len(raw) == expected and not late() else None
+                if len(raw) == expected and not late():
+                    return raw
         except OSError:
-            return None
+            pass
+        environ["wsgi.input"] = _Cut(raw)
+        return None
 
     def _answer(
         self, environ: dict[str, Any], raw: bytes, route: Route
@@ -123,12 +133,16 @@ class LeanPath:
         who = caller(self.app, environ, route.needs_principal)
         if who is None:
             return None
+        limit_headers = hit_rate_limit(self.app, who) if route.counts_first else []
+        if limit_headers is None:
+            return None  # refused: the full path answers the 429
         answer = route.answer(raw, who)
         if answer is None:
             return None
-        limit_headers = hit_rate_limit(self.app, who)  # counted once: only an answer that is sent
-        if limit_headers is None:
-            return None
+        if not route.counts_first:
+            limit_headers = hit_rate_limit(self.app, who)
+            if limit_headers is None:
+                return None
         cookie = [("Set-Cookie", who.set_cookie)] if who.set_cookie else []
         return answer[0], answer[1], [*limit_headers, *cookie]
 
@@ -153,6 +167,22 @@ class LeanPath:
 
 
 STATUS_LINES = {200: "200 OK", 201: "201 CREATED"}
+
+
+class _Cut(io.RawIOBase):
+    """A body that stopped arriving: what came, then the timeout the socket gave."""
+
+    def __init__(self, data: bytes):
+        self._data = io.BytesIO(data)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        n = self._data.readinto(buffer)
+        if not n:
+            raise TimeoutError("the request body stopped arriving")
+        return n
 
 
 def init_app(app: Flask) -> None:

@@ -24,6 +24,7 @@ class Attention:
 
     max_bytes = 16384  # the workbench sends a few hundred
     needs_principal = False
+    counts_first = False
     fields = frozenset({"tokens", "heads", "causal", "failure_mode"})
 
     def __init__(self, app: Flask):
@@ -75,6 +76,7 @@ class Events:
 
     max_bytes = 1 << 22  # settings.max_content_length decides below that
     needs_principal = True
+    counts_first = True
 
     def __init__(self, app: Flask):
         self.settings = app.extensions["settings"]

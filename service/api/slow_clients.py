@@ -19,6 +19,8 @@ from contextlib import contextmanager, suppress
 
 from flask import Flask, current_app, request
 
+TICK = 0.1  # seconds: how late a deadline may be acted on, at most
+
 
 class Watchdog:
     """One thread per process that shuts the reading side of sockets whose deadline passed (a
@@ -57,15 +59,20 @@ class Watchdog:
                 if not self._heap:
                     self._wake.wait()
                     continue
-                due, ticket, sock = self._heap[0]
+                due = self._heap[0][0]
                 if due > time.monotonic():
-                    self._wake.wait(due - time.monotonic())
+                    # At most one wake a TICK: every request arms a deadline, and waking for each
+                    # one's (long passed, long disarmed) entry cost a thread switch and the GIL
+                    # per request. A deadline of seconds can be a tenth of a second late.
+                    self._wake.wait(max(due - time.monotonic(), TICK))
                     continue
-                heapq.heappop(self._heap)
-                if ticket in self._live:  # else disarmed: its request finished in time
-                    self._live.discard(ticket)
-                    with suppress(OSError):
-                        sock.shutdown(socket.SHUT_RD)
+                now = time.monotonic()
+                while self._heap and self._heap[0][0] <= now:  # every entry that is due, at once
+                    _, ticket, sock = heapq.heappop(self._heap)
+                    if ticket in self._live:  # else disarmed: its request finished in time
+                        self._live.discard(ticket)
+                        with suppress(OSError):
+                            sock.shutdown(socket.SHUT_RD)
 
 
 WATCHDOG = Watchdog()

@@ -26,8 +26,19 @@ _inside = 0  # engine calls currently in a parallel section of this process
 _saved: list[int] = []
 
 
+_limit: int | None = None  # set in the background compute processes (service/background.py)
+
+
 def cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    """The threads one computation may use: this process's CPUs, or less where limited."""
+    available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return available if _limit is None else max(1, min(_limit, available))
+
+
+def limit_threads(threads: int) -> None:
+    """At most `threads` threads per computation in this process from now on (1: serial)."""
+    global _limit
+    _limit = threads
 
 
 def over_heads(fn: Callable[[slice], None], heads: int, cells: int) -> None:

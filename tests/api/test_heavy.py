@@ -82,6 +82,19 @@ def test_background_processes_yield_the_cpu_on_every_thread(app_config):
     assert policies and set(policies) == {os.SCHED_IDLE}
 
 
+def test_one_large_trace_never_takes_the_core_kept_for_requests(app_config):
+    app = create_app({**app_config, "heavy_compute_cells": 1})
+    with app.app_context():
+        threads = heavy._executor(1).submit(_engine_threads).result()
+    assert threads == max(1, (os.cpu_count() or 2) - 1)  # 2 cores: the engine runs serial in there
+
+
+def _engine_threads() -> int:
+    from service.compute import parallel
+
+    return parallel.cores()
+
+
 def _policies() -> list[int]:
     import numpy  # noqa: F401  (BLAS threads, if any, exist now)
 

@@ -313,3 +313,12 @@ def test_a_browser_learner_records_their_own_events_on_the_lean_path(paths):
     lean, full, answered_lean = paths.both(event(learner="someone-else"), path=EVENTS)
     assert not answered_lean and lean.status_code == 403
     assert_same(lean, full)
+
+
+def test_an_event_over_the_limit_is_refused_by_the_full_path_and_not_stored(limited, make_key, db):
+    headers = make_key("acme")
+    limited.post(EVENTS, event(), headers=headers, full=True)  # the key becomes known: 1 of 5
+    statuses = [limited.post(EVENTS, event(), headers=headers).status_code for _ in range(5)]
+    assert statuses == [201, 201, 201, 201, 429]
+    with db.read() as session:
+        assert session.execute(text("SELECT count(*) FROM events")).scalar_one() == 5
