@@ -17,6 +17,7 @@ from . import (
     failure_modes,
     health,
     lean,
+    lean_routes,
     learners,
     lessons,
     models,
@@ -85,6 +86,6 @@ def init_app(app: Flask) -> Api:
     init_limiter(app)
     budgets.init_app(app)  # counts in the limiter's store
     models.init_app(app)
-    lean.init_app(app)
+    lean.init_app(app, lean_routes.routes(app))
     app.extensions["api"] = api
     return api

@@ -20,12 +20,15 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from flask import Flask
 
-from ..observability import REQUEST_ID, REQUESTS, security_header_values
+from ..observability import REQUEST_ID, REQUESTS, UNAVAILABLE, security_header_values
+from .json_codec import dumps_bytes
 from .lean_identity import Caller, caller, hit_rate_limit
+from .problems import PROBLEM_MIMETYPE, Problem
 from .slow_clients import body_deadline
 
 JSON_TYPES = frozenset({"application/json", "application/json; charset=utf-8", "application/json;charset=utf-8"})
@@ -44,8 +47,8 @@ class Route(Protocol):
     # only computes counts last, so a request the full path ends up answering is counted once.
     counts_first: bool
 
-    def answer(self, raw: bytes, who: Caller) -> tuple[int, bytes] | None:
-        """(status, JSON body) exactly as the full path would answer, or None: the full path decides."""
+    def answer(self, raw: bytes, who: Caller) -> Answer | None:
+        """What the full path would answer, exactly, or None: the full path decides."""
 
 
 class LeanPath:
@@ -78,14 +81,14 @@ class LeanPath:
             if raw is not None:
                 environ["wsgi.input"] = io.BytesIO(raw)  # the full path reads what was read
             return self.full(environ, start_response)
-        status, body, headers = answer
+        status, body, headers, content_type = answer
         request_id = environ.get("HTTP_X_REQUEST_ID", "")
         if not REQUEST_ID.match(request_id):
             request_id = os.urandom(16).hex()  # as uuid4().hex: 32 hex digits, a quarter of the time
         start_response(
             STATUS_LINES[status],
             [
-                ("Content-Type", "application/json"),
+                ("Content-Type", content_type),
                 ("Content-Length", str(len(body))),
                 *headers,
                 ("X-Request-Id", request_id),
@@ -129,7 +132,7 @@ class LeanPath:
 
     def _answer(
         self, environ: dict[str, Any], raw: bytes, route: Route
-    ) -> tuple[int, bytes, list[tuple[str, str]]] | None:
+    ) -> tuple[int, bytes, list[tuple[str, str]], str] | None:
         who = caller(self.app, environ, route.needs_principal)
         if who is None:
             return None
@@ -144,7 +147,7 @@ class LeanPath:
             if limit_headers is None:
                 return None
         cookie = [("Set-Cookie", who.set_cookie)] if who.set_cookie else []
-        return answer[0], answer[1], [*limit_headers, *cookie]
+        return answer.status, answer.body, [*answer.headers, *limit_headers, *cookie], answer.content_type
 
     def _record(self, path: str, status: int, request_id: str, started: float) -> None:
         """The full path's metrics and log line (observability.init_app)."""
@@ -153,6 +156,8 @@ class LeanPath:
         if timer is None:
             timer = self.timers[(path, status)] = REQUESTS.labels(path, "POST", str(status))
         timer.observe(duration)
+        if status == 503:
+            UNAVAILABLE.inc()
         if log.isEnabledFor(logging.INFO):
             log.info(
                 "request",
@@ -166,7 +171,21 @@ class LeanPath:
             )
 
 
-STATUS_LINES = {200: "200 OK", 201: "201 CREATED"}
+STATUS_LINES = {200: "200 OK", 201: "201 CREATED", 503: "503 SERVICE UNAVAILABLE"}
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    body: bytes
+    content_type: str = "application/json"
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+def unavailable(problem: Problem) -> Answer:
+    """The full path's 503 for a database that did not answer (problems.unavailable), sent from
+    here: sending the request on would make it wait for the database a second time."""
+    return Answer(problem.status, dumps_bytes(problem.body()), PROBLEM_MIMETYPE, tuple(problem.headers.items()))
 
 
 class _Cut(io.RawIOBase):
@@ -185,8 +204,6 @@ class _Cut(io.RawIOBase):
         return n
 
 
-def init_app(app: Flask) -> None:
+def init_app(app: Flask, routes: dict[str, Route]) -> None:
     """In front of Flask's own WSGI app (and behind ProxyFix, which create_app adds last)."""
-    from .lean_routes import routes
-
-    app.wsgi_app = LeanPath(app, app.wsgi_app, routes(app))  # type: ignore[method-assign]
+    app.wsgi_app = LeanPath(app, app.wsgi_app, routes)  # type: ignore[method-assign]

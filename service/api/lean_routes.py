@@ -7,11 +7,15 @@ from typing import Any
 
 from flask import Flask
 from marshmallow import ValidationError
+from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeout
 
 from ..compute import FAILURE_MODES
+from ..db import DatabaseUnavailable
 from ..db.events import EventConflict
+from . import problems
 from .events import record
 from .json_codec import InvalidJSON, dumps_bytes, loads_strict
+from .lean import Answer, Route, unavailable
 from .lean_identity import Caller
 from .problems import Problem
 from .schemas.events import Doubt, fast_events
@@ -30,12 +34,12 @@ class Attention:
     def __init__(self, app: Flask):
         self.settings = app.extensions["settings"]
 
-    def answer(self, raw: bytes, who: Caller) -> tuple[int, bytes] | None:
+    def answer(self, raw: bytes, who: Caller) -> Answer | None:
         args = self.arguments(raw)
         if args is None:
             return None
         try:
-            return 200, dumps_bytes(trace_body(args, args.get("failure_mode")))
+            return Answer(200, dumps_bytes(trace_body(args, args.get("failure_mode"))))
         except Exception:  # noqa: BLE001 - refused or failed: the full path answers it, in its words
             return None
 
@@ -83,7 +87,7 @@ class Events:
         self.db = app.extensions["db"]
         self.lessons = app.extensions["lessons"]
 
-    def answer(self, raw: bytes, who: Caller) -> tuple[int, bytes] | None:
+    def answer(self, raw: bytes, who: Caller) -> Answer | None:
         if who.principal is None or "events:write" not in who.principal.scopes:
             return None
         try:
@@ -91,8 +95,12 @@ class Events:
             status, body = record(who.principal, events, self.lessons, self.db)
         except (InvalidJSON, Doubt, ValidationError, ValueError, OverflowError, TypeError, Problem, EventConflict):
             return None  # before anything was stored (a conflict rolls its batch back): the full path words it
-        return status, dumps_bytes(body)
+        except DatabaseUnavailable as error:  # problems.init_app's answer, without waiting for the database again
+            return unavailable(problems.unavailable(f"the database is unavailable, try again shortly ({error})"))
+        except SQLAlchemyTimeout:
+            return unavailable(problems.unavailable("every database connection is busy, try again shortly"))
+        return Answer(status, dumps_bytes(body))
 
 
-def routes(app: Flask) -> dict[str, Any]:
+def routes(app: Flask) -> dict[str, Route]:
     return {"/api/v1/attention": Attention(app), "/api/v1/events": Events(app)}

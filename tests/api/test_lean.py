@@ -322,3 +322,29 @@ def test_an_event_over_the_limit_is_refused_by_the_full_path_and_not_stored(limi
     assert statuses == [201, 201, 201, 201, 429]
     with db.read() as session:
         assert session.execute(text("SELECT count(*) FROM events")).scalar_one() == 5
+
+
+def test_a_database_past_its_busy_timeout_gets_the_full_paths_503_after_one_wait(app_config, make_key):
+    import sqlite3
+    import time
+
+    if not app_config["database_url"].startswith("sqlite"):
+        pytest.skip("SQLite's writer lock")
+    app = create_app({**app_config, "sqlite_busy_timeout_ms": 300})
+    paths = Paths(app)
+    headers = known_key(paths, make_key)
+    holder = sqlite3.connect(app_config["database_url"].split("///", 1)[1], isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        started = time.monotonic()
+        lean = paths.post(EVENTS, event(), headers=headers)
+        waited = time.monotonic() - started
+        full = paths.post(EVENTS, event(), headers=headers, full=True)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+        app.extensions["db"].dispose()
+    assert lean.status_code == 503 and lean.headers["Retry-After"] == full.headers["Retry-After"]
+    assert lean.mimetype == full.mimetype == "application/problem+json"
+    assert lean.get_json() == full.get_json()
+    assert waited < 2 * 0.3, "the request waited for the database twice"
