@@ -69,6 +69,16 @@ class TTLCache:
             self._entries[key] = (time.monotonic() + (self.seconds if seconds is None else seconds), value)
 
 
+def key_digest(token: str) -> str:
+    """What the key cache files a verified key under: a hash of the whole token."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def learner_rate_id(learner: str) -> str:
+    """Whom a browser learner's requests count against in the limiter's store (no learner ids there)."""
+    return hashlib.sha256(learner.encode()).hexdigest()[:16]
+
+
 def _known_key_once(token: str) -> Principal | None:
     """`_known_key`, once per request (the rate limiter and the view both ask)."""
     if "known_key" not in g:
@@ -79,7 +89,7 @@ def _known_key_once(token: str) -> Principal | None:
 def _known_key(token: str) -> Principal | None:
     """The key's principal; only keys that verified are cached, under a hash of the whole token."""
     cache: TTLCache = current_app.extensions["key_cache"]
-    digest = hashlib.sha256(token.encode()).hexdigest()
+    digest = key_digest(token)
     principal = cache.get(digest)
     if isinstance(principal, Principal):
         return principal
@@ -170,7 +180,7 @@ def _rate_identity() -> tuple[str, str]:
         return "address", request.remote_addr or "unknown"
     learner = browser_learner()
     if learner:
-        return "learner", hashlib.sha256(learner.encode()).hexdigest()[:16]  # no learner ids in storage
+        return "learner", learner_rate_id(learner)
     return "address", request.remote_addr or "unknown"
 
 

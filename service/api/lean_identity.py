@@ -9,7 +9,6 @@ the web platform (its permanent cookie refreshed, as Flask refreshes it on every
 
 from __future__ import annotations
 
-import hashlib
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +20,7 @@ from limits import RateLimitItem, parse
 from werkzeug.http import dump_cookie, parse_cookie
 
 from ..identity import WEB_PLATFORM, WEB_SCOPES, Principal, parse_token
+from .auth import key_digest, learner_rate_id
 
 
 @dataclass(frozen=True)
@@ -55,8 +55,7 @@ def caller(app: Flask, environ: dict[str, Any], needs_principal: bool) -> Caller
     if needs_principal and web is None:
         return None
     principal = None if web is None else Principal(web, WEB_PLATFORM, WEB_SCOPES, learner)
-    hashed = hashlib.sha256(learner.encode()).hexdigest()[:16]  # no learner ids in the store
-    return Caller(f"learner:{hashed}", settings.ratelimit_learner, cookie, principal)
+    return Caller(f"learner:{learner_rate_id(learner)}", settings.ratelimit_learner, cookie, principal)
 
 
 def _session(app: Flask, environ: dict[str, Any]) -> dict[str, Any] | None:
@@ -114,7 +113,7 @@ def _cached_key(app: Flask, authorization: str) -> Principal | None:
     token = value.strip()
     if kind.lower() != "bearer" or not parse_token(token):
         return None
-    principal = app.extensions["key_cache"].get(hashlib.sha256(token.encode()).hexdigest())
+    principal = app.extensions["key_cache"].get(key_digest(token))
     return principal if isinstance(principal, Principal) else None
 
 

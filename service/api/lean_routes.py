@@ -12,14 +12,15 @@ from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeout
 from ..compute import FAILURE_MODES
 from ..db import DatabaseUnavailable
 from ..db.events import EventConflict
-from . import problems
+from .budgets import cost
 from .events import record
 from .json_codec import InvalidJSON, dumps_bytes, loads_strict
 from .lean import Answer, Route, unavailable
 from .lean_identity import Caller
-from .problems import Problem
+from .problems import Problem, database_unavailable
 from .schemas.events import Doubt, fast_events
 from .schemas.fields import parse_matrix
+from .strict_input import caps_exceeded
 from .traces import trace_body
 
 
@@ -44,35 +45,30 @@ class Attention:
             return None
 
     def arguments(self, raw: bytes) -> dict[str, Any] | None:
-        """The arguments AttentionRequestSchema would load, for bodies this path is sure of
-        (within every cap strict_input.check_compute_caps checks)."""
+        """The arguments AttentionRequestSchema would load, for bodies this path is sure of:
+        within the caps the full path checks first, and charged to no budget."""
         try:
             data = loads_strict(raw)
         except InvalidJSON:
             return None
-        if not isinstance(data, dict) or not data.keys() <= self.fields:
+        if not isinstance(data, dict) or not data.keys() <= self.fields or caps_exceeded(data, self.settings):
             return None
         heads, causal, mode = data.get("heads"), data.get("causal", True), data.get("failure_mode")
         try:
             tokens = parse_matrix(data.get("tokens"))
         except ValidationError:
             return None
-        n, d_model = tokens.shape
-        caps = self.settings
         if (
-            n > caps.max_tokens
-            or d_model > caps.max_d_model
-            or type(heads) is not int
-            or not 1 <= heads <= caps.max_heads
-            or heads * n * n > caps.max_score_cells
+            type(heads) is not int
+            or heads < 1
             or type(causal) is not bool
             or not (mode is None or (type(mode) is str and mode in FAILURE_MODES))
         ):
             return None
-        cells = heads * n * n + n * d_model  # budgets.cost
-        if cells >= min(caps.compute_free_cells, caps.heavy_compute_cells):
+        args = {"tokens": tokens, "heads": heads, "causal": causal, "failure_mode": mode}
+        if cost(args) >= min(self.settings.compute_free_cells, self.settings.heavy_compute_cells):
             return None  # charged to a budget, or computed in the background process: the full path
-        return {"tokens": tokens, "heads": heads, "causal": causal, "failure_mode": mode}
+        return args
 
 
 class Events:
@@ -95,10 +91,8 @@ class Events:
             status, body = record(who.principal, events, self.lessons, self.db)
         except (InvalidJSON, Doubt, ValidationError, ValueError, OverflowError, TypeError, Problem, EventConflict):
             return None  # before anything was stored (a conflict rolls its batch back): the full path words it
-        except DatabaseUnavailable as error:  # problems.init_app's answer, without waiting for the database again
-            return unavailable(problems.unavailable(f"the database is unavailable, try again shortly ({error})"))
-        except SQLAlchemyTimeout:
-            return unavailable(problems.unavailable("every database connection is busy, try again shortly"))
+        except (DatabaseUnavailable, SQLAlchemyTimeout) as error:  # without waiting for the database again
+            return unavailable(database_unavailable(error))
         return Answer(status, dumps_bytes(body))
 
 

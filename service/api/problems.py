@@ -108,6 +108,13 @@ def unavailable(detail: str) -> Problem:
     return Problem(503, detail, headers={"Retry-After": RETRY_AFTER_SECONDS}, slug="database-unavailable")
 
 
+def database_unavailable(error: Exception) -> Problem:
+    """The answer when the database did not answer: DatabaseUnavailable, or no free connection."""
+    if isinstance(error, SQLAlchemyTimeout):
+        return unavailable("every database connection is busy, try again shortly")
+    return unavailable(f"the database is unavailable, try again shortly ({error})")
+
+
 def init_app(app: Flask) -> None:
     @app.errorhandler(Problem)
     def _problem(problem: Problem):
@@ -118,12 +125,9 @@ def init_app(app: Flask) -> None:
         return http_problem(error).response()
 
     @app.errorhandler(DatabaseUnavailable)
-    def _unavailable(error: DatabaseUnavailable):
-        return unavailable(f"the database is unavailable, try again shortly ({error})").response()
-
     @app.errorhandler(SQLAlchemyTimeout)
-    def _pool_timeout(error: SQLAlchemyTimeout):
-        return unavailable("every database connection is busy, try again shortly").response()
+    def _unavailable(error: Exception):
+        return database_unavailable(error).response()
 
     @app.errorhandler(DBAPIError)
     def _dbapi(error: DBAPIError):

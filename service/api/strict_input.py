@@ -129,9 +129,15 @@ def _int(value: Any) -> int | None:
 
 def check_compute_caps(raw: Any) -> None:
     """413 naming the cap when n, d_model, heads or heads*n*n exceed the configured limits."""
+    over = caps_exceeded(raw, current_app.extensions["settings"])
+    if over:
+        _refuse(over)
+
+
+def caps_exceeded(raw: Any, settings: Any) -> list[tuple[str, str, int, int]]:
+    """(field, cap, value, limit) for every cap the raw JSON body exceeds; [] within them all."""
     if not isinstance(raw, dict):
-        return
-    settings = current_app.extensions["settings"]
+        return []
     tokens = raw.get("tokens")
     n = _len(tokens)
     d_model = _len(tokens[0]) if n and isinstance(tokens, list) else None
@@ -154,19 +160,22 @@ def check_compute_caps(raw: Any) -> None:
                 if size is not None and size > settings.max_d_model:
                     over.append((f"projections.{name}", "max_d_model", size, settings.max_d_model))
                     break
-    if over:
-        what = {
-            "max_tokens": "n (tokens)",
-            "max_d_model": "d_model (numbers per row)",
-            "max_heads": "heads",
-            "max_score_cells": "heads * n * n (the score tensor)",
-        }
-        details = [f"{what[cap]} is {value}, over the cap {cap} = {limit}" for _, cap, value, limit in over]
-        raise Problem(
-            413,
-            "the request is larger than this service computes: " + "; ".join(details),
-            title="Content Too Large",
-            errors={field: [f"{what[cap]} {value} exceeds {cap} = {limit}"] for field, cap, value, limit in over},
-            slug="over-limit",
-            extra={"limits": {cap: limit for _, cap, _, limit in over}},
-        )
+    return over
+
+
+def _refuse(over: list[tuple[str, str, int, int]]) -> None:
+    what = {
+        "max_tokens": "n (tokens)",
+        "max_d_model": "d_model (numbers per row)",
+        "max_heads": "heads",
+        "max_score_cells": "heads * n * n (the score tensor)",
+    }
+    details = [f"{what[cap]} is {value}, over the cap {cap} = {limit}" for _, cap, value, limit in over]
+    raise Problem(
+        413,
+        "the request is larger than this service computes: " + "; ".join(details),
+        title="Content Too Large",
+        errors={field: [f"{what[cap]} {value} exceeds {cap} = {limit}"] for field, cap, value, limit in over},
+        slug="over-limit",
+        extra={"limits": {cap: limit for _, cap, _, limit in over}},
+    )
