@@ -68,20 +68,25 @@ def trace_json(trace: AttentionTrace, include: set[str] | None = None, precision
         if "summary" in wanted["heads"]
         else None
     )
-    causal = bool(trace.config.causal) and trace.mask.any()
+    # The engine's only mask is causal; without it, or for a single position, nothing is masked.
+    masked = (
+        _MaskedHeads(head_arrays["scores"], trace.mask)
+        if "masked_scores" in wanted["heads"] and trace.config.causal and trace.config.n > 1
+        else None
+    )
+    parts = [part for part in HEAD_ARRAYS if part in wanted["heads"]]
     heads = []
-    for h, features in enumerate(trace.feature_ranges):
+    for h, (features, kv_head) in enumerate(zip(trace.feature_ranges, trace.kv_head.tolist(), strict=True)):
         item: dict[str, Any] = {
             "index": h,
             "features": list(features or ()) or None,
-            "feature_indices": trace.features[h],
-            "kv_head": int(trace.kv_head[h]),
+            "feature_indices": trace.features[h],  # an array: a tensor in the binary layout
+            "kv_head": kv_head,
         }
-        for part in HEAD_ARRAYS:
-            if part in wanted["heads"]:
-                item[part] = head_arrays[part][h]
+        for part in parts:
+            item[part] = head_arrays[part][h]
         if "masked_scores" in wanted["heads"]:
-            item["masked_scores"] = _masked(head_arrays["scores"][h], trace.mask, causal)
+            item["masked_scores"] = head_arrays["scores"][h] if masked is None else masked[h]
         if summaries is not None:
             item["summary"] = {k: v[h] for k, v in summaries.items()}
         heads.append(item)
@@ -93,20 +98,35 @@ def trace_json(trace: AttentionTrace, include: set[str] | None = None, precision
 
 
 class MaskedScores:
-    """Scores with null where masked, encoded only when JSON is asked for (the binary layout
-    carries the scores and a boolean mask instead). NaN where masked: orjson writes NaN as null,
-    and scores are finite everywhere else (the engine checks), so one array op, no Python lists."""
+    """One head's scores with null where masked, encoded only when JSON is asked for (the binary
+    layout carries the scores and a boolean mask instead). NaN where masked: orjson writes NaN as
+    null, and scores are finite everywhere else (the engine checks), so no Python lists."""
+
+    def __init__(self, heads: _MaskedHeads, h: int):
+        self.heads, self.h = heads, h
+
+    @property
+    def mask(self) -> np.ndarray:
+        return self.heads.mask
+
+    def to_json(self) -> np.ndarray:
+        return self.heads.masked()[self.h]  # [n, n], encoded as null where masked
+
+
+class _MaskedHeads:
+    """Every head's masked scores, from one array operation when the first head is encoded."""
 
     def __init__(self, scores: np.ndarray, mask: np.ndarray):
         self.scores, self.mask = scores, mask
+        self._masked: np.ndarray | None = None
 
-    def to_json(self) -> np.ndarray:
-        return np.where(self.mask, np.nan, self.scores)  # [n, n], encoded as null where masked
+    def masked(self) -> np.ndarray:
+        if self._masked is None:
+            self._masked = np.where(self.mask, np.nan, self.scores)  # [H, n, n]
+        return self._masked
 
-
-def _masked(scores: Any, mask: np.ndarray, causal: Any) -> Any:
-    """The engine's only mask is causal: without it the masked scores are the scores."""
-    return MaskedScores(scores, mask) if causal else scores
+    def __getitem__(self, h: int) -> MaskedScores:
+        return MaskedScores(self, h)
 
 
 def _normalise(include: set[str] | None) -> dict[str, set[str]]:

@@ -72,16 +72,14 @@ def scores_bound(q: np.ndarray, k: np.ndarray, scale: float) -> float:
 
 def check_scores(scores: np.ndarray, bound: float) -> None:
     """Cauchy-Schwarz bounds |q_i . k_j| by |q_i| |k_j|: a full scan only when that bound is huge."""
-    if bound < _SAFE_BOUND:
+    if bound < _SAFE_BOUND or all_finite(scores):
         return
-    bad = ~np.isfinite(scores)
-    if bad.any():
-        h, i, j = (int(t) for t in np.argwhere(bad)[0])
-        raise AttentionInputError(
-            f"scores overflowed float64 in head {h + 1} at query {i + 1}, key {j + 1} (counting from 1); "
-            "the inputs or projections are too large to compute",
-            field="tokens",
-        )
+    h, i, j = (int(t) for t in np.argwhere(~np.isfinite(scores))[0])
+    raise AttentionInputError(
+        f"scores overflowed float64 in head {h + 1} at query {i + 1}, key {j + 1} (counting from 1); "
+        "the inputs or projections are too large to compute",
+        field="tokens",
+    )
 
 
 def all_finite(a: np.ndarray) -> bool:

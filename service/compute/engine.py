@@ -128,29 +128,30 @@ def _pipeline(x: np.ndarray, cfg: AttentionConfig, w: Projections, how: Steps) -
     kh, vh = ops.repeat_kv(kh, cfg.group_size), ops.repeat_kv(vh, cfg.group_size)  # [kv, n, d] -> [H, n, d]
     mask = ops.causal_mask(cfg.n) if cfg.causal else np.zeros((cfg.n, cfg.n), dtype=bool)  # 5. [n, n] future
     masking, scale = _masking(how.mask, cfg.causal), _SCALES[how.scale](cfg)
-    scores, weights, head_outputs = _attend(qh, kh, vh, scale, mask, masking)  # 4-7. [H, n, n] x2, [H, n, d_head]
+    masks = cfg.causal and cfg.n > 1  # a causal mask over one position masks nothing
+    scores, weights, head_outputs = _attend(qh, kh, vh, scale, mask, masking, masks)  # 4-7. [H, n, n] x2, [H, n, d]
     concat = ops.merge_heads(head_outputs[::-1] if how.order == "reversed" else head_outputs)  # 8. [n, d_model]
     output = concat if how.output == "skip" else _out(concat, w.output)  # 9. concat @ W_O: [n, d_model]
     residual = finite(x + output, "the residual X + output", "tokens")  # 10. X + output: [n, d_model]
     kv_head = _kv_head(cfg.heads, cfg.group_size, how.split)  # [H]
-    return _frozen(
-        AttentionTrace(
-            config=cfg,
-            tokens=x,
-            query=qh,
-            key=kh,
-            value=vh,
-            scores=scores,
-            mask=mask,
-            weights=weights,
-            head_outputs=head_outputs,
-            concat=concat,
-            output=output,
-            residual=residual,
-            features=features,
-            kv_features=kv_features,
-            kv_head=kv_head,
-        )
+    for array in (x, qh, kh, vh, scores, weights, head_outputs, concat, output, residual):
+        array.setflags(write=False)  # the mask, features and kv heads are shared and already are
+    return AttentionTrace(
+        config=cfg,
+        tokens=x,
+        query=qh,
+        key=kh,
+        value=vh,
+        scores=scores,
+        mask=mask,
+        weights=weights,
+        head_outputs=head_outputs,
+        concat=concat,
+        output=output,
+        residual=residual,
+        features=features,
+        kv_features=kv_features,
+        kv_head=kv_head,
     )
 
 
@@ -184,21 +185,22 @@ def _rope(m: np.ndarray, rope: RopeConfig | None) -> np.ndarray:
 
 
 def _attend(
-    q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, mask: np.ndarray, masking: str
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, mask: np.ndarray, masking: str, masks: bool
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """4. scores Q_h K_h^T * scale [H, n, n]; 5-6. mask and softmax [H, n, n]; 7. weights @ V_h [H, n, d_head].
 
     Done right on more than one block of rows, the three run a block at a time (ops.attention_heads);
-    a small input or a broken masking runs them as whole-array steps, in fewer numpy calls."""
+    a small input or a broken masking runs them as whole-array steps, in fewer numpy calls.
+    `masks`: whether `mask` masks any cell (a causal mask over more than one position)."""
     bound = scores_bound(q, k, scale)
     if masking == "before_softmax" and q.shape[1] > ops.ROW_BLOCK:
-        scores, weights, head_outputs = ops.attention_heads(q, k, v, scale, bool(mask.any()), bound)
+        scores, weights, head_outputs = ops.attention_heads(q, k, v, scale, masks, bound)
         check_scores(scores, bound)
         return scores, weights, head_outputs
     scores = ops.scores(q, k, scale)  # [H, n, d] @ [H, d, n] -> [H, n, n]
     check_scores(scores, bound)
     weights = _NORMALISE[masking](scores, mask)  # [H, n, n]
-    return scores, weights, ops.attend(weights, v, causal=_lower_triangular(masking, bool(mask.any())))
+    return scores, weights, ops.attend(weights, v, causal=_lower_triangular(masking, masks))
 
 
 def _out(concat: np.ndarray, w_o: np.ndarray | None) -> np.ndarray:
@@ -266,13 +268,3 @@ def _kv_head(heads: int, group_size: int, split: str) -> np.ndarray:
     kv_head = np.zeros(heads, dtype=np.int64) if split == "first" else np.arange(heads) // group_size
     kv_head.setflags(write=False)
     return kv_head
-
-
-_ARRAYS = ("tokens", "query", "key", "value", "scores", "weights", "head_outputs", "concat", "output", "residual")
-
-
-def _frozen(trace: AttentionTrace) -> AttentionTrace:
-    """Every computed array read-only (the mask, features and kv heads are shared and already are)."""
-    for name in _ARRAYS:
-        getattr(trace, name).setflags(write=False)
-    return trace
