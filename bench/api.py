@@ -3,7 +3,8 @@
 1. The workbench request (3 tokens x 4 dims, 2 heads, everything returned) served by gunicorn
    with the project's gunicorn.conf.py (2 gthread workers of 8 threads), against the most
    trivial Flask JSON endpoint served by the same worker model and threads; rate limits off for both (the
-   baseline has no limiter); wrk drives both, alternating. Budget: ratio >= 0.85.
+   baseline has no limiter); wrk drives both, alternating. Budget: ratio >= 0.85. A bare numpy
+   handler (trivial_app.py's /bare) is measured in the same rounds, for what the maths alone costs.
 2. A large trace (n=256, d_model=512, H=8, everything returned) end to end over HTTP against
    the engine alone in this process. Budget: ratio <= 2.0.
 
@@ -33,30 +34,37 @@ from service.presets import presets  # noqa: E402
 def throughput(seconds: int, rounds: int) -> dict:
     body = presets()["workbench"]["request"]
     env = {"WORKBENCH_DATABASE_URL": migrated_sqlite(), "WORKBENCH_RATELIMIT_ENABLED": "0"}
-    ours, base = [], []
+    ours, base, bare = [], [], []
     conf = str(ROOT / "gunicorn.conf.py")
     with (
         Gunicorn("service.app:create_app()", env, threads=8, config=conf) as app,
         # The same worker model without the service's hooks: 8 threads make gunicorn use gthread.
-        Gunicorn("trivial_app:app", cwd=Path(__file__).parent, health="/", threads=8) as trivial,
+        Gunicorn(
+            "trivial_app:app", {"PYTHONPATH": str(ROOT)}, cwd=Path(__file__).parent, health="/", threads=8
+        ) as trivial,
     ):
         wrk_post(app.url + "/api/v1/attention", body, seconds=1)  # warm up
         wrk_post(trivial.url + "/echo", body, seconds=1)
+        wrk_post(trivial.url + "/bare", body, seconds=1)
         for _ in range(rounds):
             base.append(wrk_post(trivial.url + "/echo", body, seconds))
             ours.append(wrk_post(app.url + "/api/v1/attention", body, seconds))
-    if any(r["non_2xx"] for r in ours + base):
-        raise RuntimeError(f"non-2xx responses during the benchmark: {ours} {base}")
+            bare.append(wrk_post(trivial.url + "/bare", body, seconds))
+    if any(r["non_2xx"] for r in ours + base + bare):
+        raise RuntimeError(f"non-2xx responses during the benchmark: {ours} {base} {bare}")
     ratios = [o["rps"] / b["rps"] for o, b in zip(ours, base, strict=True)]
     ratio = statistics.median(ratios)
+    bare_ratio = statistics.median(n["rps"] / b["rps"] for n, b in zip(bare, base, strict=True))
     return {
-        "name": "POST /attention, workbench case, gunicorn.conf.py (2 workers x 8 threads)",
+        "name": "POST /attention, workbench case, gunicorn.conf.py (2 workers x 8 threads); "
+        f"a bare numpy handler (the same trace in a plain Flask view, nothing else) reached {bare_ratio:.2f}",
         "figure": round(statistics.median(o["rps"] for o in ours)),
         "unit": "requests/s",
         "baseline": "trivial Flask JSON endpoint, same gunicorn",
         "baseline_figure": round(statistics.median(b["rps"] for b in base)),
         "ratio": round(ratio, 3),
         "ratio_range": [round(min(ratios), 3), round(max(ratios), 3)],
+        "bare_ratio": round(bare_ratio, 3),
         "budget": "ratio >= 0.85",
         "ok": ratio >= 0.85,
     }

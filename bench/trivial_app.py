@@ -1,6 +1,13 @@
-"""The baseline for bench/api.py: the most trivial Flask JSON endpoint, served the same way."""
+"""The baselines for bench/api.py, served the same way as the service: the most trivial Flask JSON
+endpoint, and a bare numpy handler (the same trace computed and encoded in a plain Flask view,
+without validation, limits, metrics or the service's headers) to show what the maths costs."""
 
-from flask import Flask, jsonify, request
+import numpy as np
+from flask import Flask, Response, jsonify, request
+
+from service.api.json_codec import dumps_bytes
+from service.api.traces import trace_json
+from service.compute import multi_head_attention
 
 app = Flask(__name__)
 
@@ -9,3 +16,10 @@ app = Flask(__name__)
 def echo():
     body = request.get_json()
     return jsonify(ok=True, fields=len(body))
+
+
+@app.post("/bare")
+def bare():
+    body = request.get_json()
+    trace = multi_head_attention(np.array(body["tokens"]), body["heads"], causal=body.get("causal", True))
+    return Response(dumps_bytes(trace_json(trace)), mimetype="application/json")
