@@ -127,6 +127,11 @@ class Settings:
             raise ConfigError(
                 f"WORKBENCH_DATABASE_URL must be sqlite:// or postgresql+psycopg://, got {self.database_url!r}"
             )
+        if self.is_sqlite and _in_memory(self.database_url):
+            raise ConfigError(
+                f"WORKBENCH_DATABASE_URL {self.database_url!r} is an in-memory SQLite database: each connection "
+                "and each worker would get its own, empty and unmigrated; name a file, as sqlite:///var/workbench.db"
+            )
         if self.env == "production":
             if self.secret_key == DEFAULT_SECRET or len(self.secret_key) < 32:
                 raise ConfigError(
@@ -176,3 +181,9 @@ def _parse(name: str, kind: Any, raw: str) -> Any:
     except ValueError:
         raise ConfigError(f"WORKBENCH_{name.upper()}={raw!r} is not a valid {kind}") from None
     return raw
+
+
+def _in_memory(url: str) -> bool:
+    """`sqlite://`, `sqlite:///:memory:` or a `mode=memory` URI: no file behind it."""
+    path, _, query = url.partition("///")[2].partition("?")
+    return path in ("", ":memory:") or "mode=memory" in query

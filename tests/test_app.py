@@ -50,6 +50,9 @@ def test_mapping_overrides_environment_which_overrides_defaults(monkeypatch):
         ({"WORKBENCH_MAX_TOKENS": "many"}, "WORKBENCH_MAX_TOKENS='many' is not a valid int"),
         ({"WORKBENCH_ENV": "staging"}, "WORKBENCH_ENV must be"),
         ({"WORKBENCH_DATABASE_URL": "mysql://x"}, "WORKBENCH_DATABASE_URL must be"),
+        ({"WORKBENCH_DATABASE_URL": "sqlite://"}, "is an in-memory SQLite database"),
+        ({"WORKBENCH_DATABASE_URL": "sqlite:///:memory:"}, "is an in-memory SQLite database"),
+        ({"WORKBENCH_DATABASE_URL": "sqlite:///file:db?mode=memory&uri=true"}, "is an in-memory SQLite database"),
         ({"WORKBENCH_ENV": "production"}, "production needs WORKBENCH_SECRET_KEY"),
         (
             {"WORKBENCH_ENV": "production", "WORKBENCH_SECRET_KEY": "x" * 40, "WORKBENCH_DEBUG": "1"},
