@@ -18,7 +18,7 @@ from .json_codec import InvalidJSON, dumps_bytes, loads_strict
 from .lean import Answer, Route, unavailable
 from .lean_identity import Caller
 from .problems import Problem, database_unavailable
-from .schemas.events import Doubt, fast_events
+from .schemas.fast_events import NOT_SURE, fast_events
 from .schemas.fields import parse_matrix
 from .strict_input import caps_exceeded
 from .traces import trace_body
@@ -89,7 +89,7 @@ class Events:
         try:
             events = fast_events(loads_strict(raw), self.settings.max_batch_events)
             status, body = record(who.principal, events, self.lessons, self.db)
-        except (InvalidJSON, Doubt, ValidationError, ValueError, OverflowError, TypeError, Problem, EventConflict):
+        except (InvalidJSON, *NOT_SURE, Problem, EventConflict):
             return None  # before anything was stored (a conflict rolls its batch back): the full path words it
         except (DatabaseUnavailable, SQLAlchemyTimeout) as error:  # without waiting for the database again
             return unavailable(database_unavailable(error))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from marshmallow import Schema, fields, validate
 
 from ...db import analytics as q
-from .events import name
+from .event import name
 from .fields import SafeString, UTCDateTime
 
 

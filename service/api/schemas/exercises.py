@@ -8,7 +8,7 @@ import numpy as np
 from marshmallow import Schema, ValidationError, fields, pre_load, validate
 
 from ..problems import Problem
-from .events import name
+from .event import name
 from .fields import Matrix, SafeString, StrictBoolean, StrictInteger, parse_matrix
 
 MAX_N, MAX_D = 32, 64  # exercise-sized cases

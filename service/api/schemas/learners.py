@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields
 
-from .events import name
+from .event import name
 from .fields import SafeString
 
 
