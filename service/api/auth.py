@@ -212,6 +212,11 @@ def limiter_storage_ok(app: Flask) -> bool:
         return False
 
 
+# The lean path (lean.py) puts its X-RateLimit headers here once it has counted a request: if it
+# then leaves the request to Flask after all, the limiter does not count it a second time.
+LEAN_COUNTED = "workbench.lean_counted"
+
+
 def init_limiter(app: Flask) -> Limiter:
     settings = app.extensions["settings"]
     app.extensions["key_cache"] = TTLCache(settings.auth_cache_seconds)
@@ -234,7 +239,18 @@ def init_limiter(app: Flask) -> Limiter:
 
     @limiter.request_filter
     def _only_the_api() -> bool:  # and LTI's logins and launches, which write to the database
-        return not request.path.startswith(("/api/v1/", "/lti/")) or request.method == "OPTIONS"
+        return (
+            not request.path.startswith(("/api/v1/", "/lti/"))
+            or request.method == "OPTIONS"
+            or LEAN_COUNTED in request.environ  # counted once already, by the lean path
+        )
+
+    @app.after_request
+    def _lean_counts_headers(response):
+        """The X-RateLimit headers of a request the lean path counted, then left to Flask."""
+        for name, value in request.environ.get(LEAN_COUNTED, ()):
+            response.headers.setdefault(name, value)
+        return response
 
     app.extensions["limiter"] = limiter
     return limiter

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from flask import Flask
 
 from ..observability import REQUEST_ID, REQUESTS, UNAVAILABLE, security_header_values
+from .auth import LEAN_COUNTED
 from .json_codec import dumps_bytes
 from .lean_identity import Caller, caller, hit_rate_limit
 from .problems import PROBLEM_MIMETYPE, Problem
@@ -139,6 +140,8 @@ class LeanPath:
         limit_headers = hit_rate_limit(self.app, who) if route.counts_first else []
         if limit_headers is None:
             return None  # refused: the full path answers the 429
+        if route.counts_first:
+            environ[LEAN_COUNTED] = limit_headers  # should the full path answer after all, it counts no more
         answer = route.answer(raw, who)
         if answer is None:
             return None

@@ -324,6 +324,17 @@ def test_an_event_over_the_limit_is_refused_by_the_full_path_and_not_stored(limi
         assert session.execute(text("SELECT count(*) FROM events")).scalar_one() == 5
 
 
+def test_an_event_the_lesson_refuses_after_the_lean_path_counted_it_counts_once(limited, make_key):
+    headers = make_key("acme")
+    limited.post(EVENTS, event(), headers=headers, full=True)  # the key becomes known: 1 of 5
+    refused = {**completed("implement"), "data": {"tests": {"passed": 3, "failed": 1}}}  # tests must all pass
+    before = limited.full_calls
+    answer = limited.post(EVENTS, refused, headers=headers)  # counted on the lean path, answered by the full one
+    assert limited.full_calls == before + 1 and answer.status_code == 422
+    assert (answer.headers["X-RateLimit-Limit"], answer.headers["X-RateLimit-Remaining"]) == ("5", "3")
+    assert limited.post(EVENTS, event(), headers=headers).headers["X-RateLimit-Remaining"] == "2"
+
+
 def test_a_database_past_its_busy_timeout_gets_the_full_paths_503_after_one_wait(app_config, make_key):
     import sqlite3
     import time
