@@ -72,8 +72,9 @@ def waiting(session: Session, now: dt.datetime) -> list[tuple[LtiGradeLink, int]
         .scalar_subquery()
     )
     due = or_(LtiGradeLink.next_attempt_at.is_(None), LtiGradeLink.next_attempt_at <= now)
-    rows = session.execute(select(LtiGradeLink, done).where(due).order_by(LtiGradeLink.id)).all()
-    return [(row, n) for row, n in rows if n != (row.sent or 0)]
+    changed = done != func.coalesce(LtiGradeLink.sent, 0)  # in the database: unchanged links never leave it
+    rows = session.execute(select(LtiGradeLink, done).where(due, changed).order_by(LtiGradeLink.id)).all()
+    return [(row, n) for row, n in rows]
 
 
 def grade(completed: int, total: int, user_id: str, now: dt.datetime) -> Grade:

@@ -48,6 +48,7 @@ def send(app, now: dt.datetime | None = None) -> dict[str, int]:
 
 def test_two_checkpoints_done_is_two_of_four_on_the_platform_once(app, client, lms_server):
     learner = launch(client, lms_server)
+    assert send(app) == {"sent": 0, "failed": 0}  # launched, nothing done yet: no score to send
     complete(client, learner, "predict", "explain")
     assert send(app) == {"sent": 1, "failed": 0}
     (score,) = lms_server.scores["/lineitems/1"]
