@@ -33,7 +33,7 @@ def head_summary(weights: np.ndarray) -> dict[str, Any]:
     of one head's weights [n, n] (each value [n]), or of all heads' [H, n, n] at once ([H, n])."""
     log_w = np.log(np.where(weights > 0, weights, 1.0))  # [.., n, n], 0 log 0 = 0 (log 1 where 0)
     return {
-        "row_entropy": -(weights * log_w).sum(axis=-1),  # [.., n]
+        "row_entropy": 0.0 - (weights * log_w).sum(axis=-1),  # [.., n]; 0.0 - 0.0 is 0.0, -(0.0) is -0.0
         "argmax": weights.argmax(axis=-1),  # [.., n]
         "max_weight": weights.max(axis=-1),  # [.., n]
         "column_mass": weights.sum(axis=-2) / weights.shape[-1],  # [.., n], sums to 1 when rows do

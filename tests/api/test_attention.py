@@ -1,5 +1,7 @@
 """POST /attention and /attention/compare: the numbers equal the plain-loop reference."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -116,6 +118,13 @@ def test_summary_matches_the_weights(client):
         np.testing.assert_allclose(summary["row_entropy"], [-sum(p * np.log(p) for p in row if p > 0) for row in w])
         np.testing.assert_allclose(summary["column_mass"], w.mean(axis=0))
         assert abs(sum(summary["column_mass"]) - 1) < 1e-12
+
+
+def test_a_row_that_sees_one_key_has_entropy_zero_not_negative_zero(client):
+    body = post(client, {"tokens": X.tolist(), "heads": 2})  # causal: the first row sees only itself
+    for head in body["heads"]:
+        first = head["summary"]["row_entropy"][0]
+        assert first == 0 and math.copysign(1.0, first) == 1.0  # JSON 0.0, not -0.0
 
 
 def test_include_and_precision_shape_the_response(client):
