@@ -219,7 +219,7 @@ class Database:
                 os.close(fd)  # closing the descriptor releases the lock
         finally:
             self._process_writer.release()
-        self._checkpoints.after_write(self.engine)  # outside the turn: nobody waits for its disk sync
+        self._checkpoints.after_write(self.engine, self._writers_queue)  # outside the turn: nobody waits for it
 
     def ping(self) -> None:
         """The database answers and, on SQLite, a writer could start now (no lock held past

@@ -1,5 +1,6 @@
-"""SQLite's WAL is copied back into the database file after a writer's turn, never inside it
-(service/db/wal.py): the WAL stays as small as before, and no writer waits for a checkpoint."""
+"""SQLite's WAL is copied back into the database file after a writer's turn, not inside it
+(service/db/wal.py), so writers do not wait for checkpoints; past a bound, one checkpoint takes
+a writers' turn, so the WAL file stays bounded under writers that never pause."""
 
 import os
 import sqlite3
@@ -71,7 +72,7 @@ def test_the_checkpoint_runs_after_the_writers_lock_is_released(database, monkey
     seen = []
     original = wal.Checkpoints.after_write
 
-    def spy(self, engine):
+    def spy(self, engine, writers_turn):
         # another process's writer can take the lock file now: the turn is over
         import fcntl
 
@@ -83,8 +84,41 @@ def test_the_checkpoint_runs_after_the_writers_lock_is_released(database, monkey
             seen.append(False)
         finally:
             os.close(fd)
-        return original(self, engine)
+        return original(self, engine, writers_turn)
 
     monkeypatch.setattr(wal.Checkpoints, "after_write", spy)
     write_events(db, platform, batch(10, 0), lessons)
     assert seen == [True]
+
+
+def test_under_writers_that_never_pause_the_wal_file_stays_bounded(database, monkeypatch):
+    # A checkpoint running beside the writers never catches up with them, so the WAL is never
+    # restarted and its file grows with every write (800 MB in 8 s of ingest). Past the bound a
+    # checkpoint takes a writers' turn: it finishes, and the file starts over from empty.
+    import threading
+
+    db, path, platform, lessons = database
+    monkeypatch.setattr(wal, "EVERY", 0.0)
+    monkeypatch.setattr(wal, "LIMIT_FRAMES", 400)
+    write_events(db, platform, batch(200, 0), lessons)
+    one_write = wal_frames(path)
+    errors = []
+
+    def writer(k: int) -> None:
+        try:
+            for i in range(20):
+                write_events(db, platform, batch(200, (k * 20 + i + 1) * 200), lessons)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    page = sqlite3.connect(path).execute("PRAGMA page_size").fetchone()[0]
+    frames_in_file = os.path.getsize(f"{path}-wal") // (page + 24)  # each frame: a 24-byte header and a page
+    assert frames_in_file < wal.LIMIT_FRAMES + 8 * one_write  # 80 writes of at least `one_write` frames each
+    with sqlite3.connect(path) as plain:
+        assert plain.execute("SELECT count(*) FROM events").fetchone()[0] == 200 * 81
