@@ -43,10 +43,6 @@ WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 class Route(Protocol):
     max_bytes: int  # larger bodies take the full path
     needs_principal: bool  # the caller must be known (a cached key, a known browser session)
-    # A route that writes counts the request first: once it has written, nothing may send the
-    # request on to the full path (which would write it again, and answer a replay). One that
-    # only computes counts last, so a request the full path ends up answering is counted once.
-    counts_first: bool
 
     def answer(self, raw: bytes, who: Caller) -> Answer | None:
         """What the full path would answer, exactly, or None: the full path decides."""
@@ -75,7 +71,7 @@ class LeanPath:
         raw = self._read(environ)
         try:
             answer = None if raw is None else self._answer(environ, raw, route)
-        except Exception:  # before anything was written (see Route.counts_first): the full path answers
+        except Exception:  # before anything was written: the full path answers
             log.warning("the lean path could not answer; the full path does", exc_info=True)
             answer = None
         if answer is None:
@@ -137,18 +133,16 @@ class LeanPath:
         who = caller(self.app, environ, route.needs_principal)
         if who is None:
             return None
-        limit_headers = hit_rate_limit(self.app, who) if route.counts_first else []
+        # Counted first, once: a route that writes must not reach the full path after writing
+        # (it would write again and answer a replay); whatever the full path does answer, it
+        # answers without counting again (auth.LEAN_COUNTED).
+        limit_headers = hit_rate_limit(self.app, who)
         if limit_headers is None:
             return None  # refused: the full path answers the 429
-        if route.counts_first:
-            environ[LEAN_COUNTED] = limit_headers  # should the full path answer after all, it counts no more
+        environ[LEAN_COUNTED] = limit_headers
         answer = route.answer(raw, who)
         if answer is None:
             return None
-        if not route.counts_first:
-            limit_headers = hit_rate_limit(self.app, who)
-            if limit_headers is None:
-                return None
         cookie = [("Set-Cookie", who.set_cookie)] if who.set_cookie else []
         return answer.status, answer.body, [*answer.headers, *limit_headers, *cookie], answer.content_type
 

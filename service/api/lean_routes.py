@@ -1,5 +1,5 @@
 """What the lean path (lean.py) answers, each with the full path's own functions: a route returns
-(status, body) only for a body it is sure the full path would accept, else None."""
+an Answer only for a body it is sure the full path would accept, else None."""
 
 from __future__ import annotations
 
@@ -29,7 +29,6 @@ class Attention:
 
     max_bytes = 16384  # the workbench sends a few hundred
     needs_principal = False
-    counts_first = False
     fields = frozenset({"tokens", "heads", "causal", "failure_mode"})
 
     def __init__(self, app: Flask):
@@ -76,7 +75,6 @@ class Events:
 
     max_bytes = 1 << 22  # settings.max_content_length decides below that
     needs_principal = True
-    counts_first = True
 
     def __init__(self, app: Flask):
         self.settings = app.extensions["settings"]

@@ -133,11 +133,13 @@ def record_events_in(
     PostgreSQL: one call of `workbench_record_events` (migration 0005), one round trip. SQLite:
     the same steps as a few statements (service/db/events_sqlite.py) on the driver's connection."""
     events = sorted(events, key=lambda e: e.event_id)
-    if conn.dialect.name == "postgresql":
-        return _record_postgresql(conn, platform_id, events, lessons)
+    postgresql = conn.dialect.name == "postgresql"
+    rows = _payload_rows(platform_id, events, lessons, sqlite=not postgresql)
+    if postgresql:
+        return _record_postgresql(conn, platform_id, events, lessons, rows)
     raw = conn.connection.driver_connection
     assert isinstance(raw, sqlite3.Connection)
-    return _record_sqlite(raw, platform_id, events, lessons)
+    return _record_sqlite(raw, platform_id, events, lessons, rows)
 
 
 def _payload_rows(
@@ -179,10 +181,8 @@ def _record_postgresql(
     platform_id: int,
     events: list[NewEvent],
     lessons: dict[str, Lesson],
-    rows: list[dict[str, Any]] | None = None,
+    rows: list[dict[str, Any]],
 ) -> RecordResult:
-    if rows is None:
-        rows = _payload_rows(platform_id, events, lessons, sqlite=False)
     params = {
         "platform_id": platform_id,
         "events": orjson.dumps(rows).decode(),
@@ -209,10 +209,8 @@ def _record_sqlite(
     platform_id: int,
     events: list[NewEvent],
     lessons: dict[str, Lesson],
-    rows: list[dict[str, Any]] | None = None,
+    rows: list[dict[str, Any]],
 ) -> RecordResult:
-    if rows is None:
-        rows = _payload_rows(platform_id, events, lessons, sqlite=True)
     now = _sqlite_time(dt.datetime.now(dt.UTC))
     erased = set(events_sqlite.tombstoned(raw, platform_id, [row["tombstone"] for row in rows]))
     stored = events_sqlite.stored_hashes(raw, platform_id, [e.event_id for e in events])

@@ -18,6 +18,7 @@ unchanged: commits are in the WAL either way.
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -60,14 +61,14 @@ def _checkpoint(engine: Engine, mode: str, busy_ms: int | None = None) -> int:
     pooled = engine.raw_connection()
     try:
         raw = pooled.driver_connection
-        before = raw.execute("PRAGMA busy_timeout").fetchone()[0]  # type: ignore[union-attr]
-        if busy_ms is not None:
-            raw.execute(f"PRAGMA busy_timeout={int(busy_ms)}")  # type: ignore[union-attr]
+        assert isinstance(raw, sqlite3.Connection)
+        if busy_ms is None:
+            return int(raw.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()[1])
+        before = raw.execute("PRAGMA busy_timeout").fetchone()[0]
+        raw.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
         try:
-            _, frames, _ = raw.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()  # type: ignore[union-attr]
+            return int(raw.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()[1])
         finally:
-            if busy_ms is not None:
-                raw.execute(f"PRAGMA busy_timeout={int(before)}")  # type: ignore[union-attr]
-        return int(frames)
+            raw.execute(f"PRAGMA busy_timeout={int(before)}")
     finally:
         pooled.close()
