@@ -66,10 +66,8 @@ def _walk(rng: random.Random, one: _Learner) -> None:
     one.add("completed", "predict", {"text": rng.choice(texts)}, rng.lognormvariate(1.0, 0.6))
     if rng.random() >= 0.82:
         return
-    for _ in range(rng.randint(1, 14)):
-        one.add(
-            "parameter-changed", "experiment", _parameter(rng), rng.lognormvariate(-0.5, 0.8), "multi-head-workbench"
-        )
+    for data in _experiment(rng):
+        one.add("parameter-changed", "experiment", data, rng.lognormvariate(-0.5, 0.8), "multi-head-workbench")
     if rng.random() >= 0.7:
         return
     for _ in range(rng.choice([0, 1, 1, 2, 3])):
@@ -91,6 +89,29 @@ def _walk(rng: random.Random, one: _Learner) -> None:
     if rng.random() < 0.72:
         text = "only head 2 changed; swapped order breaks W_O"
         one.add("completed", "explain", {"text": text}, rng.lognormvariate(1.2, 0.7))
+
+
+# The lesson's four manipulations, in its order, and how likely a learner who got to one goes on to it.
+MANIPULATIONS: list[tuple[str, dict, float]] = [
+    ("last-two", {"parameter": "token", "dimension": 3}, 0.93),
+    ("first-two", {"parameter": "token", "dimension": 1}, 0.88),
+    ("causal-mask", {"parameter": "causal", "value": False}, 0.9),
+    ("broken-reuse", {"parameter": "reuse_first_slice", "value": True}, 0.85),
+]
+
+
+def _experiment(rng: random.Random) -> list[dict]:
+    """A learner's workbench changes: free exploration, and the lesson's manipulations as far as they get."""
+    changes = [_parameter(rng) for _ in range(rng.randint(0, 10))]
+    for manipulation, data, go_on in MANIPULATIONS:
+        if rng.random() >= go_on:
+            break
+        done = {**data, "manipulation": manipulation}
+        if data["parameter"] == "token":
+            dimension = int(data["dimension"]) + rng.randint(0, 1)
+            done.update(token=rng.randint(1, 3), dimension=dimension, value=round(rng.uniform(-2, 2), 1))
+        changes.insert(rng.randint(0, len(changes)), done)
+    return changes or [_parameter(rng)]
 
 
 def _parameter(rng: random.Random) -> dict:

@@ -56,6 +56,17 @@ def _four_heads() -> dict[str, Any]:
     }
 
 
+def _workbench_learned() -> dict[str, Any]:
+    """Learned-looking projections for the workbench's tokens: every output feature mixes every
+    input coordinate (seeded, two decimals), and W_O mixes the two heads' features."""
+    rng = np.random.default_rng(7)
+    mixed = {
+        name: (np.round(0.6 * np.eye(4) + rng.normal(size=(4, 4)) * 0.45, 2) + 0.0).tolist()
+        for name in ("query", "key", "value", "output")
+    }
+    return {"tokens": WORKBENCH_TOKENS, "heads": 2, "causal": True, "projections": mixed}
+
+
 @lru_cache(maxsize=1)
 def presets() -> dict[str, dict[str, Any]]:
     return {
@@ -65,6 +76,14 @@ def presets() -> dict[str, dict[str, Any]]:
             "description": "Three 4-d tokens, two heads of width 2, identity projections, causal mask: "
             "head 1 reads coordinates 0-1 and head 2 reads coordinates 2-3.",
             "request": {"tokens": WORKBENCH_TOKENS, "heads": 2, "causal": True},
+        },
+        "workbench-learned": {
+            "id": "workbench-learned",
+            "title": "The workbench with learned-looking projections",
+            "description": "The workbench's tokens with W_Q, W_K and W_V that mix every coordinate into every "
+            "projected feature (so each head reads all four inputs, as in a trained model), and a W_O that "
+            "mixes the two heads' features.",
+            "request": _workbench_learned(),
         },
         "seed-split": {
             "id": "seed-split",

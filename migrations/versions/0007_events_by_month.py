@@ -7,19 +7,18 @@ claims ids there and inserts the events in the same statement: still one round t
 Existing rows are copied into their months; `events_default` takes what no month holds;
 service/db/partitions.py makes months ahead and applies retention. SQLite is unchanged.
 
+The migration carries the function's whole text (Alembic's replaceable objects: each revision
+holds its own version, and imports nothing of the application).
+
 Revision ID: 0007
 Revises: 0006
 Create Date: 2026-11-30
 """
 
 import datetime as dt
-import importlib.util
-from pathlib import Path
 
 import sqlalchemy as sa
 from alembic import op
-
-from service.db import partitions
 
 revision = "0007"
 down_revision = "0006"
@@ -37,44 +36,146 @@ INDEXES = {
     "ix_events_platform_lesson_kind": "platform_id, lesson, event, occurred_at",
     "ix_events_platform_occurred": "platform_id, occurred_at",
 }
+MONTHS_AHEAD = 3  # as service/db/partitions.AHEAD at the time of this revision
 
+# 0005's function, with event ids claimed in event_ids (the API refuses a batch naming one id
+# twice); the events inserted are the ones whose ids were claimed, in batch order.
+FUNCTION = r"""
+CREATE OR REPLACE FUNCTION workbench_record_events(p_platform bigint, p_events json, p_now timestamptz)
+RETURNS json
+LANGUAGE plpgsql
+AS $fn$
+DECLARE
+    v_batch workbench_event_in[];
+    v_new workbench_event_in[];
+    v_erased text[];
+    v_inserted text[];
+    v_others text[];
+    v_conflicts text[];
+BEGIN
+    v_batch := ARRAY(SELECT r FROM json_populate_recordset(NULL::workbench_event_in, p_events) r ORDER BY r.ord);
 
-def _record_events_0005():
-    path = Path(__file__).with_name("0005_record_events_function.py")
-    spec = importlib.util.spec_from_file_location("record_events_0005", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.FUNCTION
-
-
-def _swap(sql: str, old: str, new: str) -> str:
-    assert sql.count(old) == 1, old
-    return sql.replace(old, new)
-
-
-# 0005 inserted the events that were not tombstoned, skipping stored ids. Now those are the ids
-# claimed in event_ids (the API refuses a batch naming one id twice), and the events inserted
-# are the ones whose ids were claimed, in batch order, so their row ids follow it.
-UNCLAIMED = """        WHERE NOT EXISTS (
+    WITH claimed AS (
+        INSERT INTO event_ids (platform_id, event_id, content_hash)
+        SELECT p_platform, b.event_id, b.content_hash
+        FROM unnest(v_batch) b
+        WHERE NOT EXISTS (
             SELECT 1 FROM erased_events t WHERE t.platform_id = p_platform AND t.event_hash = b.tombstone)
         ORDER BY b.ord
         ON CONFLICT (platform_id, event_id) DO NOTHING
         RETURNING event_id
-"""
-CLAIMED = """        WHERE b.event_id IN (SELECT event_id FROM claimed)
+    ), ins AS (
+        INSERT INTO events (platform_id, event_id, learner, lesson, checkpoint, event, instance_id, data,
+                            occurred_at, stored_at, content_hash)
+        SELECT p_platform, b.event_id, b.learner, b.lesson, b.checkpoint, b.event, b.instance_id, b.data,
+               b.occurred_at, p_now, b.content_hash
+        FROM unnest(v_batch) b
+        WHERE b.event_id IN (SELECT event_id FROM claimed)
         ORDER BY b.ord
         RETURNING event_id
-"""
-OLD_START = "    WITH ins AS (\n"
-NEW_START = (
-    "    WITH claimed AS (\n"
-    "        INSERT INTO event_ids (platform_id, event_id, content_hash)\n"
-    "        SELECT p_platform, b.event_id, b.content_hash\n"
-    "        FROM unnest(v_batch) b\n" + UNCLAIMED + "    ), ins AS (\n"
-)
+    )
+    SELECT coalesce(array_agg(event_id), '{}') INTO v_inserted FROM ins;
 
-OLD_STORED = "LEFT JOIN events s ON s.platform_id = p_platform AND s.event_id = b.event_id"
-NEW_STORED = "LEFT JOIN event_ids s ON s.platform_id = p_platform AND s.event_id = b.event_id"
+    IF cardinality(v_inserted) = cardinality(v_batch) THEN
+        v_new := v_batch;
+        v_others := '{}';
+        v_erased := '{}';
+    ELSE  -- tombstoned, replayed or conflicting ids: read what is stored
+        v_new := ARRAY(
+            SELECT b FROM unnest(v_batch) b JOIN unnest(v_inserted) i(id) ON i.id = b.event_id ORDER BY b.ord);
+        v_erased := ARRAY(
+            SELECT b.event_id FROM unnest(v_batch) b
+            JOIN erased_events t ON t.platform_id = p_platform AND t.event_hash = b.tombstone
+            ORDER BY b.ord);
+        v_others := ARRAY(
+            SELECT b.event_id FROM unnest(v_batch) b
+            WHERE NOT EXISTS (SELECT 1 FROM unnest(v_inserted) i(id) WHERE i.id = b.event_id)
+              AND NOT EXISTS (SELECT 1 FROM unnest(v_erased) x(id) WHERE x.id = b.event_id)
+            ORDER BY b.ord);
+        v_conflicts := ARRAY(
+            SELECT b.event_id FROM unnest(v_batch) b
+            JOIN unnest(v_others) o(id) ON o.id = b.event_id
+            LEFT JOIN event_ids s ON s.platform_id = p_platform AND s.event_id = b.event_id
+            WHERE s.content_hash IS DISTINCT FROM b.content_hash
+            ORDER BY b.event_id COLLATE "C");
+        IF cardinality(v_conflicts) > 0 THEN
+            RAISE EXCEPTION USING ERRCODE = 'WB409', MESSAGE = array_to_json(v_conflicts)::text;
+        END IF;
+    END IF;
+
+    IF cardinality(v_new) > 0 THEN
+        -- each learner's first event per lesson; an earlier one moves their start and their
+        -- durations with it (the upsert returns only rows it inserted or moved)
+        WITH moved AS (
+            INSERT INTO learner_lessons (platform_id, lesson, learner, first_event_at)
+            SELECT p_platform, b.lesson, b.learner, min(b.occurred_at)
+            FROM unnest(v_new) b
+            GROUP BY b.lesson, b.learner
+            ORDER BY b.lesson COLLATE "C", b.learner COLLATE "C"
+            ON CONFLICT (platform_id, lesson, learner) DO UPDATE
+                SET first_event_at = excluded.first_event_at
+                WHERE excluded.first_event_at < learner_lessons.first_event_at
+            RETURNING lesson, learner, first_event_at
+        )
+        UPDATE checkpoint_progress p
+        SET seconds_from_start = extract(epoch FROM p.completed_at - m.first_event_at)::float8
+        FROM moved m
+        WHERE p.platform_id = p_platform AND p.learner = m.learner AND p.lesson = m.lesson;
+
+        -- the earliest completion wins
+        IF EXISTS (SELECT 1 FROM unnest(v_new) b WHERE b.completes IS NOT NULL) THEN
+        INSERT INTO checkpoint_progress (platform_id, learner, lesson, checkpoint, completed_at, event_id,
+                                         seconds_from_start, verification)
+        SELECT p_platform, c.learner, c.lesson, c.completes, c.occurred_at, c.event_id,
+               extract(epoch FROM c.occurred_at - (
+                   SELECT l.first_event_at FROM learner_lessons l
+                   WHERE l.platform_id = p_platform AND l.lesson = c.lesson AND l.learner = c.learner))::float8,
+               c.verification
+        FROM (
+            SELECT DISTINCT ON (b.learner, b.lesson, b.completes) b.*
+            FROM unnest(v_new) b
+            WHERE b.completes IS NOT NULL
+            ORDER BY b.learner, b.lesson, b.completes, b.occurred_at, b.event_id COLLATE "C"
+        ) c
+        ORDER BY c.learner COLLATE "C", c.lesson COLLATE "C", c.completes COLLATE "C"
+        ON CONFLICT (platform_id, learner, lesson, checkpoint) DO UPDATE SET
+            completed_at = CASE WHEN excluded.completed_at < checkpoint_progress.completed_at
+                           THEN excluded.completed_at ELSE checkpoint_progress.completed_at END,
+            event_id = CASE WHEN excluded.completed_at < checkpoint_progress.completed_at
+                       THEN excluded.event_id ELSE checkpoint_progress.event_id END,
+            seconds_from_start = CASE WHEN excluded.completed_at < checkpoint_progress.completed_at
+                                 THEN excluded.seconds_from_start ELSE checkpoint_progress.seconds_from_start END,
+            verification = CASE WHEN excluded.completed_at < checkpoint_progress.completed_at
+                           THEN excluded.verification ELSE checkpoint_progress.verification END;
+        END IF;
+    END IF;
+
+    RETURN json_build_object('created', v_inserted, 'replayed', v_others, 'erased', v_erased);
+END
+$fn$;
+"""
+
+
+def _add_months(month: dt.date, n: int) -> dt.date:
+    index = month.year * 12 + month.month - 1 + n
+    return dt.date(index // 12, index % 12 + 1, 1)
+
+
+def _month_of(at: dt.datetime) -> dt.date:
+    at = at.astimezone(dt.UTC)
+    return dt.date(at.year, at.month, 1)
+
+
+def _make_months(first: dt.date, last: dt.date) -> None:
+    """A partition per month from `first` to `last` (each [first day, next month's first day) in UTC)."""
+    month = first
+    while month <= last:
+        following = _add_months(month, 1)
+        op.execute(
+            f"CREATE TABLE events_{month:%Y_%m} PARTITION OF events "
+            f"FOR VALUES FROM ('{month.isoformat()} 00:00:00+00') TO ('{following.isoformat()} 00:00:00+00')"
+        )
+        month = following
 
 
 def upgrade() -> None:
@@ -113,17 +214,15 @@ def upgrade() -> None:
         ) PARTITION BY RANGE (stored_at)
         """
     )
-    conn = op.get_bind()
-    partitions.create_default(conn)
-    oldest = conn.execute(sa.text("SELECT min(stored_at) FROM events_0006")).scalar()
-    current = partitions.month_of(dt.datetime.now(dt.UTC))
-    first = min(current, partitions.month_of(oldest)) if oldest else current
-    partitions.make_months(conn, partitions.span(first, partitions.add_months(current, partitions.AHEAD)))
+    op.execute("CREATE TABLE events_default PARTITION OF events DEFAULT")
+    oldest = op.get_bind().execute(sa.text("SELECT min(stored_at) FROM events_0006")).scalar()
+    current = _month_of(dt.datetime.now(dt.UTC))
+    first = min(current, _month_of(oldest)) if oldest else current
+    _make_months(first, _add_months(current, MONTHS_AHEAD))
     op.execute(f"INSERT INTO events ({COLUMNS}) SELECT {COLUMNS} FROM events_0006")
     op.execute("DROP TABLE events_0006")
     _keys_and_indexes()
-    claimed = _swap(_swap(_record_events_0005(), UNCLAIMED, CLAIMED), OLD_START, NEW_START)
-    op.execute(_swap(claimed, OLD_STORED, NEW_STORED))
+    op.execute(FUNCTION)
 
 
 def _keys_and_indexes() -> None:
@@ -143,7 +242,7 @@ def _keys_and_indexes() -> None:
 def downgrade() -> None:
     if op.get_bind().dialect.name != "postgresql":
         return
-    op.execute(_record_events_0005())
+    op.execute(op.get_context().script.get_revision("0005").module.FUNCTION)
     op.execute("ALTER TABLE events RENAME TO events_0007")
     op.execute("ALTER SEQUENCE events_id_seq OWNED BY NONE")
     op.execute("CREATE TABLE events (LIKE events_0007 INCLUDING DEFAULTS)")

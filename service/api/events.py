@@ -67,7 +67,22 @@ def check_against_lessons(
                 ]
             elif problem := _requirement_problem(checkpoint.requires, e["data"]):
                 errors[f"{where}.data"] = [problem]
+        elif "manipulation" in e["data"] and (problem := _manipulation_problem(lesson, e)):
+            errors[f"{where}.data"] = [problem]
     return errors
+
+
+def _manipulation_problem(lesson: Lesson, e: dict[str, Any]) -> str | None:
+    """data.manipulation names one of the manipulations of the checkpoint the event counts towards."""
+    checkpoint = lesson.counts_towards(e["event"], e["checkpoint"], e.get("instance_id"))
+    if checkpoint is None or not checkpoint.manipulations:
+        return None
+    if e["data"]["manipulation"] not in checkpoint.manipulations:
+        return (
+            f"data.manipulation {e['data']['manipulation']!r} is not one of checkpoint {checkpoint.id!r}'s "
+            f"manipulations: {', '.join(checkpoint.manipulations)}"
+        )
+    return None
 
 
 def _requirement_problem(requires: str | None, data: dict[str, Any]) -> str | None:

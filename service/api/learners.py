@@ -32,6 +32,8 @@ def _not_found(learner: str) -> Problem:
 def _visible(principal: Principal, learner: str) -> None:
     if not principal.may_act_for(learner):
         raise _not_found(learner)
+    if principal.learner == learner:
+        return  # a browser learner always has their own record, empty before their first event
     with current_app.extensions["db"].read() as session:
         if not learner_exists(session, principal.platform_id, learner):
             raise _not_found(learner)

@@ -24,6 +24,17 @@ blp = Blueprint(
 )
 
 
+def _described() -> dict:
+    """The session as the browser may know it: the learner, their platform, and whether they are
+    an instructor launched from a course (the dashboard then shows that course: /lti/course)."""
+    launched = cookie.get("lti") or {}
+    return {
+        "learner": cookie["learner"],
+        "platform": cookie.get("platform", WEB_PLATFORM),
+        "course": bool(launched.get("course")),
+    }
+
+
 @blp.route("")
 class BrowserSession(MethodView):
     @blp.response(201, SessionSchema, description="A new learner id (or the existing one)")
@@ -41,9 +52,7 @@ class BrowserSession(MethodView):
         elif not cookie.get("sid"):
             cookie["sid"] = secrets.token_hex(16)  # an older session becomes one that logging out revokes
         return current_app.response_class(
-            current_app.json.dumps({"learner": cookie["learner"], "platform": cookie.get("platform", WEB_PLATFORM)}),
-            status=status,
-            mimetype="application/json",
+            current_app.json.dumps(_described()), status=status, mimetype="application/json"
         )
 
     @blp.response(200, SessionSchema)
@@ -52,7 +61,7 @@ class BrowserSession(MethodView):
         """The current browser learner"""
         if not browser_learner():
             raise Problem(404, "no browser session; POST /api/v1/session starts one", slug="not-found")
-        return {"learner": cookie["learner"], "platform": cookie.get("platform", WEB_PLATFORM)}
+        return _described()
 
     @blp.response(204)
     @blp.problems(503)

@@ -12,12 +12,14 @@ from flask import current_app, request
 
 from ..compute import AttentionInputError, AttentionTrace, multi_head_attention
 from ..compute.conventions import conventions
+from ..compute.divergence import differing, stage_arrays
 from ..compute.failure_modes import REGISTRY
 from . import safetensors_codec
 from .json_codec import dumps_bytes
 from .problems import Problem
 
-HEAD_PARTS = ("query", "key", "value", "scores", "masked_scores", "weights", "output", "summary")
+HEAD_PARTS: tuple[str, ...] = ("query", "key", "value", "query_before_rope", "key_before_rope", "scores")
+HEAD_PARTS += ("masked_scores", "weights", "output", "summary")
 HEAD_ARRAYS = ("query", "key", "value", "scores", "weights", "output")  # in the order each head lists them
 TOP_PARTS = ("concat", "output", "residual")
 INCLUDE_CHOICES = sorted({*(f"heads.{p}" for p in HEAD_PARTS), *TOP_PARTS, *HEAD_PARTS})
@@ -51,17 +53,13 @@ def trace_json(trace: AttentionTrace, include: set[str] | None = None, precision
     def rnd(a: np.ndarray) -> np.ndarray:  # whole arrays, once: heads are slices of them
         return a if precision is None else rounded(a, precision)
 
+    arrays: list[tuple[str, np.ndarray | None]] = [("query", trace.query), ("key", trace.key), ("value", trace.value)]
+    arrays += [("scores", trace.scores), ("weights", trace.weights), ("output", trace.head_outputs)]
+    arrays += [("query_before_rope", trace.query_before_rope), ("key_before_rope", trace.key_before_rope)]
     head_arrays = {
         part: rnd(array)
-        for part, array in (
-            ("query", trace.query),
-            ("key", trace.key),
-            ("value", trace.value),
-            ("scores", trace.scores),
-            ("weights", trace.weights),
-            ("output", trace.head_outputs),
-        )
-        if part in wanted["heads"] or (part == "scores" and "masked_scores" in wanted["heads"])
+        for part, array in arrays
+        if array is not None and (part in wanted["heads"] or (part == "scores" and "masked_scores" in wanted["heads"]))
     }
     summaries = (
         {k: (rnd(v) if v.dtype.kind == "f" else v) for k, v in head_summary(trace.weights).items()}
@@ -74,7 +72,8 @@ def trace_json(trace: AttentionTrace, include: set[str] | None = None, precision
         if "masked_scores" in wanted["heads"] and trace.config.causal and trace.config.n > 1
         else None
     )
-    parts = [part for part in HEAD_ARRAYS if part in wanted["heads"]]
+    parts = [part for part in (*HEAD_ARRAYS, "query_before_rope", "key_before_rope") if part in wanted["heads"]]
+    parts = [part for part in parts if part in head_arrays]
     heads = []
     for h, (features, kv_head) in enumerate(zip(trace.feature_ranges, trace.kv_head.tolist(), strict=True)):
         item: dict[str, Any] = {
@@ -188,11 +187,14 @@ def compare_body(args: dict[str, Any]) -> dict:
     max_abs = {name: float(np.abs(d).max()) for name, d in diffs.items()}
     if precision is not None:
         diffs = {name: np.round(d, precision) + 0.0 for name, d in diffs.items()}
+    w_o = (args.get("projections") or {}).get("output")
+    stages = differing(stage_arrays(correct, w_o), stage_arrays(broken, w_o))
     return {
         "failure_mode": {"id": mode, "name": REGISTRY[mode].name, "description": REGISTRY[mode].description},
         "correct": trace_json(correct, include, precision),
         "broken": trace_json(broken, include, precision),
         "differences": {**diffs, "max_abs": max_abs},
+        "divergence": {"first": stages[0] if stages else None, "stages": stages},
     }
 
 

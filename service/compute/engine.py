@@ -37,6 +37,8 @@ class AttentionTrace:
     features: np.ndarray  # [H, d_head] which projected query features each head read
     kv_features: np.ndarray  # [kv_heads, d_head] which projected key/value features each kv head read
     kv_head: np.ndarray  # [H] the kv head each query head used
+    query_before_rope: np.ndarray | None = None  # [H, n, d_head] with RoPE on: Q_h before its rotation
+    key_before_rope: np.ndarray | None = None  # [H, n, d_head] with RoPE on: K_h before its rotation
 
     @property
     def d_head(self) -> int:
@@ -124,6 +126,7 @@ def _pipeline(x: np.ndarray, cfg: AttentionConfig, w: Projections, how: Steps) -
     q, k, v = _project(x, w, cfg.kv_width)  # 1. [n, d_model] -> [n, d_model], [n, kv*d_head], [n, kv*d_head]
     features, kv_features = head_features(cfg, how.split)  # which features each head reads
     qh, kh, vh = _split_all((q, k, v), features, kv_features, how.split)  # 2. -> [H|kv, n, d_head]
+    plain = (qh, ops.repeat_kv(kh, cfg.group_size)) if cfg.rope is not None else (None, None)  # kept to show
     qh, kh = _rope(qh, cfg.rope), _rope(kh, cfg.rope)  # 3. rotate by position (RoPE only)
     kh, vh = ops.repeat_kv(kh, cfg.group_size), ops.repeat_kv(vh, cfg.group_size)  # [kv, n, d] -> [H, n, d]
     mask = ops.causal_mask(cfg.n) if cfg.causal else np.zeros((cfg.n, cfg.n), dtype=bool)  # 5. [n, n] future
@@ -134,8 +137,9 @@ def _pipeline(x: np.ndarray, cfg: AttentionConfig, w: Projections, how: Steps) -
     output = concat if how.output == "skip" else _out(concat, w.output)  # 9. concat @ W_O: [n, d_model]
     residual = finite(x + output, "the residual X + output", "tokens")  # 10. X + output: [n, d_model]
     kv_head = _kv_head(cfg.heads, cfg.group_size, how.split)  # [H]
-    for array in (x, qh, kh, vh, scores, weights, head_outputs, concat, output, residual):
-        array.setflags(write=False)  # the mask, features and kv heads are shared and already are
+    for array in (x, qh, kh, vh, scores, weights, head_outputs, concat, output, residual, *plain):
+        if array is not None:
+            array.setflags(write=False)  # the mask, features and kv heads are shared and already are
     return AttentionTrace(
         config=cfg,
         tokens=x,
@@ -152,6 +156,8 @@ def _pipeline(x: np.ndarray, cfg: AttentionConfig, w: Projections, how: Steps) -
         features=features,
         kv_features=kv_features,
         kv_head=kv_head,
+        query_before_rope=plain[0],
+        key_before_rope=plain[1],
     )
 
 

@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from . import mistake_rollups, rollups
-from .models import CheckpointProgress, Event, ExerciseCheck, LearnerLesson
+from .models import CheckpointProgress, Event, ExerciseCheck, LearnerLesson, LearnerManipulation
 
 BUCKETS = rollups.GRAINS
 
@@ -103,6 +103,26 @@ def parameters(conn: Session, platform_id: int, lesson: str, window: Window = Wi
     parameter that is not a string of at most 128 characters is None."""
     rows = _totals(conn, "parameter", platform_id, lesson, window)
     return sorted(rows, key=lambda r: (-r[1], r[0] or ""))
+
+
+def manipulations(
+    conn: Session, platform_id: int, lesson: str, checkpoint: str, window: Window = Window()
+) -> tuple[dict[str, int], dict[int, int]]:
+    """How far learners got through a checkpoint's manipulations (done within `window`): learners
+    per manipulation, and learners per number of manipulations done (1 and up)."""
+    m = LearnerManipulation
+    query = select(m.learner, m.manipulation).where(
+        m.platform_id == platform_id, m.lesson == lesson, m.checkpoint == checkpoint
+    )
+    per_learner: dict[str, int] = defaultdict(int)
+    per_manipulation: dict[str, int] = defaultdict(int)
+    for learner, manipulation in conn.execute(_within(query, m.done_at, window.start, window.end)):
+        per_learner[learner] += 1
+        per_manipulation[manipulation] += 1
+    reached: dict[int, int] = defaultdict(int)
+    for count in per_learner.values():
+        reached[count] += 1
+    return dict(per_manipulation), dict(reached)
 
 
 def token_cells(

@@ -12,7 +12,15 @@ from . import mistake_rollups
 from .engine import Database
 from .events import dialect_insert, tombstone
 from .lti_models import LtiGradeLink
-from .models import CheckpointProgress, ErasedEvent, Event, ExerciseChallenge, ExerciseCheck, LearnerLesson
+from .models import (
+    CheckpointProgress,
+    ErasedEvent,
+    Event,
+    ExerciseChallenge,
+    ExerciseCheck,
+    LearnerLesson,
+    LearnerManipulation,
+)
 from .rollup_refresh import forget_learner, forget_standing
 
 
@@ -32,6 +40,7 @@ def erase_learner(db: Database, platform_id: int, learner: str) -> dict[str, int
             return None
         _delete_of(session, Event, platform_id, learner)
         _delete_of(session, LearnerLesson, platform_id, learner)
+        _delete_of(session, LearnerManipulation, platform_id, learner)
         forget_standing(session.connection(), platform_id, learner)
         _tombstones(session, platform_id, event_ids)
         return {"events": len(event_ids), "checkpoints": progress, "exercise_checks": checks}

@@ -150,8 +150,9 @@ def _payload_rows(
     in Python; on SQLite Python passes the completions themselves)."""
     rows = []
     for ord_, e in enumerate(events):
-        lesson = None if sqlite else lessons.get(e.lesson)
-        checkpoint = lesson.completes(e.event, e.checkpoint, e.instance_id) if lesson else None
+        lesson = lessons.get(e.lesson)
+        checkpoint = None if sqlite or lesson is None else lesson.completes(e.event, e.checkpoint, e.instance_id)
+        advanced = lesson.advances(e.event, e.checkpoint, e.instance_id, e.data) if lesson else None
         at = e.occurred_at.astimezone(dt.UTC)
         rows.append(
             {
@@ -163,6 +164,9 @@ def _payload_rows(
                 "tombstone": tombstone(platform_id, e.event_id),
                 "completes": checkpoint.id if checkpoint else None,
                 "verification": verification(checkpoint, e.data),
+                "advances": advanced[0].id if advanced else None,
+                "manipulation": advanced[1] if advanced else None,
+                "required": ",".join(advanced[0].manipulations) if advanced else None,
             }
         )
     return rows
@@ -196,11 +200,12 @@ def _record_postgresql(
         raise
     created = set(outcome["created"])
     new = [e for e in events if e.event_id in created]
+    wholes = {(learner, lesson, checkpoint) for learner, lesson, checkpoint in outcome["completed"]}
     return RecordResult(
         created=[e.event_id for e in new],
         replayed=outcome["replayed"],
         erased=outcome["erased"],
-        completed=sorted(completions_among(new, lessons)),
+        completed=sorted(set(completions_among(new, lessons)) | wholes),
     )
 
 
@@ -221,11 +226,15 @@ def _record_sqlite(
     inserted = events_sqlite.insert_events(raw, platform_id, fresh, now)
     new = [e for e in events if e.event_id in inserted]
     completed = completions_among(new, lessons)
+    advancing = [row for row in fresh if row["manipulation"] is not None]
+    wholes = events_sqlite.record_manipulations(raw, platform_id, advancing) if advancing else []
     result = RecordResult(
         created=[e.event_id for e in new],
         replayed=[e.event_id for e in events if e.event_id in stored],
         erased=[row["event_id"] for row in rows if row["tombstone"] in erased],
-        completed=sorted(completed),
+        completed=sorted(
+            set(completed) | {(str(w["learner"]), str(w["lesson"]), str(w["checkpoint"])) for w in wholes}
+        ),
     )
     if new:
         at = {row["event_id"]: row["occurred_at"] for row in rows}  # as stored: text in time order
@@ -243,7 +252,7 @@ def _record_sqlite(
                 "verification": verification(lessons[lesson].checkpoint(checkpoint), e.data),
             }
             for (learner, lesson, checkpoint), e in completed.items()
-        ]
+        ] + wholes
         events_sqlite.record_visits_and_progress(
             raw,
             platform_id,

@@ -129,6 +129,59 @@ def record_visits_and_progress(
         raw.execute(UPSERT_PROGRESS, {"platform_id": platform_id, "completions": orjson.dumps(completions).decode()})
 
 
+UPSERT_MANIPULATIONS = """
+    INSERT INTO learner_manipulations (platform_id, learner, lesson, checkpoint, manipulation, done_at, event_id)
+    VALUES (?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT (platform_id, learner, lesson, checkpoint, manipulation) DO UPDATE
+        SET done_at = excluded.done_at, event_id = excluded.event_id
+        WHERE excluded.done_at < learner_manipulations.done_at
+"""
+
+# The last-done manipulation of a (learner, lesson, checkpoint), and how many of the required are done.
+WHOLE = """
+    SELECT count(*), max(done_at),
+           (SELECT m2.event_id FROM learner_manipulations m2
+            WHERE m2.platform_id = m.platform_id AND m2.learner = m.learner AND m2.lesson = m.lesson
+              AND m2.checkpoint = m.checkpoint AND m2.manipulation IN (SELECT value FROM json_each(:required))
+            ORDER BY m2.done_at DESC, m2.event_id DESC LIMIT 1)
+    FROM learner_manipulations m
+    WHERE m.platform_id = :platform_id AND m.learner = :learner AND m.lesson = :lesson AND m.checkpoint = :checkpoint
+      AND m.manipulation IN (SELECT value FROM json_each(:required))
+"""
+
+
+def record_manipulations(raw: sqlite3.Connection, platform_id: int, rows: list[dict]) -> list[dict[str, str | None]]:
+    """Keep each manipulation's earliest report (rows: new events that report one); the
+    completions of checkpoints whose every manipulation is now done, at the moment the last of
+    them was first done (for UPSERT_PROGRESS)."""
+    raw.executemany(
+        UPSERT_MANIPULATIONS,
+        sorted(
+            (platform_id, r["learner"], r["lesson"], r["advances"], r["manipulation"], r["occurred_at"], r["event_id"])
+            for r in rows
+        ),
+    )
+    wholes = []
+    for learner, lesson, checkpoint, required in sorted(
+        {(r["learner"], r["lesson"], r["advances"], r["required"]) for r in rows}
+    ):
+        needed = required.split(",")
+        params = {"platform_id": platform_id, "learner": learner, "lesson": lesson, "checkpoint": checkpoint}
+        count, at, event_id = raw.execute(WHOLE, {**params, "required": orjson.dumps(needed).decode()}).fetchone()
+        if count == len(needed):
+            wholes.append(
+                {
+                    "learner": learner,
+                    "lesson": lesson,
+                    "checkpoint": checkpoint,
+                    "at": at,
+                    "event_id": event_id,
+                    "verification": None,
+                }
+            )
+    return wholes
+
+
 def tombstoned(raw: sqlite3.Connection, platform_id: int, hashes: list[str]) -> list[str]:
     """Which of these tombstone hashes are stored (events of erased learners)."""
     rows = raw.execute(

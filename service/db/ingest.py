@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..lessons import Lesson
 from .engine import Database
-from .events import NewEvent, RecordResult, completions_among, write_events
+from .events import NewEvent, RecordResult, write_events
 from .group_commit import GroupCommit
 
 
@@ -70,7 +70,25 @@ def _write_requests(db: Database, requests: list[_Request]) -> list[RecordResult
                 created=[i for i in ids if i in created],
                 replayed=[i for i in ids if i in replayed],
                 erased=[i for i in ids if i in erased],
-                completed=sorted(completions_among((e for e in r.events if e.event_id in created), r.lessons)),
+                completed=_completed_by(r, created, together.completed),
             )
         )
     return results
+
+
+def _completed_by(
+    request: _Request, created: set[str], completed: list[tuple[str, str, str]]
+) -> list[tuple[str, str, str]]:
+    """The group's completions that this request's new events made: by completing a checkpoint,
+    or by reporting one of its manipulations."""
+    own = set()
+    for e in request.events:
+        lesson = request.lessons.get(e.lesson)
+        if e.event_id not in created or lesson is None:
+            continue
+        checkpoint = lesson.completes(e.event, e.checkpoint, e.instance_id)
+        advanced = lesson.advances(e.event, e.checkpoint, e.instance_id, e.data)
+        for cp in (checkpoint, advanced[0] if advanced else None):
+            if cp is not None:
+                own.add((e.learner, e.lesson, cp.id))
+    return sorted(own & set(completed))

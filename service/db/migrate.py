@@ -1,4 +1,8 @@
-"""Alembic driven from code, so `workbench db upgrade` works from any directory."""
+"""Alembic driven from code, so `workbench db upgrade` works from any directory.
+
+Migrations change the schema and import nothing of the application; the data a revision needs
+made from what is already stored (the rollups of 0006) is made here, once, after the schema
+has reached its head: `workbench db upgrade` runs both."""
 
 from __future__ import annotations
 
@@ -18,7 +22,32 @@ def alembic_config(database_url: str) -> Config:
 
 def upgrade(database_url: str, revision: str = "head") -> None:
     ensure_sqlite_directory(database_url)
+    before = current(database_url)
     command.upgrade(alembic_config(database_url), revision)
+    if _passed(before, current(database_url), "0006"):
+        _roll_up_what_is_stored(database_url)
+
+
+def _passed(before: str | None, after: str | None, revision: str) -> bool:
+    """Whether an upgrade from `before` to `after` applied `revision` (revisions are numbered)."""
+    return after is not None and (before is None or before < revision) and after >= revision
+
+
+def _roll_up_what_is_stored(database_url: str) -> None:
+    """0006's rollups start empty: count the exercise checks and roll up the events stored
+    before it (the incremental refresh from watermark 0, in set-based SQL)."""
+    from sqlalchemy import create_engine
+
+    from .mistake_rollups import backfill
+    from .rollup_refresh import refresh_on
+
+    engine = create_engine(database_url)
+    try:
+        with engine.begin() as conn:
+            backfill(conn)
+            refresh_on(conn)
+    finally:
+        engine.dispose()
 
 
 def downgrade(database_url: str, revision: str) -> None:

@@ -133,6 +133,21 @@ class CheckpointProgress(Base):
     verification: Mapped[str | None] = mapped_column(String(16), nullable=True)
 
 
+class LearnerManipulation(Base):
+    """A learner's earliest report of one of a checkpoint's `manipulations` (all done: it completes)."""
+
+    __tablename__ = "learner_manipulations"
+    __table_args__ = (Index("ix_learner_manipulations_lesson", "platform_id", "lesson", "checkpoint", "manipulation"),)
+
+    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"), primary_key=True)
+    learner: Mapped[str] = mapped_column(String(128), primary_key=True)
+    lesson: Mapped[str] = mapped_column(String(64), primary_key=True)
+    checkpoint: Mapped[str] = mapped_column(String(64), primary_key=True)
+    manipulation: Mapped[str] = mapped_column(String(64), primary_key=True)
+    done_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+    event_id: Mapped[str] = mapped_column(String(36))
+
+
 class ErasedEvent(Base):
     """Tombstone of an erased learner's event id (hashed): a later replay is acknowledged, not stored."""
 

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from ..lessons import Lesson
 from .events import described
-from .models import CheckpointProgress, Event, ExerciseChallenge, ExerciseCheck
+from .models import CheckpointProgress, Event, ExerciseChallenge, ExerciseCheck, LearnerManipulation
 
 
 def learner_exists(session: Session, platform_id: int, learner: str) -> bool:
@@ -35,21 +35,24 @@ def learner_progress(session: Session, platform_id: int, learner: str, lessons: 
         )
     }
     texts = latest_texts(session, platform_id, learner, lessons)
+    manipulations = manipulations_done(session, platform_id, learner)
     result = []
     for lesson in lessons:
         checkpoints = []
         for cp in lesson.checkpoints:
             row = done.get((lesson.id, cp.id))
-            checkpoints.append(
-                {
-                    "id": cp.id,
-                    "title": cp.title,
-                    "completed": row is not None,
-                    "completed_at": row.completed_at if row else None,
-                    "verification": row.verification if row else None,
-                    "response": texts.get((lesson.id, cp.id)),
-                }
-            )
+            item = {
+                "id": cp.id,
+                "title": cp.title,
+                "completed": row is not None,
+                "completed_at": row.completed_at if row else None,
+                "verification": row.verification if row else None,
+                "response": texts.get((lesson.id, cp.id)),
+            }
+            if cp.manipulations:
+                did = manipulations.get((lesson.id, cp.id), set())
+                item["manipulations"] = [m for m in cp.manipulations if m in did]
+            checkpoints.append(item)
         completed = sum(bool(c["completed"]) for c in checkpoints)
         result.append(
             {
@@ -61,6 +64,19 @@ def learner_progress(session: Session, platform_id: int, learner: str, lessons: 
             }
         )
     return result
+
+
+def manipulations_done(session: Session, platform_id: int, learner: str) -> dict[tuple[str, str], set[str]]:
+    """(lesson, checkpoint) -> the manipulations the learner has done towards it."""
+    rows = session.execute(
+        select(LearnerManipulation.lesson, LearnerManipulation.checkpoint, LearnerManipulation.manipulation).where(
+            LearnerManipulation.platform_id == platform_id, LearnerManipulation.learner == learner
+        )
+    )
+    done: dict[tuple[str, str], set[str]] = {}
+    for lesson, checkpoint, manipulation in rows:
+        done.setdefault((lesson, checkpoint), set()).add(manipulation)
+    return done
 
 
 def latest_texts(session: Session, platform_id: int, learner: str, lessons: list[Lesson]) -> dict[tuple[str, str], str]:

@@ -72,7 +72,8 @@ def _failure_mode_list(attrs: dict[str, str]) -> str:
     items = []
     for mode_id in (i.strip() for i in attrs.get("ids", "").split(",") if i.strip()):
         mode = REGISTRY[mode_id]
-        href = f"{html.escape(page)}#compare={mode.id}"
+        # Skipping W_O changes nothing while W_O is the identity: the link opens a mixing one.
+        href = f"{html.escape(page)}#compare={mode.id}" + ("&amp;wo=learned" if mode.step == "output" else "")
         link = f'<a href="{href}" data-failure-mode="{mode.id}">{html.escape(mode.name)}</a>'
         items.append(f"<li>{link}: {html.escape(mode.description)}.</li>")
     return '<ul class="failure-modes">\n' + "\n".join(items) + "\n</ul>\n"
@@ -190,6 +191,17 @@ def _checkpoints(path: Path, meta: dict[str, Any], line: int) -> list[Checkpoint
         requires = raw.get("requires")
         if completion == "learner" and requires not in REQUIREMENTS:
             raise LessonError(path, line, f"checkpoint {raw['id']!r}: requires must be one of {REQUIREMENTS}")
+        manipulations = raw.get("manipulations") or []
+        if completion != "explorable-event" and manipulations:
+            raise LessonError(
+                path, line, f"checkpoint {raw['id']!r}: only explorable-event checkpoints list manipulations"
+            )
+        if not (
+            isinstance(manipulations, list) and all(isinstance(m, str) and _ID.fullmatch(m) for m in manipulations)
+        ):
+            raise LessonError(path, line, f"checkpoint {raw['id']!r}: manipulations are lowercase-with-dashes ids")
+        if len(set(manipulations)) != len(manipulations):
+            raise LessonError(path, line, f"checkpoint {raw['id']!r}: a manipulation is listed twice")
         if any(c.id == raw["id"] for c in result):
             raise LessonError(path, line, f"checkpoint id {raw['id']!r} appears twice")
         result.append(
@@ -200,6 +212,7 @@ def _checkpoints(path: Path, meta: dict[str, Any], line: int) -> list[Checkpoint
                 requires=requires,
                 instance_id=raw.get("instanceId"),
                 event=raw.get("event"),
+                manipulations=tuple(manipulations),
             )
         )
     if not result:

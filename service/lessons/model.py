@@ -17,6 +17,9 @@ class Checkpoint:
     requires: str | None = None  # learner checkpoints: "text" | "passing-tests"
     instance_id: str | None = None  # explorable-event: which explorable
     event: str | None = None  # explorable-event: which event completes it
+    # explorable-event: the manipulations (`data.manipulation` of its events) that must all be
+    # done; none: the first matching event completes it.
+    manipulations: tuple[str, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         rule: dict[str, Any] = {"completion": self.completion}
@@ -25,7 +28,15 @@ class Checkpoint:
             rule["requires"] = self.requires
         else:
             rule["on"] = {"event": self.event, "instance_id": self.instance_id}
+            if self.manipulations:
+                rule["manipulations"] = list(self.manipulations)
         return {"id": self.id, "title": self.title, **rule}
+
+    def matches(self, event: str, checkpoint: str | None, instance_id: str | None) -> bool:
+        """Whether an event counts towards this checkpoint under its rule."""
+        if self.completion == "learner":
+            return event == "completed" and checkpoint == self.id
+        return event == self.event and instance_id == self.instance_id and checkpoint in (None, self.id)
 
 
 @dataclass(frozen=True)
@@ -69,18 +80,22 @@ class Lesson:
         return next((c for c in self.checkpoints if c.id == checkpoint_id), None)
 
     def completes(self, event: str, checkpoint: str | None, instance_id: str | None) -> Checkpoint | None:
-        """The checkpoint an event completes under the lesson's rules, if any."""
-        for cp in self.checkpoints:
-            if cp.completion == "learner" and event == "completed" and checkpoint == cp.id:
-                return cp
-            if (
-                cp.completion == "explorable-event"
-                and event == cp.event
-                and instance_id == cp.instance_id
-                and checkpoint in (None, cp.id)
-            ):
-                return cp
-        return None
+        """The checkpoint one event completes by itself under the lesson's rules, if any (a
+        checkpoint of several manipulations completes from their set: `advances`)."""
+        cp = self.counts_towards(event, checkpoint, instance_id)
+        return None if cp is None or cp.manipulations else cp
+
+    def counts_towards(self, event: str, checkpoint: str | None, instance_id: str | None) -> Checkpoint | None:
+        """The checkpoint whose rule this event matches, if any."""
+        return next((cp for cp in self.checkpoints if cp.matches(event, checkpoint, instance_id)), None)
+
+    def advances(
+        self, event: str, checkpoint: str | None, instance_id: str | None, data: dict[str, Any]
+    ) -> tuple[Checkpoint, str] | None:
+        """(checkpoint, manipulation) when this event reports one of a checkpoint's manipulations."""
+        cp = self.counts_towards(event, checkpoint, instance_id)
+        done = data.get("manipulation") if cp is not None and cp.manipulations else None
+        return (cp, done) if cp is not None and done in cp.manipulations else None
 
     def summary_json(self) -> dict[str, Any]:
         return {

@@ -9,4 +9,10 @@ PARAMETERS = {
     "reuse_first_slice": "the broken head reuse",
     "failure_mode": "the failure-mode comparison",
     "reset": "reset of the tokens",
+    "heads": "the number of heads",
+    "kv_heads": "the key/value heads (grouped-query attention)",
+    "rope": "RoPE on or off, and its pairing",
+    "rope_base": "the RoPE base",
+    "projections": "the Q, K, V projections (identity or learned-looking)",
+    "output_projection": "the output projection W_O (identity or mixing)",
 }

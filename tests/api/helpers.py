@@ -23,6 +23,19 @@ def event(learner: str = "learner-1", **overrides) -> dict:
     return body
 
 
+MANIPULATIONS = {
+    "last-two": {"parameter": "token", "token": 1, "dimension": 3, "value": 0.5},
+    "first-two": {"parameter": "token", "token": 2, "dimension": 1, "value": -1.0},
+    "causal-mask": {"parameter": "causal", "value": False},
+    "broken-reuse": {"parameter": "reuse_first_slice", "value": True},
+}
+
+
+def experiment(learner: str = "learner-1", **overrides) -> list[dict]:
+    """The four manipulations the lesson's experiment checkpoint lists: all four complete it."""
+    return [event(learner, data={**data, "manipulation": name}, **overrides) for name, data in MANIPULATIONS.items()]
+
+
 def completed(checkpoint: str, learner: str = "learner-1", **overrides) -> dict:
     data = {"tests": {"passed": 12, "failed": 0}} if checkpoint == "implement" else {"text": "each head is 2 wide"}
     return event(learner, checkpoint=checkpoint, event="completed", instance_id=None, data=data, **overrides)

@@ -14,7 +14,7 @@ from service.db.challenges import add_check
 from service.db.models import Event, RollupWatermark
 from service.db.platforms import ensure_platform
 
-from .helpers import LESSON, event
+from .helpers import LESSON, event, experiment
 
 pytestmark = pytest.mark.databases
 T0 = dt.datetime(2026, 11, 20, 10, 0, tzinfo=dt.UTC)
@@ -42,15 +42,11 @@ def build_cohort(client, headers):
         if i <= 6:
             events.append(completed(name, "predict", start + 2))
         if i <= 5:
-            events.append(
-                event(
-                    name,
-                    data={"parameter": "token", "token": 1, "dimension": 3, "value": 0.5},
-                    occurred_at=at(start + 5),
-                )
-            )
+            events.extend(experiment(name, occurred_at=at(start + 5)))  # the four manipulations
         if i <= 2:
-            events.append(event(name, data={"parameter": "causal", "value": False}, occurred_at=at(start + 6)))
+            events.append(
+                event(name, data={"parameter": "failure_mode", "value": "no_scaling"}, occurred_at=at(start + 6))
+            )
         if i in (1, 2, 3, 4, 6):
             events.append(completed(name, "implement", start + 10 + i))
             events.append(completed(name, "explain", start + 30))
@@ -98,7 +94,7 @@ def test_timeseries_by_day_and_event(client, analyst):
     day = "2026-11-20T00:00:00Z"
     assert rows[(day, "started")]["events"] == 7 and rows[(day, "started")]["learners"] == 7
     assert rows[(day, "completed")]["events"] == 6 + 5 + 5 and rows[(day, "completed")]["learners"] == 6
-    assert rows[(day, "parameter-changed")]["events"] == 7 and rows[(day, "parameter-changed")]["learners"] == 5
+    assert rows[(day, "parameter-changed")]["events"] == 5 * 4 + 2 and rows[(day, "parameter-changed")]["learners"] == 5
 
 
 def test_timeseries_by_hour_respects_from_and_to(client, analyst):
@@ -116,9 +112,31 @@ def test_week_buckets_start_on_monday(client, analyst):
 def test_parameters_and_suppression_of_small_groups(client, analyst):
     body = client.get(f"{A}/lessons/{LESSON}/parameters", headers=analyst).json
     rows = {r["id"]: r for r in body["parameters"]}
-    assert (rows["token"]["times"], rows["token"]["learners"], rows["token"]["suppressed"]) == (5, 5, False)
-    assert rows["causal"]["suppressed"] is True and rows["causal"]["times"] is None  # 2 learners < k
-    assert body["token_cells"] == [{"token": 1, "dimension": 3, "times": 5, "learners": 5, "suppressed": False}]
+    assert (rows["token"]["times"], rows["token"]["learners"], rows["token"]["suppressed"]) == (10, 5, False)
+    assert (rows["causal"]["times"], rows["causal"]["learners"]) == (5, 5)
+    assert rows["failure_mode"]["suppressed"] is True and rows["failure_mode"]["times"] is None  # 2 learners < k
+    assert body["token_cells"] == [
+        {"token": 1, "dimension": 3, "times": 5, "learners": 5, "suppressed": False},
+        {"token": 2, "dimension": 1, "times": 5, "learners": 5, "suppressed": False},
+    ]
+
+
+def test_how_far_learners_got_through_the_four_manipulations(client, acme, analyst):
+    body = client.get(f"{A}/lessons/{LESSON}/parameters", headers=analyst).json["manipulations"]
+    assert body["checkpoint"] == "experiment"
+    assert [(m["id"], m["learners"]) for m in body["manipulations"]] == [
+        ("last-two", 5),
+        ("first-two", 5),
+        ("causal-mask", 5),
+        ("broken-reuse", 5),
+    ]
+    assert [(r["done"], r["learners"]) for r in body["reached"]] == [(1, 5), (2, 5), (3, 5), (4, 5)]
+    # Five more learners do only the first one, two of them twice: counted once each.
+    more = [e for i in range(5) for e in experiment(f"M{i}")[:1]] + experiment("M0")[:1] + experiment("M1")[:1]
+    assert client.post("/api/v1/events", json={"events": more}, headers=acme).status_code == 201
+    body = client.get(f"{A}/lessons/{LESSON}/parameters", headers=analyst).json["manipulations"]
+    assert [(r["done"], r["learners"]) for r in body["reached"]] == [(1, 10), (2, 5), (3, 5), (4, 5)]
+    assert body["manipulations"][0]["learners"] == 10 and body["manipulations"][1]["learners"] == 5
 
 
 def test_mistakes_from_exercise_checks(client, acme, analyst):
@@ -329,7 +347,7 @@ def test_a_date_range_keeps_the_learners_who_started_in_it_and_the_activity_in_i
     assert durations["implement"]["suppressed"]
     parameters = client.get(f"{A}/lessons/{LESSON}/parameters?{dates}", headers=analyst).json
     token = next(p for p in parameters["parameters"] if p["id"] == "token")
-    assert (token["times"], token["learners"]) == (5, 5)
+    assert (token["times"], token["learners"]) == (10, 5)
 
     later = f"from={(T0 + dt.timedelta(hours=3)).isoformat()}".replace("+", "%2B")  # L3 to L7
     funnel = client.get(f"{A}/lessons/{LESSON}/funnel?{later}", headers=analyst).json

@@ -5,7 +5,7 @@ from sqlalchemy import func, select
 
 from service.db.models import CheckpointProgress, Event
 
-from .helpers import LESSON, at, completed, event
+from .helpers import LESSON, at, completed, event, experiment
 
 pytestmark = pytest.mark.databases
 
@@ -157,16 +157,44 @@ def test_platform_events_must_name_a_learner(client, acme):
 
 
 def test_checkpoints_complete_by_the_lessons_rules(client, acme):
-    for body in (completed("predict"), event(), completed("implement"), completed("explain")):
+    for body in (completed("predict"), *experiment(), completed("implement"), completed("explain")):
         assert client.post("/api/v1/events", json=body, headers=acme).status_code == 201
     done = progress(client, acme)
     assert len(done) == 4 and all(c["completed"] for c in done.values())
 
 
+def test_the_experiment_completes_on_its_four_manipulations_not_on_one_change(client, acme):
+    first, *rest = experiment(checkpoint=None)
+    client.post("/api/v1/events", json=event(), headers=acme)  # a change that is none of the four
+    client.post("/api/v1/events", json=first, headers=acme)
+    client.post("/api/v1/events", json=first, headers=acme)  # a replay counts once
+    state = progress(client, acme)["experiment"]
+    assert state["completed"] is False and state["manipulations"] == ["last-two"]
+    for body in reversed(rest):  # in any order
+        client.post("/api/v1/events", json=body, headers=acme)
+    state = progress(client, acme)["experiment"]
+    assert state["completed"] is True and state["manipulations"] == [
+        "last-two",
+        "first-two",
+        "causal-mask",
+        "broken-reuse",
+    ]
+
+
+def test_an_unknown_manipulation_is_refused_with_the_lessons_list(client, acme, db):
+    body = event(data={"parameter": "causal", "value": False, "manipulation": "toggle-everything"})
+    response = client.post("/api/v1/events", json=body, headers=acme)
+    assert response.status_code == 422
+    assert "last-two, first-two, causal-mask, broken-reuse" in response.json["errors"]["events.0.data"][0]
+    assert count_events(db) == 0
+
+
 def test_parameter_changed_from_another_instance_does_not_complete_the_experiment(client, acme):
-    client.post("/api/v1/events", json=event(instance_id="some-other-widget", checkpoint=None), headers=acme)
+    for body in experiment(instance_id="some-other-widget", checkpoint=None):
+        client.post("/api/v1/events", json=body, headers=acme)
     assert progress(client, acme)["experiment"]["completed"] is False
-    client.post("/api/v1/events", json=event(checkpoint=None), headers=acme)
+    for body in experiment(checkpoint=None):
+        client.post("/api/v1/events", json=body, headers=acme)
     assert progress(client, acme)["experiment"]["completed"] is True
 
 
@@ -192,7 +220,8 @@ def test_the_earliest_completion_wins_even_when_it_arrives_later(client, db, acm
 
 
 def test_response_lists_newly_completed_checkpoints(client, acme):
-    response = client.post("/api/v1/events", json={"events": [completed("predict"), event()]}, headers=acme)
-    assert sorted(c["checkpoint"] for c in response.json["completed"]) == ["experiment", "predict"]
-    again = client.post("/api/v1/events", json=event(), headers=acme)
+    *three, last = experiment()
+    response = client.post("/api/v1/events", json={"events": [completed("predict"), *three]}, headers=acme)
+    assert [c["checkpoint"] for c in response.json["completed"]] == ["predict"]
+    again = client.post("/api/v1/events", json=last, headers=acme)
     assert again.json["completed"] == [{"learner": "learner-1", "lesson": LESSON, "checkpoint": "experiment"}]

@@ -151,7 +151,8 @@ def test_browser_learner_can_erase_themself(client):
     learner = client.post("/api/v1/session").json["learner"]
     client.post("/api/v1/events", json=completed("predict", learner))
     assert client.delete(f"/api/v1/learners/{learner}").status_code == 200
-    assert client.get(f"/api/v1/learners/{learner}/progress").status_code == 404
+    after = client.get(f"/api/v1/learners/{learner}/progress?lesson={LESSON}")
+    assert after.status_code == 200 and not any(c["completed"] for c in after.json["lessons"][0]["checkpoints"])
 
 
 def test_learner_ids_never_reach_the_logs(client, acme, caplog):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from .helpers import completed, event
+from .helpers import completed, event, experiment
 
 pytestmark = pytest.mark.databases
 
@@ -49,11 +49,11 @@ def test_bad_page_arguments_are_4xx(client, acme, query):
 
 
 def test_erasure_removes_events_progress_and_checks_and_replays_are_not_stored(client, acme):
-    sent = [completed("predict"), event()]
+    sent = [completed("predict"), *experiment()]
     client.post("/api/v1/events", json={"events": sent}, headers=acme)
     response = client.delete("/api/v1/learners/learner-1", headers=acme)
     assert response.status_code == 200
-    assert response.json["erased"] == {"events": 2, "checkpoints": 2, "exercise_checks": 0}
+    assert response.json["erased"] == {"events": 5, "checkpoints": 2, "exercise_checks": 0}
     assert client.get("/api/v1/learners/learner-1/progress", headers=acme).status_code == 404
     replay = client.post("/api/v1/events", json={"events": sent}, headers=acme)
     assert replay.status_code == 200

@@ -50,7 +50,9 @@ def test_the_lessons_failure_modes_come_from_the_registry(client):
     html = client.get(f"/api/v1/lessons/{LESSON}").json["html"]
     registry = client.get("/api/v1/failure-modes").json["failure_modes"]
     listed = [m for m in registry if f'data-failure-mode="{m["id"]}"' in html]
-    assert len(listed) == 6
+    assert len(listed) == 7
     for mode in listed:
         assert f">{mode['name']}</a>: {mode['description']}." in html.replace("&#x27;", "'")
-        assert f'href="/explorables/multi-head-attention#compare={mode["id"]}"' in html
+        # Skipping W_O changes nothing while W_O is the identity: that link opens a mixing one.
+        extra = "&amp;wo=learned" if mode["step"] == "output" else ""
+        assert f'href="/explorables/multi-head-attention#compare={mode["id"]}{extra}"' in html

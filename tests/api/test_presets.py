@@ -15,7 +15,7 @@ def run_preset(client, preset_id):
 
 def test_list_names_every_preset(client):
     body = client.get("/api/v1/presets").json
-    assert {p["id"] for p in body["presets"]} == {"workbench", "seed-split", "four-heads"}
+    assert {p["id"] for p in body["presets"]} == {"workbench", "workbench-learned", "seed-split", "four-heads"}
     assert body["presets"] and all(p["title"] and p["description"] for p in body["presets"])
 
 

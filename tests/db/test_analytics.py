@@ -21,6 +21,7 @@ from service.db.platforms import ensure_platform
 pytestmark = pytest.mark.databases
 LESSON = "multi-head-attention"
 CHECKPOINTS = ["predict", "experiment", "implement", "explain"]
+MANIPULATIONS = ["last-two", "first-two", "causal-mask", "broken-reuse"]
 T0 = dt.datetime(2026, 11, 20, tzinfo=dt.UTC)
 
 
@@ -40,14 +41,16 @@ def cohort(seed: int, learners: int = 40) -> list[NewEvent]:
         for checkpoint in CHECKPOINTS:
             if rng.random() < 0.25:
                 break
-            if checkpoint == "experiment":
-                for _ in range(rng.randint(1, 4)):
+            if checkpoint == "experiment":  # free changes and the lesson's four manipulations, some repeated
+                for _ in range(rng.randint(1, 6)):
                     data = {
                         "parameter": "token",
                         "token": rng.randint(1, 3),
                         "dimension": rng.randint(1, 4),
                         "value": 1.0,
                     }
+                    if rng.random() < 0.7:
+                        data["manipulation"] = rng.choice(MANIPULATIONS)
                     add("parameter-changed", "experiment", data, "multi-head-workbench")
             elif checkpoint == "implement":
                 add("completed", "implement", {"tests": {"passed": 3, "failed": 0}})
@@ -66,12 +69,18 @@ def stored(db, app):
 
 
 def completions(events):
-    """learner -> checkpoint -> first completion time, computed from the raw events."""
+    """learner -> checkpoint -> first completion time, computed from the raw events (the
+    experiment: when the last of its four manipulations was first done)."""
     done: dict[str, dict[str, dt.datetime]] = defaultdict(dict)
+    firsts: dict[str, dict[str, dt.datetime]] = defaultdict(dict)
     for e in sorted(events, key=lambda e: e.occurred_at):
-        checkpoint = "experiment" if e.event == "parameter-changed" else e.checkpoint
-        if e.event in ("completed", "parameter-changed"):
-            done[e.learner].setdefault(checkpoint, e.occurred_at)
+        if e.event == "completed":
+            done[e.learner].setdefault(e.checkpoint, e.occurred_at)
+        elif e.event == "parameter-changed" and "manipulation" in e.data:
+            firsts[e.learner].setdefault(e.data["manipulation"], e.occurred_at)
+    for learner, first in firsts.items():
+        if len(first) == len(MANIPULATIONS):
+            done[learner]["experiment"] = max(first.values())
     return done
 
 

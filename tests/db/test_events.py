@@ -212,3 +212,63 @@ def test_durations_are_exact_to_the_microsecond_even_next_to_a_whole_second(db, 
     expected = (completing.occurred_at - T0).total_seconds()
     assert progress(db, "predict").seconds_from_start == expected
     assert abs(expected - 2024.9995) < 1e-6
+
+
+FOUR = ("last-two", "first-two", "causal-mask", "broken-reuse")
+
+
+def manipulation(name, minutes, learner="ada", **kw):
+    return new(learner=learner, minutes=minutes, data={"parameter": "token", "manipulation": name}, **kw)
+
+
+def completed_checkpoints(db, learner="ada"):
+    with db.read() as session:
+        return set(session.scalars(select(CheckpointProgress.checkpoint).where(CheckpointProgress.learner == learner)))
+
+
+def test_one_manipulation_does_not_complete_the_experiment_all_four_do(db, platform, lessons):
+    first = record_events(db, platform, [manipulation("last-two", 1), new(minutes=2)], lessons)
+    assert first.completed == [] and completed_checkpoints(db) == set()
+    record_events(db, platform, [manipulation("first-two", 3), manipulation("causal-mask", 4)], lessons)
+    assert completed_checkpoints(db) == set()
+    last = record_events(db, platform, [manipulation("broken-reuse", 5)], lessons)
+    assert last.completed == [("ada", "multi-head-attention", "experiment")]
+    done = progress(db, "experiment")
+    assert done.completed_at == T0 + dt.timedelta(minutes=5)
+    assert done.seconds_from_start == 4 * 60  # from the learner's first event, at minute 1
+
+
+def test_replays_and_repeats_of_a_manipulation_count_once(db, platform, lessons):
+    once = manipulation("last-two", 1)
+    record_events(db, platform, [once], lessons)
+    record_events(db, platform, [once], lessons)  # the same event again
+    record_events(db, platform, [manipulation("last-two", 2), manipulation("last-two", 3)], lessons)
+    record_events(db, platform, [manipulation("first-two", 4), manipulation("causal-mask", 5)], lessons)
+    assert "experiment" not in completed_checkpoints(db)
+
+
+def test_a_manipulation_reported_late_moves_the_completion_to_when_the_last_was_first_done(db, platform, lessons):
+    record_events(db, platform, [manipulation(m, 10 + i) for i, m in enumerate(FOUR)], lessons)
+    assert progress(db, "experiment").completed_at == T0 + dt.timedelta(minutes=13)
+    # An offline device sends older reports of two of them: the set was whole at minute 11 then.
+    record_events(db, platform, [manipulation("broken-reuse", 2), manipulation("causal-mask", 11)], lessons)
+    assert progress(db, "experiment").completed_at == T0 + dt.timedelta(minutes=11)
+
+
+def test_learners_are_counted_apart_and_one_batch_can_complete_several(db, platform, lessons):
+    batch = [manipulation(m, i, learner=who) for who in ("ada", "bob") for i, m in enumerate(FOUR)]
+    result = record_events(db, platform, batch[:-1], lessons)
+    assert result.completed == [("ada", "multi-head-attention", "experiment")]
+    assert completed_checkpoints(db, "bob") == set()
+
+
+def test_erasure_forgets_the_manipulations(db, platform, lessons):
+    from service.db.models import LearnerManipulation
+
+    record_events(db, platform, [manipulation("last-two", 1), manipulation("first-two", 2)], lessons)
+    erase_learner(db, platform, "ada")
+    with db.read() as session:
+        assert session.scalars(select(LearnerManipulation)).all() == []
+    # A new record for the same id starts from nothing.
+    record_events(db, platform, [manipulation(m, 20 + i) for i, m in enumerate(FOUR[1:])], lessons)
+    assert "experiment" not in completed_checkpoints(db)

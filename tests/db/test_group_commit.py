@@ -122,7 +122,8 @@ def test_concurrent_requests_on_the_database_each_get_their_own_exact_answer(db,
     record_events(db, platform, [stored], lessons)
     conflicting = event("ada", 0, event_id=stored.event_id, data={"value": "changed"})
     shared = event("bob", 5)
-    requests = [[event(f"l{i}", i), event(f"l{i}", i + 1)] for i in range(12)]
+    four = [{"manipulation": m} for m in ("last-two", "first-two", "causal-mask", "broken-reuse")]
+    requests = [[event(f"l{i}", i + k, data=data) for k, data in enumerate(four)] for i in range(12)]
     requests += [[shared], [shared], [conflicting, event("cy", 3)], [stored]]
     answers: list = [None] * len(requests)
     start = threading.Barrier(len(requests))
@@ -153,4 +154,4 @@ def test_concurrent_requests_on_the_database_each_get_their_own_exact_answer(db,
 
     with db.read() as session:
         count = session.scalar(select(func.count()).select_from(Event).where(Event.platform_id == platform))
-    assert count == 1 + 24 + 1  # the conflicting request stored nothing, its fresh event included
+    assert count == 1 + 12 * 4 + 1  # the conflicting request stored nothing, its fresh event included

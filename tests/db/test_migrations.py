@@ -1,7 +1,9 @@
 """The schema is Alembic's: `upgrade head` equals the models on both backends, and goes back down."""
 
+import ast
 import datetime as dt
 import re
+from pathlib import Path
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -158,3 +160,48 @@ def test_0007_moves_the_event_log_into_months_and_keeps_its_ids(empty_database):
     with pytest.raises(EventConflict):
         write_events(db, 1, [changed], {})
     db.dispose()
+
+
+MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations" / "versions"
+RECORD_EVENTS_SQL = Path(__file__).resolve().parents[2] / "service" / "db" / "record_events.sql"
+
+
+def _head_module():
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS.parent))
+    script = ScriptDirectory.from_config(config)
+    return script.get_revision(script.get_current_head()).module
+
+
+def test_no_migration_imports_the_application():
+    for path in MIGRATIONS.glob("*.py"):
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                imported.add((node.module or "").split(".")[0])
+        assert not imported & {"service", "importlib"}, f"{path.name} imports {imported & {'service', 'importlib'}}"
+
+
+def _body(sql: str) -> str:
+    return sql.split("$fn$")[1]
+
+
+def test_the_stored_function_is_one_file_equal_to_the_head_migration():
+    text_in_file = "\n".join(line for line in RECORD_EVENTS_SQL.read_text().splitlines() if not line.startswith("--"))
+    assert text_in_file.strip() == _head_module().FUNCTION.strip()
+
+
+def test_postgresql_runs_the_function_the_file_holds(empty_database):
+    if not empty_database.startswith("postgresql"):
+        pytest.skip("SQLite records events with statements (service/db/events_sqlite.py)")
+    upgrade(empty_database)
+    engine = create_engine(empty_database)
+    with engine.connect() as conn:
+        installed = conn.execute(text("SELECT prosrc FROM pg_proc WHERE proname = 'workbench_record_events'")).scalar()
+    engine.dispose()
+    assert installed == _body(RECORD_EVENTS_SQL.read_text())

@@ -37,11 +37,32 @@ def test_blocks_point_at_this_products_workbench_and_exercise(lesson):
 
 def test_completion_rules(lesson):
     assert lesson.completes("completed", "predict", None).id == "predict"
-    assert lesson.completes("parameter-changed", None, "multi-head-workbench").id == "experiment"
-    assert lesson.completes("parameter-changed", "experiment", "multi-head-workbench").id == "experiment"
-    assert lesson.completes("parameter-changed", None, "another-explorable") is None
     assert lesson.completes("completed", "experiment", "multi-head-workbench") is None
     assert lesson.completes("attempted", "implement", None) is None
+    # The experiment lists four manipulations: no single event completes it, each one advances it.
+    assert lesson.checkpoint("experiment").manipulations == ("last-two", "first-two", "causal-mask", "broken-reuse")
+    assert lesson.completes("parameter-changed", None, "multi-head-workbench") is None
+    assert lesson.counts_towards("parameter-changed", "experiment", "multi-head-workbench").id == "experiment"
+    advanced = lesson.advances("parameter-changed", None, "multi-head-workbench", {"manipulation": "causal-mask"})
+    assert (advanced[0].id, advanced[1]) == ("experiment", "causal-mask")
+    assert lesson.advances("parameter-changed", None, "multi-head-workbench", {"manipulation": "other"}) is None
+    assert lesson.advances("parameter-changed", None, "another-explorable", {"manipulation": "causal-mask"}) is None
+
+
+@pytest.mark.parametrize(
+    "manipulations, message",
+    [("[a, a]", "listed twice"), ("[Not-an-id]", "lowercase-with-dashes"), ('["x\\n"]', "lowercase-with-dashes")],
+)
+def test_manipulations_are_checked_when_the_lesson_loads(tmp_path, manipulations, message):
+    from service.lessons import LessonError, load_lessons
+
+    source = Path("content/lessons/multi-head-attention.md").read_text()
+    bad = source.replace(
+        "manipulations: [last-two, first-two, causal-mask, broken-reuse]", f"manipulations: {manipulations}"
+    )
+    (tmp_path / "lesson.md").write_text(bad)
+    with pytest.raises(LessonError, match=message):
+        load_lessons(tmp_path)
 
 
 def test_html_is_rendered_and_raw_html_is_not_passed_through(lesson):

@@ -10,8 +10,11 @@ WORKBENCH = Path(__file__).resolve().parents[2] / "frontend" / "js" / "pages" / 
 
 
 def sent_by_the_workbench() -> set[str]:
-    """The second argument of every `update(change, "parameter", data)` call."""
-    return set(re.findall(r'update\(\s*\([^)]*\)\s*=>\s*\{[^}]*\}\s*,\s*"([a-z_]+)"', WORKBENCH.read_text()))
+    """The second argument of every `update(change, "parameter", data)` call, and of every
+    `on("control", "parameter", change)` (a select or input that calls update)."""
+    text = WORKBENCH.read_text()
+    updates = re.findall(r'update\(\s*\([^)]*\)\s*=>\s*\{.*?\}\s*,\s*"([a-z_]+)"', text, re.S)
+    return set(updates) | set(re.findall(r'\bon\("[a-z-]+",\s*"([a-z_]+)"', text))
 
 
 def test_every_parameter_the_workbench_sends_has_a_name_and_every_name_a_control():

@@ -12,7 +12,7 @@ from service.app import create_app
 from service.db.erasure import erase_learner
 from service.db.lti_models import LtiGradeLink
 from service.lti import grades
-from tests.api.helpers import completed, event
+from tests.api.helpers import completed, experiment
 from tests.api.test_challenges import CHALLENGES, reference_answers
 
 from .lms_server import LmsServer
@@ -38,8 +38,9 @@ def complete(client, learner: str, *checkpoints: str) -> None:
             answers = {"answers": reference_answers(challenge["cases"])}
             assert client.post(challenge["answers_url"], json=answers).json["correct"]
             continue
-        body = event(learner) if checkpoint == "experiment" else completed(checkpoint, learner)
-        assert client.post("/api/v1/events", json=body).status_code == 201
+        bodies = experiment(learner) if checkpoint == "experiment" else [completed(checkpoint, learner)]
+        for body in bodies:
+            assert client.post("/api/v1/events", json=body).status_code == 201
 
 
 def send(app, now: dt.datetime | None = None) -> dict[str, int]:

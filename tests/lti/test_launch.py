@@ -45,7 +45,7 @@ def test_a_launch_starts_a_pseudonymous_learner_of_that_platform_and_shows_the_l
     response = launched(client, lms)
     assert response.status_code == 303 and response.headers["Location"] == "/lessons/multi-head-attention"
     me = client.get("/api/v1/session").get_json()
-    assert me == {"learner": pseudonym(lms.issuer, "user-42"), "platform": "lms"}
+    assert me == {"learner": pseudonym(lms.issuer, "user-42"), "platform": "lms", "course": False}
     event = {
         "id": "00000000-0000-4000-8000-000000000001",
         "learner": me["learner"],

@@ -100,9 +100,35 @@ class TokenCellSchema(Schema):
     suppressed = fields.Boolean()
 
 
+class ManipulationRowSchema(Schema):
+    id = fields.String()
+    learners = fields.Integer(allow_none=True, metadata={"description": "null: fewer than k learners"})
+    suppressed = fields.Boolean()
+
+
+class ReachedRowSchema(Schema):
+    done = fields.Integer(metadata={"description": "how many of the manipulations"})
+    learners = fields.Integer(allow_none=True, metadata={"description": "null: fewer than k learners"})
+    suppressed = fields.Boolean()
+
+
+class ManipulationsSchema(Schema):
+    checkpoint = fields.String(metadata={"description": "the checkpoint they complete, all done"})
+    manipulations = fields.List(fields.Nested(ManipulationRowSchema))
+    reached = fields.List(
+        fields.Nested(ReachedRowSchema),
+        metadata={"description": "learners who did at least 1, 2, ... of them (the last row completed it)"},
+    )
+
+
 class ParametersSchema(Suppression):
     lesson = fields.String()
     parameters = fields.List(fields.Nested(CountRowSchema))
+    manipulations = fields.Nested(
+        ManipulationsSchema,
+        allow_none=True,
+        metadata={"description": "how far learners got through the lesson's manipulations (null: it lists none)"},
+    )
     token_cells = fields.List(
         fields.Nested(TokenCellSchema), metadata={"description": "which token dimensions were edited"}
     )

@@ -100,6 +100,12 @@ class HeadSchema(Schema):
     query = Grid
     key = Grid
     value = Grid
+    query_before_rope = fields.List(
+        fields.List(fields.Float()), metadata={"description": "with RoPE on: the query slice before its rotation"}
+    )
+    key_before_rope = fields.List(
+        fields.List(fields.Float()), metadata={"description": "with RoPE on: the key slice before its rotation"}
+    )
     scores = fields.List(fields.List(fields.Float()), metadata={"description": "scaled, before masking"})
     masked_scores = NullableGrid
     weights = Grid
@@ -125,11 +131,29 @@ class DifferencesSchema(Schema):
     max_abs = fields.Dict(keys=fields.String(), values=fields.Float())
 
 
+class DivergenceSchema(Schema):
+    first = fields.String(
+        allow_none=True,
+        metadata={
+            "description": "the first stage whose numbers differ (x, q, k, v, scores, weights, head-output, "
+            "concat, wo, output, residual); null when none does"
+        },
+    )
+    stages = fields.List(fields.String(), metadata={"description": "every stage whose numbers differ, in order"})
+
+
 class CompareResponseSchema(Schema):
     failure_mode = fields.Dict(keys=fields.String(), values=fields.String())
     correct = fields.Nested(AttentionResponseSchema)
     broken = fields.Nested(AttentionResponseSchema)
     differences = fields.Nested(DifferencesSchema, metadata={"description": "broken minus correct, per cell"})
+    divergence = fields.Nested(
+        DivergenceSchema,
+        metadata={
+            "description": "where broken parts from correct; 'wo' is the output projection applied "
+            "(skipping it applies the identity)"
+        },
+    )
 
 
 class PresetSchema(Schema):

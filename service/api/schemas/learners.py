@@ -24,6 +24,13 @@ class CheckpointStateSchema(Schema):
         allow_none=True,
         metadata={"description": "text checkpoints: the learner's latest recorded text (their own words)"},
     )
+    manipulations = fields.List(
+        fields.String(),
+        metadata={
+            "description": "checkpoints completed by a set of manipulations: the ones done so far, in the "
+            "lesson's order (the checkpoint completes when all are done)"
+        },
+    )
 
 
 class LessonProgressSchema(Schema):
@@ -48,3 +55,6 @@ class ErasureSchema(Schema):
 class SessionSchema(Schema):
     learner = fields.String()
     platform = fields.String()
+    course = fields.Boolean(
+        metadata={"description": "an instructor launched from a course (LTI): /lti/course lists it"}
+    )

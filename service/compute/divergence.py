@@ -1,0 +1,54 @@
+"""Where two computations of the same input part ways: the pipeline's stages in order, and the
+first whose numbers differ. The workbench marks it (`data-stage`), `/attention/compare` and the
+exercise's `trace` name it, with these names."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from .engine import AttentionTrace
+from .failure_modes import steps
+
+# The pipeline's stages as the workbench draws them (docs/conventions.md).
+STAGES = ("x", "q", "k", "v", "scores", "weights", "head-output", "concat", "wo", "output", "residual")
+
+
+def stage_arrays(trace: AttentionTrace, w_o: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Each stage's numbers in `trace`; "wo" is the output projection the computation applied:
+    the identity when W_O is None, or when the computation skipped it."""
+    d_model = trace.config.d_model
+    skipped = steps(trace.config.failure_mode).output == "skip"
+    applied = np.eye(d_model) if w_o is None or skipped else np.asarray(w_o, dtype=np.float64)
+    return {
+        "x": trace.tokens,  # [n, d_model]
+        "q": trace.query,  # [H, n, d_head]
+        "k": trace.key,
+        "v": trace.value,
+        "scores": trace.scores,  # [H, n, n]
+        "weights": trace.weights,
+        "head-output": trace.head_outputs,  # [H, n, d_head]
+        "concat": trace.concat,  # [n, d_model]
+        "wo": applied,  # [d_model, d_model]
+        "output": trace.output,
+        "residual": trace.residual,
+    }
+
+
+def differing(expected: Mapping[str, np.ndarray], other: Mapping[str, np.ndarray]) -> list[str]:
+    """The stages both hold whose numbers differ (beyond float64 rounding, or in shape), in order."""
+    found = []
+    for stage in STAGES:
+        if stage not in expected or stage not in other:
+            continue
+        a, b = np.asarray(expected[stage]), np.asarray(other[stage])
+        if a.shape != b.shape or not np.allclose(a, b, rtol=1e-9, atol=1e-12):
+            found.append(stage)
+    return found
+
+
+def first_divergence(expected: Mapping[str, np.ndarray], other: Mapping[str, np.ndarray]) -> str | None:
+    """The first stage (in pipeline order) whose numbers differ; None when none does."""
+    stages = differing(expected, other)
+    return stages[0] if stages else None
