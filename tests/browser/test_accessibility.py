@@ -23,7 +23,7 @@ def test_no_serious_or_critical_axe_violations(page, live, path, width, height):
 
 def test_every_heatmap_has_a_table_and_a_summary(page, live):
     open_page(page, live, "/explorables/multi-head-attention")
-    figures = page.locator("#weights figure.heatmap-figure")
+    figures = page.locator("[data-stage=weights] figure.heatmap-figure")
     assert figures.count() == 2
     for i in range(2):
         figure = figures.nth(i)

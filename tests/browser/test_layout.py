@@ -103,8 +103,9 @@ def test_the_four_heads_never_overlap_or_spill(page, live, width):
         assert region["x"] >= figure["x"] - 0.5 and region["x"] + region["width"] <= figure["x"] + figure["width"] + 0.5
 
 
-def test_in_the_lesson_the_edited_input_and_both_heads_share_the_screen(page, live):
-    page.set_viewport_size({"width": 1280, "height": 800})
+@pytest.mark.parametrize("size", SIZES)
+def test_in_the_lesson_the_edited_input_and_both_heads_share_the_screen(page, live, size):
+    page.set_viewport_size(dict(zip(("width", "height"), SIZES[size], strict=True)))
     open_page(page, live, "/lessons/multi-head-attention")
     frame_element = page.locator("#workbench-frame")
     frame_element.scroll_into_view_if_needed()
@@ -135,12 +136,38 @@ def test_in_the_lesson_the_edited_input_and_both_heads_share_the_screen(page, li
     assert frame.locator("#heatmap-0 td.changed").count() == 0
 
 
-def test_secondary_numbers_are_one_keystroke_away(page, live):
+def test_every_stage_opens_its_numbers_with_one_keystroke(page, live):
     open_page(page, live, "/explorables/multi-head-attention")
-    scores = page.locator("#scores-details")
-    assert not page.locator("#scores-0").is_visible()
-    scores.locator("summary").focus()
+    numbers = page.locator('[data-stage=scores][data-head="0"] .stage-numbers')
+    assert not numbers.is_visible()
+    button = page.locator('[data-stage=scores][data-head="0"] .stage-open')
+    button.focus()
     page.keyboard.press("Enter")
-    assert page.locator("#scores-0").is_visible()
-    assert page.locator("#scores-0 td.masked").count() == 3
+    wait_until(page, "document.querySelector('[data-stage=scores][data-head=\"0\"] .stage-numbers').hidden === false")
+    assert numbers.locator("td.masked").count() == 3
+    assert page.locator('[data-stage=scores][data-head="0"] .stage-open').get_attribute("aria-expanded") == "true"
     assert page.locator(".legend").is_visible()
+
+
+def stage_boxes(target):
+    """The boxes of the drawn stage panels (each stage element, and the projections block)."""
+    boxes = target.eval_on_selector_all(
+        "[data-stage], [data-part=projections]",
+        "els => els.map(e => e.getBoundingClientRect()).filter(r => r.width && r.height)"
+        ".map(r => ({x: r.x, y: r.y, width: r.width, height: r.height}))",
+    )
+    return boxes
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_in_the_lesson_no_two_stage_panels_overlap(page, live, size):
+    page.set_viewport_size(dict(zip(("width", "height"), SIZES[size], strict=True)))
+    open_page(page, live, "/lessons/multi-head-attention")
+    page.frame_locator("#workbench-frame").locator("body[data-ready=true]").wait_for()
+    inner = page.frame("workbench")
+    inner.get_by_role("button", name="Show every number").click()
+    wait_until(inner, "document.querySelectorAll('.stage.open').length > 10")
+    boxes = stage_boxes(inner)
+    assert len(boxes) == 18  # X, the projections, six per head, concat, W_O, Y and X + Y
+    assert overlapping(boxes) == []
+    assert overflow(inner) == 0 and overflow(page) == 0

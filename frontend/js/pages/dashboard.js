@@ -1,7 +1,7 @@
 // The instructor dashboard: funnel, events over time, parameters changed, mistakes, learners.
 // What it shows (lesson, date range) lives in the URL hash, so a link reproduces the view.
 
-import { getJSON } from "../api.js";
+import { getJSON, postJSON } from "../api.js";
 import { barChart } from "../views/bars.js";
 import { columnChart } from "../views/columns.js";
 import { el } from "../views/dom.js";
@@ -81,6 +81,10 @@ async function show(key) {
       days: everyDay(from || firstDay(perDay, today), today).map((day) => ({ day, value: perDay.has(day) ? perDay.get(day) : 0 })) }),
     barChart({ k, id: "parameters", title: `Workbench parameters changed${sinceText}`, valueLabel: "changes",
       rows: parameters.parameters.map((p) => ({ label: p.description, value: p.times, note: p.learners === null ? "" : `${p.learners} learners` })) }),
+    ...(parameters.manipulations ? [barChart({ k, id: "manipulations", valueLabel: "learners",
+      title: `How far learners got through the workbench's four manipulations${sinceText}`,
+      rows: parameters.manipulations.reached.map((r, _, all) => ({ label: r.done === all.length ? `all ${all.length} done`
+        : `at least ${r.done} of ${all.length} done`, value: r.learners, note: r.done === all.length ? "completes the experiment" : "" })) })] : []),
     barChart({ k, id: "mistakes", title: `Mistakes found by the exercise checker${sinceText}`, valueLabel: "checks",
       rows: mistakes.mistakes.map((m) => ({ label: m.name || m.id, value: m.times, note: m.learners === null ? "" : `${m.learners} learners` })) }),
     await learnersTable(base, headers, view.lesson, lessons.find((l) => l.id === view.lesson), k),
@@ -166,6 +170,8 @@ function exportButtons(headers) {
 // Opened from a course platform by an instructor (LTI): that course's learners, under the
 // pseudonyms their progress is kept by; the names the platform knows never reach this page.
 async function showCourse() {
+  const me = await postJSON("/api/v1/session"); // only an instructor launched from a course has one to show
+  if (!me.course) return;
   const response = await fetch("/lti/course", { credentials: "same-origin" });
   if (!response.ok) return;
   const course = await response.json();

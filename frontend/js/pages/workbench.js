@@ -1,34 +1,43 @@
-// The workbench: edit tokens, toggle the mask and the broken reuse, compare with a broken
-// implementation. Every change is computed by the API, redrawn, kept in the URL hash (and, when
-// embedded, on this device, so a reload of the lesson keeps it), and reported (debounced) as a
-// parameter-changed event to the API and to a host page.
+// The workbench: the whole attention block drawn live. Every control updates the state (kept in
+// the URL hash, and on this device when embedded), the API computes, the diagram redraws, and
+// the change is reported (debounced) as a parameter-changed event to the API and to a host page.
+// The lesson's four manipulations tick as they are done; the server completes `experiment`.
 
-import { ensureSession, getJSON, postJSON, queueEvent, startOutbox } from "../api.js";
+import { ensureSession, getJSON, postJSON, queued, queueEvent, startOutbox } from "../api.js";
 import { embedded, post, reportHeight } from "../embed.js";
-import { defaults, fromHash, remember, save } from "../state.js";
-import {
-  comparisonSummary, comparisonViews, concatView, outputViews, qkvViews, scoresViews, weightsViews,
-} from "../views/attention-views.js";
+import { manipulationOf } from "../manipulations.js";
+import { consistent, defaults, fromHash, remember, requestBody, save } from "../state.js";
+import { checklist } from "../views/checklist.js";
+import { diagram } from "../views/diagram.js";
 import { el } from "../views/dom.js";
 import { legend } from "../views/legend.js";
-import { tokenEditor } from "../views/token-editor.js";
+import { replay } from "../views/replay.js";
+import { close } from "../views/stage.js";
+import { markOwners, tokenEditor } from "../views/token-editor.js";
 
 const INSTANCE = "multi-head-workbench";
 const LESSON = "multi-head-attention";
-// The identity W_O of this workbench hides a skipped output projection: not worth comparing.
-const HIDDEN_HERE = new Set(["no_output_projection"]);
+const STAGES = ["x", "q", "k", "v", "scores", "weights", "head-output", "concat", "wo", "output", "residual"];
+const STAGE_NAMES = { x: "X", q: "Q", k: "K", v: "V", scores: "the scores", weights: "the weights",
+  "head-output": "the head outputs", concat: "the concatenation", wo: "W_O", output: "the output Y", residual: "X + Y" };
 
 const $ = (id) => document.getElementById(id);
 let state = fromHash(location.hash, embedded);
 let generation = 0;
 let previous = null; // the last drawn response: cells that changed since are marked
 let renders = 0;
+let learned = null; // the learned-looking projections (GET /api/v1/presets/workbench-learned)
+let modes = new Map(); // failure mode id -> {name, description}
+let replayAt = 0;
+const open = new Set(); // stages whose numbers are shown
+const done = new Set(); // the lesson's manipulations done
 const pending = new Map();
 
 function emit(parameter, data) {
-  // Debounced per parameter: a burst of keystrokes is one event.
-  clearTimeout(pending.get(parameter));
-  pending.set(parameter, setTimeout(() => {
+  // Debounced per parameter and manipulation: a burst of keystrokes is one event, a manipulation never lost.
+  const key = `${parameter}:${data.manipulation || ""}`;
+  clearTimeout(pending.get(key));
+  pending.set(key, setTimeout(() => {
     const payload = { parameter, ...data };
     queueEvent({ lesson: LESSON, checkpoint: "experiment", event: "parameter-changed", instance_id: INSTANCE, data: payload });
     post({ type: "parameter-changed", instanceId: INSTANCE, data: payload, hash: location.hash });
@@ -36,51 +45,147 @@ function emit(parameter, data) {
 }
 
 function update(change, parameter, data) {
+  const before = structuredClone(state);
   change(state);
+  consistent(state);
   save(state);
   if (embedded) remember(state);
-  emit(parameter, data);
+  const manipulation = manipulationOf({ parameter, ...data }, before);
+  if (manipulation && !done.has(manipulation)) {
+    done.add(manipulation);
+    drawChecklist();
+  }
+  emit(parameter, manipulation ? { ...data, manipulation } : data);
   render();
 }
 
-const NO_COMPARISON = "Choose a broken implementation under Controls to compare it with the correct one.";
+function identity(size) {
+  return Array.from({ length: size }, (_, i) => Array.from({ length: size }, (_, j) => (i === j ? 1 : 0)));
+}
+
+async function learnedProjections() {
+  if (!learned) learned = (await getJSON("/api/v1/presets/workbench-learned")).request.projections;
+  return learned;
+}
+
+// What the diagram draws, from one response (or comparison).
+function view(response, comparison) {
+  const projections = state.qkv === "learned" ? learned : {};
+  const wo = state.wo === "learned" ? learned.output : identity(4);
+  const skipped = comparison && comparison.failure_mode.id === "no_output_projection";
+  return {
+    state, response, previous, projections, wo, open, picked: state.cell,
+    broken: comparison ? comparison.broken : null, divergence: comparison ? comparison.divergence : null,
+    brokenWo: skipped ? identity(4) : wo, yours: state.yours, yoursDivergence: state.yours ? yoursDivergence(response) : null,
+    onToggle: (key) => { if (open.has(key)) open.delete(key); else open.add(key); redraw(); },
+    pick: (h, i, j) => { state.cell = [h, i, j]; replayAt = 0; save(state); redraw(); focusReplay(); },
+  };
+}
+
+// Where a learner's own numbers (the exercise's `trace`) part from the engine's: a stage differs
+// in shape or in a number (beyond float64 rounding).
+function yoursDivergence(response) {
+  const engine = { weights: response.heads.map((h) => h.weights), "head-output": response.heads.map((h) => h.output),
+    concat: response.concat, output: response.output };
+  const differs = (s) => {
+    const mine = state.yours[s], theirs = engine[s];
+    if (JSON.stringify(shapeOf(mine)) !== JSON.stringify(shapeOf(theirs))) return true;
+    const flat = theirs.flat(2);
+    return !mine.flat(2).every((v, k) => typeof v === "number" && close(v, flat[k]));
+  };
+  const stages = STAGES.filter((s) => s in state.yours && s in engine && differs(s));
+  return { first: stages[0] || null, stages };
+}
+
+function shapeOf(value) {
+  return Array.isArray(value) ? [value.length, ...shapeOf(value[0])] : [];
+}
+
+let last = null;
 
 function draw(response, comparison) {
-  $("weights").replaceChildren(...weightsViews(response, previous));
-  $("scores").replaceChildren(...scoresViews(response));
-  $("qkv").replaceChildren(...qkvViews(response));
-  $("outputs").replaceChildren(...outputViews(response, previous));
-  $("concat").replaceChildren(concatView(response, previous));
-  $("comparison-summary").textContent = comparison ? comparisonSummary(comparison) : NO_COMPARISON;
-  $("comparison-body").replaceChildren(...(comparison ? comparisonViews(comparison) : []));
-  if (comparison) $("comparison").open = true;
+  last = { response, comparison };
+  const v = view(response, comparison);
+  $("diagram").replaceChildren(diagram(v));
+  const { n, d_model: dm, heads, d_head: d } = response.shape;
+  $("diagram-shape").textContent = `n = ${n}, d_model = ${dm}, H = ${heads}, d_head = ${d}`;
+  markOwners($("tokens").querySelector("table"), ownersOfCoordinates(response));
+  $("replay-area").replaceChildren(state.cell ? replay({ response, cell: state.cell, causal: state.causal, wo: v.wo,
+    tokens: state.tokens, at: replayAt, onStep: (k) => { replayAt = k; redraw(); focusReplay(); },
+    onClose: () => { state.cell = null; save(state); redraw(); } }) : "");
+  $("status").textContent = statusLine(response, comparison, v.yoursDivergence);
+  $("identity-note").textContent = state.qkv === "learned"
+    ? "Learned-looking projections: every head reads a mix of all four coordinates, as in a trained model."
+    : `Identity projections: ${response.heads.map((h) => `head ${h.index + 1} reads dimension${h.feature_indices.length > 1 ? "s" : ""} ` +
+      `${[...new Set([h.feature_indices[0] + 1, h.feature_indices[h.feature_indices.length - 1] + 1])].join("–")}`).join(", ")}; ` +
+      "a trained model's learned projections mix all coordinates before the split.";
+}
+
+function redraw() {
+  if (last) draw(last.response, last.comparison);
+}
+
+function focusReplay() {
+  const node = document.querySelector("[data-replay]");
+  if (!node) return;
+  node.focus({ preventScroll: true });
+  const reduced = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+  node.scrollIntoView({ block: "nearest", behavior: reduced ? "auto" : "smooth" });
+}
+
+// Which heads read each raw coordinate: under identity projections the head's own features.
+function ownersOfCoordinates(response) {
+  return [0, 1, 2, 3].map((d) => response.heads
+    .filter((h) => state.qkv === "learned" || h.feature_indices.includes(d)).map((h) => String(h.index)).join(" "));
+}
+
+function statusLine(response, comparison, yours) {
+  if (comparison) {
+    const mode = comparison.failure_mode;
+    const first = comparison.divergence.first;
+    if (first) {
+      return `Compared with “${mode.name}” (${mode.description}): the first stage that differs is ${STAGE_NAMES[first]}; ` +
+        "the stages after it that differ show the broken numbers beside the correct ones (Δ marks the cells).";
+    }
+    if (mode.id === "no_output_projection") {
+      return "Nothing differs: W_O here is the identity, so skipping it changes no number. Choose a learned-looking " +
+        "output projection to see what stopping at the concatenation loses.";
+    }
+    return `Nothing differs: “${mode.name}” computes the same numbers as the correct implementation for this configuration` +
+      (response.shape.heads === 1 ? " (with one head there is one slice and one head order)." : ".");
+  }
+  if (yours) {
+    return yours.first ? `Your numbers first differ from the engine's at ${STAGE_NAMES[yours.first]} (marked “first difference”).`
+      : "Your numbers equal the engine's at every stage your function returns.";
+  }
+  if (state.reuse && response.shape.heads > 1) {
+    return "Broken: every head reads dimensions 1–2 (head 1's features); dimensions 3–4 are ignored.";
+  }
+  return "";
 }
 
 async function render() {
   const mine = ++generation;
   performance.mark("workbench-input");
-  const body = { tokens: state.tokens, heads: 2, causal: state.causal,
-    failure_mode: state.reuse ? "reuse_first_slice" : null };
   try {
-    const [response, comparison] = await Promise.all([
-      postJSON("/api/v1/attention", body),
-      state.compare ? postJSON("/api/v1/attention/compare", { ...body, failure_mode: state.compare }) : null,
-    ]);
+    if (state.qkv === "learned" || state.wo === "learned") await learnedProjections();
+    const body = requestBody(state, learned);
+    const comparison = state.compare ? await postJSON("/api/v1/attention/compare", { ...body, failure_mode: state.compare }) : null;
+    const response = comparison ? comparison.correct : await postJSON("/api/v1/attention", body);
     if (mine !== generation) return; // a newer edit is already on its way
     draw(response, comparison);
     previous = response;
     document.body.classList.remove("stale");
-    $("status").textContent = state.reuse ? "Broken: both heads read dimensions 1–2; dimensions 3–4 are ignored." : "";
     performance.measure("workbench-render", "workbench-input");
     document.body.dataset.renders = String(++renders);
-    document.body.dataset.ready = "true";
   } catch (error) {
     if (mine !== generation) return;
     document.body.classList.add("stale");
     $("status").textContent = `Could not compute (${error.message}). The numbers shown are from before your last ` +
       "change; they update when the server answers.";
-    document.body.dataset.ready = "true";
   }
+  document.documentElement.classList.add("drawn");
+  document.body.dataset.ready = "true";
 }
 
 function drawControls() {
@@ -89,40 +194,115 @@ function drawControls() {
   $("causal").checked = state.causal;
   $("reuse").checked = state.reuse;
   $("compare").value = state.compare;
+  $("heads").value = String(state.heads);
+  $("kv").replaceChildren(...[1, 2, 4].filter((k) => state.heads % k === 0).map((k) => el("option", { value: String(k),
+    text: k === state.heads ? `${k} (one per head)` : k === 1 ? "1 (multi-query: all heads share it)" : `${k} (grouped: ${state.heads / k} heads share each)` })));
+  $("kv").value = String(state.kv);
+  $("rope").value = state.rope;
+  $("rope").disabled = state.heads === 4;
+  $("base").value = String(state.base);
+  $("base").disabled = !state.rope;
+  $("qkv").value = state.qkv;
+  $("wo").value = state.wo;
+  $("open-all").setAttribute("aria-pressed", String(open.size > 0));
+  $("controls-note").textContent = [
+    state.heads === 4 ? "RoPE needs an even d_head: with 4 heads d_head is 1." : "",
+    state.rope && state.heads === 2 ? "With d_head 2 each head has one pair, rotated by position × 1 radian whatever the " +
+      "base: choose 1 head to see the base and the two pairings differ." : "",
+  ].filter(Boolean).join(" ");
+}
+
+function drawChecklist() {
+  $("checklist").replaceChildren(...checklist(done));
 }
 
 async function fillComparisons(select) {
   // Names come from the one registry the engine, the checker and the dashboard share.
-  const { failure_modes: modes } = await getJSON("/api/v1/failure-modes");
-  for (const mode of modes.filter((m) => m.engine && !HIDDEN_HERE.has(m.id))) {
-    select.append(el("option", { value: mode.id, text: mode.name, title: mode.description }));
-  }
+  const { failure_modes: all } = await getJSON("/api/v1/failure-modes");
+  modes = new Map(all.filter((m) => m.engine).map((m) => [m.id, m]));
+  for (const mode of modes.values()) select.append(el("option", { value: mode.id, text: mode.name, title: mode.description }));
   select.value = state.compare;
 }
 
+// Manipulations already done: on the server, or queued on this device and not yet sent.
+async function restoreChecklist() {
+  for (const e of queued()) if (e.instance_id === INSTANCE && e.data && e.data.manipulation) done.add(e.data.manipulation);
+  drawChecklist();
+  try {
+    const learner = await ensureSession();
+    const progress = await getJSON(`/api/v1/learners/${encodeURIComponent(learner)}/progress?lesson=${LESSON}`);
+    const experiment = progress.lessons[0].checkpoints.find((c) => c.id === "experiment");
+    for (const m of (experiment && experiment.manipulations) || []) done.add(m);
+    drawChecklist();
+  } catch {
+    // offline, or no session yet: what this device holds is shown
+  }
+}
+
+function on(id, parameter, change) {
+  $(id).addEventListener("change", (e) => {
+    const value = e.target.type === "checkbox" ? e.target.checked : e.target.value;
+    update((s) => change(s, value), parameter, { value });
+    drawControls();
+  });
+}
+
 function init() {
-  const select = $("compare");
-  fillComparisons(select).catch(() => null); // offline: the comparison waits for the server anyway
-  $("legend").replaceChildren(legend());
+  fillComparisons($("compare")).catch(() => null); // offline: the comparison waits for the server anyway
+  $("legend").replaceChildren(legend({ signed: true }));
   $("causal").addEventListener("change", (e) => update((s) => { s.causal = e.target.checked; }, "causal", { value: e.target.checked }));
-  $("reuse").addEventListener("change", (e) => update((s) => { s.reuse = e.target.checked; }, "reuse_first_slice", { value: e.target.checked }));
-  select.addEventListener("change", (e) => update((s) => { s.compare = e.target.value; }, "failure_mode", { value: e.target.value || null }));
+  $("reuse").addEventListener("change", (e) => {
+    update((s) => { s.reuse = e.target.checked; if (s.reuse) s.compare = ""; }, "reuse_first_slice", { value: e.target.checked });
+    drawControls();
+  });
+  $("compare").addEventListener("change", (e) => {
+    update((s) => { s.compare = e.target.value; if (s.compare) s.reuse = false; }, "failure_mode", { value: e.target.value || null });
+    drawControls();
+  });
+  on("heads", "heads", (s, v) => { s.heads = Number(v); s.kv = s.heads; s.cell = null; });
+  on("kv", "kv_heads", (s, v) => { s.kv = Number(v); });
+  on("rope", "rope", (s, v) => { s.rope = v; });
+  on("qkv", "projections", (s, v) => { s.qkv = v; });
+  on("wo", "output_projection", (s, v) => { s.wo = v; });
+  $("base").addEventListener("change", (e) => {
+    const base = Number(e.target.value);
+    if (Number.isFinite(base) && base > 1) update((s) => { s.base = base; }, "rope_base", { value: base });
+  });
   $("reset").addEventListener("click", () => {
     update((s) => { s.tokens = defaults().tokens; }, "reset", {});
     drawControls();
   });
+  $("open-all").addEventListener("click", () => {
+    const keys = ["projections", "concat", "wo", "output", "residual",
+      ...Array.from({ length: state.heads }, (_, h) => ["q", "k", "v", "scores", "head-output"].map((s) => `${s}:${h}`)).flat()];
+    if (open.size) open.clear(); else keys.forEach((k) => open.add(k));
+    drawControls();
+    redraw();
+  });
+  $("diagram").addEventListener("pointerover", (e) => light(e.target));
+  $("diagram").addEventListener("focusin", (e) => light(e.target));
+  $("diagram").addEventListener("pointerleave", () => { delete document.querySelector("main").dataset.lit; });
+  $("diagram").addEventListener("focusout", () => { delete document.querySelector("main").dataset.lit; });
   window.addEventListener("hashchange", () => { state = fromHash(); drawControls(); render(); });
   save(state);
   drawControls();
   reportHeight();
-  // Embedded: whenever the learner works a control, ask the host to show inputs and weights together.
+  // Embedded: whenever the learner works a control, ask the host to show the inputs and weights together.
   document.addEventListener("focusin", () => {
-    const grid = document.querySelector(".wb-grid").getBoundingClientRect();
-    post({ type: "show", top: grid.top + window.scrollY, bottom: grid.bottom + window.scrollY });
+    const top = $("tokens").getBoundingClientRect().top;
+    const bottom = Math.max(...[...document.querySelectorAll(".weights-stage")].map((n) => n.getBoundingClientRect().bottom));
+    post({ type: "show", top: top + window.scrollY, bottom: bottom + window.scrollY });
   });
   render();
   startOutbox();
-  ensureSession().catch(() => null);
+  restoreChecklist();
+}
+
+// Hovering or focusing one head lights it everywhere: its coordinates, lane, concat columns, W_O rows.
+function light(target) {
+  const owner = target.closest && target.closest("[data-owner]");
+  const main = document.querySelector("main");
+  if (owner && /^\d$/.test(owner.dataset.owner)) main.dataset.lit = owner.dataset.owner;
 }
 
 init();

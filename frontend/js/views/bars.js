@@ -2,15 +2,9 @@
 
 import { el } from "./dom.js";
 import { scrollRegion } from "./matrix.js";
+import { svg } from "./svg.js";
 
-const SVG = "http://www.w3.org/2000/svg";
-
-export function svg(tag, attrs, text) {
-  const node = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
+export { svg };
 
 // A suppressed figure (null) is never drawn as a bar or a number: it says why it is hidden.
 export const hidden = (k) => `hidden: fewer than ${k} learners`;

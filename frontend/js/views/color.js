@@ -12,6 +12,15 @@ export function viridis(value) {
   return STOPS[i].map((c, k) => Math.round(c + (STOPS[i + 1][k] - c) * t));
 }
 
+// A colour-blind-safe diverging scale (ColorBrewer PuOr): -1 purple, 0 near white, +1 orange.
+const DIVERGING = [[84, 39, 136], [153, 142, 195], [216, 218, 235], [247, 247, 247], [254, 224, 182], [241, 163, 64], [179, 88, 6]];
+
+export function diverging(t) {
+  const v = (Math.min(1, Math.max(-1, Number.isFinite(t) ? t : 0)) + 1) / 2 * (DIVERGING.length - 1);
+  const i = Math.min(DIVERGING.length - 2, Math.floor(v));
+  return DIVERGING[i].map((c, k) => Math.round(c + (DIVERGING[i + 1][k] - c) * (v - i)));
+}
+
 // WCAG relative luminance; the text colour is whichever of near-black and white contrasts more.
 function luminance(rgb) {
   const [r, g, b] = rgb.map((c) => {

@@ -15,7 +15,10 @@ export function summary(weights) {
 
 // values: [n][n] numbers; masked: [n][n] booleans (future cells); marks: [n][n] of null | "up" | "down" | "differs".
 // colour: false draws plain numbers (scores are not probabilities, so the 0..1 scale does not apply).
-export function heatmap({ head, weights, masked = null, title, marks = null, id, colour = true, summarise = true }) {
+// pick(i, j): each cell is a button that calls it (the workbench's one-cell replay); picked: [i, j] or null.
+export function heatmap({
+  head, weights, masked = null, title, marks = null, id, colour = true, summarise = true, pick = null, picked = null,
+}) {
   const n = weights.length;
   const keys = weights[0].length;
   const table = el("table", { class: `heatmap${colour ? "" : " plain"}`, id },
@@ -31,10 +34,14 @@ export function heatmap({ head, weights, masked = null, title, marks = null, id,
       el("span", { "aria-hidden": "true", text: `q${i + 1}` })));
     row.forEach((value, j) => {
       const isMasked = Boolean(masked && masked[i][j]);
+      const shown = isMasked ? el("span", { "aria-label": "masked", text: "·" }) : fmt(value);
+      const chosen = picked && picked[0] === i && picked[1] === j;
       const cell = el("td", {
         dataset: { head: String(head), row: String(i), col: String(j), value: String(value) },
-        class: isMasked ? "cell masked" : "cell",
-      }, isMasked ? el("span", { "aria-label": "masked", text: "·" }) : fmt(value));
+        class: `cell${isMasked ? " masked" : ""}${chosen ? " picked" : ""}`,
+      }, pick ? el("button", { type: "button", class: "cell-pick", onclick: () => pick(i, j), "aria-pressed": chosen ? "true" : "false",
+        "aria-label": `Replay head ${head + 1}, query ${i + 1}, key ${j + 1}: weight ${isMasked ? "0, masked" : fmt(value)}` },
+      isMasked ? "·" : fmt(value)) : shown);
       if (!isMasked && colour) paint(cell, value);
       if (marks && marks[i][j]) markCell(cell, marks[i][j]);
       tr.append(cell);

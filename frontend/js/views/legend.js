@@ -1,19 +1,22 @@
-// The colour legend of the weights heatmaps: the scale, masked cells, and change marks.
+// The colour legend: the weights' scale, masked cells, change marks; with `signed`, the scale of
+// every other matrix (the workbench's glyphs); `compact`: the trained-heads page's canvases.
 
-import { viridis } from "./color.js";
+import { diverging, viridis } from "./color.js";
 import { el } from "./dom.js";
 
-// compact: the canvas heatmaps of the trained-heads page (masked cells light grey, no change marks).
-export function legend({ compact = false } = {}) {
-  const stops = Array.from({ length: 11 }, (_, i) => `rgb(${viridis(i / 10).join(", ")}) ${i * 10}%`).join(", ");
+function scaleBar(colour, stops) {
   const bar = el("span", { class: "legend-bar", "aria-hidden": "true" });
-  bar.style.background = `linear-gradient(to right, ${stops})`; // CSSOM: the CSP forbids style attributes
-  return el("div", { class: "legend", role: "note", "aria-label": "How to read the heatmaps" },
-    el("span", { class: "legend-scale" },
-      el("span", { text: "0" }),
-      bar,
-      el("span", { text: "1" }),
+  const css = Array.from({ length: 11 }, (_, i) => `rgb(${colour(stops(i / 10)).join(", ")}) ${i * 10}%`).join(", ");
+  bar.style.background = `linear-gradient(to right, ${css})`; // CSSOM: the CSP forbids style attributes
+  return bar;
+}
+
+export function legend({ compact = false, signed = false } = {}) {
+  return el("div", { class: "legend", role: "note", "aria-label": "How to read the colours" },
+    el("span", { class: "legend-scale" }, el("span", { text: "0" }), scaleBar(viridis, (t) => t), el("span", { text: "1" }),
       el("span", { class: "legend-label", text: "weight (colour-blind-safe scale)" })),
+    signed ? el("span", { class: "legend-scale" }, el("span", { text: "−" }), scaleBar(diverging, (t) => 2 * t - 1),
+      el("span", { text: "+" }), el("span", { class: "legend-label", text: "other numbers, to each matrix's largest" })) : null,
     compact
       ? el("span", {}, el("span", { class: "legend-masked-grey", "aria-hidden": "true" }), " masked: a future key")
       : el("span", {}, el("span", { class: "legend-masked", "aria-hidden": "true", text: "·" }), " masked: a future key"),

@@ -1,17 +1,28 @@
-// A small matrix of numbers (Q/K/V slices, outputs, concatenation) as a labelled table.
+// A matrix of numbers as a labelled table (1-based labels); every cell carries data-row,
+// data-col (0-based) and data-value (unrounded), the contract browser tests and hosts read.
 
 import { el, fmt } from "./dom.js";
 import { markCell } from "./marks.js";
 
-export function matrix({ rows, caption, colLabels, rowLabel = (i) => `token ${i + 1}`, marks = null, className = "" }) {
+// owners: per column (or per row with byRow) the head(s) a number belongs to, for highlighting.
+export function matrix({
+  rows, caption, colLabels, rowLabel = (i) => `token ${i + 1}`, marks = null, masked = null, owners = null,
+  byRow = false, className = "",
+}) {
   const cols = colLabels || rows[0].map((_, j) => `dim ${j + 1}`);
+  const owner = (i, j) => (owners ? owners[byRow ? i : j] : undefined);
   return el("table", { class: `matrix ${className}`.trim() },
     el("caption", { text: caption }),
     el("thead", {}, el("tr", {}, el("th", { scope: "col" }, el("span", { class: "visually-hidden", text: "row" })),
-      ...cols.map((c) => el("th", { scope: "col", text: c })))),
-    el("tbody", {}, rows.map((row, i) => el("tr", {}, el("th", { scope: "row", text: rowLabel(i) }),
+      ...cols.map((c, j) => el("th", { scope: "col", text: c, dataset: byRow || owner(0, j) === undefined ? {} : { owner: owner(0, j) } })))),
+    el("tbody", {}, rows.map((row, i) => el("tr", {},
+      el("th", { scope: "row", text: rowLabel(i), dataset: byRow && owner(i, 0) !== undefined ? { owner: owner(i, 0) } : {} }),
       ...row.map((v, j) => {
-        const cell = el("td", { dataset: { value: String(v) } }, fmt(v));
+        const hidden = Boolean(masked && masked[i][j]);
+        const dataset = { row: String(i), col: String(j), value: String(v) };
+        if (owner(i, j) !== undefined) dataset.owner = owner(i, j);
+        const cell = el("td", { dataset, class: hidden ? "masked" : "" },
+          hidden ? el("span", { text: fmt(v), title: "masked: becomes −∞ before the softmax" }) : fmt(v));
         if (marks && marks[i][j]) markCell(cell, marks[i][j]);
         return cell;
       })))),

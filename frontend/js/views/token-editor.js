@@ -1,28 +1,43 @@
-// Three editable 4-d tokens; inputs are labelled "Token T dimension D" (1-based).
+// Three editable 4-d tokens: the X stage (data-stage="x", cells with data-row/col/value, 0-based);
+// inputs are labelled "Token T dimension D" (1-based).
 
 import { el } from "./dom.js";
 
 export function tokenEditor(tokens, onEdit) {
-  const table = el("table", { class: "token-editor" },
-    el("caption", { text: "Each row is one token. Head 1 reads dimensions 1–2, head 2 reads 3–4." }),
+  const table = el("table", { class: "token-editor", dataset: { stage: "x" } },
+    el("caption", { text: "Each row is one token, a vector of the residual stream X." }),
     el("thead", {}, el("tr", {}, el("th", { scope: "col", text: "token" }),
-      ...tokens[0].map((_, d) => el("th", { scope: "col", class: d < 2 ? "head-a" : "head-b", text: `dim ${d + 1}` })))));
-  const body = el("tbody");
+      ...tokens[0].map((_, d) => el("th", { scope: "col", dataset: { col: String(d) }, text: `dim ${d + 1}` })))));
+  const body = el("tbody", { dataset: { variant: "main" } });
   tokens.forEach((row, t) => {
     const tr = el("tr", {}, el("th", { scope: "row", text: `${t + 1}` }));
     row.forEach((value, d) => {
       const id = `token-${t + 1}-dim-${d + 1}`;
+      const cell = el("td", { dataset: { row: String(t), col: String(d), value: String(value) } });
       const input = el("input", {
-        id, type: "number", step: "0.1", value: String(value), class: d < 2 ? "head-a" : "head-b", inputmode: "decimal",
+        id, type: "number", step: "0.1", value: String(value), inputmode: "decimal",
         oninput: (e) => {
           const v = Number(e.target.value);
-          if (e.target.value !== "" && Number.isFinite(v)) onEdit(t, d, v);
+          if (e.target.value !== "" && Number.isFinite(v)) {
+            cell.dataset.value = String(v);
+            onEdit(t, d, v);
+          }
         },
       });
-      tr.append(el("td", {}, el("label", { for: id, class: "visually-hidden", text: `Token ${t + 1} dimension ${d + 1}` }), input));
+      cell.append(el("label", { for: id, class: "visually-hidden", text: `Token ${t + 1} dimension ${d + 1}` }), input);
+      tr.append(cell);
     });
     body.append(tr);
   });
   table.append(body);
   return table;
+}
+
+// Which heads read each coordinate (owners[d]: "0", "0 1", or "" for none), for highlighting.
+export function markOwners(table, owners) {
+  for (const node of table.querySelectorAll("[data-col]")) {
+    const owner = owners[Number(node.dataset.col)];
+    if (owner) node.dataset.owner = owner;
+    else delete node.dataset.owner;
+  }
 }

@@ -1,0 +1,208 @@
+// The attention block as the playground draws it: the residual stream X as the backbone, the
+// branch through W_Q, W_K, W_V and the split into heads (each head one lane: Q, K, V, RoPE,
+// scores ÷ √d_head, the mask, the softmax, the weights mixing V, its output), the concatenation
+// in stable head order, W_O, and the ⊕ back into the stream. Every number is the API's.
+
+import { el } from "./dom.js";
+import { glyph } from "./glyph.js";
+import { heatmap } from "./heatmap.js";
+import { changes } from "./marks.js";
+import { differs, shapeLabel, stage, VARIANT_NAMES } from "./stage.js";
+import { svg } from "./svg.js";
+
+const SUB = "₀₁₂₃₄₅₆₇₈₉";
+const sub = (n) => String(n).split("").map((c) => SUB[c]).join("");
+const dims = (list) => list.map((f) => `f${f + 1}`);
+const masks = (head) => head.masked_scores.map((row) => row.map((v) => v === null));
+const perHead = new Set(["q", "k", "v", "scores", "weights", "head-output"]);
+
+// The rows a variant holds for a stage (per-head stages: head h's).
+function rowsOf(source, stageName, h) {
+  if (!source) return null;
+  if (source.heads) {
+    const head = source.heads[h];
+    const part = { q: "query", k: "key", v: "value", scores: "scores", weights: "weights", "head-output": "output" }[stageName];
+    return perHead.has(stageName) ? head && head[part] : source[stageName];
+  }
+  const value = source[stageName];
+  return perHead.has(stageName) ? value && value[h] : value;
+}
+
+function sameShape(a, b) {
+  return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((row, i) => Array.isArray(row) && row.length === b[i].length);
+}
+
+function variantsOf(view, stageName, h, main) {
+  const out = [{ name: "main", rows: main }];
+  const { broken, divergence, yours } = view;
+  if (broken && divergence && divergence.stages.includes(stageName)) {
+    const rows = stageName === "wo" ? view.brokenWo : rowsOf(broken, stageName, h);
+    if (rows) out.push({ name: "broken", rows, marks: differs(main, rows) });
+  }
+  const mine = yours && rowsOf(yours, stageName, h);
+  if (mine && sameShape(mine, main)) out.push({ name: "yours", rows: mine, marks: differs(main, mine) });
+  return out;
+}
+
+function divergenceOf(view, stageName) {
+  const found = view.divergence ? view.divergence : view.yoursDivergence;
+  if (!found || !found.stages.includes(stageName)) return null;
+  return found.first === stageName ? "first" : "after";
+}
+
+// wide: shown only where a lane runs in one row (on a phone the weights take a row of their own).
+function arrow(label, wide = false) {
+  return el("span", { class: `flow-arrow${wide ? " wide" : ""}`, "aria-hidden": "true" }, el("span", { class: "flow-label", text: label || "" }));
+}
+
+function lane(view, head) {
+  const { state, response } = view;
+  const h = head.index, d = response.shape.d_head, n = response.shape.n;
+  const rope = state.rope ? ` (RoPE ${state.rope})` : "";
+  const open = (key) => view.open.has(key);
+  const common = (stageName, title, shape, rows, table, glyphOf = {}, extra = null) => stage({
+    key: `${stageName}:${h}`, stage: stageName, head: h, title, shape, open: open(`${stageName}:${h}`), onToggle: view.onToggle,
+    variants: variantsOf(view, stageName, h, rows), table, glyphOf, divergence: divergenceOf(view, stageName), extra,
+  });
+  const kvFeatures = head.feature_indices.map((f, c) => (state.reuse ? f : head.kv_head * d + c));
+  const shapeHead = `[n][d_head] = [${n}][${d}]`;
+  const before = (part, letter) => (head[part] ? el("div", { class: "before-rope", dataset: { part } },
+    el("p", { class: "note", text: `${letter}${sub(h + 1)} before RoPE; the table below is after the rotation.` }),
+    glyph({ rows: head[part] })) : null);
+  const qkv = el("div", { class: "qkv-group" }, el("div", { class: "qkv" },
+    common("q", ["Q", el("sub", { text: h + 1 }), rope && el("span", { class: "rope-mark", text: "↻" })], "", head.query,
+      { caption: `Q, head ${h + 1}${rope}: [n][d_head]`, colLabels: dims(head.feature_indices) }, {}, before("query_before_rope", "Q")),
+    common("k", ["K", el("sub", { text: h + 1 }), rope && el("span", { class: "rope-mark", text: "↻" })], "", head.key,
+      { caption: `K, head ${h + 1}${rope}: [n][d_head]`, colLabels: dims(kvFeatures) }, {}, before("key_before_rope", "K")),
+    common("v", ["V", el("sub", { text: h + 1 })], "", head.value, { caption: `V, head ${h + 1}: [n][d_head]`, colLabels: dims(kvFeatures) })),
+  shapeLabel(shapeHead), rope ? el("span", { class: "shape", text: `RoPE ↻ on Q, K` }) : null);
+  const masked = masks(head);
+  const keyCols = Array.from({ length: n }, (_, j) => `k${j + 1}`);
+  const scores = common("scores", ["S", el("sub", { text: h + 1 })], `[n][n] = [${n}][${n}]`, head.scores,
+    { caption: `Scores Q K^T / √${d}, head ${h + 1} (masked cells: −∞ before the softmax)`, colLabels: keyCols,
+      rowLabel: (i) => `q${i + 1}`, masked }, { masked });
+  const weights = weightsStage(view, head, masked);
+  const output = common("head-output", ["O", el("sub", { text: h + 1 })], shapeHead, head.output,
+    { caption: `Output of head ${h + 1} (weights × V)`, colLabels: dims(kvFeatures) });
+  const shares = state.kv < state.heads
+    ? ` · K, V from K/V head ${head.kv_head + 1}, shared with ${sharers(response, head).join(" and ")}` : "";
+  const list = head.feature_indices.map((f) => f + 1);
+  const features = list.length === 1 ? `feature ${list[0]}`
+    : head.features ? `features ${head.features[0] + 1}–${head.features[1]}` : `features ${list.join(", ")}`;
+  return el("section", { class: "lane", dataset: { head: String(h), owner: String(h) }, "aria-labelledby": `lane-${h}` },
+    el("h3", { class: "lane-title", id: `lane-${h}` }, `Head ${h + 1} `, el("span", { class: "muted", text: `reads ${features}${shares}` })),
+    el("div", { class: "lane-flow" }, qkv, arrow(`QKᵀ ÷ √${d}`), scores,
+      arrow(state.causal ? "mask, softmax" : "softmax", true), weights, arrow("A·V", true), output));
+}
+
+function sharers(response, head) {
+  return response.heads.filter((other) => other.kv_head === head.kv_head && other.index !== head.index).map((o) => `head ${o.index + 1}`);
+}
+
+function weightsStage(view, head, masked) {
+  const h = head.index;
+  const variants = variantsOf(view, "weights", h, head.weights);
+  const before = view.previous && view.previous.heads[h];
+  const picked = view.picked && view.picked[0] === h ? view.picked.slice(1) : null;
+  const tables = variants.map((v) => el("div", { class: "variant", dataset: { variant: v.name } }, heatmap({
+    head: h, weights: v.rows, masked: v.name === "main" ? masked : masks(view.broken && v.name === "broken" ? view.broken.heads[h] : head),
+    id: v.name === "main" ? `heatmap-${h}` : `heatmap-${v.name}-${h}`,
+    title: `Weights, head ${h + 1}${variants.length > 1 ? ` (${VARIANT_NAMES[v.name]})` : ""}`,
+    marks: v.marks || (before && v.name === "main" ? changes(before.weights, head.weights) : null),
+    pick: v.name === "main" ? (i, j) => view.pick(h, i, j) : null, picked: v.name === "main" ? picked : null,
+  })));
+  const divergence = divergenceOf(view, "weights");
+  return el("figure", { class: "stage weights-stage", dataset: { stage: "weights", head: String(h), owner: String(h), ...(divergence ? { divergence } : {}) } },
+    divergence === "first" ? el("p", { class: "divergence-badge", text: "first difference" }) : null,
+    el("div", { class: "stage-label" }, el("span", { class: "stage-title" }, "A", el("sub", { text: h + 1 }), " weights"),
+      shapeLabel(`[n][n] = [${head.weights.length}][${head.weights.length}]`)),
+    el("div", { class: "weights-tables" }, tables));
+}
+
+function identity(size) {
+  return Array.from({ length: size }, (_, i) => Array.from({ length: size }, (_, j) => (i === j ? 1 : 0)));
+}
+
+function projectionsBlock(view) {
+  const { state, response } = view;
+  const { n, d_model: dm, heads, d_head: d, kv_heads: kv } = response.shape;
+  const open = view.open.has("projections");
+  const learned = state.qkv === "learned";
+  const names = [["query", "W_Q"], ["key", "W_K"], ["value", "W_V"]];
+  const matrices = names.map(([part, label]) => [label, view.projections[part] || identity(dm)]);
+  const owners = (label) => Array.from({ length: label === "W_Q" ? dm : kv * d }, (_, c) => String(Math.floor(c / d)));
+  return el("div", { class: "block projections", dataset: { part: "projections" } },
+    el("button", { type: "button", class: "stage-open", "aria-expanded": open ? "true" : "false", "aria-controls": "numbers-projections",
+      onclick: () => view.onToggle("projections") },
+    el("span", { class: "glyphs" }, matrices.map(([, m]) => glyph({ rows: m, cell: 7 }))),
+    el("span", { class: "stage-label" }, el("span", { class: "stage-title", text: "W_Q, W_K, W_V" }),
+      el("span", { class: "shape", text: learned ? "learned-looking: every feature mixes every coordinate" : "identity: Q = K = V = X" }),
+      el("span", { class: "visually-hidden", text: open ? ": hide the matrices" : ": show the matrices" }))),
+    el("div", { class: "stage-numbers", id: "numbers-projections", hidden: !open },
+      matrices.map(([label, m]) => el("table", {}, el("caption", { text: `${label} [d_model][${label === "W_Q" ? "d_model" : "kv·d_head"}] (row: input coordinate)` }),
+        matrixRows(m, owners(label))))),
+    el("p", { class: "block-note" }, `Q = X W_Q: [n][d_model] = [${n}][${dm}]; split into ${heads} head${heads > 1 ? "s" : ""}: ` +
+      `[n][H][d_head] = [${n}][${heads}][${d}]${kv < heads ? `; K and V into ${kv} K/V head${kv > 1 ? "s" : ""} (grouped-query)` : ""}` +
+      `${state.rope ? `; RoPE rotates each head's Q and K pairs by position (${state.rope}, base ${state.base})` : ""}.`));
+}
+
+function matrixRows(m, owners) {
+  return el("tbody", {}, m.map((row, i) => el("tr", {}, el("th", { scope: "row", text: `x${i + 1}` }),
+    row.map((v, j) => el("td", { dataset: { owner: owners[j] }, text: v.toFixed(2) })))));
+}
+
+function mergeRow(view) {
+  const { response, state } = view;
+  const { n, d_model: dm, d_head: d, heads } = response.shape;
+  const owners = Array.from({ length: dm }, (_, c) => String(Math.floor(c / d)));
+  const global = (stageName, title, shape, rows, table, glyphOf = {}) => stage({
+    key: stageName, stage: stageName, title, shape, open: view.open.has(stageName), onToggle: view.onToggle,
+    variants: variantsOf(view, stageName, 0, rows), table, glyphOf, divergence: divergenceOf(view, stageName),
+  });
+  const parts = Array.from({ length: heads }, (_, h) => `O${sub(h + 1)}`).join(" | ");
+  return el("div", { class: "merge-row" },
+    global("concat", `concat [${parts}]`, `[n][d_model] = [${n}][${dm}]`, response.concat,
+      { caption: `Concatenation [${parts}], in head order`, owners }, { owners }),
+    arrow("× W_O"),
+    global("wo", state.wo === "learned" ? "W_O (mixes heads)" : "W_O (identity)", `[d_model][d_model] = [${dm}][${dm}]`, view.wo,
+      { caption: "W_O (row: concatenated feature, fed by the head that owns it)", owners, byRow: true, rowLabel: (i) => `f${i + 1}` },
+      { owners, byRow: true }),
+    arrow("="),
+    global("output", "Y = concat W_O", `[n][d_model] = [${n}][${dm}]`, response.output, { caption: "Y, the attention block's output" }));
+}
+
+function plus() {
+  const node = svg("svg", { class: "plus", viewBox: "0 0 24 24", width: 28, height: 28, role: "img", "aria-label": "add" });
+  node.append(svg("circle", { cx: 12, cy: 12, r: 10.5 }), svg("path", { d: "M12 6v12M6 12h12" }));
+  return node;
+}
+
+// The residual stream: X, the ⊕ where Y is added back, X + Y.
+function backbone(view) {
+  const { response, state } = view;
+  const { n, d_model: dm } = response.shape;
+  const residual = stage({ key: "residual", stage: "residual", title: "X + Y", shape: `[n][d_model] = [${n}][${dm}]`,
+    open: view.open.has("residual"), onToggle: view.onToggle, variants: variantsOf(view, "residual", 0, response.residual),
+    table: { caption: "The residual stream after the block: X + Y" }, divergence: divergenceOf(view, "residual") });
+  return [
+    el("div", { class: "descend", "aria-hidden": "true" }, el("span", { class: "up-arrow", text: "↑ X enters the branch" }),
+      el("span", { class: "down-arrow", text: "Y is added back ↓" })),
+    el("div", { class: "stream" },
+      el("a", { class: "stream-x", href: "#tokens-title", "aria-label": "X, the residual stream: the tokens you edit" },
+        glyph({ rows: state.tokens, cell: 8 }), el("span", { class: "stage-title", text: "X" })),
+      el("span", { class: "stream-line", "aria-hidden": "true" }),
+      el("span", { class: "shape", text: "residual stream" }),
+      el("span", { class: "stream-line", "aria-hidden": "true" }), plus(),
+      el("span", { class: "stream-line short", "aria-hidden": "true" })),
+    el("div", { class: "residual" }, residual),
+  ];
+}
+
+export function diagram(view) {
+  return el("div", { class: "diagram-body" },
+    el("div", { class: "branch" },
+      el("div", { class: "proj-row" }, projectionsBlock(view)),
+      el("div", { class: "lanes" }, view.response.heads.map((head) => lane(view, head))),
+      mergeRow(view)),
+    ...backbone(view));
+}
