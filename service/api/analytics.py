@@ -181,15 +181,13 @@ class Parameters(MethodView):
         with _conn() as conn:
             rows = q.parameters(conn, principal.platform_id, lesson.id, window)
             cells = q.token_cells(conn, principal.platform_id, lesson.id, window)
-            checkpoint = next((c for c in lesson.checkpoints if c.manipulations), None)
-            done = (
-                q.manipulations(conn, principal.platform_id, lesson.id, checkpoint.id, window) if checkpoint else None
-            )
+            done = q.manipulations(conn, principal.platform_id, lesson.id, window)
+        checkpoint = next((c for c in lesson.checkpoints if c.manipulations), None)
         return {
             "lesson": lesson.id,
             "k": _k(),
             "parameters": [_parameter_row(p, n, learners) for p, n, learners in rows],
-            "manipulations": _manipulation_rows(checkpoint, *done) if checkpoint and done else None,
+            "manipulations": _manipulation_rows(checkpoint, done) if checkpoint else None,
             "token_cells": [
                 {
                     "token": t,
@@ -204,18 +202,15 @@ class Parameters(MethodView):
         }
 
 
-def _manipulation_rows(checkpoint, per_manipulation: dict[str, int], reached: dict[int, int]) -> dict:
-    """Learners per manipulation and learners who did at least 1, 2, ... of them; under k: hidden."""
-
-    def row(key: str, value, learners: int) -> dict:
-        return {key: value, "learners": _kept(learners, learners), "suppressed": learners < _k()}
-
-    at_least = [sum(n for done, n in reached.items() if done >= k) for k in range(1, len(checkpoint.manipulations) + 1)]
-    return {
-        "checkpoint": checkpoint.id,
-        "manipulations": [row("id", m, per_manipulation.get(m, 0)) for m in checkpoint.manipulations],
-        "reached": [row("done", k, n) for k, n in enumerate(at_least, start=1)],
-    }
+def _manipulation_rows(checkpoint, done: dict[str, tuple[int, int]]) -> dict:
+    """Learners who reported each of the checkpoint's manipulations, in the lesson's order (the
+    funnel's checkpoint row counts those who did them all); a group under k is hidden."""
+    rows = []
+    for m in checkpoint.manipulations:
+        reports, learners = done.get(m, (0, 0))
+        rows.append({"id": m, "reports": _kept(reports, learners), "learners": _kept(learners, learners),
+                     "suppressed": learners < _k()})  # fmt: skip
+    return {"checkpoint": checkpoint.id, "manipulations": rows}
 
 
 def _parameter_row(parameter: str | None, times: int, learners: int) -> dict:

@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from . import mistake_rollups, rollups
-from .models import CheckpointProgress, Event, ExerciseCheck, LearnerLesson, LearnerManipulation
+from .models import CheckpointProgress, Event, ExerciseCheck, LearnerLesson
 
 BUCKETS = rollups.GRAINS
 
@@ -106,23 +106,12 @@ def parameters(conn: Session, platform_id: int, lesson: str, window: Window = Wi
 
 
 def manipulations(
-    conn: Session, platform_id: int, lesson: str, checkpoint: str, window: Window = Window()
-) -> tuple[dict[str, int], dict[int, int]]:
-    """How far learners got through a checkpoint's manipulations (done within `window`): learners
-    per manipulation, and learners per number of manipulations done (1 and up)."""
-    m = LearnerManipulation
-    query = select(m.learner, m.manipulation).where(
-        m.platform_id == platform_id, m.lesson == lesson, m.checkpoint == checkpoint
-    )
-    per_learner: dict[str, int] = defaultdict(int)
-    per_manipulation: dict[str, int] = defaultdict(int)
-    for learner, manipulation in conn.execute(_within(query, m.done_at, window.start, window.end)):
-        per_learner[learner] += 1
-        per_manipulation[manipulation] += 1
-    reached: dict[int, int] = defaultdict(int)
-    for count in per_learner.values():
-        reached[count] += 1
-    return dict(per_manipulation), dict(reached)
+    conn: Session, platform_id: int, lesson: str, window: Window = Window()
+) -> dict[str, tuple[int, int]]:
+    """manipulation -> (reports, distinct learners), reports made within `window` (all by default)."""
+    return {
+        key: (n, learners) for key, n, learners in _totals(conn, "manipulation", platform_id, lesson, window) if key
+    }
 
 
 def token_cells(

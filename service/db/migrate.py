@@ -24,13 +24,32 @@ def upgrade(database_url: str, revision: str = "head") -> None:
     ensure_sqlite_directory(database_url)
     before = current(database_url)
     command.upgrade(alembic_config(database_url), revision)
-    if _passed(before, current(database_url), "0006"):
+    after = current(database_url)
+    if _passed(before, after, "0006"):
         _roll_up_what_is_stored(database_url)
+    elif _passed(before, after, "0009"):
+        _roll_up_manipulations(database_url)
 
 
 def _passed(before: str | None, after: str | None, revision: str) -> bool:
     """Whether an upgrade from `before` to `after` applied `revision` (revisions are numbered)."""
     return after is not None and (before is None or before < revision) and after >= revision
+
+
+def _roll_up_manipulations(database_url: str) -> None:
+    """0009 counts the lesson's manipulations in the rollups: the events already rolled up are
+    added to that dimension once (the refresh adds the later ones)."""
+    from sqlalchemy import create_engine
+
+    from .rollup_refresh import add_variant_upto_watermark
+    from .rollups import variant
+
+    engine = create_engine(database_url)
+    try:
+        with engine.begin() as conn:
+            add_variant_upto_watermark(conn, variant("all", "manipulation"))
+    finally:
+        engine.dispose()
 
 
 def _roll_up_what_is_stored(database_url: str) -> None:

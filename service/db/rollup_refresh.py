@@ -91,6 +91,16 @@ def refresh_on(conn: Connection, high: int | None = None, chunk: int | None = No
     return low - start
 
 
+def add_variant_upto_watermark(conn: Connection, v) -> None:
+    """A variant new to the rollups (a migration added it): made again from the events already
+    rolled up, so it agrees with the others. Idempotent, and safe beside a refresh that already
+    knew the variant (the watermark's row is held)."""
+    mark = hold_watermark(conn)
+    conn.execute(delete(ROLLUPS).where(ROLLUPS.c.grain == v.grain, ROLLUPS.c.dimension == v.dimension))
+    if mark:
+        conn.execute(_add(conn.dialect.name, v, 0, mark))
+
+
 def _add(dialect: str, v, low: int, high: int):
     """INSERT ... SELECT: the events in (low, high] added to their groups."""
     # From the start of the log nothing is rolled up yet: no learner needs looking for.

@@ -35,7 +35,9 @@ ROLLUPS = cast_table(EventRollup)
 @dataclass(frozen=True)
 class Variant:
     grain: str  # hour, day, week, or all (one bucket)
-    dimension: str  # event, checkpoint, parameter (of parameter-changed events), cell (token edits)
+    # event, checkpoint, parameter (of parameter-changed events), cell (token edits), manipulation
+    # (the lesson's manipulations reported by parameter-changed events)
+    dimension: str
     per_lesson: bool  # False: every lesson together, stored under lesson ''
 
 
@@ -44,7 +46,7 @@ VARIANTS = tuple(
     for grain in GRAINS
     for dimension in ("event", "checkpoint")
     for per_lesson in (True, False)
-) + (Variant("all", "parameter", True), Variant("all", "cell", True))
+) + (Variant("all", "parameter", True), Variant("all", "cell", True), Variant("all", "manipulation", True))
 
 
 def variant(grain: str, dimension: str, per_lesson: bool = True) -> Variant:
@@ -114,8 +116,8 @@ def key_of(dialect: str, dimension: str, e) -> ColumnElement:
         return literal("=", String).op("||")(c.event)
     if dimension == "checkpoint":
         return _with_marker(c.checkpoint)
-    if dimension == "parameter":
-        return _with_marker(_json_string(dialect, c.data, "parameter"))
+    if dimension in ("parameter", "manipulation"):
+        return _with_marker(_json_string(dialect, c.data, dimension))
     token, dim = _json_count(dialect, c.data, "token"), _json_count(dialect, c.data, "dimension")
     return literal("=", String).op("||")(token).op("||")(literal(",", String)).op("||")(dim)
 
@@ -125,6 +127,8 @@ def _only(dialect: str, dimension: str, e) -> list[ColumnElement]:
     c = e.c
     if dimension == "parameter":
         return [c.event == "parameter-changed"]
+    if dimension == "manipulation":
+        return [c.event == "parameter-changed", _json_string(dialect, c.data, "manipulation").is_not(None)]
     if dimension == "cell":
         return [
             c.event == "parameter-changed",

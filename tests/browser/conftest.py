@@ -127,6 +127,14 @@ def wait_until(target, expression: str, timeout: float = 15.0, interval: float =
         time.sleep(interval)
 
 
+def do_the_four_manipulations(frame):
+    """The lesson's four manipulations in the workbench (a page or an iframe's frame locator)."""
+    frame.get_by_label("Token 1 dimension 3", exact=True).fill("2")
+    frame.get_by_label("Token 2 dimension 1", exact=True).fill("-1")
+    frame.get_by_label("Causal mask", exact=True).click()
+    frame.get_by_label("Reuse head 1 features for both heads (broken)", exact=True).click()
+
+
 def open_page(page, live, path: str):
     page.goto(live.url + path)
     page.wait_for_selector("body[data-ready=true]", timeout=15000)

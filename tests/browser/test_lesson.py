@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from service.cli import main
 
-from .conftest import open_page, wait_until
+from .conftest import do_the_four_manipulations, open_page, wait_until
 
 HANDWRITTEN = "tests/exercise/implementations/handwritten.py"
 
@@ -45,6 +45,9 @@ def test_all_four_checkpoints_with_the_mouse_and_kept_after_reload(page, live, m
     frame = page.frame_locator("#workbench-frame")
     frame.locator("body[data-ready=true]").wait_for()
     frame.get_by_label("Token 1 dimension 3", exact=True).fill("2")
+    page.wait_for_timeout(1500)  # one edit is sent, and does not complete the experiment
+    assert "experiment" not in done(page)
+    do_the_four_manipulations(frame)
     wait_done(page, "experiment")
 
     page.get_by_role("button", name="Get a challenge").click()
@@ -137,7 +140,16 @@ def test_keyboard_only_walk_through_the_lesson(page, live, monkeypatch):
         page.keyboard.press("Tab")
     else:
         raise AssertionError("Tab never reached token 1, dimension 1 in the workbench")
-    page.keyboard.press("ArrowUp")  # a number input steps by 0.1
+    page.keyboard.press("ArrowUp")  # a number input steps by 0.1: dimension 1, the first two
+    page.keyboard.press("Tab")
+    page.keyboard.press("Tab")
+    page.keyboard.press("ArrowUp")  # dimension 3, the last two
+    for control in ("causal", "reuse"):  # after the twelve inputs, the controls
+        for _ in range(15):
+            if frame.evaluate(f"document.activeElement && document.activeElement.id === '{control}'"):
+                break
+            page.keyboard.press("Tab")
+        page.keyboard.press("Space")
     wait_done(page, "experiment")
     tab_to("#new-challenge")
     page.keyboard.press("Enter")
@@ -175,7 +187,13 @@ def test_a_host_page_receives_the_workbench_events(page, live, host_site):
     heights = page.evaluate("window.received.filter(m => m.type === 'height').map(m => m.height)")
     assert heights and all(h > 300 for h in heights)  # the host can size its iframe to the workbench
     assert message["type"] == "parameter-changed" and message["instanceId"] == "multi-head-workbench"
-    assert message["data"] == {"parameter": "token", "token": 2, "dimension": 1, "value": 1.5}
+    assert message["data"] == {
+        "parameter": "token",
+        "token": 2,
+        "dimension": 1,
+        "value": 1.5,
+        "manipulation": "first-two",
+    }
 
 
 def test_offline_events_are_re_sent_with_the_same_ids_when_the_server_is_back(page, live):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from ..live import sqlite_server
-from .conftest import open_page, wait_until, watched_page
+from .conftest import do_the_four_manipulations, open_page, wait_until, watched_page
 
 LESSON = "/lessons/multi-head-attention"
 
@@ -58,8 +58,14 @@ def test_the_embedded_workbench_keeps_its_state_and_chips_follow_its_queue(tab, 
     frame.get_by_label("Token 1 dimension 4", exact=True).fill("1.7")
     wait_until(tab.frame("workbench"), "document.body.classList.contains('stale')")
     assert "Could not compute" in frame.locator("#status").inner_text()
+    do_the_four_manipulations(frame)  # ticked on this device while the server is down
+    assert frame.locator("[data-done=true]").count() == 4
     wait_until(tab, "document.getElementById('sync').dataset.pending !== '0'", timeout=10)
     assert "experiment" not in progress(tab)
+    frame.get_by_label("Causal mask", exact=True).click()  # back on, so the state below is the edit's
+    frame.get_by_label("Reuse head 1 features for both heads (broken)", exact=True).click()
+    frame.get_by_label("Token 1 dimension 3", exact=True).fill("-0.5")
+    frame.get_by_label("Token 2 dimension 1", exact=True).fill("0.2")
     server.start()
     wait_until(tab, "(document.body.dataset.progress || '').split(',').includes('experiment')", timeout=20)
     tab.reload()

@@ -205,3 +205,34 @@ def test_postgresql_runs_the_function_the_file_holds(empty_database):
         installed = conn.execute(text("SELECT prosrc FROM pg_proc WHERE proname = 'workbench_record_events'")).scalar()
     engine.dispose()
     assert installed == _body(RECORD_EVENTS_SQL.read_text())
+
+
+def test_0009_counts_the_manipulations_already_rolled_up(empty_database):
+    """Events rolled up under 0008 are in the new manipulation rollups once 0009 has run, once."""
+    upgrade(empty_database, "0008")
+    engine = create_engine(empty_database)
+    with engine.begin() as conn:
+        conn.execute(
+            text("INSERT INTO platforms (id, name, home_page, created_at) VALUES (1, 'acme', 'x', :t)"),
+            {"t": "2026-11-02"},
+        )
+        for i, (learner, manipulation) in enumerate([("ada", "last-two"), ("ada", "last-two"), ("bob", "last-two")]):
+            conn.execute(
+                text(
+                    "INSERT INTO events (platform_id, event_id, learner, lesson, checkpoint, event, instance_id, data, "
+                    "occurred_at, stored_at, content_hash) VALUES (1, :id, :learner, 'm', 'experiment', "
+                    "'parameter-changed', 'multi-head-workbench', :data, :t, :t, 'h')"
+                ),
+                {"id": f"e{i}", "learner": learner, "data": f'{{"manipulation": "{manipulation}"}}',
+                 "t": f"2026-11-02 10:0{i}:00+00:00"},
+            )  # fmt: skip
+        from service.db.rollup_refresh import refresh_on
+
+        refresh_on(conn)  # the refresh of 0008's code: no manipulation dimension yet
+    upgrade(empty_database)
+    with engine.begin() as conn:
+        rows = conn.execute(
+            text("SELECT key, events, learners FROM event_rollups WHERE dimension = 'manipulation' AND lesson = 'm'")
+        ).all()
+    engine.dispose()
+    assert [tuple(r) for r in rows] == [("=last-two", 3, 2)]

@@ -7,6 +7,8 @@ import { columnChart } from "../views/columns.js";
 import { el } from "../views/dom.js";
 
 const KEY = "workbench.analyticsKey";
+const MANIPULATION_NAMES = { "last-two": "changed only dimension 3 or 4", "first-two": "changed only dimension 1 or 2",
+  "causal-mask": "toggled the causal mask", "broken-reuse": "enabled the broken reuse" };
 const RANGES = ["7", "30", "all"];
 const LEARNERS_PAGE = 20;
 const $ = (id) => document.getElementById(id);
@@ -82,9 +84,10 @@ async function show(key) {
     barChart({ k, id: "parameters", title: `Workbench parameters changed${sinceText}`, valueLabel: "changes",
       rows: parameters.parameters.map((p) => ({ label: p.description, value: p.times, note: p.learners === null ? "" : `${p.learners} learners` })) }),
     ...(parameters.manipulations ? [barChart({ k, id: "manipulations", valueLabel: "learners",
-      title: `How far learners got through the workbench's four manipulations${sinceText}`,
-      rows: parameters.manipulations.reached.map((r, _, all) => ({ label: r.done === all.length ? `all ${all.length} done`
-        : `at least ${r.done} of ${all.length} done`, value: r.learners, note: r.done === all.length ? "completes the experiment" : "" })) })] : []),
+      title: `The workbench's manipulations, in the lesson's order${sinceText}`,
+      rows: [...parameters.manipulations.manipulations.map((m, i) => ({ label: `${i + 1}. ${MANIPULATION_NAMES[m.id] || m.id}`,
+        value: m.learners })), { label: "all of them: the experiment checkpoint", value: (funnel.steps.find((s) =>
+        s.checkpoint === parameters.manipulations.checkpoint) || {}).learners ?? null, note: "learners who started in the range" }] })] : []),
     barChart({ k, id: "mistakes", title: `Mistakes found by the exercise checker${sinceText}`, valueLabel: "checks",
       rows: mistakes.mistakes.map((m) => ({ label: m.name || m.id, value: m.times, note: m.learners === null ? "" : `${m.learners} learners` })) }),
     await learnersTable(base, headers, view.lesson, lessons.find((l) => l.id === view.lesson), k),

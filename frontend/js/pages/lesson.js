@@ -178,7 +178,11 @@ async function init() {
   }
   listen();
   startOutbox();
+  document.documentElement.classList.add("drawn");
   document.body.dataset.ready = "true";
 }
 
-init().catch((error) => { $("status").textContent = `Could not load the lesson: ${error.message}`; });
+init().catch((error) => {
+  $("status").textContent = `Could not load the lesson: ${error.message}`;
+  document.documentElement.classList.add("drawn");
+});

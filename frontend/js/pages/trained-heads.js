@@ -133,10 +133,12 @@ async function render() {
     drawTokens();
     drawSelection(false);
     $("next").replaceChildren(...trace.next.map((p) => el("li", { text: `“${p.text}” ${fmt(p.probability * 100, 1)}%` })));
+    document.documentElement.classList.add("drawn");
     document.body.dataset.ready = "true";
   } catch (error) {
     if (mine !== generation) return;
     $("status").textContent = `Could not compute (${error.message}).`;
+    document.documentElement.classList.add("drawn");
     document.body.dataset.ready = "true";
   }
 }
@@ -169,5 +171,6 @@ async function init() {
 
 init().catch((error) => {
   $("status").textContent = `Could not load the model (${error.message}).`;
+  document.documentElement.classList.add("drawn");
   document.body.dataset.ready = "true";
 });

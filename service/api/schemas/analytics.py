@@ -102,23 +102,14 @@ class TokenCellSchema(Schema):
 
 class ManipulationRowSchema(Schema):
     id = fields.String()
-    learners = fields.Integer(allow_none=True, metadata={"description": "null: fewer than k learners"})
-    suppressed = fields.Boolean()
-
-
-class ReachedRowSchema(Schema):
-    done = fields.Integer(metadata={"description": "how many of the manipulations"})
-    learners = fields.Integer(allow_none=True, metadata={"description": "null: fewer than k learners"})
+    reports = fields.Integer(allow_none=True, metadata={"description": "events reporting it; null under k"})
+    learners = fields.Integer(allow_none=True, metadata={"description": "learners who did it; null under k"})
     suppressed = fields.Boolean()
 
 
 class ManipulationsSchema(Schema):
-    checkpoint = fields.String(metadata={"description": "the checkpoint they complete, all done"})
-    manipulations = fields.List(fields.Nested(ManipulationRowSchema))
-    reached = fields.List(
-        fields.Nested(ReachedRowSchema),
-        metadata={"description": "learners who did at least 1, 2, ... of them (the last row completed it)"},
-    )
+    checkpoint = fields.String(metadata={"description": "the checkpoint they complete, all done (its funnel row)"})
+    manipulations = fields.List(fields.Nested(ManipulationRowSchema), metadata={"description": "in the lesson's order"})
 
 
 class ParametersSchema(Suppression):

@@ -1,0 +1,142 @@
+"""Lighthouse on every page, at desktop and at mobile settings: accessibility, best practices,
+performance, layout shift and console errors, against the budgets (accessibility 100, best
+practices 100, performance >= 95, CLS < 0.1, no console errors).
+
+Lighthouse 12.2.3 (pinned in bench/lighthouse/package.json: 13.x wants Node 22) drives Debian's
+chromium against a gunicorn on loopback. `--write` puts the table into docs/performance.md.
+
+    (cd bench/lighthouse && npm ci) && python bench/lighthouse.py [--write] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.common import Gunicorn  # noqa: E402
+from bench.run_all import machine  # noqa: E402
+from service.db.migrate import upgrade  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+LIGHTHOUSE = ROOT / "bench" / "lighthouse" / "node_modules" / ".bin" / "lighthouse"
+CHROMIUM = "/usr/bin/chromium"
+DOC = ROOT / "docs" / "performance.md"
+BEGIN, END = "<!-- lighthouse:begin -->", "<!-- lighthouse:end -->"
+PAGES = {
+    "lessons": "/",
+    "lesson": "/lessons/multi-head-attention",
+    "workbench": "/explorables/multi-head-attention",
+    "four heads": "/figures/four-heads",
+    "trained heads": "/explorables/trained-heads",
+    "dashboard": "/dashboard",
+    "API docs": "/api/docs",
+}
+SIZES = {"desktop": ["--preset=desktop"], "mobile": []}  # mobile: Lighthouse's default (a throttled phone)
+
+
+def report_of(url: str, flags: list[str], attempts: int = 3) -> dict:
+    """Lighthouse's JSON report; a run that fails to record its trace (NO_NAVSTART, seen here
+    about one run in ten) is run again."""
+    for attempt in range(attempts):
+        with tempfile.NamedTemporaryFile(suffix=".json") as out:
+            done = subprocess.run(
+                [str(LIGHTHOUSE), url, "--quiet", "--output=json", f"--output-path={out.name}",
+                 "--chrome-flags=--headless=new --no-sandbox --disable-gpu", *flags],
+                env={"CHROME_PATH": CHROMIUM, "PATH": "/usr/bin:/bin"}, timeout=180, capture_output=True, text=True,
+            )  # fmt: skip
+            if done.returncode == 0:
+                return json.loads(Path(out.name).read_text())
+    raise RuntimeError(f"Lighthouse failed {attempts} times on {url}: {done.stderr[-500:]}")
+
+
+def audit(url: str, flags: list[str]) -> dict:
+    report = report_of(url, flags)
+    scores = {k: round(100 * (v["score"] or 0)) for k, v in report["categories"].items()}
+    errors = report["audits"]["errors-in-console"]["details"]["items"]
+    return {
+        "accessibility": scores["accessibility"],
+        "best_practices": scores["best-practices"],
+        "performance": scores["performance"],
+        "cls": round(report["audits"]["cumulative-layout-shift"]["numericValue"], 3),
+        "console_errors": [e.get("description") or e.get("source") for e in errors],
+    }
+
+
+def within(row: dict) -> bool:
+    return (
+        row["accessibility"] == 100
+        and row["best_practices"] == 100
+        and row["performance"] >= 95
+        and row["cls"] < 0.1
+        and not row["console_errors"]
+    )
+
+
+def run() -> list[dict]:
+    name = "Lighthouse"
+    if not (LIGHTHOUSE.exists() and Path(CHROMIUM).exists()):
+        return [{"name": name, "skipped": "needs bench/lighthouse (npm ci there) and Debian's chromium"}]
+    url = f"sqlite:///{Path(tempfile.mkdtemp()) / 'lh.db'}"
+    upgrade(url)
+    rows = []
+    with Gunicorn(
+        "service.app:create_app()", {"WORKBENCH_DATABASE_URL": url, "WORKBENCH_RATELIMIT_ENABLED": "0"}
+    ) as app:
+        for page, path in PAGES.items():
+            for size, flags in SIZES.items():
+                result = audit(app.url + path, flags)
+                rows.append({"name": f"Lighthouse, {page}, {size}", "page": page, "size": size, **result,
+                             "ok": within(result)})  # fmt: skip
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    lines = [
+        f"Measured {dt.date.today().isoformat()} on {machine()}; Lighthouse 12.2.3, Debian's chromium; "
+        "desktop: `--preset=desktop`, mobile: Lighthouse's default (a throttled phone). Budgets: accessibility "
+        "100, best practices 100, performance >= 95, CLS < 0.1, no console errors.",
+        "",
+        "| page | size | accessibility | best practices | performance | CLS | console errors | within |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        if "skipped" in r:
+            return f"Skipped: {r['skipped']}."
+        errors = "; ".join(r["console_errors"]) or "none"
+        lines.append(
+            f"| {r['page']} | {r['size']} | {r['accessibility']} | {r['best_practices']} | {r['performance']} | "
+            f"{r['cls']} | {errors} | {'yes' if r['ok'] else 'no'} |"
+        )
+    return "\n".join(lines)
+
+
+def write(rows: list[dict]) -> None:
+    text = DOC.read_text()
+    block = f"{BEGIN}\n{table(rows)}\n{END}"
+    if BEGIN in text:
+        text = text[: text.index(BEGIN)] + block + text[text.index(END) + len(END) :]
+    else:
+        text += f"\n## Lighthouse: every page\n\n{block}\n"
+    DOC.write_text(text)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--write", action="store_true", help="put the table into docs/performance.md")
+    args = parser.parse_args()
+    rows = run()
+    for row in rows:
+        print(json.dumps(row) if args.json else f"{row['name']}: {row}", flush=True)
+    if args.write:
+        write(rows)
+
+
+if __name__ == "__main__":
+    main()
