@@ -43,7 +43,7 @@ SIZES = {"desktop": ["--preset=desktop"], "mobile": []}  # mobile: Lighthouse's 
 def report_of(url: str, flags: list[str], attempts: int = 3) -> dict:
     """Lighthouse's JSON report; a run that fails to record its trace (NO_NAVSTART, seen here
     about one run in ten) is run again."""
-    for attempt in range(attempts):
+    for _ in range(attempts):
         with tempfile.NamedTemporaryFile(suffix=".json") as out:
             done = subprocess.run(
                 [str(LIGHTHOUSE), url, "--quiet", "--output=json", f"--output-path={out.name}",
