@@ -56,6 +56,6 @@ def post_worker_init(worker):
 
 
 def post_fork(server, worker):
-    from service.server_errors import install
+    from service.edge.problems import install_in_gunicorn
 
-    install()  # errors gunicorn answers itself (bad request line, URI too long) as problem+json
+    install_in_gunicorn()  # errors gunicorn answers itself (bad request line, URI too long) as problem+json

@@ -46,6 +46,9 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         SESSION_COOKIE_SAMESITE="Lax",
         SESSION_COOKIE_SECURE=settings.env == "production",
         PERMANENT_SESSION_LIFETIME=365 * 24 * 3600,
+        # The cookie is sent when a view changes the session; POST /api/v1/session, which every page
+        # calls on load, renews it (fast answers at the edge never write a cookie).
+        SESSION_REFRESH_EACH_REQUEST=False,
         MAX_CONTENT_LENGTH=settings.max_content_length,
         DEBUG=settings.debug,
         TESTING=settings.env == "testing",
@@ -55,17 +58,17 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     if settings.log_json:
         observability.configure_logging()
 
-    from . import lessons, lti
+    from . import edge, lessons, lti
     from .api import init_app as init_api
     from .frontend import blp as frontend
 
-    app.after_request(observability.retry_after_only_when_it_means_something)  # first in, runs last
     lessons.init_app(app)  # a malformed lesson stops start-up here, naming the file and line
     db.init_app(app)
-    observability.init_app(app)  # before the API's own hooks: even a request refused first gets an id
+    observability.init_app(app)
     init_api(app)
     app.register_blueprint(frontend)
     lti.init_app(app)
+    edge.init_app(app)  # every request passes it, before Flask
     if settings.proxy_hops:
         from werkzeug.middleware.proxy_fix import ProxyFix
 

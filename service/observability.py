@@ -1,16 +1,13 @@
-"""Request ids, JSON logs without learner ids or keys, security headers, Prometheus metrics."""
+"""JSON logs without learner ids or keys, the security headers, Prometheus metrics and their
+endpoint. The edge (service/edge) gives every request its id, headers, metrics and log line."""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
-import re
-import time
-import uuid
-from typing import Any
 
-from flask import Flask, Response, current_app, g, request
+from flask import Flask, Response, current_app, request
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -20,8 +17,6 @@ from prometheus_client import (
     generate_latest,
     multiprocess,
 )
-
-REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
 
 REQUESTS = Histogram(
     "workbench_request_seconds",
@@ -82,64 +77,8 @@ def security_header_values(settings) -> list[tuple[str, str]]:
     return headers
 
 
-def security_headers(response: Response) -> Response:
-    present = {key.lower() for key in response.headers.keys()}  # one pass, not a scan per header
-    for key, value in current_app.extensions["security_headers"]:
-        if key.lower() not in present:
-            response.headers.add(key, value)
-    return response
-
-
-def retry_after_only_when_it_means_something(response: Response) -> Response:
-    """Retry-After belongs to 429 and 503; the rate limiter adds it to every response. Registered
-    before every other after-request hook, so it runs after them all."""
-    if response.status_code not in (429, 503):
-        response.headers.pop("Retry-After", None)
-    return response
-
-
 def init_app(app: Flask) -> None:
-    log = logging.getLogger("service.requests")
-    app.extensions["security_headers"] = security_header_values(app.extensions["settings"])
-
-    @app.before_request
-    def _start() -> None:
-        incoming = request.headers.get("X-Request-Id", "")
-        g.request_id = incoming if REQUEST_ID.match(incoming) else uuid.uuid4().hex
-        g.started = time.perf_counter()
-
-    timers: dict[tuple[str, str, int], Any] = {}  # this app's histogram children, looked up once each
-
-    @app.after_request
-    def _finish(response: Response) -> Response:
-        response.headers["X-Request-Id"] = g.get("request_id", "")
-        security_headers(response)
-        # The route's rule, never the path: paths carry learner ids.
-        rule = request.url_rule
-        endpoint = rule.rule if rule else "unmatched"
-        method, status = request.method, response.status_code
-        duration = time.perf_counter() - g.get("started", time.perf_counter())
-        timer = timers.get((endpoint, method, status))
-        if timer is None:
-            timer = timers[(endpoint, method, status)] = REQUESTS.labels(endpoint, method, str(status))
-        timer.observe(duration)
-        if status == 503:
-            UNAVAILABLE.inc()
-        elif status == 409 and endpoint.endswith("/events"):
-            CONFLICTS.inc()
-        if log.isEnabledFor(logging.INFO):
-            log.info(
-                "request",
-                extra={
-                    "request_id": g.get("request_id"),
-                    "endpoint": endpoint,
-                    "method": method,
-                    "status": status,
-                    "duration_ms": round(duration * 1000, 2),
-                },
-            )
-        return response
-
+    """The metrics endpoint (the edge records every request: service/edge)."""
     app.add_url_rule("/metrics", "metrics", _metrics)
 
 

@@ -1,14 +1,15 @@
-"""HTTP edge: strict JSON, problem+json errors, one blueprint per resource under /api/v1."""
+"""The JSON API: one blueprint per resource under /api/v1, problem+json errors, the OpenAPI
+document. The edge in front of it (service/edge) identifies, counts and reads each request."""
 
 from __future__ import annotations
 
 from flask import Flask
-from flask_cors import CORS
 
+from ..edge import problems
+from ..edge.json_codec import OrjsonProvider
 from . import (
     analytics,
     attention,
-    budgets,
     challenges,
     docs,
     events,
@@ -16,20 +17,13 @@ from . import (
     exports,
     failure_modes,
     health,
-    lean,
-    lean_routes,
     learners,
     lessons,
     models,
     presets,
-    problems,
     session,
-    slow_clients,
-    strict_input,
     xapi,
 )
-from .auth import init_limiter
-from .json_codec import OrjsonProvider
 from .smorest import Api
 
 # One blueprint per resource, in the order the OpenAPI document lists them.
@@ -51,7 +45,6 @@ RESOURCES = (
 
 
 def init_app(app: Flask) -> Api:
-    settings = app.extensions["settings"]
     app.json_provider_class = OrjsonProvider
     app.json = OrjsonProvider(app)
     app.config.update(
@@ -74,18 +67,6 @@ def init_app(app: Flask) -> Api:
         api.register_blueprint(module.blp)
     app.register_blueprint(health.blp)
     app.register_blueprint(docs.blp)
-    CORS(
-        app,
-        resources={r"/api/v1/*": {"origins": list(settings.cors_origins)}},
-        expose_headers=["Retry-After", "Location", "X-Request-Id"],
-        supports_credentials=False,
-        max_age=600,
-    )
-    app.before_request(strict_input.refuse_control_characters)
-    slow_clients.init_app(app)
-    init_limiter(app)
-    budgets.init_app(app)  # counts in the limiter's store
     models.init_app(app)
-    lean.init_app(app, lean_routes.routes(app))
     app.extensions["api"] = api
     return api

@@ -10,11 +10,11 @@ from ..compute.failure_modes import REGISTRY
 from ..db import analytics as q
 from ..db import funnel as progress_q
 from ..db.rollup_refresh import catch_up
+from ..edge.problems import Problem
 from ..lessons import Lesson
 from ..lessons.parameters import PARAMETERS
 from . import cursors
 from .auth import current_principal
-from .problems import Problem
 from .schemas.analytics import (
     DateRangeArgs,
     DurationsSchema,

@@ -1,25 +1,32 @@
 """Compute: `POST /attention` (every intermediate) and `POST /attention/compare` (correct vs broken).
 
 JSON by default; `Accept: application/octet-stream` (optionally `; dtype=float32`) answers with
-the same numbers in the safetensors layout (traces.body_tensors)."""
+the same numbers in the safetensors layout (traces.body_tensors). Each request's cells are
+charged at the edge (`cells`); a body the fast loader is sure of is answered there too
+(`fast`), the rest by the views below, which marshmallow validates and words.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from flask import current_app, request
+from flask import current_app, request, send_file
 from flask.views import MethodView
 
-from . import budgets, heavy
+from ..edge import Answer, EdgeRequest, answer_fast, costs
+from ..edge.limits import cost
+from . import heavy
 from .schemas.attention import (
     AttentionRequestSchema,
     AttentionResponseSchema,
     CompareRequestSchema,
     CompareResponseSchema,
+    caps_exceeded,
+    check_compute_caps,
 )
+from .schemas.fast_load import Doubt, loader
 from .smorest import JSON_BODY_ERRORS, Blueprint
-from .strict_input import read_body_bytes, require_json
-from .traces import BINARY, compare_body, respond, trace_body, wants_binary
+from .traces import BINARY, compare_body, encode, respond, trace_body, wants_binary
 
 blp = Blueprint(
     "attention",
@@ -27,7 +34,6 @@ blp = Blueprint(
     url_prefix="/api/v1/attention",
     description="Multi-head attention with every per-head intermediate.",
 )
-
 
 BINARY_RESPONSE = {
     "content": {
@@ -43,6 +49,49 @@ BINARY_RESPONSE = {
         }
     }
 }
+LOAD = {False: loader(AttentionRequestSchema), True: loader(CompareRequestSchema)}
+
+
+def cells(compare: bool):
+    """What a request charges: a parsed body's cells (over a cap: 413 first), a body too large to
+    parse in a request thread measured in the background process (heavy.measure_large_body)."""
+
+    def measure(req: EdgeRequest) -> int | None:
+        if not req.parsed:
+            return heavy.measure_large_body(req.raw or b"", compare)
+        data = req.data
+        check_compute_caps(data)
+        try:
+            tokens, heads = data["tokens"], data["heads"]
+            return cost(tokens, heads, compare) if type(heads) is int and tokens and type(tokens[0]) is list else None
+        except (KeyError, TypeError, IndexError):
+            return None  # not an attention body: the view's schema says what is wrong
+
+    return measure
+
+
+def fast(compare: bool):
+    """The whole answer for a body the schema's fast loader is sure of; None: the view answers."""
+
+    def handle(req: EdgeRequest) -> Answer | None:
+        binary = wants_binary(req.accept)
+        if not req.parsed:  # large: parsed, validated and computed in the background process
+            return _file(heavy.run(None, compare=compare, binary=binary, raw=req.raw), binary)
+        try:
+            args = LOAD[compare](req.data)
+        except Doubt:
+            return None
+        failure_mode = None if compare else args.get("failure_mode")
+        if is_heavy(cost(args["tokens"], args["heads"], compare)):
+            return _file(heavy.run(args, failure_mode, compare=compare, binary=binary), binary)
+        body = compare_body(args) if compare else trace_body(args, failure_mode)
+        return Answer(200, encode(body, binary), BINARY if binary else "application/json")
+
+    return handle
+
+
+def _file(handle: Any, binary: str | None) -> Answer:
+    return Answer(200, handle, BINARY if binary else "application/json")
 
 
 def is_heavy(cells: int) -> bool:
@@ -50,48 +99,42 @@ def is_heavy(cells: int) -> bool:
     return cells >= current_app.extensions["settings"].heavy_compute_cells
 
 
-def answer(args: dict[str, Any], compare: bool, cells: int) -> Any:
-    """Charge the budgets, then compute here (small) or in the background process (large)."""
-    budgets.charge(cells)
+def answer(args: dict[str, Any], compare: bool) -> Any:
+    """The view's answer (its cells were charged at the edge): here, or in the background process."""
+    binary = wants_binary(request.accept_mimetypes)
     failure_mode = None if compare else args.get("failure_mode")
-    if is_heavy(cells):
-        return heavy.run(args, failure_mode, compare=compare, binary=wants_binary(request.accept_mimetypes))
+    if is_heavy(cost(args["tokens"], args["heads"], compare)):
+        handle = heavy.run(args, failure_mode, compare=compare, binary=binary)
+        return send_file(
+            handle, mimetype=BINARY if binary else "application/json", max_age=0, conditional=False, etag=False
+        )
     return respond(compare_body(args) if compare else trace_body(args, failure_mode))
-
-
-@blp.before_request
-def _large_bodies_are_parsed_in_the_background() -> Any:
-    """A body of `background_parse_bytes` or more skips the request thread's parser: parsing
-    1.5 MB of JSON holds the worker's GIL for about 30 ms, time every other request of the worker
-    (event ingestion above all) would wait. The background process parses and validates it with
-    the same schema and answers the same errors (heavy.parse_large_body)."""
-    settings = current_app.extensions["settings"]
-    if request.method != "POST" or (request.content_length or 0) < settings.background_parse_bytes:
-        return None
-    require_json()  # 415 before reading a byte of the body
-    compare = request.endpoint == "attention.Compare"
-    raw = read_body_bytes()
-    budgets.charge(heavy.measure_large_body(raw, compare))
-    return heavy.run(None, compare=compare, binary=wants_binary(request.accept_mimetypes), raw=raw)
 
 
 @blp.route("")
 class Attention(MethodView):
+    @costs(cells(False))
+    @answer_fast(fast(False))
     @blp.arguments(AttentionRequestSchema())
     @blp.response(200, AttentionResponseSchema)
     @blp.doc(responses={200: BINARY_RESPONSE})
     @blp.problems(503, *JSON_BODY_ERRORS)
     def post(self, args):
         """Compute multi-head attention and return every per-head intermediate"""
-        return answer(args, False, budgets.cost(args))
+        return answer(args, False)
 
 
 @blp.route("/compare")
 class Compare(MethodView):
+    @costs(cells(True))
+    @answer_fast(fast(True))
     @blp.arguments(CompareRequestSchema())
     @blp.response(200, CompareResponseSchema)
     @blp.doc(responses={200: BINARY_RESPONSE})
     @blp.problems(503, *JSON_BODY_ERRORS)
     def post(self, args):
         """Compute the correct and a broken implementation side by side, with per-cell differences"""
-        return answer(args, True, budgets.cost(args, compare=True))
+        return answer(args, True)
+
+
+__all__ = ["blp", "caps_exceeded"]

@@ -22,8 +22,8 @@ from ..compute.challenge import check_answers, new_cases
 from ..db import challenges as challenges_db
 from ..db.events import NewEvent
 from ..db.models import ExerciseChallenge
+from ..edge.problems import Problem
 from .auth import current_principal, optional_principal
-from .problems import Problem
 from .schemas.exercises import AnswersSchema, ChallengeSchema, NewChallengeSchema, VerdictSchema
 from .smorest import JSON_BODY_ERRORS, Blueprint
 

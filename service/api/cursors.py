@@ -12,7 +12,7 @@ import re
 
 from flask import current_app
 
-from .problems import Problem
+from ..edge.problems import Problem
 
 SIGNATURE_BYTES = 12
 MAX_ROW_ID = 2**63 - 1  # BIGINT

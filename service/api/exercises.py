@@ -11,8 +11,8 @@ from ..compute import AttentionInputError
 from ..compute.diagnose import MISTAKES, diagnose
 from ..config import ROOT
 from ..db import challenges as challenges_db
+from ..edge.problems import Problem
 from .auth import optional_principal
-from .problems import Problem
 from .schemas.exercises import CheckResultSchema, CheckSchema, MistakesSchema
 from .smorest import JSON_BODY_ERRORS, Blueprint
 

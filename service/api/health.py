@@ -3,8 +3,7 @@
 from flask import Blueprint, current_app, jsonify
 
 from ..db import DatabaseUnavailable
-from .auth import limiter_storage_ok
-from .problems import Problem
+from ..edge.problems import Problem
 
 blp = Blueprint("health", __name__)
 
@@ -24,6 +23,6 @@ def readyz():
         raise Problem(
             503, f"the database does not answer: {exc}", headers={"Retry-After": "2"}, slug="database-unavailable"
         ) from None
-    if not limiter_storage_ok(current_app):  # serving, but limits are per worker until it is back
+    if not current_app.extensions["limits"].storage_ok():  # serving, but limits are per worker until it is back
         return jsonify(status="degraded", database="ok", rate_limits="shared store unreachable: limited per worker")
     return jsonify(status="ready", database="ok", rate_limits="ok")

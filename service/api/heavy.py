@@ -22,11 +22,11 @@ from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Any, NoReturn
 
-from flask import current_app, send_file
+from flask import current_app
 
 from ..background import start_compute_process
+from ..edge.problems import Problem
 from .heavy_child import SHARED, compute_to_file, measure, release_memory_when_idle
-from .problems import Problem
 
 SLOTS_DIR = SHARED / f"workbench-heavy-{os.getuid()}"  # one set of slots per machine (container) and user
 
@@ -148,7 +148,8 @@ def run(
     binary: str | None = None,
     raw: bytes | None = None,
 ):
-    """Compute a trace (from `args`, or from a large body still `raw`) in the background process."""
+    """Compute a trace (from `args`, or from a large body still `raw`) in the background process;
+    the open file of its answer (the server sends it, with sendfile where it can)."""
     settings = current_app.extensions["settings"]
     count = machine_slots(settings.heavy_compute_concurrency)
     with _waiting_place():
@@ -162,8 +163,7 @@ def run(
         _raise(error or {})
     body = open(path, "rb")  # noqa: SIM115 - closed by the server after sending
     os.unlink(path)  # the open descriptor keeps the data until the response is sent
-    mimetype = "application/octet-stream" if binary else "application/json"
-    return send_file(body, mimetype=mimetype, max_age=0, conditional=False, etag=False)
+    return body
 
 
 def _busy(reason: str) -> Problem:

@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from .problems import Problem
+from ..edge.problems import Problem
 
 SHARED = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
 
@@ -46,21 +46,21 @@ def _parse(raw: bytes, compare: bool, settings) -> tuple[dict[str, Any] | None, 
     would (strict JSON, caps first, the same schema, the same 4xx), with its cost."""
     from marshmallow import ValidationError
 
-    from .budgets import cost
-    from .problems import flatten_errors, invalid_fields
+    from ..edge.body import parse_json
+    from ..edge.limits import cost
+    from ..edge.problems import flatten_errors, invalid_fields
     from .schemas.attention import AttentionRequestSchema, CompareRequestSchema
-    from .strict_input import parse_json_bytes
 
     try:
         with _settings_context(settings):
-            body = parse_json_bytes(raw)
+            body = parse_json(raw)
             try:
                 args = (CompareRequestSchema() if compare else AttentionRequestSchema()).load(body)
             except ValidationError as error:
                 raise invalid_fields(flatten_errors(error.normalized_messages())) from None
     except Problem as problem:
         return None, 0, problem_data(problem)
-    return args, cost(args, compare), None
+    return args, cost(args["tokens"], args["heads"], compare), None
 
 
 IDLE_SECONDS_BEFORE_RELEASE = 2.0

@@ -7,10 +7,10 @@ from flask.views import MethodView
 
 from ..db.erasure import erase_learner
 from ..db.progress import event_json, learner_events, learner_exists, learner_progress
+from ..edge.problems import Problem
 from ..identity import Principal
 from . import cursors
 from .auth import current_principal
-from .problems import Problem
 from .schemas.events import EventPageSchema, PageArgsSchema
 from .schemas.learners import ErasureSchema, ProgressArgsSchema, ProgressSchema
 from .smorest import Blueprint

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import current_app
 from flask.views import MethodView
 
-from .problems import Problem
+from ..edge.problems import Problem
 from .schemas.lessons import LessonListSchema, LessonSchema
 from .smorest import Blueprint
 

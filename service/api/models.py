@@ -10,8 +10,8 @@ from flask import current_app
 from flask.views import MethodView
 
 from ..compute.model import PATTERNS, Model, byte_text, load_models
-from . import budgets
-from .problems import Problem
+from ..edge import EdgeRequest, costs
+from ..edge.problems import Problem
 from .schemas.models import ModelAttentionRequestSchema, ModelListSchema, ModelTraceSchema
 from .smorest import JSON_BODY_ERRORS, Blueprint
 from .traces import respond, rounded, trace_json
@@ -91,8 +91,19 @@ class Models(MethodView):
         return {"models": [describe(model) for model in registry().values()]}
 
 
+def cells(req: EdgeRequest) -> int | None:
+    """A model's trace costs every layer's attention on the text (charged at the edge)."""
+    model = registry().get(req.view_args.get("model_id", ""))
+    text = req.data.get("text") if isinstance(req.data, dict) else None
+    if model is None or not isinstance(text, str):
+        return None  # the view says what is wrong
+    n = min(len(text.encode("utf-8", "surrogatepass")), model.context)
+    return model.layers * (model.heads * n * n + n * model.card["architecture"]["d_model"])
+
+
 @blp.route("/<string:model_id>/attention")
 class ModelAttention(MethodView):
+    @costs(cells)
     @blp.arguments(ModelAttentionRequestSchema())
     @blp.response(200, ModelTraceSchema)
     @blp.problems(404, *JSON_BODY_ERRORS)
@@ -109,8 +120,6 @@ class ModelAttention(MethodView):
                 slug="over-limit",
                 extra={"limits": {"context": model.context}},
             )
-        n, arch = len(data), model.card["architecture"]
-        budgets.charge(model.layers * (model.heads * n * n + n * arch["d_model"]))
         return respond(trace_body(model, data, args))
 
 

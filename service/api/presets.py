@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from flask.views import MethodView
 
+from ..edge.problems import Problem
 from ..presets import presets
-from .problems import Problem
 from .schemas.attention import PresetListSchema, PresetSchema
 from .smorest import Blueprint
 

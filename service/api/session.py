@@ -10,9 +10,10 @@ from flask import session as cookie
 from flask.views import MethodView
 
 from ..db import sessions as sessions_db
+from ..edge.caller import web_platform_id
+from ..edge.problems import Problem
 from ..identity import WEB_PLATFORM, new_learner_id
-from .auth import browser_learner, web_platform_id
-from .problems import Problem
+from .auth import browser_learner
 from .schemas.learners import SessionSchema
 from .smorest import Blueprint
 
@@ -41,7 +42,7 @@ class BrowserSession(MethodView):
     @blp.problems(429, 503)
     def post(self):
         """Start (or resume) a browser learner session"""
-        web_platform_id()  # the web platform exists before any of its learners writes
+        web_platform_id(current_app)  # the web platform exists before any of its learners writes
         status = 200
         if not browser_learner():  # none yet, or logged out: a new pseudonymous learner
             cookie.clear()
@@ -51,6 +52,7 @@ class BrowserSession(MethodView):
             status = 201
         elif not cookie.get("sid"):
             cookie["sid"] = secrets.token_hex(16)  # an older session becomes one that logging out revokes
+        cookie.modified = True  # renewed (a new expiry) whenever a page starts: pages call this on load
         return current_app.response_class(
             current_app.json.dumps(_described()), status=status, mimetype="application/json"
         )

@@ -1,17 +1,46 @@
-"""flask-smorest wired for this service: problem+json errors, the strict body parser."""
+"""flask-smorest wired for this service: problem+json errors, and the body parser reading the
+JSON the edge already read and parsed (strict: service/edge/body.py)."""
 
 from __future__ import annotations
 
 import http
 from collections.abc import Callable
+from typing import Any
 
 import flask_smorest
 import marshmallow as ma
+from flask import request
 from flask_smorest.utils import prepare_response
+from webargs import core
+from webargs.flaskparser import FlaskParser
 
-from .problems import PROBLEM_MIMETYPE, http_problem
+from ..edge import JSON, RAW
+from ..edge.body import parse_json
+from ..edge.problems import PROBLEM_MIMETYPE, Problem, http_problem
 from .schemas.fields import Matrix
-from .strict_input import StrictParser
+
+
+def require_json() -> None:
+    if not core.is_json(request.mimetype):
+        got = request.mimetype or "no Content-Type"
+        raise Problem(415, f"send the body as application/json (got {got})", slug="unsupported-media-type")
+
+
+def json_body() -> Any:
+    """The parsed body of a JSON request (read and parsed once, at the edge), or 415."""
+    require_json()
+    if JSON not in request.environ:
+        request.environ[JSON] = parse_json(request.environ.get(RAW, b""))
+    return request.environ[JSON]
+
+
+class StrictParser(FlaskParser):
+    """webargs parser whose JSON location is the body the edge parsed."""
+
+    DEFAULT_VALIDATION_STATUS = 422
+
+    def _raw_load_json(self, req):
+        return json_body()
 
 
 class ProblemSchema(ma.Schema):

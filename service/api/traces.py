@@ -14,9 +14,9 @@ from ..compute import AttentionInputError, AttentionTrace, multi_head_attention
 from ..compute.conventions import conventions
 from ..compute.divergence import differing, stage_arrays
 from ..compute.failure_modes import REGISTRY
+from ..edge.json_codec import dumps_bytes
+from ..edge.problems import Problem
 from . import safetensors_codec
-from .json_codec import dumps_bytes
-from .problems import Problem
 
 HEAD_PARTS: tuple[str, ...] = ("query", "key", "value", "query_before_rope", "key_before_rope", "scores")
 HEAD_PARTS += ("masked_scores", "weights", "output", "summary")

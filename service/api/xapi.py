@@ -16,9 +16,9 @@ from flask.views import MethodView
 
 from .. import xapi
 from ..db import statements as statements_db
+from ..edge.problems import Problem
 from . import cursors
 from .auth import current_principal
-from .problems import Problem
 from .schemas.xapi import AboutSchema, StatementResultSchema, StatementsArgs
 from .smorest import Blueprint
 

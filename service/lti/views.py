@@ -15,8 +15,8 @@ from pylti1p3.contrib.flask import FlaskCookieService, FlaskOIDCLogin
 from pylti1p3.exception import LtiException
 
 from ..api.auth import browser_learner
-from ..api.problems import Problem
 from ..db.models import Platform
+from ..edge.problems import Problem
 from . import grades, keys
 from .course import course_of
 from .course import learners as course_learners

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from marshmallow import Schema, ValidationError
 
-from service.api.problems import Problem
 from service.api.schemas.events import EventBatchSchema
 from service.api.schemas.fast_events import NOT_SURE, fast_events
+from service.edge.problems import Problem
 
 NOW = dt.datetime.now(dt.UTC)
 ID = "0b5c3a3e-5d8f-4c59-9a5e-2f1f3b6c7d8e"

@@ -207,12 +207,12 @@ def test_a_body_parsed_in_the_background_gets_the_same_answer_as_one_parsed_here
 
 @pytest.mark.parametrize("compare", [False, True])
 def test_a_large_body_never_reaches_the_request_threads_parser(app_config, monkeypatch, compare):
-    from service.api import strict_input
+    import service.edge
 
     body = {**BODY, "failure_mode": "no_scaling"} if compare else BODY
     path = "/api/v1/attention/compare" if compare else "/api/v1/attention"
     expected = orjson.loads(create_app(app_config).test_client().post(path, json=body).get_data())
-    monkeypatch.setattr(strict_input, "parse_json_bytes", lambda data: pytest.fail("parsed in the request thread"))
+    monkeypatch.setattr(service.edge, "parse_json", lambda data: pytest.fail("parsed in the request thread"))
     away = create_app({**app_config, "background_parse_bytes": 1}).test_client().post(path, json=body)
     assert away.status_code == 200 and orjson.loads(away.get_data()) == expected
     away.close()

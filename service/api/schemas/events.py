@@ -6,7 +6,7 @@ from __future__ import annotations
 from flask import current_app
 from marshmallow import Schema, ValidationError, fields, pre_load, validate
 
-from ..problems import Problem
+from ...edge.problems import Problem
 from .event import EventSchema
 from .fast_events import NOT_SURE, fast_events
 from .fields import SafeString

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from marshmallow import Schema, ValidationError, fields, pre_load, validate
 
-from ..problems import Problem
+from ...edge.problems import Problem
 from .event import name
 from .fields import Matrix, SafeString, StrictBoolean, StrictInteger, parse_matrix
 

@@ -16,12 +16,8 @@ from marshmallow import Schema, ValidationError, fields
 from marshmallow import missing as marshmallow_missing
 
 from .event import MAX_DATA_BYTES, MAX_DATA_DEPTH, EventSchema, deeper_than, validate_data
+from .fast_load import Doubt
 from .fields import SafeString, UTCDateTime
-
-
-class Doubt(Exception):
-    """The fast loader is not sure: marshmallow decides (and words the error)."""
-
 
 _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 

@@ -1,6 +1,7 @@
-"""The lean path for `POST /api/v1/attention` (service/api/lean.py) answers exactly as the full
-Flask path: the same status, the same bytes, the same headers, the rate limit counted once in
-the same store; whatever it is not sure of is answered by the full path itself."""
+"""The edge (service/edge) in front of every request: a route's fast handler answers exactly as
+its view would (the same status, bytes and headers), the rate limit is counted once, whatever
+the fast handler is not sure of is answered by the view; and what is added the ordinary way (a
+header hook, a route's limit) holds for the fast answers too."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ from hypothesis import strategies as st
 from sqlalchemy import text
 from werkzeug.http import parse_cookie
 
-from service.api.lean import LeanPath
 from service.app import create_app
+from service.edge import edge, rate_limit
 from service.presets import presets
 
-from .helpers import LESSON, completed, event
+from ..api.helpers import LESSON, completed, event
 
 URL = "/api/v1/attention"
 WORKBENCH = presets()["workbench"]["request"]
@@ -24,34 +25,34 @@ VARYING = {"X-Request-Id", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Set-Co
 
 
 class Paths:
-    """Ask the same app through the lean path or straight through the full path, and tell which answered."""
+    """Ask the same app with its fast handlers, or with its views only, and tell which answered
+    (`full_calls`: the requests that reached Flask)."""
 
     def __init__(self, app):
         self.app = app
-        self.lean = app.wsgi_app
-        assert isinstance(self.lean, LeanPath)
-        self.full = self.lean.full
+        self.edge = edge(app)
+        self.flask = self.edge.flask
         self.full_calls = 0
 
         def counted(environ, start_response):
             self.full_calls += 1
-            return self.full(environ, start_response)
+            return self.flask(environ, start_response)
 
-        self.lean.full = counted
+        self.edge.flask = counted
         self.client = app.test_client()
 
     def post(self, path: str, body=None, *, data=None, full: bool = False, **kwargs):
-        self.app.wsgi_app = self.full if full else self.lean
+        self.edge.use_fast = not full
         try:
             if body is not None:
                 data = json.dumps(body)
                 kwargs.setdefault("content_type", "application/json")
             return self.client.post(path, data=data, **kwargs)
         finally:
-            self.app.wsgi_app = self.lean
+            self.edge.use_fast = True
 
     def both(self, body=None, path: str = URL, **kwargs):
-        """(lean's answer, full's answer, whether the lean path answered without the full path)."""
+        """(the fast answer, the view's answer, whether the fast handler answered without Flask)."""
         before = self.full_calls
         lean = self.post(path, body, **kwargs)
         answered_lean = self.full_calls == before
@@ -81,7 +82,7 @@ def assert_same(lean, full):
         {"tokens": [[0.1 * i - 0.7 * j for i in range(8)] for j in range(6)], "heads": 2, "causal": True},
     ],
 )
-def test_what_the_workbench_sends_is_answered_by_the_lean_path_with_the_full_paths_bytes(paths, body):
+def test_what_the_workbench_sends_is_answered_at_the_edge_with_the_views_bytes(paths, body):
     lean, full, answered_lean = paths.both(body)
     assert answered_lean and lean.status_code == 200
     assert_same(lean, full)
@@ -111,10 +112,12 @@ def test_what_the_workbench_sends_is_answered_by_the_lean_path_with_the_full_pat
         (None, {"data": b'{"heads": 2, "heads": 2, "tokens": [[1, 2, 3, 4]]}', "content_type": "application/json"}),
     ],
 )
-def test_anything_else_is_answered_by_the_full_path_exactly_as_before(paths, body, kwargs):
+def test_anything_else_gets_the_views_answer_exactly(paths, body, kwargs):
+    """What the fast handler is not sure of goes to the view; what it refuses (the engine's 422, a
+    body that is not JSON) it refuses with the view's own problem."""
     lean, full, answered_lean = paths.both(body, **kwargs)
     if lean.status_code != 200:
-        assert not answered_lean and lean.mimetype == "application/problem+json"
+        assert lean.mimetype == "application/problem+json"
     assert_same(lean, full)
 
 
@@ -139,29 +142,30 @@ def test_random_bodies_get_the_same_answer_on_both_paths(paths, body):
     assert_same(*paths.both(body)[:2])
 
 
-def test_a_request_id_is_echoed_or_made_as_on_the_full_path(paths):
+def test_a_request_id_is_echoed_or_made(paths):
     lean, _, answered_lean = paths.both(WORKBENCH, headers={"X-Request-Id": "trace-1234abcd"})
     assert answered_lean and lean.headers["X-Request-Id"] == "trace-1234abcd"
     lean, _, _ = paths.both(WORKBENCH, headers={"X-Request-Id": "bad id!"})
     assert len(lean.headers["X-Request-Id"]) == 32 and lean.headers["X-Request-Id"] != "bad id!"
 
 
-def test_a_browser_learners_session_cookie_is_refreshed_as_flask_refreshes_it(paths):
-    assert paths.client.post("/api/v1/session").status_code in (200, 201)
+def test_the_session_cookie_is_renewed_when_a_page_loads_not_on_every_answer(paths):
+    first = paths.client.post("/api/v1/session")
+    assert first.status_code == 201 and "Set-Cookie" in first.headers
     lean, full, answered_lean = paths.both(WORKBENCH)
-    assert answered_lean
+    assert answered_lean and "Set-Cookie" not in lean.headers and "Set-Cookie" not in full.headers
     assert_same(lean, full)
-    cookies = [parse_cookie(r.headers["Set-Cookie"]) for r in (lean, full)]
+    again = paths.client.post("/api/v1/session")  # every page calls it on load
+    cookie = parse_cookie(again.headers["Set-Cookie"])
     decode = paths.app.session_interface.get_signing_serializer(paths.app).loads
-    assert decode(cookies[0]["workbench_session"]) == decode(cookies[1]["workbench_session"])
-    attributes = [sorted(k for k in c if k != "workbench_session") for c in cookies]
-    assert attributes[0] == attributes[1]
+    assert decode(cookie["workbench_session"])["learner"] == first.get_json()["learner"]
+    assert "Expires" in again.headers["Set-Cookie"]
 
 
-def test_a_cookie_that_does_not_verify_is_left_to_the_full_path(paths):
+def test_a_cookie_that_does_not_verify_counts_as_none(paths):
     paths.client.set_cookie("workbench_session", "forged.value.sig")
     lean, full, answered_lean = paths.both(WORKBENCH)
-    assert not answered_lean
+    assert answered_lean
     assert_same(lean, full)
 
 
@@ -174,32 +178,39 @@ def limited(app_config):
     app.extensions["db"].dispose()
 
 
-def test_the_rate_limit_is_counted_once_per_request_in_the_full_paths_store(limited):
+def test_the_rate_limit_is_counted_once_per_request_whoever_answers(limited):
     answers = [limited.post(URL, WORKBENCH, full=(i == 1)) for i in range(4)]
     assert [a.status_code for a in answers] == [200, 200, 200, 429]
     assert [a.headers.get("X-RateLimit-Remaining") for a in answers[:3]] == ["2", "1", "0"]
     assert {a.headers["X-RateLimit-Limit"] for a in answers[:3]} == {"3"}
-    assert limited.full_calls == 1  # the refusal: lean counted its two, then left the 429 to the full path
+    assert limited.full_calls == 1  # the view answered the one it was asked; the edge refused the fourth
     assert answers[3].mimetype == "application/problem+json" and int(answers[3].headers["Retry-After"]) > 0
 
 
-def test_a_verified_key_counts_against_the_key_once_this_worker_knows_it(limited, make_key):
+def test_a_key_is_read_from_the_database_once_then_known_to_this_worker(limited, make_key, monkeypatch):
+    from service.edge import caller
+
     headers = make_key("acme")
-    first = limited.post(URL, WORKBENCH, headers=headers)  # unknown to this worker: the full path verifies it
-    assert limited.full_calls == 1 and first.headers["X-RateLimit-Limit"] == "5"
+    reads = []
+    real = caller.authenticate
+    monkeypatch.setattr(caller, "authenticate", lambda conn, token: reads.append(token) or real(conn, token))
+    first = limited.post(URL, WORKBENCH, headers=headers)
     second = limited.post(URL, WORKBENCH, headers=headers)
-    assert limited.full_calls == 1, "the cached key answered on the lean path"
+    assert limited.full_calls == 0 and len(reads) == 1  # the edge verified it once, and answered both
+    assert first.headers["X-RateLimit-Limit"] == "5"
     assert second.headers["X-RateLimit-Limit"] == "5" and second.headers["X-RateLimit-Remaining"] == "3"
-    limited.post(URL, WORKBENCH, headers={"Authorization": "Bearer wb_madeupxx_" + "0" * 40})
-    assert limited.full_calls == 2  # a key nobody verified is never trusted from a cache
+    made_up = {"Authorization": "Bearer wb_madeupxx_" + "0" * 40}
+    limited.post(URL, WORKBENCH, headers=made_up)
+    limited.post(URL, WORKBENCH, headers=made_up)
+    assert len(reads) == 3  # a key that did not verify is never trusted from a cache
 
 
 @pytest.mark.parametrize("app_config_cors", [("https://lms.example",)])
-def test_a_cross_origin_call_goes_to_cors_on_the_full_path_when_origins_are_configured(app_config, app_config_cors):
+def test_a_cross_origin_call_gets_cors_headers_on_either_path(app_config, app_config_cors):
     app = create_app({**app_config, "cors_origins": list(app_config_cors)})
     paths = Paths(app)
     lean, full, answered_lean = paths.both(WORKBENCH, headers={"Origin": "https://lms.example"})
-    assert not answered_lean and lean.headers["Access-Control-Allow-Origin"] == "https://lms.example"
+    assert answered_lean and lean.headers["Access-Control-Allow-Origin"] == "https://lms.example"
     assert_same(lean, full)
     app.extensions["db"].dispose()
 
@@ -208,10 +219,9 @@ def test_a_browser_learner_counts_against_their_own_limit_not_their_address(limi
     learner = limited.app.test_client()
     assert learner.post("/api/v1/session").status_code in (200, 201)
     limited.client, limited.full_calls = learner, 0
-    first = limited.post(URL, WORKBENCH)  # this worker has not seen the session yet: the full path looks it up
-    assert limited.full_calls == 1
+    first = limited.post(URL, WORKBENCH)
     second = limited.post(URL, WORKBENCH)
-    assert limited.full_calls == 1, "the known session answered on the lean path"
+    assert limited.full_calls == 0, "the edge knows the session and the fast handler answers"
     assert [first.headers["X-RateLimit-Remaining"], second.headers["X-RateLimit-Remaining"]] == ["2", "1"]
     limited.client = (
         limited.app.test_client()
@@ -232,7 +242,7 @@ def known_key(paths, make_key, scopes="events:write,progress:read"):
 
 
 @pytest.mark.databases
-def test_a_platforms_events_are_recorded_on_the_lean_path_once_its_key_is_known(paths, make_key, db):
+def test_a_platforms_events_are_recorded_at_the_edge(paths, make_key, db):
     headers = known_key(paths, make_key)
     single, batch = event(), {"events": [event(learner=f"l-{i}") for i in range(3)]}
     for body in (single, batch):
@@ -267,10 +277,10 @@ def test_a_completed_checkpoint_is_reported_as_on_the_full_path(paths, make_key)
         event(occurred_at="2999-01-01T00:00:00+00:00"),
     ],
 )
-def test_events_the_lean_path_is_not_sure_of_get_the_full_paths_answer(paths, make_key, body):
+def test_events_that_are_refused_get_the_views_answer_exactly(paths, make_key, body):
     headers = known_key(paths, make_key)
     lean, full, answered_lean = paths.both(body, path=EVENTS, headers=headers)
-    assert not answered_lean and lean.status_code >= 400
+    assert lean.status_code >= 400
     assert_same(lean, full)
 
 
@@ -281,7 +291,7 @@ def test_a_conflicting_replay_is_refused_with_the_full_paths_409_and_nothing_sto
     paths.post(EVENTS, original, headers=headers)
     changed = {**original, "data": {"parameter": "token", "value": 9}}
     lean, full, answered_lean = paths.both({"events": [event(), changed]}, path=EVENTS, headers=headers)
-    assert not answered_lean and lean.status_code == 409
+    assert answered_lean and lean.status_code == 409
     assert_same(lean, full)
     with db.read() as session:
         assert session.execute(text("SELECT count(*) FROM events")).scalar_one() == 2  # the warm-up and the original
@@ -290,13 +300,13 @@ def test_a_conflicting_replay_is_refused_with_the_full_paths_409_and_nothing_sto
 @pytest.mark.parametrize(
     "headers", [{}, {"Authorization": "Bearer wb_unknown1_" + "x" * 40}, {"Authorization": "Basic eDp5"}]
 )
-def test_callers_this_worker_does_not_know_get_the_full_paths_answer(paths, headers):
+def test_callers_without_a_valid_key_get_the_views_401(paths, headers):
     lean, full, answered_lean = paths.both(event(), path=EVENTS, headers=headers)
     assert not answered_lean and lean.status_code == 401
     assert_same(lean, full)
 
 
-def test_a_key_without_the_scope_gets_the_full_paths_403(paths, make_key):
+def test_a_key_without_the_scope_gets_the_views_403(paths, make_key):
     headers = make_key("acme", "progress:read")
     paths.post(EVENTS, event(), headers=headers, full=True)  # known to this worker now
     lean, full, answered_lean = paths.both(event(), path=EVENTS, headers=headers)
@@ -304,18 +314,17 @@ def test_a_key_without_the_scope_gets_the_full_paths_403(paths, make_key):
     assert_same(lean, full)
 
 
-def test_a_browser_learner_records_their_own_events_on_the_lean_path(paths):
+def test_a_browser_learner_records_their_own_events_at_the_edge(paths):
     learner = paths.client.post("/api/v1/session").get_json()["learner"]
-    paths.post(EVENTS, event(learner=learner), full=True)  # the full path learns the web platform and session
     before = paths.full_calls
     created = paths.post(EVENTS, event(learner=learner))
-    assert paths.full_calls == before and created.status_code == 201 and "Set-Cookie" in created.headers
+    assert paths.full_calls == before and created.status_code == 201
     lean, full, answered_lean = paths.both(event(learner="someone-else"), path=EVENTS)
-    assert not answered_lean and lean.status_code == 403
+    assert lean.status_code == 403  # refused at the edge with the view's own problem
     assert_same(lean, full)
 
 
-def test_an_event_over_the_limit_is_refused_by_the_full_path_and_not_stored(limited, make_key, db):
+def test_an_event_over_the_limit_is_refused_and_not_stored(limited, make_key, db):
     headers = make_key("acme")
     limited.post(EVENTS, event(), headers=headers, full=True)  # the key becomes known: 1 of 5
     statuses = [limited.post(EVENTS, event(), headers=headers).status_code for _ in range(5)]
@@ -324,18 +333,17 @@ def test_an_event_over_the_limit_is_refused_by_the_full_path_and_not_stored(limi
         assert session.execute(text("SELECT count(*) FROM events")).scalar_one() == 5
 
 
-def test_an_event_the_lesson_refuses_after_the_lean_path_counted_it_counts_once(limited, make_key):
+def test_an_event_the_lesson_refuses_counts_once(limited, make_key):
     headers = make_key("acme")
     limited.post(EVENTS, event(), headers=headers, full=True)  # the key becomes known: 1 of 5
     refused = {**completed("implement"), "data": {"tests": {"passed": 3, "failed": 1}}}  # tests must all pass
-    before = limited.full_calls
-    answer = limited.post(EVENTS, refused, headers=headers)  # counted on the lean path, answered by the full one
-    assert limited.full_calls == before + 1 and answer.status_code == 422
+    answer = limited.post(EVENTS, refused, headers=headers)
+    assert answer.status_code == 422
     assert (answer.headers["X-RateLimit-Limit"], answer.headers["X-RateLimit-Remaining"]) == ("5", "3")
     assert limited.post(EVENTS, event(), headers=headers).headers["X-RateLimit-Remaining"] == "2"
 
 
-def test_a_database_past_its_busy_timeout_gets_the_full_paths_503_after_one_wait(app_config, make_key):
+def test_a_database_past_its_busy_timeout_gets_the_views_503_after_one_wait(app_config, make_key):
     import sqlite3
     import time
 
@@ -359,3 +367,40 @@ def test_a_database_past_its_busy_timeout_gets_the_full_paths_503_after_one_wait
     assert lean.mimetype == full.mimetype == "application/problem+json"
     assert lean.get_json() == full.get_json()
     assert waited < 2 * 0.3, "the request waited for the database twice"
+
+
+# -- what is added the ordinary way holds on both paths ---------------------------------------
+
+
+def test_a_header_hook_and_a_routes_limit_hold_for_the_fast_answers_too(app_config):
+    app = create_app({**app_config, "ratelimit_enabled": True})
+    paths = Paths(app)
+    edge(app).after(lambda environ, headers: headers.append(("X-Course", "multi-head")))
+    edge(app).limit("attention.Attention", "POST", "2/minute")
+    answers = [paths.post(URL, WORKBENCH) for _ in range(3)]
+    assert [a.status_code for a in answers] == [200, 200, 429] and paths.full_calls == 0
+    assert all(a.headers["X-Course"] == "multi-head" for a in answers)
+    assert "on this route" in answers[2].get_json()["detail"]
+    other = paths.post("/api/v1/attention/compare", {**WORKBENCH, "failure_mode": "no_scaling"})
+    assert other.status_code == 200 and other.headers["X-Course"] == "multi-head"  # the limit is the route's own
+    app.extensions["db"].dispose()
+
+
+def test_a_limit_declared_on_a_view_is_counted_at_the_edge(app_config):
+    from flask.views import MethodView
+
+    from service.api.smorest import Blueprint
+
+    app = create_app({**app_config, "ratelimit_enabled": True})
+    blp = Blueprint("probe", __name__, url_prefix="/api/v1/probe")
+
+    @blp.route("")
+    class Probe(MethodView):
+        @rate_limit("1/minute")
+        def get(self):
+            return {"ok": True}
+
+    app.extensions["api"].register_blueprint(blp)
+    client = app.test_client()
+    assert [client.get("/api/v1/probe").status_code for _ in range(2)] == [200, 429]
+    app.extensions["db"].dispose()

@@ -1,9 +1,12 @@
-"""RFC 9457 problem details: every error the service gives has this shape."""
+"""RFC 9457 problem details: every error the service gives has this shape, and every handler
+that makes one is here: the edge's own refusals, Flask's and flask-smorest's errors, the
+database's, and the errors gunicorn answers itself before the app sees a request."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import orjson
 from flask import Flask, Response
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeout
@@ -11,7 +14,6 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.http import HTTP_STATUS_CODES
 
 from ..db import DatabaseUnavailable
-from .json_codec import dumps_bytes
 
 PROBLEM_MIMETYPE = "application/problem+json"
 TYPE_BASE = "https://attention-workbench.invalid/problems/"
@@ -52,8 +54,11 @@ class Problem(Exception):
         body.update(self.extra)
         return body
 
+    def body_bytes(self) -> bytes:
+        return orjson.dumps(self.body())
+
     def response(self) -> Response:
-        response = Response(dumps_bytes(self.body()), status=self.status, mimetype=PROBLEM_MIMETYPE)
+        response = Response(self.body_bytes(), status=self.status, mimetype=PROBLEM_MIMETYPE)
         for key, value in self.headers.items():
             response.headers[key] = value
         return response
@@ -115,6 +120,16 @@ def database_unavailable(error: Exception) -> Problem:
     return unavailable(f"the database is unavailable, try again shortly ({error})")
 
 
+def database_problem(error: Exception) -> Problem | None:
+    """The 503 for a database that did not answer (unavailable, no free connection, a lock held
+    past the busy timeout, a lost connection); None for an error that is a bug."""
+    if isinstance(error, (DatabaseUnavailable, SQLAlchemyTimeout)):
+        return database_unavailable(error)
+    if isinstance(error, DBAPIError) and _is_transient(error):
+        return unavailable("the database is busy or unreachable, try again shortly")
+    return None
+
+
 def init_app(app: Flask) -> None:
     @app.errorhandler(Problem)
     def _problem(problem: Problem):
@@ -157,3 +172,37 @@ def _is_transient(error: DBAPIError) -> bool:
         "connection is closed",
     )
     return any(m in text for m in markers) or type(error.orig).__name__ in ("OperationalError",)
+
+
+# -- errors gunicorn answers itself -----------------------------------------------------------
+# A malformed request line, a URI over `limit_request_line`, a bad Content-Length or too many
+# headers never reach the app: gunicorn writes the response itself, as HTML, through
+# `gunicorn.util.write_error`. `install_in_gunicorn()` (each worker, gunicorn.conf.py's
+# `post_fork`) replaces that one function, so these answers have the shape of every other error.
+
+
+def gunicorn_problem_bytes(status: int, reason: str, message: str) -> bytes:
+    """The whole HTTP response gunicorn sends for an error it caught itself."""
+    body = orjson.dumps(
+        {"type": TYPE_BASE + reason.lower().replace(" ", "-"), "title": reason, "status": status,
+         "detail": message or reason}
+    )  # fmt: skip
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\n"
+        "Connection: close\r\n"
+        "Content-Type: application/problem+json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    )
+    return head.encode("latin-1") + body
+
+
+def _write_problem(sock, status_int: int, reason: str, mesg: str) -> None:
+    from gunicorn import util
+
+    util.write_nonblock(sock, gunicorn_problem_bytes(int(status_int), reason, mesg))
+
+
+def install_in_gunicorn() -> None:
+    from gunicorn import util
+
+    util.write_error = _write_problem

@@ -1,0 +1,171 @@
+"""A request's body, read once at the edge: within its deadlines, within the size limit (a
+chunked upload included), parsed as strict JSON; and the URL refused when it holds control
+characters. Nothing here needs Flask: the edge reads `environ` before any view runs.
+
+Behind the shipped nginx (deploy/nginx.conf) slow clients never reach the app. Without it, a
+body must arrive whole within `body_seconds`, and a read that makes no progress for
+`client_stall_seconds` fails (gunicorn hands the app its socket; one watchdog thread per
+process shuts the reading side of sockets whose deadline passed): a trickling body is a 408.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from typing import Any
+from urllib.parse import unquote_plus
+
+from .json_codec import InvalidJSON, loads_strict
+from .problems import Problem
+
+CHUNK = 65536
+TICK = 0.1  # seconds: how late a deadline may be acted on, at most
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+JSON_TYPE = re.compile(r"^application/(?:[\w.+-]+\+)?json\s*(?:;|$)", re.I)
+
+
+def is_json(content_type: str | None) -> bool:
+    """application/json, or a +json type (problem+json, merge-patch+json), any parameters."""
+    return bool(content_type and JSON_TYPE.match(content_type))
+
+
+def refuse_control_characters(environ: dict[str, Any]) -> None:
+    """No NUL or other control character in the path or the query (PostgreSQL text cannot hold
+    NUL; nothing this service names contains one). The query is checked percent-decoded, as the
+    views read it."""
+    query = environ.get("QUERY_STRING", "")
+    if CONTROL.search(environ.get("PATH_INFO", "")) or (query and CONTROL.search(unquote_plus(query))):
+        raise Problem(
+            400, "the URL holds a control character (such as %00); no path or query value may", slug="invalid-url"
+        )
+
+
+class Watchdog:
+    """One thread per process that shuts the reading side of sockets whose deadline passed (a
+    read blocked on a trickling client then returns), instead of a timer thread per request."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, socket.socket]] = []
+        self._live: set[int] = set()
+        self._ids = itertools.count()
+        self._wake = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def arm(self, sock: socket.socket, seconds: float) -> int:
+        with self._wake:
+            if self._thread is None or not self._thread.is_alive():  # one per process, after any fork
+                self._thread = threading.Thread(target=self._run, name="body-deadlines", daemon=True)
+                self._thread.start()
+            ticket = next(self._ids)
+            due = time.monotonic() + seconds
+            # The thread sleeps until the earliest entry's time; woken only when this one is sooner.
+            sooner = not self._heap or due < self._heap[0][0]
+            heapq.heappush(self._heap, (due, ticket, sock))
+            self._live.add(ticket)
+            if sooner:
+                self._wake.notify()
+            return ticket
+
+    def disarm(self, ticket: int) -> None:
+        with self._wake:
+            self._live.discard(ticket)
+
+    def _run(self) -> None:
+        with self._wake:
+            while True:
+                if not self._heap:
+                    self._wake.wait()
+                    continue
+                due = self._heap[0][0]
+                if due > time.monotonic():
+                    # At most one wake a TICK: a deadline of seconds may be a tenth of a second late.
+                    self._wake.wait(max(due - time.monotonic(), TICK))
+                    continue
+                now = time.monotonic()
+                while self._heap and self._heap[0][0] <= now:  # every entry that is due, at once
+                    _, ticket, sock = heapq.heappop(self._heap)
+                    if ticket in self._live:  # else disarmed: its request finished in time
+                        self._live.discard(ticket)
+                        with suppress(OSError):
+                            sock.shutdown(socket.SHUT_RD)
+
+
+WATCHDOG = Watchdog()
+
+
+@contextmanager
+def body_deadline(seconds: float, sock: socket.socket | None) -> Iterator[Callable[[], bool]]:
+    """Yields `late()`: whether the body's time is up. Behind gunicorn a read still blocked at
+    the deadline returns, cut short; the answer can still be sent."""
+    ends = time.monotonic() + seconds
+    ticket = WATCHDOG.arm(sock, seconds) if sock is not None else None
+    try:
+        yield lambda: time.monotonic() >= ends
+    finally:
+        if ticket is not None:
+            WATCHDOG.disarm(ticket)
+
+
+def read_body(environ: dict[str, Any], limit: int, seconds: float, stall_seconds: float) -> bytes:
+    """The whole body within `seconds` and `limit` bytes: 408 or 413 otherwise (and the
+    connection closes). A chunked upload is read from the server's own stream, one byte past the
+    limit (Werkzeug's limited stream silently truncates at the limit, seen behind gunicorn)."""
+    sock = environ.get("gunicorn.socket")
+    if sock is not None:
+        sock.settimeout(stall_seconds)  # a send or receive that makes no progress fails
+    length = environ.get("CONTENT_LENGTH") or ""
+    if length.isdigit():
+        expected = int(length)
+        if expected > limit:
+            raise _too_large(limit)
+    elif environ.get("wsgi.input_terminated") or "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
+        expected = limit + 1
+    else:
+        return b""
+    stream = environ["wsgi.input"]
+    chunks, size = [], 0
+    with body_deadline(seconds, sock) as late:
+        while size < expected:
+            try:
+                chunk = stream.read(min(CHUNK, expected - size))  # gunicorn returns only whole chunks
+            except OSError:  # a stall past client_stall_seconds, or cut by the deadline
+                chunk = None
+            if chunk is None or late():
+                raise Problem(
+                    408,
+                    f"the request body did not arrive within {seconds:g} s; send it whole, without pauses",
+                    headers={"Connection": "close"},
+                    slug="request-timeout",
+                )
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    if size > limit:
+        raise _too_large(limit)
+    return b"".join(chunks)
+
+
+def _too_large(limit: int) -> Problem:
+    return Problem(413, f"the request body is larger than the limit of {limit} bytes", extra={"limit": limit})
+
+
+def parse_json(data: bytes) -> Any:
+    """Strict JSON (json_codec: no NaN, no Infinity, nothing past float64, no deep nesting), or
+    a 400 problem saying what is wrong."""
+    if not data.strip():
+        raise Problem(400, "the request body is empty; send a JSON document", slug="malformed-json")
+    try:
+        return loads_strict(data)
+    except InvalidJSON as exc:
+        raise Problem(
+            400,
+            f"the body is not valid JSON ({exc}); NaN, Infinity and numbers beyond float64 range are not JSON",
+            slug="malformed-json",
+        ) from None

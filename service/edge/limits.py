@@ -1,0 +1,156 @@
+"""Rate limits and compute budgets, counted once per request at the edge, with `limits` (moving
+windows) in a store every worker shares when one is configured (Redis), else in this worker.
+
+- Requests: every /api/v1 and /lti request counts against its caller's limit (per key, per
+  browser learner, per address: caller.py), and against any limit its route adds
+  (`rate_limit(...)` on a view or a fast handler). Over one: 429 with Retry-After.
+- Compute: a request costs cells (the score tensor plus the activations, which its time and
+  the size of its answer grow with). Under `compute_free_cells` it is never charged; above, it
+  is charged before anything is computed to its client, against `compute_budget_client` cells
+  in the shared store (429 over it), and to this worker, against `compute_budget_worker` cells
+  in memory (503 over it): many clients each within budget still cannot take the whole worker.
+
+The shared store down must not take the API down: limits continue in this worker's memory, a
+warning is logged and counted (workbench_ratelimit_storage_trouble_total) and /readyz says so.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from limits import RateLimitItem, parse
+from limits.storage import MemoryStorage, storage_from_string
+from limits.strategies import FixedWindowRateLimiter, MovingWindowRateLimiter
+
+from ..observability import RATELIMIT_STORAGE_TROUBLE
+from .caller import Caller
+from .problems import Problem
+
+log = logging.getLogger(__name__)
+PREFIX = "workbench"
+
+
+def rate_limit(*limits: str) -> Callable:
+    """Add request limits to a view (or a fast handler): `@rate_limit("10/hour")`. Counted at the
+    edge, per caller, beside the caller's own limit; both paths of a route obey them."""
+
+    def decorator(func: Callable) -> Callable:
+        func.edge_limits = (*getattr(func, "edge_limits", ()), *limits)  # type: ignore[attr-defined]
+        return func
+
+    return decorator
+
+
+def cost(tokens: list, heads: int, compare: bool = False) -> int:
+    """What an attention request costs, in cells: the score tensor (heads x n x n) plus the
+    activations (n x d_model); a comparison is two traces."""
+    n, d_model = len(tokens), len(tokens[0])
+    return (heads * n * n + n * d_model) * (2 if compare else 1)
+
+
+class Limits:
+    """One per app: request limits and the client budget in the shared store, the worker budget
+    in memory; the memory store also stands in while the shared one does not answer."""
+
+    def __init__(self, settings: Any):
+        self.enabled = settings.ratelimit_enabled
+        self.storage = storage_from_string(settings.ratelimit_storage_uri)
+        self.shared_requests = MovingWindowRateLimiter(self.storage)
+        self.local = MemoryStorage()
+        self.local_requests = MovingWindowRateLimiter(self.local)
+        self.free = settings.compute_free_cells
+        self.client: RateLimitItem = parse(settings.compute_budget_client)
+        self.worker: RateLimitItem = parse(settings.compute_budget_worker)
+        self.shared_cells = FixedWindowRateLimiter(self.storage)
+        self.local_cells = FixedWindowRateLimiter(self.local)
+        self._items: dict[str, RateLimitItem] = {}
+        self._lock = threading.Lock()
+
+    def item(self, text: str) -> RateLimitItem:
+        found = self._items.get(text)
+        if found is None:
+            found = self._items[text] = parse(text)
+        return found
+
+    def hit(self, caller: Caller, route: str, extra: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+        """Count one request against the caller's limit and the route's; its X-RateLimit headers
+        (of the limit nearest its end), or a 429 problem."""
+        if not self.enabled:
+            return []
+        nearest: tuple[int, RateLimitItem, float] | None = None
+        for text, scope in ((caller.limit, "global"), *((limit, route) for limit in extra)):
+            item = self.item(text)
+            allowed, remaining, reset = self._count(
+                self.shared_requests, self.local_requests, item, caller.rate_key, scope
+            )
+            if not allowed:
+                raise Problem(
+                    429,
+                    f"too many requests: the limit is {item}{'' if scope == 'global' else ' on this route'}; "
+                    f"try again in {_seconds(reset)} s",
+                    headers={"Retry-After": _seconds(reset), **_headers(item, 0, reset)},
+                    slug="rate-limited",
+                )
+            if nearest is None or remaining < nearest[0]:
+                nearest = (remaining, item, reset)
+        assert nearest is not None
+        return list(_headers(nearest[1], nearest[0], nearest[2]).items())
+
+    def _count(self, shared, local, item: RateLimitItem, *identifiers: str, cost: int = 1) -> tuple[bool, int, float]:
+        try:
+            return self._hit(shared, item, identifiers, cost)
+        except Exception:  # the store's errors, whatever its client library: limits fail over, not open
+            RATELIMIT_STORAGE_TROUBLE.inc()
+            log.warning("rate limit store unreachable: limits counted in this worker only")
+            return self._hit(local, item, identifiers, cost)
+
+    @staticmethod
+    def _hit(strategy, item: RateLimitItem, identifiers: tuple[str, ...], cost: int) -> tuple[bool, int, float]:
+        allowed = strategy.hit(item, PREFIX, *identifiers, cost=cost)
+        stats = strategy.get_window_stats(item, PREFIX, *identifiers)
+        return allowed, stats.remaining, stats.reset_time
+
+    def charge(self, caller: Caller, cells: int) -> None:
+        """Charge a request's cells to its client and to this worker, or refuse it (429, 503)."""
+        if not self.enabled or cells < self.free:
+            return
+        allowed, _, reset = self._count(self.shared_cells, self.local_cells, self.client, "compute", caller.rate_key,
+                                        cost=cells)  # fmt: skip
+        if not allowed:
+            raise Problem(
+                429,
+                f"this request costs {cells:,} cells and your compute budget of {self.client} cells is spent; "
+                "it refills when the window ends",
+                headers={"Retry-After": _seconds(reset)},
+                slug="compute-budget",
+            )
+        with self._lock:  # test-and-hit as one step among this worker's threads
+            if not self.local_cells.hit(self.worker, PREFIX, "compute", "worker", cost=cells):
+                reset = self.local_cells.get_window_stats(self.worker, PREFIX, "compute", "worker").reset_time
+                raise Problem(
+                    503,
+                    f"this server is computing as much as it allows ({self.worker} cells); try again shortly",
+                    headers={"Retry-After": _seconds(reset)},
+                    slug="busy",
+                )
+
+    def storage_ok(self) -> bool:
+        """Whether the shared store answers (always true for the in-memory store)."""
+        try:
+            return bool(self.storage.check())
+        except Exception:  # any client error means it does not answer; /readyz reports it
+            return False
+
+
+def _headers(item: RateLimitItem, remaining: int, reset: float) -> dict[str, str]:
+    return {"X-RateLimit-Limit": str(item.amount), "X-RateLimit-Remaining": str(max(0, remaining)),
+            "X-RateLimit-Reset": str(int(reset + 1))}  # fmt: skip
+
+
+def _seconds(reset: float) -> str:
+    return str(max(1, math.ceil(reset - time.time())))
