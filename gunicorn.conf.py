@@ -50,7 +50,7 @@ def child_exit(server, worker):
 
 
 def post_worker_init(worker):
-    from service.api import heavy
+    from service import large_traces as heavy
 
     heavy.warm_up(worker.wsgi)  # the low-priority process for large traces starts with the worker
 

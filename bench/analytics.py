@@ -24,10 +24,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import emit, fresh_schema  # noqa: E402
 from service.app import create_app  # noqa: E402
 from service.db import Database  # noqa: E402
-from service.db.mistake_rollups import backfill  # noqa: E402
-from service.db.models import MistakeLearner, MistakeRollup  # noqa: E402
+from service.db.analytics.mistake_rollups import backfill  # noqa: E402
+from service.db.analytics.rollup_refresh import refresh  # noqa: E402
 from service.db.platforms import create_key  # noqa: E402
-from service.db.rollup_refresh import refresh  # noqa: E402
+from service.db.tables import MistakeLearner, MistakeRollup  # noqa: E402
 from service.demo import load  # noqa: E402
 from service.lessons import load_lessons  # noqa: E402
 

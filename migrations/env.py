@@ -1,9 +1,9 @@
-"""Alembic environment: the models' metadata, batch mode on SQLite."""
+"""Alembic environment: the tables' metadata (service/db/tables.py), batch mode on SQLite."""
 
 from alembic import context
 from sqlalchemy import create_engine, pool
 
-from service.db import models  # noqa: F401  (registers every table on Base.metadata)
+from service.db import tables  # noqa: F401  (registers every table on Base.metadata)
 from service.db.base import Base
 from service.db.types import UTCDateTime
 

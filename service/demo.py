@@ -14,8 +14,7 @@ from sqlalchemy import select
 from .compute.failure_modes import FAILURE_MODES
 from .db import Database
 from .db.challenges import add_check
-from .db.events import NewEvent
-from .db.ingest import record_events
+from .db.events import NewEvent, record_events
 from .db.platforms import ensure_platform
 from .lessons import Lesson
 
@@ -199,7 +198,7 @@ def _store_checks(
 def _anchor(db: Database, platform_id: int, seed: int) -> dt.datetime | None:
     """The `now` of this seed's first run, recovered from its first learner's first event:
     the same seed then rebuilds the same events, which are all replays."""
-    from .db.models import Event
+    from .db.tables import Event
 
     learner = f"demo-{seed}-000000"
     first_id = str(uuid.uuid5(NAMESPACE, f"{seed}/{learner}/0"))

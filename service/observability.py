@@ -116,7 +116,7 @@ def _scrape() -> bytes:
         registry=backlog,
         multiprocess_mode="livesum",
     )
-    from .xapi_forward import backlog as compute_backlog
+    from .xapi.forward import backlog as compute_backlog
 
     try:
         for platform, waiting in compute_backlog(current_app.extensions["db"]).items():

@@ -105,19 +105,83 @@ def test_the_engine_imports_neither_flask_nor_the_database():
         assert not {m for m in names if m.split(".")[0] in ("flask", "sqlalchemy", "marshmallow")}, path
 
 
+MODULE_LINES, FUNCTION_LINES = 400, 50
+# Exceptions, by name, each with its reason (none is silent):
+LONG_MODULES: dict[str, str] = {}
+LONG_FUNCTIONS: dict[str, str] = {}
+
+
 def test_modules_and_functions_stay_small():
     too_long = []
     for path in SERVICE.rglob("*.py"):
+        name = str(path.relative_to(SERVICE))
         text = path.read_text()
-        if len(text.splitlines()) > 300 and "size: " not in text:
-            too_long.append(f"{path.relative_to(SERVICE)}: {len(text.splitlines())} lines")
+        if len(text.splitlines()) > MODULE_LINES and name not in LONG_MODULES:
+            too_long.append(f"{name}: {len(text.splitlines())} lines")
         for node in ast.walk(ast.parse(text)):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno - node.lineno >= 50:
-                too_long.append(f"{path.relative_to(SERVICE)}:{node.lineno} {node.name}")
+            if (
+                isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                and node.end_lineno - node.lineno >= FUNCTION_LINES
+            ):
+                if f"{name}:{node.name}" not in LONG_FUNCTIONS:
+                    too_long.append(f"{name}:{node.lineno} {node.name}")
     assert too_long == []
+
+
+def test_a_workbench_post_touches_few_files_and_crosses_between_them_rarely(tmp_path):
+    """What one edit of the workbench runs, from the edge to the engine and back: at most 10
+    files of service/, at most 30 calls from one file into another (rate limits on, as served)."""
+    import json
+    import sys
+
+    from service.app import create_app
+    from service.db.migrate import upgrade
+    from service.presets import presets
+
+    url = f"sqlite:///{tmp_path / 'wb.db'}"
+    upgrade(url)
+    app = create_app({"env": "testing", "database_url": url, "ratelimit_enabled": True})
+    client = app.test_client()
+    body = json.dumps(presets()["workbench"]["request"])
+    client.post("/api/v1/attention", data=body, content_type="application/json")  # caches warm, as in service
+    calls: list[tuple[str, str | None]] = []
+    root = str(SERVICE)
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename.startswith(root):
+            caller = frame.f_back.f_code.co_filename if frame.f_back else ""
+            calls.append((frame.f_code.co_filename, caller if caller.startswith(root) else None))
+
+    sys.setprofile(profile)
+    try:
+        answer = client.post("/api/v1/attention", data=body, content_type="application/json")
+    finally:
+        sys.setprofile(None)
+    assert answer.status_code == 200
+    files = {f for f, _ in calls}
+    crossings = sum(1 for f, caller in calls if caller != f)
+    assert len(files) <= 10, sorted(Path(f).relative_to(SERVICE).as_posix() for f in files)
+    assert crossings <= 30, crossings
+    app.extensions["db"].dispose()
 
 
 def test_no_view_runs_sql():
     for path in (SERVICE / "api").rglob("*.py"):
         text = path.read_text()
         assert "from sqlalchemy import" not in text and ".execute(" not in text, path
+
+
+def test_the_docs_name_only_files_the_repository_has():
+    """Every repository path the docs mention (with a file's extension) exists, so a doc cannot
+    keep pointing at a module that moved or went."""
+    import re
+
+    root = SERVICE.parent
+    folders = "service|tests|bench|frontend|migrations|exercises|content|training|deploy|docs"
+    pattern = re.compile(rf"(?<![\w/.])((?:{folders})/[\w./-]+\.(?:py|md|sql|js|css|html|json|toml|conf|yml|txt|ts))")
+    missing = []
+    for doc in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+        for path in set(pattern.findall(doc.read_text())):
+            if not (root / path).exists():
+                missing.append(f"{doc.name}: {path}")
+    assert missing == []

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from service.db.models import XapiForwarding
-from service.xapi_forward import backlog, configure, forward_once
+from service.db.tables import XapiForwarding
+from service.xapi.forward import backlog, configure, forward_once
 
 from .api.helpers import LESSON, event
 from .live import free_port

@@ -6,7 +6,7 @@ A checkpoint that lists `manipulations` in its lesson completes when every one h
 (`data.manipulation` of its events), at the moment the last of them was first done; replays and
 repeats count once. The event rows gain `advances` (the checkpoint), `manipulation` and
 `required` (the lesson's list, comma-joined). The function's whole text is here, as in
-service/db/record_events.sql (a test keeps them equal); the downgrade restores 0007's.
+service/db/events/record_events.sql (a test keeps them equal); the downgrade restores 0007's.
 
 Revision ID: 0009
 Revises: 0008

@@ -8,8 +8,8 @@ from flask.views import MethodView
 
 from ..compute.failure_modes import REGISTRY
 from ..db import analytics as q
-from ..db import funnel as progress_q
-from ..db.rollup_refresh import catch_up
+from ..db.analytics import funnel as progress_q
+from ..db.analytics.rollup_refresh import catch_up
 from ..edge.problems import Problem
 from ..lessons import Lesson
 from ..lessons.parameters import PARAMETERS

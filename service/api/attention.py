@@ -13,18 +13,16 @@ from typing import Any
 from flask import current_app, request, send_file
 from flask.views import MethodView
 
+from .. import large_traces as heavy
 from ..edge import Answer, EdgeRequest, answer_fast, costs
-from ..edge.limits import cost
-from . import heavy
+from ..edge.limits import cost, refuse_over_caps
 from .schemas.attention import (
     AttentionRequestSchema,
     AttentionResponseSchema,
     CompareRequestSchema,
     CompareResponseSchema,
-    caps_exceeded,
-    check_compute_caps,
 )
-from .schemas.fast_load import Doubt, loader
+from .schemas.fields import Doubt, loader
 from .smorest import JSON_BODY_ERRORS, Blueprint
 from .traces import BINARY, compare_body, encode, respond, trace_body, wants_binary
 
@@ -60,7 +58,7 @@ def cells(compare: bool):
         if not req.parsed:
             return heavy.measure_large_body(req.raw or b"", compare)
         data = req.data
-        check_compute_caps(data)
+        refuse_over_caps(data, req.app.extensions["settings"])
         try:
             tokens, heads = data["tokens"], data["heads"]
             return cost(tokens, heads, compare) if type(heads) is int and tokens and type(tokens[0]) is list else None
@@ -135,6 +133,3 @@ class Compare(MethodView):
     def post(self, args):
         """Compute the correct and a broken implementation side by side, with per-cell differences"""
         return answer(args, True)
-
-
-__all__ = ["blp", "caps_exceeded"]

@@ -21,7 +21,7 @@ from ..compute import AttentionInputError
 from ..compute.challenge import check_answers, new_cases
 from ..db import challenges as challenges_db
 from ..db.events import NewEvent
-from ..db.models import ExerciseChallenge
+from ..db.tables import ExerciseChallenge
 from ..edge.problems import Problem
 from .auth import current_principal, optional_principal
 from .schemas.exercises import AnswersSchema, ChallengeSchema, NewChallengeSchema, VerdictSchema

@@ -10,8 +10,7 @@ from typing import Any
 from flask import current_app
 from flask.views import MethodView
 
-from ..db.events import EventConflict, NewEvent
-from ..db.ingest import record_events
+from ..db.events import EventConflict, NewEvent, record_events
 from ..edge import Answer, EdgeRequest, answer_fast
 from ..edge.json_codec import dumps_bytes
 from ..edge.problems import Problem

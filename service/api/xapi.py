@@ -14,9 +14,9 @@ import orjson
 from flask import current_app, request, url_for
 from flask.views import MethodView
 
-from .. import xapi
-from ..db import statements as statements_db
 from ..edge.problems import Problem
+from ..xapi import queries as statements_db
+from ..xapi import statements as xapi
 from . import cursors
 from .auth import current_principal
 from .schemas.xapi import AboutSchema, StatementResultSchema, StatementsArgs

@@ -189,7 +189,7 @@ def xapi_group() -> None:
 @click.option("--password", required=True, prompt=True, hide_input=True)
 def xapi_configure(platform_name: str, endpoint: str, username: str, password: str) -> None:
     """Set where a platform's statements are forwarded (Basic auth)."""
-    from ..xapi_forward import configure
+    from ..xapi.forward import configure
 
     try:
         configure(_database(), platform_name, endpoint, username, password)
@@ -207,7 +207,7 @@ def xapi_forward(loop: bool, interval: float, batch: int) -> None:
     import time
 
     from ..lessons import load_lessons
-    from ..xapi_forward import forward_once
+    from ..xapi.forward import forward_once
 
     settings = _settings()
     db = _database()
@@ -232,7 +232,7 @@ def xapi_forward(loop: bool, interval: float, batch: int) -> None:
 @xapi_group.command("status")
 def xapi_status() -> None:
     """Statements waiting to be forwarded, per platform."""
-    from ..xapi_forward import backlog
+    from ..xapi.forward import backlog
 
     for platform, count in sorted(backlog(_database()).items()):
         click.echo(f"{platform}: {count} waiting")
@@ -250,7 +250,7 @@ def rollups_refresh(loop: bool, interval: float) -> None:
     """Roll up every event stored so far (with --loop, also what `db maintain` does, each pass)."""
     import time
 
-    from ..db.rollup_refresh import refresh
+    from ..db.analytics.rollup_refresh import refresh
 
     db, keep_months = _database(), _settings().events_retention_months
     while True:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .errors import AttentionInputError
-from .failure_modes import FAILURE_MODES, steps
+from .failure_modes import FAILURE_MODES, Steps, steps_of
 
 ROPE_STYLES: dict[str, str] = {
     "half": "GPT-NeoX / Llama 'rotate half': feature i pairs with feature i + d_head/2",
@@ -43,7 +43,8 @@ class RopeConfig:
 
 @dataclass(frozen=True)
 class AttentionConfig:
-    """Shapes and switches of one call; validates itself once, on construction."""
+    """Shapes and switches of one call; validates itself once, on construction, and keeps what
+    follows from them (d_head, the K/V width, the group size, how the steps are done)."""
 
     n: int
     d_model: int
@@ -52,6 +53,10 @@ class AttentionConfig:
     causal: bool = True
     rope: RopeConfig | None = None
     failure_mode: str | None = None
+    d_head: int = field(init=False, compare=False)
+    kv_width: int = field(init=False, compare=False)  # K and V's width: kv_heads * d_head
+    group_size: int = field(init=False, compare=False)  # how many query heads share one key/value head
+    steps: Steps = field(init=False, compare=False)  # how the failure mode (if any) does the pipeline
 
     def __post_init__(self) -> None:
         for name in ("n", "d_model", "heads", "kv_heads"):
@@ -64,9 +69,10 @@ class AttentionConfig:
             raise AttentionInputError(
                 f"heads {self.heads} is not divisible by kv_heads {self.kv_heads}", field="kv_heads"
             )
-        if self.rope is not None and self.d_head % 2:
+        d_head = self.d_model // self.heads
+        if self.rope is not None and d_head % 2:
             raise AttentionInputError(
-                f"RoPE needs an even d_head, but d_model {self.d_model} / heads {self.heads} = {self.d_head}",
+                f"RoPE needs an even d_head, but d_model {self.d_model} / heads {self.heads} = {d_head}",
                 field="rope",
             )
         if self.failure_mode is not None and self.failure_mode not in FAILURE_MODES:
@@ -74,24 +80,15 @@ class AttentionConfig:
                 f"unknown failure mode {self.failure_mode!r}; expected one of {sorted(FAILURE_MODES)}",
                 field="failure_mode",
             )
-
-    @property
-    def d_head(self) -> int:
-        return self.d_model // self.heads
-
-    @property
-    def kv_width(self) -> int:
-        return self.kv_heads * self.d_head
-
-    @property
-    def group_size(self) -> int:
-        """How many query heads share one key/value head."""
-        return self.heads // self.kv_heads
+        derived = {"d_head": d_head, "kv_width": self.kv_heads * d_head, "group_size": self.heads // self.kv_heads,
+                   "steps": steps_of(self.failure_mode)}  # fmt: skip
+        for name, value in derived.items():
+            object.__setattr__(self, name, value)  # frozen: set once, here
 
     @property
     def scale(self) -> float:
         """What the scores are multiplied by (1/sqrt(d_head), unless the failure mode scales otherwise)."""
-        how = steps(self.failure_mode).scale
+        how = self.steps.scale
         return {"none": 1.0, "d_model": 1.0 / math.sqrt(self.d_model)}.get(how, 1.0 / math.sqrt(self.d_head))
 
 

@@ -10,12 +10,9 @@ from .config import ROPE_STYLES, AttentionConfig
 from .failure_modes import FAILURE_MODES
 
 
-def conventions(cfg: AttentionConfig) -> dict[str, Any]:
-    return dict(_conventions(cfg))  # a copy: callers may add to it
-
-
 @lru_cache(maxsize=256)
-def _conventions(cfg: AttentionConfig) -> dict[str, Any]:
+def conventions(cfg: AttentionConfig) -> dict[str, Any]:
+    """The conventions of `cfg` (one dict per config, shared: read it, do not change it)."""
     mode = cfg.failure_mode or ""
     scale_text = {
         "no_scaling": "scores are not scaled (failure mode no_scaling)",

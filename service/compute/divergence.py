@@ -9,7 +9,6 @@ from collections.abc import Mapping
 import numpy as np
 
 from .engine import AttentionTrace
-from .failure_modes import steps
 
 # The pipeline's stages as the workbench draws them (docs/conventions.md).
 STAGES = ("x", "q", "k", "v", "scores", "weights", "head-output", "concat", "wo", "output", "residual")
@@ -19,7 +18,7 @@ def stage_arrays(trace: AttentionTrace, w_o: np.ndarray | None = None) -> dict[s
     """Each stage's numbers in `trace`; "wo" is the output projection the computation applied:
     the identity when W_O is None, or when the computation skipped it."""
     d_model = trace.config.d_model
-    skipped = steps(trace.config.failure_mode).output == "skip"
+    skipped = trace.config.steps.output == "skip"
     applied = np.eye(d_model) if w_o is None or skipped else np.asarray(w_o, dtype=np.float64)
     return {
         "x": trace.tokens,  # [n, d_model]

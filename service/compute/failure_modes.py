@@ -153,7 +153,7 @@ GROUPS: tuple[tuple[str | None, ...], ...] = tuple(
 )
 
 
-def steps(*modes: str | None) -> Steps:
+def steps_of(*modes: str | None) -> Steps:
     """The pipeline as the code making every one of `modes` computes it."""
     result = CORRECT
     for mode in modes:

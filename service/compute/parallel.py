@@ -85,8 +85,12 @@ def _leave() -> None:
 
 
 def _blas_controllers() -> list:
-    from threadpoolctl import ThreadpoolController
-
+    """The loaded BLAS libraries' thread controls; none without threadpoolctl (an optional
+    speed-up: the heads still run in parallel, BLAS keeps its own threads meanwhile)."""
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:
+        return []
     return list(ThreadpoolController().select(user_api="blas").lib_controllers)
 
 

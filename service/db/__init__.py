@@ -1,4 +1,4 @@
-"""Database: typed SQLAlchemy models, one engine per process, sessions for reads and writes."""
+"""Database: typed SQLAlchemy tables (tables.py), one engine per process, sessions for reads and writes."""
 
 from .engine import Database, DatabaseUnavailable, init_app
 

@@ -9,9 +9,9 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from ..lessons import Lesson
+from .analytics.mistake_rollups import count_check
 from .events import NewEvent, record_events_in
-from .mistake_rollups import count_check
-from .models import ExerciseChallenge, ExerciseCheck
+from .tables import ExerciseChallenge, ExerciseCheck
 
 
 class ChallengeSolved(Exception):

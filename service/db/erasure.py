@@ -8,11 +8,12 @@ from typing import Any
 from sqlalchemy import delete, select, text
 from sqlalchemy.orm import Session
 
-from . import mistake_rollups
+from .analytics import mistake_rollups
+from .analytics.rollup_refresh import forget_learner, forget_standing
 from .engine import Database
 from .events import dialect_insert, tombstone
-from .lti_models import LtiGradeLink
-from .models import (
+from .lti_tables import LtiGradeLink
+from .tables import (
     CheckpointProgress,
     ErasedEvent,
     Event,
@@ -21,7 +22,6 @@ from .models import (
     LearnerLesson,
     LearnerManipulation,
 )
-from .rollup_refresh import forget_learner, forget_standing
 
 
 def erase_learner(db: Database, platform_id: int, learner: str) -> dict[str, int] | None:

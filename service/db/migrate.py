@@ -41,8 +41,8 @@ def _roll_up_manipulations(database_url: str) -> None:
     added to that dimension once (the refresh adds the later ones)."""
     from sqlalchemy import create_engine
 
-    from .rollup_refresh import add_variant_upto_watermark
-    from .rollups import variant
+    from .analytics.rollup_refresh import add_variant_upto_watermark
+    from .analytics.rollups import variant
 
     engine = create_engine(database_url)
     try:
@@ -57,8 +57,8 @@ def _roll_up_what_is_stored(database_url: str) -> None:
     before it (the incremental refresh from watermark 0, in set-based SQL)."""
     from sqlalchemy import create_engine
 
-    from .mistake_rollups import backfill
-    from .rollup_refresh import refresh_on
+    from .analytics.mistake_rollups import backfill
+    from .analytics.rollup_refresh import refresh_on
 
     engine = create_engine(database_url)
     try:

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from sqlalchemy import delete, select, text
 from sqlalchemy.engine import Connection
 
+from .analytics.rollups import watermark
 from .engine import Database
-from .models import Event, Platform, cast_table
-from .rollups import watermark
+from .tables import Event, Platform, cast_table
 
 AHEAD = 3  # months made ahead of the current one
 DELETE_CHUNK = 10_000  # SQLite rows deleted per transaction

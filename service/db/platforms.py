@@ -9,7 +9,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from ..identity import NewKey, Principal, hash_token, new_key, parse_token, token_matches
-from .models import ApiKey, Platform, utcnow
+from .tables import ApiKey, Platform, utcnow
 
 
 def home_page_for(name: str) -> str:

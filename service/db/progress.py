@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from ..lessons import Lesson
 from .events import described
-from .models import CheckpointProgress, Event, ExerciseChallenge, ExerciseCheck, LearnerManipulation
+from .tables import CheckpointProgress, Event, ExerciseChallenge, ExerciseCheck, LearnerManipulation
 
 
 def learner_exists(session: Session, platform_id: int, learner: str) -> bool:

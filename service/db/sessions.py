@@ -7,7 +7,7 @@ import datetime as dt
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from .models import RevokedSession
+from .tables import RevokedSession
 
 
 def revoke(session: Session, sid: str, expires_at: dt.datetime) -> None:

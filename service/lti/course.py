@@ -13,7 +13,7 @@ from pylti1p3.names_roles import NamesRolesProvisioningService
 from sqlalchemy import select
 
 from ..db.engine import Database
-from ..db.models import CheckpointProgress
+from ..db.tables import CheckpointProgress
 from .grades import connector_for
 from .tool import PatientSession, pseudonym
 

@@ -24,10 +24,10 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from ..db.engine import Database
-from ..db.lti_models import LtiGradeLink, LtiRegistration
-from ..db.models import CheckpointProgress
+from ..db.lti_tables import LtiGradeLink, LtiRegistration
+from ..db.tables import CheckpointProgress
 from ..lessons import Lesson
-from ..xapi_forward import backoff
+from ..xapi.forward import backoff
 from . import keys
 from .tool import PatientSession, ToolRegistration
 

@@ -14,7 +14,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from ..db.engine import Database
-from ..db.lti_models import LtiKey
+from ..db.lti_tables import LtiKey
 
 ALGORITHM = "RS256"
 

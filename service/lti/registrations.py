@@ -9,9 +9,9 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ..db.lti_models import LtiRegistration
-from ..db.models import Platform
+from ..db.lti_tables import LtiRegistration
 from ..db.platforms import ensure_platform
+from ..db.tables import Platform
 
 
 class RegistrationError(ValueError):

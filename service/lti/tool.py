@@ -20,7 +20,7 @@ from pylti1p3.tool_config.abstract import ToolConfAbstract
 from sqlalchemy import delete
 
 from ..db.engine import Database
-from ..db.lti_models import LtiRegistration, LtiValue
+from ..db.lti_tables import LtiRegistration, LtiValue
 from . import keys, registrations
 
 LEEWAY_SECONDS = 60  # clocks of platform and tool may differ this much

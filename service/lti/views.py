@@ -15,7 +15,7 @@ from pylti1p3.contrib.flask import FlaskCookieService, FlaskOIDCLogin
 from pylti1p3.exception import LtiException
 
 from ..api.auth import browser_learner
-from ..db.models import Platform
+from ..db.tables import Platform
 from ..edge.problems import Problem
 from . import grades, keys
 from .course import course_of

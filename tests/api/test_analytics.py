@@ -11,8 +11,8 @@ from sqlalchemy import func, select
 
 from service.app import create_app
 from service.db.challenges import add_check
-from service.db.models import Event, RollupWatermark
 from service.db.platforms import ensure_platform
+from service.db.tables import Event, RollupWatermark
 
 from .helpers import LESSON, event, experiment
 

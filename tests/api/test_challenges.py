@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select, update
 
-from service.db.models import CheckpointProgress, ExerciseChallenge, ExerciseCheck
+from service.db.tables import CheckpointProgress, ExerciseChallenge, ExerciseCheck
 from service.learner_code import load, run, to_json
 
 from ..compute.reference import reference_mha

@@ -3,7 +3,7 @@
 import pytest
 from sqlalchemy import func, select
 
-from service.db.models import CheckpointProgress, Event
+from service.db.tables import CheckpointProgress, Event
 
 from .helpers import LESSON, at, completed, event, experiment
 

@@ -4,7 +4,7 @@ import pytest
 from sqlalchemy import select
 
 from service.compute import multi_head_attention
-from service.db.models import ExerciseCheck
+from service.db.tables import ExerciseCheck
 
 from .helpers import LESSON
 

@@ -11,7 +11,7 @@ import numpy as np
 import orjson
 import pytest
 
-from service.api import heavy
+from service import large_traces as heavy
 from service.app import create_app
 
 BODY = {"tokens": np.random.default_rng(9).normal(size=(12, 8)).round(3).tolist(), "heads": 2}
@@ -57,7 +57,7 @@ def test_a_slot_held_by_a_killed_process_is_free_again():
         [
             sys.executable,
             "-c",
-            "from service.api import heavy; import time\nwith heavy.slot(1) as h:\n"
+            "from service import large_traces as heavy; import time\nwith heavy.slot(1) as h:\n"
             "    print(h, flush=True); time.sleep(60)",
         ],
         stdout=subprocess.PIPE,
@@ -156,7 +156,8 @@ def test_the_machine_keeps_a_core_for_requests_by_default(monkeypatch):
     ],
 )
 def test_mid_size_requests_by_cost_leave_the_request_threads(app_config, monkeypatch, body, compare):
-    from service.api import attention, heavy
+    from service import large_traces as heavy
+    from service.api import attention
 
     app = create_app(app_config)
     calls = []
@@ -219,7 +220,7 @@ def test_a_large_body_never_reaches_the_request_threads_parser(app_config, monke
 
 
 def test_a_measured_body_is_computed_from_its_own_arguments_never_another_bodys(app, monkeypatch):
-    from service.api import heavy_child
+    from service import large_traces as heavy_child
 
     settings = app.extensions["settings"]
     parses = []

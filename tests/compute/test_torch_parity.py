@@ -76,12 +76,12 @@ def test_matches_nn_multihead_attention_with_the_same_weights(n, d_model, heads,
 
 
 def test_fully_masked_rows_give_zeros_like_sdpa():
-    from service.compute import ops
+    from service.compute import steps
 
     scores = np.random.default_rng(0).normal(size=(2, 4, 4))
     mask = np.zeros((4, 4), dtype=bool)
     mask[1] = True  # query 1 may see nothing
-    ours = ops.softmax(scores, mask)
+    ours = steps.softmax(scores, mask)
     q = torch.from_numpy(np.random.default_rng(1).normal(size=(2, 4, 3)))
     sdpa = F.scaled_dot_product_attention(q, q, q, attn_mask=torch.from_numpy(~mask))  # True = attend
     assert np.all(ours[:, 1] == 0.0) and not np.isnan(ours).any()

@@ -12,10 +12,9 @@ import numpy as np
 import pytest
 
 from service.db import analytics as q
-from service.db import funnel as progress_q
+from service.db.analytics import funnel as progress_q
 from service.db.challenges import add_check
-from service.db.events import NewEvent
-from service.db.ingest import record_events
+from service.db.events import NewEvent, record_events
 from service.db.platforms import ensure_platform
 
 pytestmark = pytest.mark.databases

@@ -9,10 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import delete, insert
 
-from service.db.duration_quantiles import duration_quantiles
+from service.db.analytics.duration_quantiles import duration_quantiles
 from service.db.engine import Database
-from service.db.models import DurationRollup
 from service.db.platforms import ensure_platform
+from service.db.tables import DurationRollup
 
 pytestmark = pytest.mark.databases
 QS = (0.5, 0.9, 0.25, 0.99)

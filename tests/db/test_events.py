@@ -10,10 +10,9 @@ import pytest
 from sqlalchemy import select
 
 from service.db.erasure import erase_learner
-from service.db.events import EventConflict, NewEvent
-from service.db.ingest import record_events
-from service.db.models import CheckpointProgress, Event
+from service.db.events import EventConflict, NewEvent, record_events
 from service.db.platforms import ensure_platform
+from service.db.tables import CheckpointProgress, Event
 
 pytestmark = pytest.mark.databases
 T0 = dt.datetime(2026, 11, 30, 10, 0, tzinfo=dt.UTC)
@@ -145,7 +144,7 @@ def recomputed(events: list[NewEvent], lessons) -> tuple[dict, dict]:
 
 
 def stored_state(db, platform: int) -> tuple[dict, dict]:
-    from service.db.models import LearnerLesson
+    from service.db.tables import LearnerLesson
 
     with db.read() as session:
         first = {
@@ -263,7 +262,7 @@ def test_learners_are_counted_apart_and_one_batch_can_complete_several(db, platf
 
 
 def test_erasure_forgets_the_manipulations(db, platform, lessons):
-    from service.db.models import LearnerManipulation
+    from service.db.tables import LearnerManipulation
 
     record_events(db, platform, [manipulation("last-two", 1), manipulation("first-two", 2)], lessons)
     erase_learner(db, platform, "ada")

@@ -9,9 +9,8 @@ import uuid
 
 import pytest
 
-from service.db.events import EventConflict, NewEvent
-from service.db.group_commit import GroupCommit
-from service.db.ingest import record_events
+from service.db.events import EventConflict, NewEvent, record_events
+from service.db.events.group_commit import GroupCommit
 from service.db.platforms import ensure_platform
 
 T0 = dt.datetime(2026, 11, 30, 9, 0, tzinfo=dt.UTC)
@@ -150,7 +149,7 @@ def test_concurrent_requests_on_the_database_each_get_their_own_exact_answer(db,
     assert answers[15].replayed == [stored.event_id] and answers[15].created == []
     from sqlalchemy import func, select
 
-    from service.db.models import Event
+    from service.db.tables import Event
 
     with db.read() as session:
         count = session.scalar(select(func.count()).select_from(Event).where(Event.platform_id == platform))

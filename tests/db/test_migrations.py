@@ -163,7 +163,7 @@ def test_0007_moves_the_event_log_into_months_and_keeps_its_ids(empty_database):
 
 
 MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations" / "versions"
-RECORD_EVENTS_SQL = Path(__file__).resolve().parents[2] / "service" / "db" / "record_events.sql"
+RECORD_EVENTS_SQL = Path(__file__).resolve().parents[2] / "service" / "db" / "events" / "record_events.sql"
 
 
 def _head_module():
@@ -198,7 +198,7 @@ def test_the_stored_function_is_one_file_equal_to_the_head_migration():
 
 def test_postgresql_runs_the_function_the_file_holds(empty_database):
     if not empty_database.startswith("postgresql"):
-        pytest.skip("SQLite records events with statements (service/db/events_sqlite.py)")
+        pytest.skip("SQLite records events with statements (service/db/events/sqlite.py)")
     upgrade(empty_database)
     engine = create_engine(empty_database)
     with engine.connect() as conn:
@@ -226,7 +226,7 @@ def test_0009_counts_the_manipulations_already_rolled_up(empty_database):
                 {"id": f"e{i}", "learner": learner, "data": f'{{"manipulation": "{manipulation}"}}',
                  "t": f"2026-11-02 10:0{i}:00+00:00"},
             )  # fmt: skip
-        from service.db.rollup_refresh import refresh_on
+        from service.db.analytics.rollup_refresh import refresh_on
 
         refresh_on(conn)  # the refresh of 0008's code: no manipulation dimension yet
     upgrade(empty_database)

@@ -11,13 +11,12 @@ from sqlalchemy import func, insert, select, text
 
 from service.db import analytics as q
 from service.db import partitions
+from service.db.analytics.rollup_refresh import refresh
 from service.db.engine import Database
-from service.db.events import NewEvent
-from service.db.ingest import record_events
+from service.db.events import NewEvent, record_events
 from service.db.migrate import upgrade
-from service.db.models import Event
 from service.db.platforms import ensure_platform
-from service.db.rollup_refresh import refresh
+from service.db.tables import Event
 from service.lessons import load_lessons
 
 NOW = dt.datetime(2026, 11, 15, 12, tzinfo=dt.UTC)

@@ -17,14 +17,13 @@ from hypothesis import strategies as st
 from sqlalchemy import select
 
 from service.db import analytics as q
-from service.db import funnel as progress_q
+from service.db.analytics import funnel as progress_q
+from service.db.analytics.rollup_refresh import catch_up, refresh, refresh_on
 from service.db.challenges import add_check
 from service.db.erasure import erase_learner
-from service.db.events import EventConflict, NewEvent
-from service.db.ingest import record_events
-from service.db.models import Event, EventRollup, ExerciseCheck
+from service.db.events import EventConflict, NewEvent, record_events
 from service.db.platforms import ensure_platform
-from service.db.rollup_refresh import catch_up, refresh, refresh_on
+from service.db.tables import Event, EventRollup, ExerciseCheck
 
 pytestmark = pytest.mark.databases
 T0 = dt.datetime(2026, 11, 2, 0, 0, tzinfo=dt.UTC)  # a Monday

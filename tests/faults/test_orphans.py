@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from service.api.heavy import SHARED
+from service.large_traces import SHARED
 
 from ..live import LiveServer
 

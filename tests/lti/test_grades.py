@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from service.app import create_app
 from service.db.erasure import erase_learner
-from service.db.lti_models import LtiGradeLink
+from service.db.lti_tables import LtiGradeLink
 from service.lti import grades
 from tests.api.helpers import completed, experiment
 from tests.api.test_challenges import CHALLENGES, reference_answers

@@ -9,7 +9,7 @@ import jwt
 from click.testing import CliRunner
 
 from service.cli import main
-from service.db.lti_models import LtiKey
+from service.db.lti_tables import LtiKey
 from service.lti import keys
 
 

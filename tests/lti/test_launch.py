@@ -12,8 +12,8 @@ import pytest
 from jwcrypto.jwk import JWK
 from sqlalchemy import func, select
 
-from service.db.models import Event
-from service.db.models import Platform as PlatformRow
+from service.db.tables import Event
+from service.db.tables import Platform as PlatformRow
 from service.lti.registrations import NewRegistration, register
 from service.lti.tool import pseudonym
 

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask import current_app
 from marshmallow import Schema, fields, pre_load, validate
 
 from ...compute import FAILURE_MODES, ROPE_STYLES
-from ...edge.problems import Problem
+from ...edge.limits import refuse_over_caps
 from ..traces import INCLUDE_CHOICES
 from .fields import Matrix, SafeString, StrictBoolean, StrictFloat, StrictInteger
 
@@ -60,7 +58,7 @@ class AttentionRequestSchema(TraceOptionsSchema):
 
     @pre_load
     def _caps_first(self, data, **kwargs):
-        check_compute_caps(data)  # before any element is parsed or array allocated
+        refuse_over_caps(data, current_app.extensions["settings"])  # before any element is parsed or array made
         return data
 
 
@@ -69,69 +67,6 @@ class CompareRequestSchema(AttentionRequestSchema):
         required=True,
         validate=validate.OneOf(sorted(FAILURE_MODES)),
         metadata={"description": "the broken implementation to compare with"},
-    )
-
-
-def _len(value: Any) -> int | None:
-    return len(value) if isinstance(value, list) else None
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def check_compute_caps(raw: Any) -> None:
-    """413 naming the cap when n, d_model, heads or heads*n*n exceed the configured limits."""
-    over = caps_exceeded(raw, current_app.extensions["settings"])
-    if over:
-        _refuse(over)
-
-
-def caps_exceeded(raw: Any, settings: Any) -> list[tuple[str, str, int, int]]:
-    """(field, cap, value, limit) for every cap the raw JSON body exceeds; [] within them all.
-    Read on the raw JSON, before any element is validated or any array made."""
-    if not isinstance(raw, dict):
-        return []
-    tokens = raw.get("tokens")
-    n = _len(tokens)
-    d_model = _len(tokens[0]) if n and isinstance(tokens, list) else None
-    heads = _int(raw.get("heads"))
-    over: list[tuple[str, str, int, int]] = []
-    if n is not None and n > settings.max_tokens:
-        over.append(("tokens", "max_tokens", n, settings.max_tokens))
-    if d_model is not None and d_model > settings.max_d_model:
-        over.append(("tokens", "max_d_model", d_model, settings.max_d_model))
-    if heads is not None and heads > settings.max_heads:
-        over.append(("heads", "max_heads", heads, settings.max_heads))
-    if n and heads and heads * n * n > settings.max_score_cells:
-        over.append(("heads", "max_score_cells", heads * n * n, settings.max_score_cells))
-    projections = raw.get("projections")
-    if isinstance(projections, dict):
-        for name, matrix in projections.items():
-            rows = _len(matrix)
-            cols = _len(matrix[0]) if rows else None
-            for size in (rows, cols):
-                if size is not None and size > settings.max_d_model:
-                    over.append((f"projections.{name}", "max_d_model", size, settings.max_d_model))
-                    break
-    return over
-
-
-def _refuse(over: list[tuple[str, str, int, int]]) -> None:
-    what = {
-        "max_tokens": "n (tokens)",
-        "max_d_model": "d_model (numbers per row)",
-        "max_heads": "heads",
-        "max_score_cells": "heads * n * n (the score tensor)",
-    }
-    details = [f"{what[cap]} is {value}, over the cap {cap} = {limit}" for _, cap, value, limit in over]
-    raise Problem(
-        413,
-        "the request is larger than this service computes: " + "; ".join(details),
-        title="Content Too Large",
-        errors={field: [f"{what[cap]} {value} exceeds {cap} = {limit}"] for field, cap, value, limit in over},
-        slug="over-limit",
-        extra={"limits": {cap: limit for _, cap, _, limit in over}},
     )
 
 

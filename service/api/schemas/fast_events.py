@@ -16,8 +16,7 @@ from marshmallow import Schema, ValidationError, fields
 from marshmallow import missing as marshmallow_missing
 
 from .event import MAX_DATA_BYTES, MAX_DATA_DEPTH, EventSchema, deeper_than, validate_data
-from .fast_load import Doubt
-from .fields import SafeString, UTCDateTime
+from .fields import Doubt, SafeString, UTCDateTime
 
 _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 

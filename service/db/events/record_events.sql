@@ -1,5 +1,5 @@
 -- PostgreSQL's workbench_record_events, as the head migration (0009) installs it; a test keeps
--- the two equal. What it does: service/db/events.py and migrations 0005, 0007, 0009.
+-- the two equal. What it does: service/db/events/__init__.py and migrations 0005, 0007, 0009.
 CREATE OR REPLACE FUNCTION workbench_record_events(p_platform bigint, p_events json, p_now timestamptz)
 RETURNS json
 LANGUAGE plpgsql

@@ -10,8 +10,8 @@ from collections import Counter
 from sqlalchemy import delete, select, update
 from sqlalchemy.engine import Connection
 
-from .events import dialect_insert
-from .models import ExerciseCheck, MistakeLearner, MistakeRollup, cast_table
+from ..events import dialect_insert
+from ..tables import ExerciseCheck, MistakeLearner, MistakeRollup, cast_table
 from .rollups import in_batches
 
 TOTALS = cast_table(MistakeRollup)

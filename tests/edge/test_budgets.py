@@ -9,8 +9,8 @@ import pytest
 from service.app import create_app
 from service.config import ConfigError, Settings
 
-from .helpers import event
-from .test_rate_limits import key_for
+from ..api.helpers import event
+from .test_limits import key_for
 
 REDIS = os.environ.get("WORKBENCH_TEST_REDIS_URL", "")
 

@@ -237,7 +237,7 @@ class RollupWatermark(Base):
 
 class LearnerRollup(Base):
     """Learners per (lesson, start day, state): the state lists the checkpoints they completed
-    and how each test result was known (service/db/learner_rollups.py)."""
+    and how each test result was known (service/db/analytics/learner_rollups.py)."""
 
     __tablename__ = "learner_rollups"
 
@@ -275,7 +275,7 @@ class RolledLearner(Base):
 
 class MistakeRollup(Base):
     """Checks showing each mistake, and the distinct learners they came from, per lesson; kept in
-    the check's own transaction (service/db/mistake_rollups.py)."""
+    the check's own transaction (service/db/analytics/mistake_rollups.py)."""
 
     __tablename__ = "mistake_rollups"
 
@@ -297,4 +297,4 @@ class MistakeLearner(Base):
     learner: Mapped[str] = mapped_column(String(128), primary_key=True)
 
 
-from . import lti_models  # noqa: E402, F401  (LTI's tables, on the same metadata)
+from . import lti_tables  # noqa: E402, F401  (LTI's tables, on the same metadata)

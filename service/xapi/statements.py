@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from .lessons import Checkpoint, Lesson
+from ..lessons import Checkpoint, Lesson
 
 VERSION = "1.0.3"
 ADL = "http://adlnet.gov/expapi/verbs/"

@@ -1,14 +1,19 @@
-"""Recording events on SQLite: the steps of PostgreSQL's `workbench_record_events` (migration
-0005) as a few statements over the same JSON payload, run on the driver's connection inside
-the caller's `BEGIN IMMEDIATE` transaction. Times are SQLAlchemy's SQLite text
-('YYYY-MM-DD HH:MM:SS.ffffff', UTC), so text order is time order and durations are computed
-exactly, in whole microseconds, as Python's `timedelta.total_seconds()` computes them."""
+"""Recording events on SQLite: the steps of PostgreSQL's `workbench_record_events` as a few
+statements over the same payload rows, on the driver's connection inside the caller's `BEGIN
+IMMEDIATE` transaction. Times are SQLAlchemy's SQLite text ('YYYY-MM-DD HH:MM:SS.ffffff', UTC),
+so text order is time order and durations are computed exactly, in whole microseconds, as
+Python's `timedelta.total_seconds()` computes them."""
 
 from __future__ import annotations
 
+import datetime as dt
 import sqlite3
+from typing import Any
 
 import orjson
+
+from ...lessons import Lesson
+from .core import EventConflict, NewEvent, RecordResult, completions_among, sqlite_time, verification
 
 
 def _seconds(later: str, earlier: str) -> str:
@@ -199,3 +204,51 @@ def stored_hashes(raw: sqlite3.Connection, platform_id: int, event_ids: list[str
         (platform_id, orjson.dumps(event_ids).decode()),
     )
     return dict(rows.fetchall())
+
+
+def record(
+    raw: sqlite3.Connection,
+    platform_id: int,
+    events: list[NewEvent],
+    lessons: dict[str, Lesson],
+    rows: list[dict[str, Any]],
+) -> RecordResult:
+    """Within the caller's BEGIN IMMEDIATE: refuse on a conflict (nothing written), insert what
+    is new, then first visits, manipulations and completions for the new events."""
+    erased = set(tombstoned(raw, platform_id, [row["tombstone"] for row in rows]))
+    stored = stored_hashes(raw, platform_id, [e.event_id for e in events])
+    conflicts = sorted(e.event_id for e in events if e.event_id in stored and stored[e.event_id] != e.content_hash)
+    if conflicts:
+        raise EventConflict(conflicts)  # leaving the transaction block rolls everything back
+    fresh = [row for row in rows if row["tombstone"] not in erased and row["event_id"] not in stored]
+    inserted = insert_events(raw, platform_id, fresh, sqlite_time(dt.datetime.now(dt.UTC)))
+    new = [e for e in events if e.event_id in inserted]
+    completed = completions_among(new, lessons)
+    advancing = [row for row in fresh if row["manipulation"] is not None]
+    wholes = record_manipulations(raw, platform_id, advancing) if advancing else []
+    if new:
+        _progress(raw, platform_id, new, rows, lessons, completed, wholes)
+    return RecordResult(
+        created=[e.event_id for e in new],
+        replayed=[e.event_id for e in events if e.event_id in stored],
+        erased=[row["event_id"] for row in rows if row["tombstone"] in erased],
+        completed=sorted(
+            set(completed) | {(str(w["learner"]), str(w["lesson"]), str(w["checkpoint"])) for w in wholes}
+        ),
+    )
+
+
+def _progress(raw, platform_id, new, rows, lessons, completed, wholes) -> None:
+    """Each (lesson, learner)'s earliest new event, and the completions the new events make."""
+    at = {row["event_id"]: row["occurred_at"] for row in rows}  # as stored: text in time order
+    firsts: dict[tuple[str, str], str] = {}
+    for e in new:
+        key = (e.lesson, e.learner)
+        firsts[key] = min(firsts.get(key, at[e.event_id]), at[e.event_id])
+    completions = [
+        {"learner": learner, "lesson": lesson, "checkpoint": checkpoint, "at": at[e.event_id], "event_id": e.event_id,
+         "verification": verification(lessons[lesson].checkpoint(checkpoint), e.data)}
+        for (learner, lesson, checkpoint), e in completed.items()
+    ] + wholes  # fmt: skip
+    visits = [{"lesson": lesson, "learner": learner, "at": first} for (lesson, learner), first in firsts.items()]
+    record_visits_and_progress(raw, platform_id, visits, completions)

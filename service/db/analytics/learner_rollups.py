@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from sqlalchemy import bindparam, delete, func, select
 from sqlalchemy.engine import Connection
 
-from .events import dialect_insert
-from .models import CheckpointProgress, DurationRollup, Event, LearnerLesson, LearnerRollup, RolledLearner, cast_table
+from ..events import dialect_insert
+from ..tables import CheckpointProgress, DurationRollup, Event, LearnerLesson, LearnerRollup, RolledLearner, cast_table
 from .rollups import LABEL, after, bucket_floor, in_batches, only_platform, watermark
 
 Key = tuple[int, str, str]  # (platform_id, lesson, learner)

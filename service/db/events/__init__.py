@@ -1,18 +1,89 @@
-"""`record_events`: a request's events, written together with those of requests that arrive
-while another write is under way (service/db/group_commit.py), each request atomic and
-answered on its own."""
+"""Recording progress events exactly once: a batch is one transaction, conflicts are found inside
+the insert transaction (never by reading first), the earliest completion wins, durations stay
+current. core.py holds what an event is; sqlite.py and postgresql.py record on their backend
+(PostgreSQL in one call of the function in record_events.sql); group_commit.py writes the events
+of requests that arrive together in one transaction (`record_events`, what the API calls)."""
 
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
+import time
 import weakref
 from dataclasses import dataclass
 
-from ..lessons import Lesson
-from .engine import Database
-from .events import NewEvent, RecordResult, write_events
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
+
+from ...lessons import Lesson
+from ..engine import Database
+from . import postgresql, sqlite
+from .core import (
+    EventConflict,
+    NewEvent,
+    RecordResult,
+    completions_among,
+    described,
+    dialect_insert,
+    payload_rows,
+    tombstone,
+    verification,
+)
 from .group_commit import GroupCommit
+
+__all__ = [
+    "EventConflict",
+    "NewEvent",
+    "RecordResult",
+    "completions_among",
+    "described",
+    "dialect_insert",
+    "record_events",
+    "record_events_in",
+    "tombstone",
+    "verification",
+    "write_events",
+]
+
+RETRYABLE_SQLSTATES = {"40001", "40P01"}  # serialization failure, deadlock detected
+MAX_ATTEMPTS = 4
+
+
+def write_events(db: Database, platform_id: int, events: list[NewEvent], lessons: dict[str, Lesson]) -> RecordResult:
+    """Store new events, acknowledge identical replays, reject them all on any conflict: one
+    transaction (deadlocks and serialization failures are retried). Requests go through
+    `record_events`, which groups concurrent ones."""
+    events = sorted(events, key=lambda e: e.event_id)  # one lock order for every writer
+    # The payload is made before the transaction: SQLite's writer lock (and a PostgreSQL
+    # connection) is then held for the statements alone, while another worker prepares.
+    rows = payload_rows(platform_id, events, lessons, sqlite=db.is_sqlite)
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        try:
+            if db.is_sqlite:
+                with db.sqlite_transaction() as raw:
+                    return sqlite.record(raw, platform_id, events, lessons, rows)
+            with db.write_statement() as conn:
+                return postgresql.record(conn, platform_id, events, lessons, rows)
+        except DBAPIError as exc:
+            if getattr(exc.orig, "sqlstate", None) not in RETRYABLE_SQLSTATES or attempt == MAX_ATTEMPTS:
+                raise
+            time.sleep(0.01 * 2**attempt)
+    raise AssertionError("unreachable")
+
+
+def record_events_in(
+    conn: Connection, platform_id: int, events: list[NewEvent], lessons: dict[str, Lesson]
+) -> RecordResult:
+    """`record_events` inside a transaction the caller holds (one transaction per user action)."""
+    events = sorted(events, key=lambda e: e.event_id)
+    on_postgresql = conn.dialect.name == "postgresql"
+    rows = payload_rows(platform_id, events, lessons, sqlite=not on_postgresql)
+    if on_postgresql:
+        return postgresql.record(conn, platform_id, events, lessons, rows)
+    raw = conn.connection.driver_connection
+    assert isinstance(raw, sqlite3.Connection)
+    return sqlite.record(raw, platform_id, events, lessons, rows)
 
 
 def record_events(db: Database, platform_id: int, events: list[NewEvent], lessons: dict[str, Lesson]) -> RecordResult:

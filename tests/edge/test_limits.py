@@ -6,7 +6,7 @@ import pytest
 
 from service.app import create_app
 
-from .helpers import event
+from ..api.helpers import event
 
 REDIS = os.environ.get("WORKBENCH_TEST_REDIS_URL", "")
 

@@ -11,8 +11,8 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from ..tables import CheckpointProgress, Event, ExerciseCheck, LearnerLesson
 from . import mistake_rollups, rollups
-from .models import CheckpointProgress, Event, ExerciseCheck, LearnerLesson
 
 BUCKETS = rollups.GRAINS
 

@@ -11,12 +11,12 @@ from typing import Any
 import requests
 from sqlalchemy import func, select
 
-from . import xapi
-from .db import Database
-from .db.models import Event, Platform, XapiForwarding
-from .db.platforms import platform_by_name
-from .db.statements import events_after
-from .lessons import Lesson
+from ..db import Database
+from ..db.platforms import platform_by_name
+from ..db.tables import Event, Platform, XapiForwarding
+from ..lessons import Lesson
+from . import statements as xapi
+from .queries import events_after
 
 log = logging.getLogger(__name__)
 MAX_BACKOFF = 300

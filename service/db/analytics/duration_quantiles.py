@@ -16,8 +16,8 @@ import orjson
 from sqlalchemy import select, text
 from sqlalchemy.engine import Connection
 
+from ..tables import DurationRollup, cast_table
 from . import learner_rollups
-from .models import DurationRollup, cast_table
 
 CORRECTIONS = {
     "postgresql": "SELECT c.checkpoint, c.seconds, c.learners FROM json_to_recordset(CAST(:extra AS json)) "

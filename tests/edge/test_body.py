@@ -194,7 +194,7 @@ BEFORE_YEAR_ONE = "0001-01-01T00:00:00+00:01"  # valid ISO 8601, but a minute be
     ],
 )
 def test_a_date_time_with_no_utc_equivalent_is_422_not_500(client, acme, method, path, body, field):
-    from .helpers import event
+    from ..api.helpers import event
 
     payload = event(occurred_at=BEFORE_YEAR_ONE) if body == "event" else None
     response = getattr(client, method)(path.replace("+", "%2B"), json=payload, headers=acme)

@@ -9,10 +9,9 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from . import learner_rollups, rollups
-from .analytics import Window, _within
+from ..tables import CheckpointProgress, LearnerLesson
+from . import Window, _within, learner_rollups, rollups
 from .duration_quantiles import duration_quantiles
-from .models import CheckpointProgress, LearnerLesson
 
 ALL_TIME = Window()
 

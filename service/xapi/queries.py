@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from .models import Event, Platform
+from ..db.tables import Event, Platform
 
 
 @dataclass(frozen=True)

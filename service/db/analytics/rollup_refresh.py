@@ -13,10 +13,10 @@ from __future__ import annotations
 from sqlalchemy import delete, func, select, text, update
 from sqlalchemy.engine import Connection
 
+from ..engine import Database
+from ..events import dialect_insert
+from ..tables import Event, RolledLearner, RollupWatermark, cast_table
 from . import learner_rollups
-from .engine import Database
-from .events import dialect_insert
-from .models import Event, RolledLearner, RollupWatermark, cast_table
 from .rollups import ROLLUPS, VARIANTS, aggregate, watermark_now
 
 CHUNK = 20_000  # events per transaction: short enough that ingest never waits long for the refresh

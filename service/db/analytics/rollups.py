@@ -24,7 +24,7 @@ from sqlalchemy import String, case, cast, exists, func, literal, literal_column
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql import ColumnElement, Select
 
-from .models import Event, EventRollup, RollupWatermark, cast_table
+from ..tables import Event, EventRollup, RollupWatermark, cast_table
 
 GRAINS = ("hour", "day", "week")
 NAME_CAP = 128  # longer parameter names count as none (free text, and an index key must stay short)

@@ -1,0 +1,294 @@
+"""The pipeline's ten steps, in the order docs/conventions.md numbers them, each a small pure
+function (numpy only, row vectors), and `run`, which does them in that order. `how` (a failure
+mode's Steps) says how a broken implementation does the steps it gets wrong; large inputs done
+right take the fused, row-blocked kernels (fused.py) for steps 4 to 7. Every number in and out
+is checked finite; an error names the input at fault and the first bad cell, counting from 1.
+
+Shapes: n positions, d_model model width, H heads, d_head = d_model / H.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .errors import AttentionInputError
+from .fused import ROW_BLOCK, attention_heads, causal_mask, causal_softmax
+
+SAFE_BOUND = 1e300  # any |score| bound below this cannot have overflowed on the way (float64 max 1.8e308)
+SCAN_DIRECTLY = 4096  # cells below which a direct scan beats computing a bound
+
+
+# 1. project: Q = X W_Q, K = X W_K, V = X W_V
+
+
+def project(x: np.ndarray, w: np.ndarray | None, width: int | None = None) -> np.ndarray:
+    """Row-vector projection `x @ w`; `w=None` is the identity (its first `width` columns)."""
+    if w is None:
+        return x if width is None or width == x.shape[1] else x[:, :width]  # [n, d_model] -> [n, width]
+    return x @ w  # [n, d_in] @ [d_in, d_out] -> [n, d_out]
+
+
+# 2. split: head h takes its slice of the features
+
+
+def split_heads(x: np.ndarray, heads: int) -> np.ndarray:
+    """Contiguous split: head h owns features [h*d_head, (h+1)*d_head)."""
+    n, width = x.shape
+    return np.ascontiguousarray(x.reshape(n, heads, width // heads).transpose(1, 0, 2))  # [n, H*d] -> [H, n, d]
+
+
+def merge_heads(x: np.ndarray) -> np.ndarray:
+    """Inverse of `split_heads` (step 8): concatenate head outputs in head order."""
+    heads, n, d_head = x.shape
+    return x.transpose(1, 0, 2).reshape(n, heads * d_head)  # [H, n, d] -> [n, H*d]
+
+
+def contiguous_features(heads: int, d_head: int) -> np.ndarray:
+    return np.arange(heads * d_head).reshape(heads, d_head)  # [H, d_head]
+
+
+def interleaved_features(heads: int, d_head: int) -> np.ndarray:
+    """The classic reshape bug: head h takes features h, h+H, h+2H, ..."""
+    return np.arange(heads * d_head).reshape(d_head, heads).T.copy()  # [H, d_head]
+
+
+def gather_heads(x: np.ndarray, features: np.ndarray) -> np.ndarray:
+    """Split by an explicit feature index per head (any layout, slices may repeat)."""
+    return np.ascontiguousarray(x[:, features].transpose(1, 0, 2))  # [n, width] -> [H, n, d_head]
+
+
+def repeat_kv(x: np.ndarray, group_size: int) -> np.ndarray:
+    """Grouped-query attention: kv head j serves query heads j*g .. (j+1)*g - 1."""
+    return x if group_size == 1 else np.repeat(x, group_size, axis=0)  # [kv, n, d] -> [H, n, d]
+
+
+# 3. RoPE: rotate Q_h and K_h by position
+
+
+def rope(x: np.ndarray, style: str, base: float) -> np.ndarray:
+    """Rotate each position's pairs by angle position * base^(-2i/d_head).
+
+    "half" pairs feature i with i + d_head/2 (GPT-NeoX, Llama); "interleaved" pairs 2i with
+    2i+1 (GPT-J, RoFormer). Same angles, different pairing, different numbers.
+    """
+    *_, n, d_head = x.shape
+    inv_freq = base ** (-np.arange(0, d_head, 2, dtype=np.float64) / d_head)  # [d_head/2]
+    theta = np.arange(n, dtype=np.float64)[:, None] * inv_freq[None, :]  # [n, d_head/2]
+    cos, sin = np.cos(theta), np.sin(theta)
+    if style == "half":
+        x1, x2 = x[..., : d_head // 2], x[..., d_head // 2 :]
+        return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)  # [.., n, d_head]
+    out = np.empty_like(x)
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    out[..., 0::2] = x1 * cos - x2 * sin
+    out[..., 1::2] = x2 * cos + x1 * sin
+    return out  # [.., n, d_head]
+
+
+# 4. scores: S_h = Q_h K_h^T / sqrt(d_head)
+
+
+def scores(q: np.ndarray, k: np.ndarray, scale: float) -> np.ndarray:
+    """Scaled dot products; the scale is folded into q (n*d multiplies instead of n*n)."""
+    return np.matmul(q * scale, k.transpose(0, 2, 1))  # [H, n, d] @ [H, d, n] -> [H, n, n]
+
+
+# 5-6. mask (-inf before the softmax), then the row softmax
+
+
+def softmax(s: np.ndarray, mask: np.ndarray | None = None, rows_see: bool = False) -> np.ndarray:
+    """Row softmax, stable (row max subtracted); masked cells are exactly 0. A row with every cell
+    masked gives all-zero weights, never NaN (as PyTorch SDPA). `rows_see`: the caller knows every
+    row keeps a cell (a causal mask: the diagonal)."""
+    z = s.copy() if mask is None else np.where(mask, -np.inf, s)  # [.., n, n]
+    row_max = z.max(axis=-1, keepdims=True)  # [.., n, 1]
+    empty = None if mask is None or rows_see else ~np.isfinite(row_max)
+    any_empty = empty is not None and bool(empty.any())  # only a mask can leave a row without a finite score
+    if any_empty:
+        row_max[empty] = 0.0
+    z -= row_max
+    np.exp(z, out=z)
+    total = z.sum(axis=-1, keepdims=True)  # [.., n, 1]
+    if any_empty:
+        total[empty] = 1.0  # the row is all zeros already
+    z /= total
+    return z
+
+
+def mask_then_softmax(s: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Steps 5-6 done right: future cells -inf, then the softmax (in row blocks past one block)."""
+    if not mask.any():
+        return softmax(s)
+    return causal_softmax(s) if s.shape[-1] > ROW_BLOCK else softmax(s, mask, rows_see=True)
+
+
+def _softmax_then_mask(s: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    weights = softmax(s)  # every position, future included
+    weights[:, mask] = 0.0  # rows no longer sum to 1
+    return weights
+
+
+# How each way of doing steps 5-6 turns scores into weights (failure_modes.Steps.mask).
+NORMALISE = {
+    "before_softmax": mask_then_softmax,
+    "after_softmax": _softmax_then_mask,
+    "none": lambda s, mask: softmax(s),
+    "diagonal": lambda s, mask: softmax(s, mask | np.eye(mask.shape[0], dtype=bool)),  # row 1 sees nothing: 0s
+    "zero": lambda s, mask: softmax(np.where(mask, 0.0, s)),
+    "wrong_axis": lambda s, mask: np.swapaxes(softmax(np.swapaxes(s, -1, -2), mask.T), -1, -2),
+    "transposed": lambda s, mask: np.swapaxes(mask_then_softmax(s, mask), -1, -2).copy(),
+}
+
+
+# 7. mix: O_h = A_h V_h
+
+
+def attend(weights: np.ndarray, v: np.ndarray, causal: bool = False, block: int = ROW_BLOCK) -> np.ndarray:
+    """Mix values by the weights; under a causal mask skip the all-zero upper blocks."""
+    heads, n, _ = weights.shape
+    if not causal or n <= block:
+        return np.matmul(weights, v)  # [H, n, n] @ [H, n, d] -> [H, n, d]
+    out = np.empty((heads, n, v.shape[-1]))  # [H, n, d]
+    for r0 in range(0, n, block):
+        r1 = min(n, r0 + block)
+        np.matmul(weights[:, r0:r1, :r1], v[:, :r1], out=out[:, r0:r1])  # [H, rows, r1] @ [H, r1, d]
+    return out
+
+
+# The pipeline
+
+
+def run(x: np.ndarray, cfg: Any, w: Any, how: Any, features: np.ndarray, kv_features: np.ndarray) -> dict[str, Any]:
+    """The ten steps on tokens `x` [n, d_model] (checked finite), as `how` does them."""
+    d, kv = cfg.d_head, cfg.kv_width
+    q = finite(project(x, w.query), "the query projection X @ W_Q", "projections.query", w.query)  # 1. [n, d_model]
+    k = finite(project(x, w.key, kv), "the key projection X @ W_K", "projections.key", w.key)  # 1. [n, kv*d]
+    v = finite(project(x, w.value, kv), "the value projection X @ W_V", "projections.value", w.value)  # 1. [n, kv*d]
+    qh = _split(q, features, how.split)  # 2. [n, d_model] -> [H, n, d]
+    kh = qh if k is q and kv_features is features else _split(k, kv_features, how.split)  # 2. -> [kv, n, d]
+    vh = kh if v is k else _split(v, kv_features, how.split)  # 2. -> [kv, n, d]
+    plain = (qh, repeat_kv(kh, cfg.group_size)) if cfg.rope is not None else (None, None)  # kept to draw RoPE
+    if cfg.rope is not None:
+        qh, kh = rope(qh, cfg.rope.style, cfg.rope.base), rope(kh, cfg.rope.style, cfg.rope.base)  # 3.
+    kh, vh = repeat_kv(kh, cfg.group_size), repeat_kv(vh, cfg.group_size)  # [kv, n, d] -> [H, n, d]
+    masking = how.mask if cfg.causal or how.mask in ("wrong_axis", "transposed") else "before_softmax"
+    mask = causal_mask(cfg.n) if cfg.causal else np.zeros((cfg.n, cfg.n), dtype=bool)  # 5. [n, n] the future
+    masks = cfg.causal and cfg.n > 1  # a causal mask over one position masks nothing
+    scale = {"d_head": 1.0 / math.sqrt(d), "none": 1.0, "d_model": 1.0 / math.sqrt(cfg.d_model)}[how.scale]
+    s, a, o = _attend(qh, kh, vh, float(scale), mask, masking, masks)  # 4-7. [H, n, n], [H, n, n], [H, n, d]
+    concat = merge_heads(o[::-1] if how.order == "reversed" else o)  # 8. [n, d_model]
+    out = concat if how.output == "skip" or w.output is None else _out(concat, w.output)  # 9. concat @ W_O
+    residual = finite(x + out, "the residual X + output", "tokens")  # 10. X + output: [n, d_model]
+    return {"query": qh, "key": kh, "value": vh, "scores": s, "mask": mask, "weights": a, "head_outputs": o,
+            "concat": concat, "output": out, "residual": residual, "query_before_rope": plain[0],
+            "key_before_rope": plain[1]}  # fmt: skip
+
+
+def _split(m: np.ndarray, features: np.ndarray, split: str) -> np.ndarray:
+    """[n, heads*d_head] -> [heads, n, d_head]: a reshape when the slices are contiguous, else a gather."""
+    return split_heads(m, features.shape[0]) if split == "contiguous" else gather_heads(m, features)
+
+
+def _attend(q, k, v, scale: float, mask: np.ndarray, masking: str, masks: bool):
+    """Steps 4-7. Done right on more than one block of rows, the fused kernels run them a block
+    at a time (fused.attention_heads); else they run as whole-array steps, in fewer numpy calls."""
+    bound = scores_bound(q, k, scale)
+    if masking == "before_softmax" and q.shape[1] > ROW_BLOCK:
+        s, a, o = attention_heads(q, k, v, scale, masks, bound)
+        check_scores(s, bound)
+        return s, a, o
+    s = scores(q, k, scale)  # 4. [H, n, d] @ [H, d, n] -> [H, n, n]
+    check_scores(s, bound)
+    a = NORMALISE[masking](s, mask)  # 5-6. [H, n, n]
+    lower = masks and masking in ("before_softmax", "after_softmax", "diagonal")  # zero above the diagonal
+    return s, a, attend(a, v, causal=lower)  # 7. [H, n, d]
+
+
+def _out(concat: np.ndarray, w_o: np.ndarray) -> np.ndarray:
+    return finite(project(concat, w_o), "the output projection concat @ W_O", "projections.output", w_o)
+
+
+# Checks: every number in, and every number out, is finite
+
+
+def as_matrix(value, field: str) -> np.ndarray:
+    """A finite 2-D float64 array (a copy: the trace freezes it), or an error naming the field and the cell."""
+    try:
+        raw = np.asarray(value)
+    except ValueError as exc:  # ragged nesting
+        raise AttentionInputError(f"{field} must be a rectangular matrix of numbers ({exc})", field=field) from None
+    if raw.dtype.kind not in "iuf":
+        raise AttentionInputError(
+            f"{field} must be a rectangular matrix of numbers, got elements of type {raw.dtype}", field=field
+        )
+    if raw.ndim != 2 or 0 in raw.shape:
+        raise AttentionInputError(f"{field} must be a non-empty 2-D matrix, got shape {list(raw.shape)}", field=field)
+    matrix = np.array(raw, dtype=np.float64)
+    if not all_finite(matrix):
+        i, j = (int(a) for a in np.argwhere(~np.isfinite(matrix))[0])
+        raise AttentionInputError(
+            f"{field} row {i + 1}, column {j + 1} (counting from 1) is {matrix[i, j]}; every number must be finite",
+            field=field,
+        )
+    return matrix
+
+
+def as_weight(value, shape: tuple[int, int], field: str) -> np.ndarray | None:
+    if value is None:
+        return None
+    w = as_matrix(value, field)
+    if w.shape != shape:
+        raise AttentionInputError(
+            f"{field} must have shape [{shape[0]}][{shape[1]}] (d_in x d_out, row vectors), "
+            f"got [{w.shape[0]}][{w.shape[1]}]",
+            field=field,
+        )
+    return w
+
+
+def finite(a: np.ndarray, what: str, field: str, weight: object = True) -> np.ndarray:
+    """`a`, or an error naming the step and the first cell that overflowed (1-based); the identity
+    (`weight` None) of finite input is finite, so it is not scanned."""
+    if weight is not None and not all_finite(a):
+        i, j = (int(t) for t in np.argwhere(~np.isfinite(a))[0])
+        raise AttentionInputError(
+            f"{what} overflowed float64 at row {i + 1}, column {j + 1} (counting from 1); "
+            "the inputs are too large to compute",
+            field=field,
+        )
+    return a
+
+
+def scores_bound(q: np.ndarray, k: np.ndarray, scale: float) -> float:
+    """An upper bound on every |score| (Cauchy-Schwarz: |q_i . k_j| <= |q_i| |k_j|), or inf when
+    the scores are few: scanning them is cheaper than bounding."""
+    if q.shape[0] * q.shape[1] * k.shape[1] <= SCAN_DIRECTLY:
+        return np.inf
+    with np.errstate(over="ignore"):
+        q_norm = np.sqrt(np.einsum("hnd,hnd->hn", q, q).max())
+        bound = scale * q_norm * (q_norm if k is q else np.sqrt(np.einsum("hnd,hnd->hn", k, k).max()))
+    return float(bound) if np.isfinite(bound) else np.inf
+
+
+def check_scores(s: np.ndarray, bound: float) -> None:
+    """A full scan only when the bound does not already prove every score finite."""
+    if bound < SAFE_BOUND or all_finite(s):
+        return
+    h, i, j = (int(t) for t in np.argwhere(~np.isfinite(s))[0])
+    raise AttentionInputError(
+        f"scores overflowed float64 in head {h + 1} at query {i + 1}, key {j + 1} (counting from 1); "
+        "the inputs or projections are too large to compute",
+        field="tokens",
+    )
+
+
+def all_finite(a: np.ndarray) -> bool:
+    """No inf or NaN in `a`. A finite sum proves it in one pass without a temporary (inf and NaN
+    propagate); only a sum that overflowed needs the cell-by-cell look."""
+    if a.size <= SCAN_DIRECTLY:  # small: the plain scan, without the error-state context's cost
+        return bool(np.isfinite(a).all())
+    with np.errstate(over="ignore", invalid="ignore"):
+        return bool(np.isfinite(np.add.reduce(a, axis=None))) or bool(np.isfinite(a).all())

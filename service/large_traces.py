@@ -1,0 +1,385 @@
+"""Large traces, computed away from the request threads, in one place: the machine-wide slots,
+the background process pool, what runs in that process, and how it becomes a background one.
+
+A trace above `heavy_compute_cells` score cells (or a body too large to parse in a request
+thread, `background_parse_bytes`) is parsed, validated, computed and encoded in a separate
+process under SCHED_IDLE; its answer goes to a file in shared memory that the server sends with
+sendfile, so the worker's own threads stay free for small requests (event ingestion above all).
+At most `heavy_compute_concurrency` run at once on the machine, across every worker (one less
+than the cores by default, so one core is always left to the request path). A few requests per
+worker wait for a slot (each holds a thread); the rest are shed with 503 + Retry-After.
+
+This module imports nothing heavy (numpy loads in the compute process after it has become a
+background one, with one BLAS thread): the pool's initializer is named from here.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import hashlib
+import multiprocessing
+import os
+import signal
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, NoReturn
+
+from flask import current_app
+
+from .edge.problems import Problem
+
+SHARED = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
+
+
+# -- the request side: slots, the pool, waiting, the answer's file -------------------------
+
+SLOTS_DIR = SHARED / f"workbench-heavy-{os.getuid()}"  # one set of slots per machine (container) and user
+
+POLL_SECONDS = 0.02  # how often a waiting request looks for a free slot
+
+_lock = threading.Lock()
+_pool: ProcessPoolExecutor | None = None
+_pool_pid: int | None = None
+
+
+def machine_slots(configured: int) -> int:
+    """How many large traces may run at once on this machine: 0 means one less than the cores."""
+    return configured if configured > 0 else max(1, (os.cpu_count() or 2) - 1)
+
+
+def compute_threads(slots: int) -> int:
+    """Threads one large trace may use: the cores but one (kept for the request path), shared
+    by the slots. Two cores: one thread, so ingestion keeps its core under a flood of traces."""
+    return max(1, ((os.cpu_count() or 2) - 1) // slots)
+
+
+@contextmanager
+def slot(count: int, wait: float = 0.0) -> Iterator[bool]:
+    """Hold one of `count` machine-wide slots, waiting up to `wait` seconds for one to free up.
+
+    A slot is a non-blocking flock on its file; the kernel drops it when the descriptor closes,
+    so a killed worker never leaks one.
+    """
+    SLOTS_DIR.mkdir(mode=0o700, exist_ok=True)
+    deadline = time.monotonic() + wait
+    while True:
+        for index in range(count):
+            handle = os.open(SLOTS_DIR / f"slot-{index}", os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(handle)
+                continue
+            try:
+                yield True
+            finally:
+                os.close(handle)
+            return
+        if time.monotonic() >= deadline:
+            yield False
+            return
+        time.sleep(POLL_SECONDS)
+
+
+def _executor(slots: int) -> ProcessPoolExecutor:
+    global _pool, _pool_pid
+    with _lock:
+        broken = _pool is not None and getattr(_pool, "_broken", False)
+        if _pool is None or _pool_pid != os.getpid() or broken:  # one pool per gunicorn worker, after the fork
+            # spawn, not forkserver: the compute process is then the worker's own child, so the
+            # kernel kills it with the worker (die_with_parent); a forkserver outlived its worker.
+            context = multiprocessing.get_context("spawn")
+            _pool = ProcessPoolExecutor(
+                max_workers=slots,
+                mp_context=context,
+                initializer=start_compute_process,
+                initargs=(current_app.extensions["settings"].retain_freed_memory, compute_threads(slots)),
+            )
+            _pool_pid = os.getpid()
+        return _pool
+
+
+def waiting_room(app) -> threading.BoundedSemaphore:
+    """Places for requests of this worker waiting for a slot; each holds a thread, so few."""
+    with _lock:
+        room = app.extensions.get("heavy_waiting")
+        if room is None:
+            room = app.extensions["heavy_waiting"] = threading.BoundedSemaphore(
+                app.extensions["settings"].heavy_compute_waiting
+            )
+        return room
+
+
+def _raise(error: dict[str, Any]) -> NoReturn:
+    raise Problem(
+        error["status"],
+        error["detail"],
+        title=error["title"],
+        errors=error["errors"],
+        slug=error["slug"],
+        extra=error["extra"],
+    )
+
+
+@contextmanager
+def _waiting_place() -> Iterator[None]:
+    settings = current_app.extensions["settings"]
+    room = waiting_room(current_app)
+    if not room.acquire(blocking=False):
+        raise _busy(f"{settings.heavy_compute_waiting} large traces are already waiting here")
+    try:
+        yield
+    finally:
+        room.release()
+
+
+def measure_large_body(raw: bytes, compare: bool) -> int:
+    """A body too large to parse in a request thread (it would hold the worker's GIL for tens of
+    milliseconds: 30 ms for 1.5 MB) is parsed and validated in the background process; returns
+    its cost, or raises the same problem a request thread would. `run(raw=...)` computes it."""
+    settings = current_app.extensions["settings"]
+    with _waiting_place():
+        pool = _executor(machine_slots(settings.heavy_compute_concurrency))
+        cells, error = pool.submit(measure, raw, compare, settings).result()
+    if error is not None:
+        _raise(error)
+    return cells
+
+
+def run(
+    args: dict[str, Any] | None,
+    failure_mode: str | None = None,
+    compare: bool = False,
+    binary: str | None = None,
+    raw: bytes | None = None,
+):
+    """Compute a trace (from `args`, or from a large body still `raw`) in the background process;
+    the open file of its answer (the server sends it, with sendfile where it can)."""
+    settings = current_app.extensions["settings"]
+    count = machine_slots(settings.heavy_compute_concurrency)
+    with _waiting_place():
+        with slot(count, wait=settings.heavy_compute_wait_seconds) as held:
+            if not held:
+                raise _busy(f"no large-trace slot came free within {settings.heavy_compute_wait_seconds:g} s")
+            task = _executor(count).submit(compute_to_file, args, failure_mode, compare, binary, raw, settings)
+            path, error = task.result()
+    release_memory_when_idle()  # this worker's copies of bodies and answers, once traces stop coming
+    if error is not None or path is None:
+        _raise(error or {})
+    body = open(path, "rb")  # noqa: SIM115 - closed by the server after sending
+    os.unlink(path)  # the open descriptor keeps the data until the response is sent
+    return body
+
+
+def _busy(reason: str) -> Problem:
+    return Problem(
+        503,
+        f"the server is computing as many large traces as it allows and {reason}; try again shortly",
+        headers={"Retry-After": "1"},
+        slug="busy",
+    )
+
+
+def warm_up(app) -> None:
+    """Start this worker's compute process now, so the first large trace does not wait for it."""
+    with app.app_context():
+        _executor(machine_slots(app.extensions["settings"].heavy_compute_concurrency)).submit(_ready)
+
+
+def _ready() -> bool:
+    from .api import traces  # noqa: F401  (imports numpy and the engine in the child)
+
+    return True
+
+
+# -- the compute process's side ------------------------------------------------------------
+
+
+def problem_data(problem: Problem) -> dict[str, Any]:
+    """A Problem as plain data, to cross the process boundary."""
+    return {
+        "status": problem.status,
+        "detail": problem.detail,
+        "title": problem.title,
+        "errors": problem.errors,
+        "slug": problem.slug,
+        "extra": problem.extra,
+    }
+
+
+_compute_app: Any = None
+
+
+def _settings_context(settings):
+    """In the background process: an app context whose only content is the settings (the caps)."""
+    global _compute_app
+    from flask import Flask
+
+    if _compute_app is None:
+        _compute_app = Flask("workbench-compute")
+    _compute_app.extensions["settings"] = settings  # each task brings the caller's settings
+    return _compute_app.app_context()
+
+
+def _parse(raw: bytes, compare: bool, settings) -> tuple[dict[str, Any] | None, int, dict[str, Any] | None]:
+    """In the background process: a large body parsed and validated exactly as a request thread
+    would (strict JSON, caps first, the same schema, the same 4xx), with its cost."""
+    from marshmallow import ValidationError
+
+    from .api.schemas.attention import AttentionRequestSchema, CompareRequestSchema
+    from .edge.body import parse_json
+    from .edge.limits import cost
+    from .edge.problems import flatten_errors, invalid_fields
+
+    try:
+        with _settings_context(settings):
+            body = parse_json(raw)
+            try:
+                args = (CompareRequestSchema() if compare else AttentionRequestSchema()).load(body)
+            except ValidationError as error:
+                raise invalid_fields(flatten_errors(error.normalized_messages())) from None
+    except Problem as problem:
+        return None, 0, problem_data(problem)
+    return args, cost(args["tokens"], args["heads"], compare), None
+
+
+IDLE_SECONDS_BEFORE_RELEASE = 2.0
+_release_timer: threading.Timer | None = None
+
+
+def release_memory_when_idle() -> None:
+    """In the background process: once no trace has started for a while, hand the memory the
+    last ones used back to the kernel (each new trace postpones it)."""
+    global _release_timer
+    from .compute.allocator import release_freed_memory
+
+    if _release_timer is not None:
+        _release_timer.cancel()
+    _release_timer = threading.Timer(IDLE_SECONDS_BEFORE_RELEASE, release_freed_memory)
+    _release_timer.daemon = True
+    _release_timer.start()
+
+
+_last_parsed: tuple[bytes, Any] | None = None  # (body digest, arguments): the measured body, for its compute
+
+
+def measure(raw: bytes, compare: bool, settings) -> tuple[int, dict[str, Any] | None]:
+    """In the background process: the cost of a large body, or the problem with it. The body's
+    arguments are kept for the compute that follows (when this process gets it): parsing 1.2 MB
+    of JSON again cost a tenth of a large trace's time."""
+    global _last_parsed
+    args, cells, error = _parse(raw, compare, settings)
+    _last_parsed = None if args is None else (_digest(raw, compare), args)
+    return cells, error
+
+
+def _parsed(raw: bytes, compare: bool, settings) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """In the background process: a large body's arguments (kept by `measure`, else parsed), or its problem."""
+    global _last_parsed
+    kept, _last_parsed = _last_parsed, None
+    if kept is not None and kept[0] == _digest(raw, compare):
+        return kept[1], None
+    args, _, error = _parse(raw, compare, settings)
+    return args, error
+
+
+def _digest(raw: bytes, compare: bool) -> bytes:
+
+    return hashlib.blake2b(raw, digest_size=16, person=b"compare" if compare else b"attention").digest()
+
+
+def compute_to_file(
+    args: dict[str, Any] | None,
+    failure_mode: str | None,
+    compare: bool,
+    binary: str | None = None,
+    raw: bytes | None = None,
+    settings: Any = None,
+) -> tuple[str | None, Any]:
+    """In the background process: compute, encode, write to shared memory; errors come back as
+    data. A large body comes `raw` and is parsed here again: cheaper than carrying its arrays
+    through the worker twice."""
+    from .api import traces
+
+    if raw is not None:
+        args, error = _parsed(raw, compare, settings)
+        if error is not None or args is None:
+            return None, error
+        failure_mode = None if compare else args.get("failure_mode")
+    assert args is not None
+    try:
+        body = traces.compare_body(args) if compare else traces.trace_body(args, failure_mode)
+    except Problem as problem:  # the engine's AttentionInputError, already turned into a 422
+        return None, problem_data(problem)
+
+    handle, path = tempfile.mkstemp(prefix="workbench-trace-", suffix=".bin" if binary else ".json", dir=SHARED)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            traces.write(body, binary, out)  # straight into shared memory, tensor by tensor
+    except BaseException:
+        os.unlink(path)  # a failure leaves nothing behind
+        raise
+    release_memory_when_idle()
+    return path, None
+
+
+# -- making the compute process a background one ---------------------------------------------
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+NICENESS = 19  # the lowest nice value: the fallback where SCHED_IDLE is missing
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def become_background() -> None:
+    """SCHED_IDLE on every thread, and one BLAS thread, so one such process holds one core at most.
+
+    Under SCHED_IDLE a waking request thread preempts this process at once; a nice-19 process
+    keeps the core for the rest of its time slice (about 1.5 ms on 2 cores) at every wakeup.
+    Linux sets the policy per thread; threads started later inherit it.
+    """
+    for name in BLAS_THREADS:
+        os.environ[name] = "1"  # read when numpy first loads, which is after this
+    for tid in _threads():
+        try:
+            os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
+        except (AttributeError, OSError):  # not Linux, or SCHED_IDLE refused
+            os.setpriority(os.PRIO_PROCESS, tid, NICENESS)
+
+
+def die_with_parent() -> None:
+    """Ask the kernel to kill this process when the thread that started it goes (a gunicorn
+    worker's main thread, even under kill -9): a compute process never outlives its worker."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the pool's own shutdown is all there is
+        return
+    if os.getppid() == 1:  # the parent died before the request took effect
+        os._exit(0)
+
+
+def start_compute_process(retain_memory: bool = True, threads: int = 1) -> None:
+    """The initializer of the background pool's processes. `threads`: how many cores the
+    engine may spread one trace over (heavy.compute_threads: the compute processes together
+    never take the core kept for the request path)."""
+    from .compute import parallel
+    from .compute.allocator import retain_freed_memory
+
+    die_with_parent()
+    become_background()
+    parallel.limit_threads(threads)
+    if retain_memory:
+        retain_freed_memory()  # large traces otherwise re-fault their buffers on every request
+
+
+def _threads() -> list[int]:
+    try:
+        return [int(tid) for tid in os.listdir("/proc/self/task")]
+    except OSError:  # no /proc: the calling thread only
+        return [0]
