@@ -29,13 +29,19 @@ run: $(VENV)/.installed ## Set up, migrate the embedded SQLite database, serve o
 migrate: $(VENV)/.installed ## Apply database migrations (WORKBENCH_DATABASE_URL, default SQLite under var/)
 	$(BIN)/workbench db upgrade
 
-test: $(VENV)/.installed-dev ## Set up with the dev extra and run every test
+# The TypeScript track of the exercise (package.json): installed when pnpm is there, else its tests skip.
+node_modules/.modules.yaml: package.json pnpm-lock.yaml
+	@if command -v pnpm >/dev/null; then pnpm install --frozen-lockfile --reporter=silent; \
+	else echo "pnpm not found: the TypeScript exercise tests will skip (with Node 20: npm install -g pnpm@12.4.2)"; fi
+
+test: $(VENV)/.installed-dev node_modules/.modules.yaml ## Set up with the dev extra (and pnpm install) and run every test
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-lint: $(VENV)/.installed-dev ## ruff (lint and format) over service/, tests/, bench/, training/; mypy over service/
-	$(BIN)/ruff check service tests bench training
-	$(BIN)/ruff format --check service tests bench training
+lint: $(VENV)/.installed-dev node_modules/.modules.yaml ## ruff (lint and format) over service/, tests/, bench/, training/, exercises/; mypy over service/; tsc over the TypeScript exercise
+	$(BIN)/ruff check service tests bench training exercises
+	$(BIN)/ruff format --check service tests bench training exercises
 	$(BIN)/mypy
+	@if [ -x node_modules/.bin/tsc ]; then node_modules/.bin/tsc -p tsconfig.json; else echo "tsc skipped: pnpm install first"; fi
 
 screenshots: $(VENV)/.installed-dev ## Retake docs/screenshots/ (every page at 1280x800 and 390x844; needs chromium)
 	WORKBENCH_UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/browser/test_layout.py -k screenshot

@@ -41,13 +41,6 @@ def static(path: str):
     return send_from_directory(FRONTEND, path, max_age=300)
 
 
-@blp.get("/exercises/multi-head-attention/starter.py")
-def starter():
-    return send_from_directory(
-        ROOT / "exercises" / "multi-head-attention", "starter.py", mimetype="text/x-python", as_attachment=True
-    )
-
-
 FAVICON = (
     '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" '
     'fill="#1f5fbf"/><path d="M3 12V4h2l3 4 3-4h2v8h-2V7l-3 4-3-4v5z" fill="#fff"/></svg>'

@@ -1,6 +1,10 @@
 """The `workbench` console script."""
 
+import os
 import sqlite3
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -139,34 +143,42 @@ def new_challenge(server, learner="ada"):
     return session, f"{server.url}/api/v1/exercises/multi-head-attention/challenges/{body['id']}"
 
 
+def workbench(*args: str, mistake: str = "") -> subprocess.CompletedProcess:
+    """The installed `workbench` command, as a learner in the repository runs it."""
+    command = Path(sys.executable).with_name("workbench")
+    env = {**os.environ, "MHA_MISTAKE": mistake}
+    done = subprocess.run([str(command), *args], capture_output=True, text=True, env=env, timeout=120)
+    done.output = done.stdout + done.stderr
+    done.exit_code = done.returncode
+    return done
+
+
 @pytest.mark.parametrize("mistake", SLIPS)
-def test_exercise_submit_rejects_each_slip_naming_it(live_server, monkeypatch, mistake):
+def test_exercise_submit_rejects_each_slip_naming_it(live_server, mistake):
     _, url = new_challenge(live_server)
-    monkeypatch.setenv("MHA_MISTAKE", mistake)
-    result = CliRunner().invoke(main, ["exercise", "submit", HANDWRITTEN, "--challenge", url])
+    result = workbench("exercise", "submit", HANDWRITTEN, "--challenge", url, mistake=mistake)
     assert result.exit_code == 1, result.output
     assert f"[{mistake}" in result.output or f", {mistake}" in result.output, result.output
 
 
-def test_exercise_submit_completes_implement_for_a_correct_file(live_server, monkeypatch):
+def test_exercise_submit_completes_implement_for_a_correct_file(live_server):
     session, url = new_challenge(live_server)
-    monkeypatch.setenv("MHA_MISTAKE", "")
-    result = CliRunner().invoke(main, ["exercise", "submit", HANDWRITTEN, "--challenge", url])
+    result = workbench("exercise", "submit", HANDWRITTEN, "--challenge", url)
     assert result.exit_code == 0, result.output
     assert "implement checkpoint is complete" in result.output
     learner = session.post(f"{live_server.url}/api/v1/session").json()["learner"]
     progress = session.get(f"{live_server.url}/api/v1/learners/{learner}/progress?lesson=multi-head-attention").json()
     implement = next(c for c in progress["lessons"][0]["checkpoints"] if c["id"] == "implement")
     assert implement["completed"] and implement["verification"] == "verified"
-    again = CliRunner().invoke(main, ["exercise", "submit", HANDWRITTEN, "--challenge", url])
-    assert again.exit_code == 1 and "already solved" in again.output
+    again = workbench("exercise", "submit", HANDWRITTEN, "--challenge", url)
+    assert again.exit_code == 2 and "already solved" in again.output
 
 
 def test_exercise_submit_says_what_is_wrong_with_a_bad_challenge(live_server):
-    result = CliRunner().invoke(
-        main, ["exercise", "submit", HANDWRITTEN, "--challenge", f"{live_server.url}/api/v1/exercises/x/challenges/0"]
+    result = workbench(
+        "exercise", "submit", HANDWRITTEN, "--challenge", f"{live_server.url}/api/v1/exercises/x/challenges/0"
     )
-    assert result.exit_code == 1 and "answered 404" in result.output
+    assert result.exit_code == 2 and "answered 404" in result.output
 
 
 def test_db_maintain_applies_the_retention_setting(tmp_path, monkeypatch):

@@ -1,16 +1,23 @@
-"""`POST /exercises/multi-head-attention/check`: diagnose a learner's output; no learner code runs here."""
+"""The exercise's resources: diagnose a learner's output (no learner code runs here), and the
+whole exercise to download, one bundle per language."""
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import io
+import zipfile
 from typing import Any
 
-from flask import current_app, send_from_directory
+from flask import current_app, request, send_from_directory
 from flask.views import MethodView
 
 from ..compute import AttentionInputError
-from ..compute.diagnose import MISTAKES, diagnose
+from ..compute.diagnose import MISTAKES, diagnose, traces_per_diagnosis
 from ..config import ROOT
 from ..db import challenges as challenges_db
+from ..edge import EdgeRequest, costs
+from ..edge.limits import cost
 from ..edge.problems import Problem
 from .auth import optional_principal
 from .schemas.exercises import CheckResultSchema, CheckSchema, MistakesSchema
@@ -20,15 +27,70 @@ blp = Blueprint(
     "exercises",
     __name__,
     url_prefix="/api/v1/exercises",
-    description="The lesson's exercise: diagnose an output, download the starter.",
+    description="The lesson's exercise: diagnose an output, download the exercise (README, starter, tests, "
+    "submit and trace scripts) for Python or TypeScript.",
 )
 
 LESSON = "multi-head-attention"
 EXERCISE_DIR = ROOT / "exercises" / "multi-head-attention"
+_HERE = "exercises/multi-head-attention/"
+# What a learner needs, laid out as in this repository, so the README's commands work as written
+# in the unpacked folder: Python needs numpy (and pytest for the tests), TypeScript Node 20 and pnpm.
+BUNDLES: dict[str, tuple[str, ...]] = {
+    "python": tuple(
+        _HERE + name
+        for name in (
+            "README.md",
+            "starter.py",
+            "learner.py",
+            "submit.py",
+            "trace.py",
+            "pytest.ini",
+            "tests/conftest.py",
+            "tests/mistakes.py",
+            "tests/test_multi_head_attention.py",
+            "tests/messages.json",
+        )
+    ),
+    "typescript": (
+        "package.json",
+        "pnpm-lock.yaml",
+        "pnpm-workspace.yaml",
+        "vitest.exercise.config.ts",
+        "tsconfig.json",
+        *(
+            _HERE + name
+            for name in (
+                "README.md",
+                "starter.ts",
+                "learner.ts",
+                "submit.ts",
+                "trace.ts",
+                "tests/mistakes.ts",
+                "tests/multi-head-attention.test.ts",
+                "tests/messages.json",
+            )
+        ),
+    ),
+}
+
+
+def diagnosis_cells(req: EdgeRequest) -> int | None:
+    """What a diagnosis charges: one trace's cells for the correct result and each combination of
+    mistakes it tries (the largest case tries a few hundred)."""
+    try:
+        case = req.data["case"]
+        tokens, heads, causal = case["tokens"], case["heads"], case.get("causal", True)
+        if type(heads) is not int or not tokens or type(tokens[0]) is not list:
+            return None
+        return cost(tokens, heads) * traces_per_diagnosis(bool(causal), False)
+    except (KeyError, TypeError, IndexError):
+        return None  # not a check body: the schema says what is wrong
 
 
 @blp.route("/multi-head-attention/check")
 class Check(MethodView):
+    @costs(diagnosis_cells)
     @blp.arguments(CheckSchema())
     @blp.response(200, CheckResultSchema)
     @blp.problems(401, 403, 503, *JSON_BODY_ERRORS)
@@ -82,9 +144,39 @@ class Mistakes(MethodView):
         return {"mistakes": MISTAKES}
 
 
-@blp.route("/multi-head-attention/starter.py")
+@blp.route("/multi-head-attention/starter.<any(py, ts):suffix>")
 class Starter(MethodView):
-    @blp.response(200, content_type="text/x-python", description="The starter file, as a download")
-    def get(self):
-        """Download the exercise starter"""
-        return send_from_directory(EXERCISE_DIR, "starter.py", mimetype="text/x-python", as_attachment=True)
+    @blp.response(200, content_type="text/plain", description="The starter file (starter.py or starter.ts)")
+    def get(self, suffix):
+        """Download the exercise's starter alone"""
+        mimetype = "text/x-python" if suffix == "py" else "text/plain"
+        return send_from_directory(EXERCISE_DIR, f"starter.{suffix}", mimetype=mimetype, as_attachment=True)
+
+
+@blp.route("/multi-head-attention/<any(python, typescript):language>.zip")
+class Bundle(MethodView):
+    @blp.response(200, content_type="application/zip", description="The whole exercise for one language")
+    def get(self, language):
+        """Download the whole exercise: README, starter, tests, submit and trace scripts"""
+        data, etag = bundle(language)
+        response = current_app.response_class(data, mimetype="application/zip")
+        response.headers["Content-Disposition"] = f"attachment; filename=multi-head-attention-{language}.zip"
+        response.set_etag(etag)
+        response.cache_control.max_age = 300
+        return response.make_conditional(request)
+
+
+@functools.cache
+def bundle(language: str) -> tuple[bytes, str]:
+    """(the zip, its ETag): the files under one folder, stamped with a fixed date so the same
+    files always make the same bytes."""
+    folder = f"multi-head-attention-{language}/"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name in BUNDLES[language]:
+            info = zipfile.ZipInfo(folder + name, date_time=(2026, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, (ROOT / name).read_bytes())
+    data = buffer.getvalue()
+    return data, hashlib.sha256(data).hexdigest()[:32]

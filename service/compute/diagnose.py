@@ -55,6 +55,23 @@ def expected_outputs(
 
 
 PARTS = ("weights", "head_outputs", "concatenated", "output")
+AXES = {
+    "weights": "[H][n][n]",
+    "head_outputs": "[H][n][d_head]",
+    "concatenated": "[n][d_model]",
+    "output": "[n][d_model]",
+}
+
+
+def _shape_hint(got: tuple[int, ...], want: tuple[int, ...]) -> str:
+    """What a wrong shape looks like (the exercise's learner.py says the same to the learner)."""
+    if len(want) == 3 and got == want[1:]:
+        return " (the head axis is missing: one [n][n] or [n][d_head] block per head)"
+    if len(got) == len(want) and got == want[::-1]:
+        return " (the axes are the other way round)"
+    if len(want) == 3 and got == (want[1], want[0], want[2]):
+        return " (the head axis comes first: [H] before the tokens)"
+    return ""
 
 
 def diagnose(tokens, heads: int, causal: bool, output: dict[str, np.ndarray], output_projection=None) -> Diagnosis:
@@ -65,10 +82,11 @@ def diagnose(tokens, heads: int, causal: bool, output: dict[str, np.ndarray], ou
         raise AttentionInputError("send at least one of " + ", ".join(PARTS), field="output")
     correct = expected_outputs(tokens, heads, causal, output_projection=output_projection)
     for part in parts:
-        if np.shape(output[part]) != correct[part].shape:
+        shape, want = tuple(np.shape(output[part])), correct[part].shape
+        if shape != want:
             raise AttentionInputError(
-                f"output.{part} has shape {list(np.shape(output[part]))}; for this case it must be "
-                f"{list(correct[part].shape)}",
+                f"output.{part} has shape {list(shape)}; for this case it must be {AXES[part]} = {list(want)}"
+                + _shape_hint(shape, want),
                 field=f"output.{part}",
             )
     got = {p: np.asarray(output[p], dtype=float) for p in parts}
@@ -88,6 +106,11 @@ def diagnose(tokens, heads: int, causal: bool, output: dict[str, np.ndarray], ou
         prefix + f"Incorrect (largest difference {error:.3g}), and not a known mistake: "
         "compare your weights with a small case worked by hand.",
     )
+
+
+def traces_per_diagnosis(causal: bool, projected: bool) -> int:
+    """How many traces `diagnose` may compute for one output: the correct one and every combination."""
+    return 1 + len(_combinations(causal, projected))
 
 
 def _matches(got: np.ndarray, candidate: np.ndarray) -> bool:

@@ -23,7 +23,8 @@ DIRECTIVES: dict[str, tuple[set[str], set[str]]] = {
     "predict": ({"checkpoint"}, set()),
     "answer": ({"checkpoint"}, set()),
     "explorable": ({"id", "checkpoint", "src", "title"}, {"height"}),
-    "exercise": ({"checkpoint", "path", "command", "title"}, {"starter"}),
+    # command: the TypeScript track's test command (the seed's); python: the Python track's
+    "exercise": ({"checkpoint", "path", "command", "title"}, {"python"}),
     "explain": ({"checkpoint"}, set()),
     "self-check": (set(), set()),
     "failure-modes": ({"ids"}, {"explorable"}),  # a list drawn from the failure-mode registry

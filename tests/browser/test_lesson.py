@@ -3,23 +3,36 @@ a host page receives the workbench's events; the offline queue re-sends with the
 the implement checkpoint is earned by answering a challenge with the learner's own code."""
 
 import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
 
-from click.testing import CliRunner
+import pytest
 
-from service.cli import main
-
+from ..exercise.test_exercise import TYPESCRIPT_READY
 from .conftest import do_the_four_manipulations, open_page, wait_until
 
-HANDWRITTEN = "tests/exercise/implementations/handwritten.py"
+ROOT = Path(__file__).resolve().parents[2]
+IMPLEMENTATIONS = "tests/exercise/implementations"
 
 
-def submit(page, monkeypatch, mistake="", print_only=False):
-    """What the learner does in their terminal: run the command the lesson shows."""
-    command = page.locator("#challenge-command").inner_text()
-    url = command.split("--challenge ", 1)[1].strip()
-    monkeypatch.setenv("MHA_MISTAKE", mistake)
-    args = ["exercise", "submit", HANDWRITTEN, "--challenge", url] + (["--print"] if print_only else [])
-    return CliRunner().invoke(main, args)
+def submit(page, monkeypatch=None, mistake="", print_only=False):
+    """What the learner does in their terminal: run the command the lesson shows, word for word,
+    with their own file in place of the starter."""
+    words = shlex.split(page.locator("#challenge-command").inner_text())
+    starter = next(w for w in words if "/starter." in w)
+    words[words.index(starter)] = f"{IMPLEMENTATIONS}/handwritten{Path(starter).suffix}"
+    if words[0] == "python":
+        words[0] = sys.executable
+    env = {**os.environ, "MHA_MISTAKE": mistake}
+    done = subprocess.run(
+        words + (["--print"] if print_only else []), cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    done.output = done.stdout if print_only else done.stdout + done.stderr
+    done.exit_code = done.returncode
+    return done
 
 
 LESSON = "/lessons/multi-head-attention"
@@ -89,15 +102,57 @@ def test_pasted_answers_are_checked_and_complete_implement(page, live, monkeypat
     page.locator("#challenge-command").wait_for()
     wrong = submit(page, monkeypatch, mistake="diagonal_masked", print_only=True)
     page.get_by_text("Paste the answers instead").click()
-    page.get_by_label("Answers printed by workbench exercise submit --print").fill(wrong.output)
+    page.get_by_label("Answers printed by the submit script with --print").fill(wrong.output)
     page.get_by_role("button", name="Check pasted answers").click()
     page.get_by_text("Not yet (diagonal_masked)").wait_for()
     assert "implement" not in done(page)
     right = submit(page, monkeypatch, print_only=True)
     assert json.loads(right.output)["answers"]
-    page.get_by_label("Answers printed by workbench exercise submit --print").fill(right.output)
+    page.get_by_label("Answers printed by the submit script with --print").fill(right.output)
     page.get_by_role("button", name="Check pasted answers").click()
     wait_done(page, "implement")
+
+
+def test_an_open_challenge_survives_a_reload_and_the_command_follows_the_language(page, live):
+    open_page(page, live, LESSON)
+    assert page.get_by_label("Python").is_checked()
+    assert page.locator("#exercise-test").inner_text() == "pytest exercises/multi-head-attention/tests"
+    assert page.locator("#exercise-download").get_attribute("href").endswith("/python.zip")
+    page.get_by_role("button", name="Get a challenge").click()
+    page.locator("#challenge-command").wait_for()
+    python = page.locator("#challenge-command").inner_text()
+    assert python.startswith(
+        "python exercises/multi-head-attention/submit.py exercises/multi-head-attention/starter.py"
+    )
+    page.get_by_label("TypeScript").check()
+    assert page.locator("#exercise-test").inner_text() == (
+        "pnpm exec vitest run exercises/multi-head-attention/tests --config vitest.exercise.config.ts"
+    )
+    typescript = page.locator("#challenge-command").inner_text()
+    assert typescript.startswith("pnpm run submit -- exercises/multi-head-attention/starter.ts --challenge ")
+    assert typescript.split("--challenge ")[1] == python.split("--challenge ")[1]
+    trace = page.locator("#exercise-trace").inner_text()
+    assert trace.startswith("pnpm run trace -- exercises/multi-head-attention/starter.ts 'http")
+    assert "/explorables/multi-head-attention#t=" in trace
+
+    page.reload()
+    page.wait_for_selector("body[data-ready=true]")
+    page.locator("#challenge-command").wait_for()
+    assert page.get_by_label("TypeScript").is_checked()  # the choice is kept, and so is the challenge
+    assert page.locator("#challenge-command").inner_text() == typescript
+    if not TYPESCRIPT_READY:
+        pytest.skip("the TypeScript submit needs Node 20, pnpm and `pnpm install`")
+    result = submit(page)
+    assert result.exit_code == 0, result.output
+    wait_done(page, "implement")
+
+
+def test_the_trace_command_follows_the_embedded_workbench(page, live):
+    open_page(page, live, LESSON)
+    frame = page.frame_locator("#workbench-frame")
+    frame.locator("body[data-ready=true]").wait_for()
+    frame.get_by_label("Token 1 dimension 3", exact=True).fill("2")
+    wait_until(page, "document.getElementById('exercise-trace').textContent.includes('t=1,0.5,2,1')")
 
 
 def test_reported_test_counts_from_the_browser_do_not_complete_implement(page, live):

@@ -3,11 +3,18 @@ and every stage's numbers in the DOM equal to the engine's for the same request 
 `[data-stage][data-head] [data-variant] [data-row][data-col][data-value]`)."""
 
 import json
-from urllib.parse import urlencode
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import parse_qsl, urlencode
 
+import numpy as np
 import pytest
 import requests
 
+from ..exercise.test_exercise import SEED_COMMAND, TYPESCRIPT_READY
 from .conftest import open_page, wait_until
 
 PATH = "/explorables/multi-head-attention"
@@ -347,3 +354,135 @@ def test_the_url_hash_reproduces_the_state(page, live, context):
     assert other.get_by_label("Token 2 dimension 4", exact=True).input_value() == "3.5"
     assert other.get_by_label("Causal mask", exact=True).is_checked() is False
     assert stage(other, "weights", 1) == stage(page, "weights", 1)
+
+
+# Your own code beside the engine's (the exercise's trace script) and "Save as a test".
+
+ROOT = Path(__file__).resolve().parents[2]
+HANDWRITTEN = ROOT / "tests" / "exercise" / "implementations" / "handwritten.py"
+TRACE = ROOT / "exercises" / "multi-head-attention" / "trace.py"
+
+
+def traced_link(live, mistake: str, wo: bool = True) -> str:
+    link = f"{live.url}{PATH}#t=" + ";".join(",".join(str(v) for v in row) for row in TOKENS) + "&causal=1"
+    done = subprocess.run(
+        [sys.executable, str(TRACE), str(HANDWRITTEN), link + ("&wo=learned" if wo else ""), "--json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MHA_MISTAKE": mistake},
+        timeout=60,
+    )
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("mistake", ["no_scaling", "swapped_head_order", "no_output_projection"])
+def test_the_trace_link_shows_yours_beside_correct_from_the_first_difference(page, live, mistake):
+    result = traced_link(live, mistake)
+    page.goto(result["link"])
+    page.wait_for_selector("body[data-ready=true]")
+    marked = page.eval_on_selector_all("[data-divergence=first]", "els => [...new Set(els.map(e => e.dataset.stage))]")
+    assert marked == [result["first_divergence"]]
+    assert "Your numbers first differ from the engine's at" in page.locator("#status").inner_text()
+    yours = json.loads(dict(parse_qsl(result["link"].split("#", 1)[1]))["yours"])
+    page.get_by_role("button", name="Show every number").click()
+    for name in ("weights", "head-output"):
+        for head in range(2):
+            assert np.allclose(stage(page, name, head, "yours"), yours[name][head], atol=1e-9), (name, head)
+    for name in ("concat", "output"):
+        assert np.allclose(stage(page, name, None, "yours"), yours[name], atol=1e-9), name
+    # the stages before the first difference show no "yours" column that differs
+    assert page.locator('[data-stage="head-output"] [data-divergence]').count() == 0 or result["first_divergence"] in (
+        "weights",
+        "head-output",
+    )
+
+
+def test_a_correct_trace_says_your_numbers_equal_the_engines(page, live):
+    result = traced_link(live, "")
+    assert result["first_divergence"] == "identical"
+    page.goto(result["link"])
+    page.wait_for_selector("body[data-ready=true]")
+    assert (
+        page.locator("#status").inner_text() == "Your numbers equal the engine's at every stage your function returns."
+    )
+    assert page.locator("[data-divergence]").count() == 0
+
+
+def saved(page, which: str) -> str:
+    page.get_by_role("button", name="Save as a test").click()
+    page.locator(f"#saved-{which}").wait_for()
+    return page.locator(f"#saved-{which}").inner_text()
+
+
+def exercise_copy(tmp_path: Path) -> Path:
+    copy = tmp_path / "exercise"
+    shutil.copytree(ROOT / "exercises" / "multi-head-attention", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    return copy
+
+
+@pytest.mark.parametrize("wo", [False, True])
+def test_save_as_a_test_gives_a_pytest_that_passes_correct_code_and_fails_a_mistake(page, live, tmp_path, wo):
+    open_page(page, live, PATH + ("#wo=learned" if wo else ""))
+    edit(page, 2, 3, 2.5)
+    snippet = saved(page, "pytest")
+    copy = exercise_copy(tmp_path)
+    tests = copy / "tests" / "test_multi_head_attention.py"
+    tests.write_text(tests.read_text() + "\n\n" + snippet + "\n")
+    name = snippet.split("(", 1)[0].removeprefix("def ")
+
+    def run(mistake):
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                str(copy / "tests"),
+                "-o",
+                "addopts=",
+                "-p",
+                "no:cacheprovider",
+                "-k",
+                name,
+            ],
+            env={**os.environ, "MHA_EXERCISE": str(HANDWRITTEN), "MHA_MISTAKE": mistake},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    correct = run("")
+    assert correct.returncode == 0 and "1 passed" in correct.stdout, correct.stdout
+    wrong = run("no_output_projection" if wo else "no_scaling")
+    assert wrong.returncode == 1 and "from the workbench's" in wrong.stdout, wrong.stdout
+
+
+def test_save_as_a_test_gives_a_vitest_that_passes_correct_code_and_fails_a_mistake(page, live, tmp_path):
+    if not TYPESCRIPT_READY:
+        pytest.skip("the TypeScript track needs Node 20, pnpm and `pnpm install`")
+    open_page(page, live, PATH + "#wo=learned&causal=0")
+    snippet = saved(page, "vitest")
+    suite = ROOT / "exercises" / "multi-head-attention" / "tests" / "saved-case.test.ts"
+    original = (ROOT / "exercises" / "multi-head-attention" / "tests" / "multi-head-attention.test.ts").read_text()
+    try:
+        suite.write_text(original + "\n" + snippet + "\n")
+        name = snippet.split('"', 2)[1]
+
+        def run(mistake):
+            env = {**os.environ, "MHA_EXERCISE": str(HANDWRITTEN.with_suffix(".ts")), "MHA_MISTAKE": mistake}
+            command = [*SEED_COMMAND[:4], str(suite), "--config", "vitest.exercise.config.ts", "-t", name]
+            return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+
+        correct = run("")
+        assert correct.returncode == 0, correct.stdout + correct.stderr
+        wrong = run("swapped_head_order")
+        assert wrong.returncode == 1 and "from the workbench's" in wrong.stdout + wrong.stderr
+    finally:
+        suite.unlink(missing_ok=True)
+
+
+def test_save_as_a_test_says_why_a_case_beyond_the_exercise_cannot_be_one(page, live):
+    open_page(page, live, PATH + "#rope=half")
+    page.get_by_role("button", name="Save as a test").click()
+    note = page.locator("#saved-test .note")
+    note.wait_for()
+    assert "RoPE is on" in note.inner_text() and page.locator("#saved-pytest").count() == 0

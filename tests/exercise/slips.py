@@ -12,4 +12,6 @@ HANDWRITTEN_SLIPS = [
     "reuse_first_slice",
     "no_scaling",
     "no_output_projection",
+    "zero_mask",
+    "weights_transposed",
 ]

@@ -1,12 +1,17 @@
-"""The learner-facing exercise tests, run as a learner would, against known implementations.
+"""The learner-facing exercise tests, in Python and TypeScript, run as a learner would, against
+known implementations.
 
-The reference passes everything; the starter fails exactly the three tests of its three bugs;
-each known mistake fails with a message that names it.
+The reference passes everything; each starter fails exactly the three tests of its three bugs;
+each known mistake, written by hand in each language, fails naming the same mistake in both;
+every unusable result gets a message, never a traceback.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -14,175 +19,261 @@ from pathlib import Path
 
 import pytest
 
+from .slips import HANDWRITTEN_SLIPS
+
 ROOT = Path(__file__).resolve().parents[2]
 EXERCISE = ROOT / "exercises" / "multi-head-attention"
 IMPLEMENTATIONS = Path(__file__).resolve().parent / "implementations"
+SEED_COMMAND = [
+    "pnpm",
+    "exec",
+    "vitest",
+    "run",
+    "exercises/multi-head-attention/tests",
+    "--config",
+    "vitest.exercise.config.ts",
+]
+TYPESCRIPT_READY = shutil.which("pnpm") is not None and (ROOT / "node_modules" / ".bin" / "vitest").exists()
+needs_typescript = pytest.mark.skipif(
+    not TYPESCRIPT_READY, reason="the TypeScript track needs Node 20, pnpm and `pnpm install` (make test runs it)"
+)
+LANGUAGES = ["python", pytest.param("typescript", marks=needs_typescript)]
+SUFFIX = {"python": ".py", "typescript": ".ts"}
+STARTER_BUGS = {"interleaved_split", "no_scaling", "mask_after_softmax"}
 
 
-def run_exercise_tests(tmp_path, implementation: Path, **env) -> dict[str, str | None]:
+def run_python_tests(tmp_path, implementation: Path, **env) -> dict[str, str | None]:
     """test name -> failure message (None when it passed, 'skipped' when skipped)."""
     report = tmp_path / "report.xml"
-    environment = {
-        **os.environ,
-        "MHA_EXERCISE": str(implementation),
-        **env,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), str(IMPLEMENTATIONS)]),
-    }
+    environment = {**os.environ, "MHA_EXERCISE": str(implementation), **env, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "pytest", str(EXERCISE / "tests"), "-q", "-p", "no:cacheprovider"]
     subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            str(EXERCISE / "tests"),
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            f"--junitxml={report}",
-            "-o",
-            "addopts=",
-        ],
-        cwd=ROOT,
-        env=environment,
-        capture_output=True,
-        text=True,
+        [*command, f"--junitxml={report}", "-o", "addopts="], cwd=ROOT, env=environment, capture_output=True, text=True
     )
     outcomes: dict[str, str | None] = {}
     for case in ET.parse(report).getroot().iter("testcase"):
         failure = case.find("failure")
         if failure is None:
             failure = case.find("error")
+        skipped = case.find("skipped") is not None
         outcomes[case.get("name")] = (
-            (failure.get("message") or "")
-            if failure is not None
-            else "skipped"
-            if case.find("skipped") is not None
-            else None
+            (failure.get("message") or "") if failure is not None else "skipped" if skipped else None
         )
     assert outcomes, "no exercise test ran"
     return outcomes
+
+
+def run_typescript_tests(tmp_path, implementation: Path, **env) -> dict[str, str | None]:
+    """The same for the TypeScript tests (vitest's JSON report)."""
+    report = tmp_path / "report.json"
+    environment = {**os.environ, "MHA_EXERCISE": str(implementation), **env}
+    subprocess.run(
+        [*SEED_COMMAND, "--reporter=json", f"--outputFile={report}"],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    results = json.loads(report.read_text())["testResults"]
+    outcomes: dict[str, str | None] = {}
+    for file in results:
+        if not file["assertionResults"]:  # the file itself failed to load
+            outcomes["(loading the tests)"] = file.get("message", "")
+        for test in file["assertionResults"]:
+            status = test["status"]
+            # the message's first line is what the learner reads (the JSON report adds the stack)
+            outcomes[test["title"]] = (
+                test["failureMessages"][0].split("\n")[0]
+                if status == "failed"
+                else "skipped"
+                if status != "passed"
+                else None
+            )
+    assert outcomes, "no exercise test ran"
+    return outcomes
+
+
+def run_as_learner(command: list[str], implementation: Path | str | None = None) -> subprocess.CompletedProcess:
+    """`command` from the repository root, as a learner types it (MHA_EXERCISE names their file)."""
+    env = {**os.environ, **({"MHA_EXERCISE": str(implementation)} if implementation else {})}
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+
+
+def run_tests(language: str, tmp_path, implementation: Path, **env) -> dict[str, str | None]:
+    return (run_python_tests if language == "python" else run_typescript_tests)(tmp_path, implementation, **env)
 
 
 def failures(outcomes):
     return {name: message for name, message in outcomes.items() if message not in (None, "skipped")}
 
 
+def mistakes_named(messages) -> set[str]:
+    return {m for message in messages for m in re.findall(r"\(mistake: (\w+)\)", message)}
+
+
+def handwritten(language: str) -> Path:
+    return IMPLEMENTATIONS / f"handwritten{SUFFIX[language]}"
+
+
 def test_the_reference_passes_every_exercise_test(tmp_path):
-    outcomes = run_exercise_tests(tmp_path, IMPLEMENTATIONS / "reference_adapter.py")
+    outcomes = run_python_tests(tmp_path, IMPLEMENTATIONS / "reference_adapter.py")
     assert failures(outcomes) == {}
     assert outcomes["test_the_workbench_case_end_to_end"] is None  # ran, not skipped
 
 
-def test_the_starter_fails_naming_exactly_its_three_bugs(tmp_path):
-    failed = failures(run_exercise_tests(tmp_path, EXERCISE / "starter.py"))
-    assert set(failed) == {
-        "test_each_head_reads_its_own_contiguous_slice",
-        "test_scores_are_scaled_by_sqrt_d_head",
-        "test_mask_hides_the_future_before_the_softmax",
-    }
-    assert "interleaved" in failed["test_each_head_reads_its_own_contiguous_slice"]
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_the_starter_fails_naming_exactly_its_three_bugs(tmp_path, language):
+    failed = failures(run_tests(language, tmp_path, EXERCISE / f"starter{SUFFIX[language]}"))
+    assert len(failed) == 3, failed
+    # each failure names one mistake, and together they are the three
+    assert sorted(sorted(mistakes_named([message])) for message in failed.values()) == [
+        [m] for m in sorted(STARTER_BUGS)
+    ]
+    split = next(m for m in failed.values() if "interleaved_split" in m)
+    assert "head 2 received features [2, 4]; the split must be contiguous: [3, 4]" in split
+
+
+@needs_typescript
+def test_the_seeds_command_fails_the_starter_with_its_three_bugs_and_switches_files():
+    starter = run_as_learner(SEED_COMMAND)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", starter.stdout + starter.stderr)
+    assert starter.returncode == 1
+    assert re.search(r"Tests\s+3 failed \| 5 passed \| 1 skipped", text), text
+    assert mistakes_named([text]) == STARTER_BUGS
     assert (
-        "head 2 received features [2, 4]; the split must be contiguous: [3, 4]"
-        in failed["test_each_head_reads_its_own_contiguous_slice"]
+        not re.search(r"^\s+at ", text, re.M)
+        and "❯ exercises/multi-head-attention/tests/multi-head-attention.test.ts:" not in text
     )
-    assert "not divided by sqrt(d_head)" in failed["test_scores_are_scaled_by_sqrt_d_head"]
-    assert "applied after the softmax" in failed["test_mask_hides_the_future_before_the_softmax"]
+    correct = run_as_learner(SEED_COMMAND, handwritten("typescript").relative_to(ROOT))
+    assert correct.returncode == 0, correct.stdout
+    assert re.search(r"Tests\s+9 passed", re.sub(r"\x1b\[[0-9;]*m", "", correct.stdout))
 
 
-MISTAKE_MESSAGES = {
-    "interleaved_split": "interleaved",
-    "reuse_first_slice": "the same as head 1",
-    "no_scaling": "not divided by sqrt(d_head)",
-    "scale_by_d_model": "divided by sqrt(d_model)",
-    "mask_after_softmax": "applied after the softmax",
-    "swapped_head_order": "reverse order",
-    "no_output_projection": "output projection was not applied",
-    "no_mask": "no causal mask",
-    "diagonal_masked": "diagonal is masked too",
-    "zero_mask": "set to 0 instead of -inf",
-    "softmax_wrong_axis": "ran over the queries",
-    "weights_transposed": "transposed",
+@pytest.mark.parametrize("mistake", sorted(set(HANDWRITTEN_SLIPS) | {"zero_mask", "weights_transposed"}))
+def test_each_mistake_computed_by_the_engine_fails_naming_it(tmp_path, mistake):
+    failed = failures(run_python_tests(tmp_path, IMPLEMENTATIONS / "with_mistake.py", MHA_MISTAKE=mistake))
+    named = mistakes_named(failed.values())
+    assert mistake in named, failed
+    # A transposed matrix also fails the "rows sum to 1" check, which reports the wrong axis.
+    assert named - {mistake} <= ({"softmax_wrong_axis"} if mistake == "weights_transposed" else set()), failed
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_a_handwritten_correct_implementation_passes(tmp_path, language):
+    outcomes = run_tests(language, tmp_path, handwritten(language), MHA_MISTAKE="")
+    assert failures(outcomes) == {}
+    assert len(outcomes) == 9 and all(message is None for message in outcomes.values())
+
+
+@pytest.mark.parametrize("mistake", HANDWRITTEN_SLIPS)
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_each_handwritten_slip_is_named_in_every_failure_it_causes(tmp_path, language, mistake):
+    failed = failures(run_tests(language, tmp_path, handwritten(language), MHA_MISTAKE=mistake))
+    assert failed, f"{mistake} passed every exercise test"
+    assert mistake in mistakes_named(failed.values()), failed
+    unnamed = {t: m for t, m in failed.items() if not mistakes_named([m])}
+    assert not unnamed, f"failures that name no mistake: {unnamed}"
+
+
+@needs_typescript
+@pytest.mark.parametrize("mistake", HANDWRITTEN_SLIPS)
+def test_both_languages_name_each_slip_in_the_same_words(tmp_path, mistake):
+    (tmp_path / "py").mkdir()
+    (tmp_path / "ts").mkdir()
+    python = failures(run_python_tests(tmp_path / "py", handwritten("python"), MHA_MISTAKE=mistake))
+    typescript = failures(run_typescript_tests(tmp_path / "ts", handwritten("typescript"), MHA_MISTAKE=mistake))
+    assert mistakes_named(python.values()) == mistakes_named(typescript.values())
+    # The words are the same: each message's text up to its first number.
+    assert opening_words(python.values()) == opening_words(typescript.values())
+
+
+def opening_words(messages) -> list[str]:
+    return sorted(
+        re.split(r"[-\d\[]", m.removeprefix("Failed: ").removeprefix("AssertionError: "), maxsplit=1)[0]
+        for m in messages
+    )
+
+
+# MHA_BROKEN -> what the message must say, per language.
+BROKEN = {
+    "raises": ("raised KeyError: 'head_outputs' (line", "raised TypeError: Cannot read properties of undefined"),
+    "returns_list": ("must return a dict of weights", "must return an object of weights"),
+    "missing_part": ("the result is missing head_outputs", "the result is missing headOutputs"),
+    "missing_head_axis": ("weights has shape [3, 3]; it must be [H][n][n] = [2, 3, 3]", "the head axis is missing"),
+    "heads_last": ("the head axis comes first", "the head axis comes first"),
+    "transposed": (
+        "concatenated has shape [4, 3]; it must be [n][d_model] = [3, 4]",
+        "the axes are the other way round",
+    ),
+    "wrong_n": ("one row per token: 3 here", "one row per token: 3 here"),
+    "strings": ("the result's weights is not an array of numbers", "string half is not a number"),
+    "ragged": ("the result's concatenated is not an array of numbers", "its rows have different lengths"),
+    "nan": ("output contains NaN at query 1, feature 1", "output contains NaN at query 1, feature 1"),
 }
 
 
-@pytest.mark.parametrize("mistake, phrase", sorted(MISTAKE_MESSAGES.items()))
-def test_each_mistake_fails_with_a_message_that_names_it(tmp_path, mistake, phrase):
-    failed = failures(run_exercise_tests(tmp_path, IMPLEMENTATIONS / "with_mistake.py", MHA_MISTAKE=mistake))
-    assert failed, f"{mistake} passed every exercise test"
-    assert any(phrase in message for message in failed.values()), failed
-    others = {m: p for m, p in MISTAKE_MESSAGES.items() if m != mistake and p not in MISTAKE_MESSAGES[mistake]}
-    named_others = [m for m, p in others.items() if any(p in message for message in failed.values())]
-    # A transposed matrix also fails the "rows sum to 1" check, which reports the wrong axis.
-    assert set(named_others) <= {"softmax_wrong_axis"} if mistake == "weights_transposed" else not named_others
+@pytest.mark.parametrize("broken", sorted(BROKEN))
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_every_unusable_result_gets_a_message_not_a_traceback(tmp_path, language, broken):
+    failed = failures(run_tests(language, tmp_path, IMPLEMENTATIONS / f"broken{SUFFIX[language]}", MHA_BROKEN=broken))
+    phrase = BROKEN[broken][language == "typescript"]
+    assert failed and any(phrase in message for message in failed.values()), failed
+    assert not any("Traceback" in m or 'File "' in m for m in failed.values()), failed
 
 
-def test_wrong_output_shapes_are_named(tmp_path):
-    failed = failures(run_exercise_tests(tmp_path, IMPLEMENTATIONS / "wrong_shapes.py"))
-    assert "wrong output shape: weights has shape (3, 2, 3)" in failed["test_output_shapes"]
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_a_file_without_the_function_says_what_it_looked_for(tmp_path, language):
+    implementation = IMPLEMENTATIONS / f"no_function{SUFFIX[language]}"
+    if language == "python":
+        command = [sys.executable, "-m", "pytest", str(EXERCISE / "tests"), "-p", "no:cacheprovider"]
+    else:
+        command = SEED_COMMAND
+    done = run_as_learner(command, implementation)
+    text = done.stdout + done.stderr
+    assert done.returncode != 0
+    wanted = "defines no multi_head_attention" if language == "python" else "defines no exported multiHeadAttention"
+    assert wanted in text and ("multihead_attention" in text or "multiHeadAttn" in text), text
+    assert "Traceback" not in text
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_a_helper_module_beside_the_learners_file_can_be_imported(tmp_path, language):
+    outcomes = run_tests(language, tmp_path, IMPLEMENTATIONS / "with_helper" / f"my_attention{SUFFIX[language]}")
+    assert failures(outcomes) == {}
 
 
 def test_an_unexplained_head_count_error_is_caught(tmp_path):
-    failed = failures(run_exercise_tests(tmp_path, IMPLEMENTATIONS / "silent_error.py"))
+    failed = failures(run_python_tests(tmp_path, IMPLEMENTATIONS / "silent_error.py"))
     assert "naming both numbers" in failed["test_incompatible_head_count_explains_itself"]
-
-
-# The issue's list: the lesson's failure modes and the common slips, each written by hand as a
-# learner would (implementations/handwritten.py), so a masked diagonal really produces NaN.
-HANDWRITTEN = {
-    "diagonal_masked": "diagonal is masked too",
-    "scale_by_d_model": "divided by sqrt(d_model)",
-    "softmax_wrong_axis": "ran over the queries",
-    "swapped_head_order": "reverse order",
-    "no_mask": "no causal mask",
-    "mask_after_softmax": "applied after the softmax",
-    "interleaved_split": "interleaved",
-    "reuse_first_slice": "the same as head 1",
-    "no_scaling": "not divided by sqrt(d_head)",
-    "no_output_projection": "output projection was not applied",
-}
-
-
-def test_a_handwritten_correct_implementation_passes(tmp_path):
-    outcomes = run_exercise_tests(tmp_path, IMPLEMENTATIONS / "handwritten.py", MHA_MISTAKE="")
-    assert failures(outcomes) == {}
-    assert outcomes["test_the_workbench_case_end_to_end"] is None
-
-
-@pytest.mark.parametrize("mistake, phrase", sorted(HANDWRITTEN.items()))
-def test_each_handwritten_slip_is_named_in_every_failure_it_causes(tmp_path, mistake, phrase):
-    failed = failures(run_exercise_tests(tmp_path, IMPLEMENTATIONS / "handwritten.py", MHA_MISTAKE=mistake))
-    assert failed, f"{mistake} passed every exercise test"
-    assert any(phrase in message for message in failed.values()), failed
-    unnamed = {t: m for t, m in failed.items() if not any(p in m for p in HANDWRITTEN.values())}
-    assert not unnamed, f"failures that name no mistake: {unnamed}"
 
 
 @pytest.mark.parametrize("float_errors", ["", "raise"])
 def test_a_masked_diagonal_is_named_whether_it_yields_nan_or_raises(tmp_path, float_errors):
-    report = tmp_path / "out"
-    report.mkdir()
     failed = failures(
-        run_exercise_tests(
-            report, IMPLEMENTATIONS / "handwritten.py", MHA_MISTAKE="diagonal_masked", MHA_FLOAT_ERRORS=float_errors
-        )
+        run_python_tests(tmp_path, handwritten("python"), MHA_MISTAKE="diagonal_masked", MHA_FLOAT_ERRORS=float_errors)
     )
-    assert failed and all("diagonal is masked too" in m for m in failed.values()), failed
+    assert failed and all(("diagonal is masked too" in m or "is the diagonal masked too" in m) for m in failed.values())
     assert not any("RuntimeWarning" in m for m in failed.values())
 
 
 @pytest.fixture(scope="module")
 def bare_python(tmp_path_factory):
     """A virtualenv holding only numpy and pytest, as a learner's own Python might."""
-    venv = tmp_path_factory.mktemp("learner") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
-    python = venv / "bin" / "python"
+    return _venv(tmp_path_factory.mktemp("learner") / "venv", "numpy", "pytest")
+
+
+def _venv(where: Path, *packages: str) -> Path:
+    subprocess.run([sys.executable, "-m", "venv", str(where)], check=True, capture_output=True)
+    python = where / "bin" / "python"
     installed = subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "numpy", "pytest"],
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *packages],
         capture_output=True,
         text=True,
         timeout=300,
     )
     if installed.returncode:
-        pytest.skip(f"could not install numpy and pytest into a fresh virtualenv: {installed.stderr[-300:]}")
+        pytest.skip(f"could not install {' and '.join(packages)} into a fresh virtualenv: {installed.stderr[-300:]}")
     return python
 
 
@@ -211,10 +302,8 @@ def test_the_readme_command_in_a_python_with_only_numpy_and_pytest(bare_python):
         "test_mask_hides_the_future_before_the_softmax",
         "test_scores_are_scaled_by_sqrt_d_head",
     ], starter.stdout
-    assert (
-        "interleaved" in starter.stdout and "sqrt(d_head)" in starter.stdout and "after the softmax" in starter.stdout
-    )
+    assert mistakes_named([starter.stdout]) == STARTER_BUGS
 
-    correct = bare_run(bare_python, IMPLEMENTATIONS / "handwritten.py")
+    correct = bare_run(bare_python, handwritten("python"))
     assert correct.returncode == 0, correct.stdout
     assert "9 passed" in correct.stdout

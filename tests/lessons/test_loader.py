@@ -30,7 +30,10 @@ def test_blocks_point_at_this_products_workbench_and_exercise(lesson):
     assert explorable.attrs["src"] == "/explorables/multi-head-attention"
     assert explorable.attrs["id"] == "multi-head-workbench" and explorable.attrs["height"] == "850"
     exercise = next(b for b in lesson.blocks if b.kind == "exercise")
-    assert exercise.attrs["command"] == "pytest exercises/multi-head-attention/tests"
+    assert exercise.attrs["command"] == (
+        "pnpm exec vitest run exercises/multi-head-attention/tests --config vitest.exercise.config.ts"
+    )  # the seed's, word for word
+    assert exercise.attrs["python"] == "pytest exercises/multi-head-attention/tests"
     checks = next(b for b in lesson.blocks if b.kind == "self-check")
     assert len(checks.items) == 4 and "stable head order" in checks.items[2]
 

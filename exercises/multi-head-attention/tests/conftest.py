@@ -1,30 +1,36 @@
-"""Load the implementation under test: the file named by MHA_EXERCISE, else ../starter.py."""
+"""Load the implementation under test: the file named by MHA_EXERCISE, else ../starter.py.
 
-import importlib.util
+The exercise's folder (learner.py, the starter) and your file's own folder are importable."""
+
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from learner import LearnerError, load  # noqa: E402
+
+IMPLEMENTATION = pytest.StashKey()
+_FAILED: list[str] = []
 
 
-def load_implementation():
-    path = Path(os.environ.get("MHA_EXERCISE") or HERE.parent / "starter.py").resolve()
-    spec = importlib.util.spec_from_file_location("learner_mha", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    if not hasattr(module, "multi_head_attention"):
-        raise AssertionError(f"{path} defines no multi_head_attention(tokens, heads, causal=True)")
-    return module.multi_head_attention
+def implementation_path() -> Path:
+    return Path(os.environ.get("MHA_EXERCISE") or HERE.parent / "starter.py")
+
+
+def pytest_sessionstart(session):
+    try:
+        session.config.stash[IMPLEMENTATION] = load(implementation_path())
+    except LearnerError as exc:
+        pytest.exit(str(exc), returncode=1)
 
 
 @pytest.fixture(scope="session")
-def mha():
-    return load_implementation()
-
-
-_FAILED: list[str] = []
+def mha(request):
+    return request.config.stash[IMPLEMENTATION]
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -6,6 +6,7 @@ Reading this file gives the answer away; try the exercise first.
 import math
 
 import numpy as np
+from learner import LearnerError, call, fmt, nan_problem, say  # noqa: F401 (fmt and say serve the tests)
 
 
 def split(x, heads, layout="contiguous"):
@@ -69,49 +70,35 @@ def attention(tokens, heads, causal=True, mistake=None, output_projection=None):
 
 
 def run(mha, tokens, heads, causal=True, output_projection=None):
-    """Call the learner's function and turn its result into arrays (lists are fine too).
+    """Call the learner's function through learner.py: what it raises, a wrong shape or type, and
+    NaN in what it returns become failures that say what went wrong, without a traceback."""
+    import pytest  # here, so trace.py needs numpy alone
 
-    What it raises, and NaN in what it returns, become failures that say what went wrong
-    (numbers are 1-based, as in the lesson)."""
-    kwargs = {} if output_projection is None else {"output_projection": output_projection}
-    x = np.asarray(tokens, dtype=float)
-    case = f"{x.shape[0]} tokens of width {x.shape[1]}, {heads} heads, causal={causal}"
+    case = {"tokens": tokens, "heads": heads, "causal": causal, "output_projection": output_projection}
     try:
-        with np.errstate(all="ignore"):  # NaN is reported below, by name, not as a RuntimeWarning
-            result = mha(tokens, heads, causal=causal, **kwargs)
-    except FloatingPointError as exc:
-        hint = f" {DIAGONAL}" if causal else ""
-        raise AssertionError(f"multi_head_attention raised FloatingPointError ({exc}) for {case}.{hint}") from None
-    except TypeError as exc:
-        if kwargs:
-            raise  # test_output_projection_is_applied explains a missing output_projection parameter
-        raise AssertionError(f"multi_head_attention raised TypeError: {exc} (for {case})") from None
-    except Exception as exc:
-        raise AssertionError(
-            f"multi_head_attention raised {type(exc).__name__}: {exc} (for {case}); it must return the dict "
-            "described in README.md"
-        ) from None
-    if not isinstance(result, dict):
-        raise AssertionError(f"multi_head_attention must return a dict, got {type(result).__name__}")
-    missing = {"weights", "head_outputs", "concatenated"} - set(result)
-    if missing:
-        raise AssertionError(f"the result is missing {sorted(missing)}")
-    arrays = {key: np.asarray(value, dtype=float) for key, value in result.items()}
-    weights = arrays["weights"]
-    if weights.ndim == 3 and np.isnan(weights).any():
-        h, i = (int(t) + 1 for t in np.argwhere(np.isnan(weights))[0][:2])
-        if causal and weights.shape[1] and np.isnan(weights[:, 0]).all():
-            raise AssertionError(f"head {h}, query {i}: the weights are NaN (0/0). {DIAGONAL}")
-        raise AssertionError(
-            f"head {h}, query {i}: the weights are NaN; a softmax over a row whose scores are all -inf, "
-            "or an overflow, divides 0 by 0"
-        )
+        arrays = call(mha, case)
+    except LearnerError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    problem = nan_problem(arrays, case)
+    if problem:
+        pytest.fail(problem, pytrace=False)
     return arrays
 
 
-DIAGONAL = (
-    "The diagonal is masked too: query 1 can see no key at all, so its softmax divides 0 by 0. "
-    "A token must attend to itself: mask j > i, not j >= i."
+# Every mistake the reference can make, in the order the pipeline meets them.
+ALL = (
+    "interleaved_split",
+    "reuse_first_slice",
+    "no_scaling",
+    "scale_by_d_model",
+    "no_mask",
+    "mask_after_softmax",
+    "diagonal_masked",
+    "zero_mask",
+    "softmax_wrong_axis",
+    "weights_transposed",
+    "swapped_head_order",
+    "no_output_projection",
 )
 
 
@@ -124,22 +111,21 @@ def which(result, tokens, heads, causal, candidates, parts=("weights", "concaten
     return None
 
 
-# What each mistake looks like, in the words the failures use (see test_multi_head_attention.py).
+# The mistakes a weights check can recognise by their numbers, in the words the failures use.
 SYMPTOMS = {
-    "interleaved_split": "the features were interleaved across heads",
-    "reuse_first_slice": "each head read the same slice as head 1",
-    "no_scaling": "the scores were not divided by sqrt(d_head)",
-    "scale_by_d_model": "the scores were divided by sqrt(d_model) instead of sqrt(d_head)",
-    "softmax_wrong_axis": "the softmax ran over the queries (columns) instead of the keys",
-    "swapped_head_order": "the heads were concatenated in reverse order",
+    m: say(f"symptom_{m}")
+    for m in (
+        "interleaved_split",
+        "reuse_first_slice",
+        "no_scaling",
+        "scale_by_d_model",
+        "softmax_wrong_axis",
+        "swapped_head_order",
+    )
 }
 
 
 def looks_like(result, tokens, heads, causal, parts=("weights",)):
     """' (this is what happens when ...)' for the known mistake that reproduces `result`, else ''."""
     mistake = which(result, tokens, heads, causal, list(SYMPTOMS), parts=parts)
-    return f" (this is what happens when {SYMPTOMS[mistake]})" if mistake else ""
-
-
-def fmt(values):
-    return "[" + ", ".join(f"{v:.3g}" for v in np.ravel(values)) + "]"
+    return say("looks_like", symptom=SYMPTOMS[mistake], id=mistake) if mistake else ""

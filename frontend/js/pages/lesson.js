@@ -2,9 +2,9 @@
 // Progress is honest about where it is: on the server, or saved on this device until it answers.
 
 import { ApiError, ensureSession, flush, getJSON, isPending, pendingEvents, queued, queueEvent, startOutbox } from "../api.js";
-import { challengePanel } from "../views/challenge-panel.js";
 import { progressBar, syncLine, textForm } from "../views/checkpoint-panel.js";
 import { el } from "../views/dom.js";
+import { exercisePanel } from "../views/exercise-panel.js";
 
 const lessonId = decodeURIComponent(location.pathname.split("/").pop());
 const $ = (id) => document.getElementById(id);
@@ -14,6 +14,20 @@ let checkpoints = [];
 let deliveredAt = null;
 let unreachable = false;
 const forms = new Map(); // event id -> the form waiting for its delivery
+let exercise = null; // the exercise panel, whose trace command follows the workbench
+
+// The embedded workbench's configuration as a standalone workbench link (its iframe keeps it in its hash).
+function workbenchLink() {
+  const frame = document.getElementById("workbench-frame");
+  let hash = "";
+  try {
+    // commas and semicolons as the workbench reads them, so the command stays readable
+    hash = frame ? frame.contentWindow.location.hash.replace(/%2C/gi, ",").replace(/%3B/gi, ";") : "";
+  } catch {
+    // not loaded yet
+  }
+  return `${location.origin}/explorables/multi-head-attention${hash || "#t=1,0.5,-0.5,1;0.2,1,1.5,-0.3;-1,0.3,0.8,0.6&causal=1&reuse=0"}`;
+}
 
 const byId = (id) => checkpoints.find((c) => c.id === id) || {};
 
@@ -90,15 +104,13 @@ function enhance(section, block) {
       section.append(frame);
       break;
     }
-    case "exercise":
+    case "exercise": {
       section.prepend(el("h2", { text: block.title }));
-      section.append(
-        el("p", {}, "Run the tests: ", el("code", { text: block.command })),
-        el("p", {}, el("a", { href: block.starter, download: "starter.py", text: "Download the starter (starter.py)" }),
-          " · or use ", el("code", { text: `${block.path}/starter.py` }), " in the repository."),
-        challengePanel({ path: block.path, verification: byId(cp).verification,
-          onVerdict: (result) => { if (result.correct) refreshProgress(); } }));
+      exercise = exercisePanel({ block, verification: byId(cp).verification, workbenchLink,
+        onVerdict: (result) => { if (result.correct) refreshProgress(); } });
+      section.append(exercise.node);
       break;
+    }
     case "explain":
       textCheckpoint(section, { heading: "Explain", id: "explanation", label: "Your explanation",
         button: "Record explanation", checkpoint: cp });
@@ -133,6 +145,7 @@ function listen() {
       // The workbench queued an event in the queue both pages share: send it from here too and
       // redraw the chips (the storage event says the same, but not every browser delivers it).
       setTimeout(() => flush().then(refreshProgress), 500);
+      if (exercise) exercise.refresh();
     }
   });
   document.addEventListener("workbench:events-sent", (e) => {

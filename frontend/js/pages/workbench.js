@@ -12,6 +12,7 @@ import { diagram } from "../views/diagram.js";
 import { el } from "../views/dom.js";
 import { legend } from "../views/legend.js";
 import { replay } from "../views/replay.js";
+import { notATest, savedTests, savedTestsView } from "../views/saved-test.js";
 import { close } from "../views/stage.js";
 import { markOwners, tokenEditor } from "../views/token-editor.js";
 
@@ -212,6 +213,21 @@ function drawControls() {
   ].filter(Boolean).join(" ");
 }
 
+// "Save as a test": the engine's numbers for this case, with the broken-mode toggles off.
+async function saveAsTest() {
+  const why = notATest(state);
+  $("saved-test").hidden = false;
+  if (why) {
+    $("saved-test").replaceChildren(el("p", { class: "note", text: `${why} Switch those off to save the case as a test.` }));
+    return;
+  }
+  if (state.wo === "learned") await learnedProjections();
+  const plain = { ...state, reuse: false, compare: "" };
+  const correct = await postJSON("/api/v1/attention", requestBody(plain, learned));
+  const wo = state.wo === "learned" ? learned.output : null;
+  $("saved-test").replaceChildren(savedTestsView(savedTests({ ...plain, wo }, correct)));
+}
+
 function drawChecklist() {
   $("checklist").replaceChildren(...checklist(done));
 }
@@ -268,6 +284,9 @@ function init() {
     const base = Number(e.target.value);
     if (Number.isFinite(base) && base > 1) update((s) => { s.base = base; }, "rope_base", { value: base });
   });
+  $("save-test").addEventListener("click", () => saveAsTest().catch((error) => {
+    $("saved-test").replaceChildren(el("p", { class: "error", text: `Could not compute the case: ${error.message}` }));
+  }));
   $("reset").addEventListener("click", () => {
     update((s) => { s.tokens = defaults().tokens; }, "reset", {});
     drawControls();

@@ -9,27 +9,44 @@ from marshmallow import Schema, ValidationError, fields, pre_load, validate
 
 from ...edge.problems import Problem
 from .event import name
-from .fields import Matrix, SafeString, StrictBoolean, StrictInteger, parse_matrix
+from .fields import Matrix, SafeString, StrictBoolean, StrictInteger
 
 MAX_N, MAX_D = 32, 64  # exercise-sized cases
 MAX_ANSWER_CELLS = 4096  # challenge cases are at most 6 tokens x 8: generous, still tiny
+MAX_CHECK_CELLS = MAX_D * MAX_N * MAX_N  # the weights of the largest case /check takes
 
 
-class Tensor3(fields.Field):
-    """[a][b][c] numbers: a list of equal-shape matrices."""
+class Numbers(fields.Field):
+    """A rectangular nested list of numbers with at most `ndim` axes; null stands for NaN (JSON has
+    none). The shape is checked against the case later, where the expected one can be named."""
+
+    def __init__(self, ndim: int, cells: int = MAX_ANSWER_CELLS, **kwargs: Any):
+        about = f"up to {ndim}-d nested lists of numbers; null for NaN"
+        super().__init__(**{**kwargs, "metadata": {"description": about, **kwargs.get("metadata", {})}})
+        self.ndim, self.cells = ndim, cells
 
     def _deserialize(self, value, attr, data, **kwargs) -> np.ndarray:
-        if not isinstance(value, list) or not value:
-            raise ValidationError("must be a non-empty list of matrices")
-        matrices = []
-        for i, item in enumerate(value):
-            try:
-                matrices.append(parse_matrix(item))
-            except ValidationError as exc:
-                raise ValidationError(f"matrix {i + 1} (counting from 1): {exc.messages[0]}") from None
-        if len({m.shape for m in matrices}) != 1:
-            raise ValidationError("every matrix must have the same shape")
-        return np.stack(matrices)
+        cells: list[float] = []
+        shape = _shape(value, self.ndim, cells, "", self.cells)
+        return np.array(cells, dtype=np.float64).reshape(shape)
+
+
+def _shape(value: Any, ndim: int, cells: list[float], where: str, most: int) -> tuple[int, ...]:
+    if value is None or type(value) in (int, float):
+        cells.append(np.nan if value is None else float(value))
+        return ()
+    if not isinstance(value, list):
+        raise ValidationError(f"{where or 'the value'} must be a number, null or a list, not {type(value).__name__}")
+    if ndim == 0:
+        raise ValidationError(f"{where or 'the value'} nests lists too deep: at most 3 axes")
+    if not value:
+        raise ValidationError(f"{where or 'the value'} must be a non-empty list")
+    if len(cells) + len(value) > most:
+        raise ValidationError(f"an answer holds at most {most} numbers")
+    shapes = {_shape(item, ndim - 1, cells, f"{where}[{i}]", most) for i, item in enumerate(value)}
+    if len(shapes) != 1:
+        raise ValidationError(f"{where or 'the value'} is not rectangular: its items differ in shape")
+    return (len(value), *shapes.pop())
 
 
 class CaseSchema(Schema):
@@ -39,9 +56,9 @@ class CaseSchema(Schema):
 
 
 class OutputSchema(Schema):
-    weights = Tensor3(metadata={"description": "[H][n][n]"})
-    head_outputs = Tensor3(metadata={"description": "[H][n][d_head]"})
-    concatenated = Matrix(metadata={"description": "[n][d_model]"})
+    weights = Numbers(3, cells=MAX_CHECK_CELLS, metadata={"description": "[H][n][n]"})
+    head_outputs = Numbers(3, cells=MAX_CHECK_CELLS, metadata={"description": "[H][n][d_head]"})
+    concatenated = Numbers(3, cells=MAX_CHECK_CELLS, metadata={"description": "[n][d_model]"})
 
 
 class CheckSchema(Schema):
@@ -88,43 +105,11 @@ class MistakesSchema(Schema):
     mistakes = fields.Dict(keys=fields.String(), values=fields.String())
 
 
-class Numbers(fields.Field):
-    """A rectangular nested list of numbers with `ndim` axes; null stands for NaN (JSON has none)."""
-
-    def __init__(self, ndim: int, **kwargs: Any):
-        super().__init__(metadata={"description": f"{ndim}-d nested lists of numbers; null for NaN"}, **kwargs)
-        self.ndim = ndim
-
-    def _deserialize(self, value, attr, data, **kwargs) -> np.ndarray:
-        cells: list[float] = []
-        shape = _shape(value, self.ndim, cells, "")
-        return np.array(cells, dtype=np.float64).reshape(shape)
-
-
-def _shape(value: Any, ndim: int, cells: list[float], where: str) -> tuple[int, ...]:
-    if ndim == 0:
-        if value is None:
-            cells.append(np.nan)
-        elif type(value) in (int, float):
-            cells.append(float(value))
-        else:
-            raise ValidationError(f"{where or 'the value'} must be a number or null")
-        return ()
-    if not isinstance(value, list) or not value:
-        raise ValidationError(f"{where or 'the value'} must be a non-empty list")
-    if len(cells) + len(value) > MAX_ANSWER_CELLS:
-        raise ValidationError(f"an answer holds at most {MAX_ANSWER_CELLS} numbers")
-    shapes = {_shape(item, ndim - 1, cells, f"{where}[{i}]") for i, item in enumerate(value)}
-    if len(shapes) != 1:
-        raise ValidationError(f"{where or 'the value'} is not rectangular: its items differ in shape")
-    return (len(value), *shapes.pop())
-
-
 class ChallengeAnswerSchema(Schema):
     weights = Numbers(3, required=True)
     head_outputs = Numbers(3, required=True)
-    concatenated = Numbers(2, required=True)
-    output = Numbers(2, required=True)
+    concatenated = Numbers(3, required=True)
+    output = Numbers(3, required=True)
 
 
 class AnswersSchema(Schema):

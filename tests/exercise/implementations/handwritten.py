@@ -49,11 +49,15 @@ def _attention(tokens, heads, causal, output_projection):
             scores = scores / math.sqrt(d_head)
         if causal and MISTAKE == "diagonal_masked":
             scores[np.triu(np.ones((n, n), dtype=bool))] = -np.inf  # j >= i: query 1 sees nothing
+        elif causal and MISTAKE == "zero_mask":
+            scores[np.triu(np.ones((n, n), dtype=bool), k=1)] = 0.0  # "masked" to 0: still weighed
         elif causal and MISTAKE not in ("no_mask", "mask_after_softmax"):
             scores[np.triu(np.ones((n, n), dtype=bool), k=1)] = -np.inf
         w = softmax(scores, axis=0 if MISTAKE == "softmax_wrong_axis" else -1)
         if causal and MISTAKE == "mask_after_softmax":
             w = w * np.tril(np.ones((n, n)))
+        if MISTAKE == "weights_transposed":
+            w = w.T
         weights.append(w)
         outputs.append(w @ part)
 
