@@ -11,7 +11,10 @@ import tempfile
 bind = os.environ.get("WORKBENCH_BIND", "127.0.0.1:8000")  # the image sets 0.0.0.0:8000 (behind its proxy)
 workers = int(os.environ.get("WORKBENCH_WORKERS", "2"))
 threads = int(os.environ.get("WORKBENCH_THREADS", "8"))  # mostly waiting on the database or a slot
-worker_class = "gthread" if threads > 1 else "sync"
+# gunicorn's threaded worker, except that a request reaches a thread only once it has arrived whole
+# (slow clients wait in the main loop, not in a thread), and one address holds at most
+# WORKBENCH_CONNECTIONS_PER_ADDRESS connections per worker: service/worker.py
+worker_class = "service.worker.BufferingWorker"
 timeout = int(os.environ.get("WORKBENCH_TIMEOUT", "30"))
 graceful_timeout = int(os.environ.get("WORKBENCH_GRACEFUL_TIMEOUT", "20"))
 keepalive = 5
@@ -32,9 +35,13 @@ _metrics_dir = os.environ.setdefault(
 
 def on_starting(server):
     from service.config import Settings
-    from service.deployment import refuse_public_bind_without_secret
+    from service.deployment import per_worker_limits_warning, refuse_public_bind_without_secret
 
-    refuse_public_bind_without_secret([str(b) for b in server.cfg.bind], Settings.load())
+    settings = Settings.load()
+    refuse_public_bind_without_secret([str(b) for b in server.cfg.bind], settings)
+    warning = per_worker_limits_warning(settings, server.cfg.workers)
+    if warning:
+        server.log.warning(warning)
     shutil.rmtree(_metrics_dir, ignore_errors=True)
     os.makedirs(_metrics_dir, exist_ok=True)
 

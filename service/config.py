@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -42,13 +43,18 @@ class Settings:
     heavy_compute_concurrency: int = 0
     heavy_compute_waiting: int = 4  # half of gunicorn's default 8 threads
     heavy_compute_wait_seconds: float = 10.0
-    # Slow clients without a proxy in front (service/api/slow_clients.py): as nginx's timeouts.
+    heavy_compute_seconds: float = 60.0  # a large trace not done within this is a 503 (nothing waits forever)
+    # Slow clients without a proxy in front (service/worker.py, service/edge/body.py): as nginx's timeouts.
     client_stall_seconds: float = 30.0  # a send or receive that makes no progress this long fails
-    body_seconds: float = 30.0  # a request body must arrive whole within this
+    body_seconds: float = 30.0  # a request must arrive whole within this
+    # Connections one address may hold in one worker (trusted proxies, WORKBENCH_FORWARDED_ALLOW_IPS, exempt)
+    connections_per_address: int = 128
     background_parse_bytes: int = 262144  # compute bodies this large are parsed in the background process
     # Compute budgets in cells (service/api/budgets.py): per client (shared store) and per worker.
     compute_free_cells: int = 4096  # the workbench's requests cost a few dozen: never charged
     compute_budget_client: str = "30000000/minute"  # about 19 maximum-size traces a minute
+    compute_budget_address: str = "60000000/minute"  # every browser session of one address, together
+    session_mint_limit: str = "300/hour"  # new browser sessions one address may start
     compute_budget_worker: str = "20000000/10 seconds"  # about half a core of this machine's throughput
     # Platforms' origins allowed by CORS (comma separated in the environment).
     cors_origins: tuple[str, ...] = ()
@@ -71,6 +77,10 @@ class Settings:
     activity_base: str = "https://attention-workbench.example/xapi"  # xAPI activity IRIs start here
     export_settle_seconds: int = 10  # exports stop this far behind now: later commits cannot slip in
     metrics_token: str = ""
+    # Where people and platforms reach the service ("https://workbench.example.edu"): absolute URLs
+    # (a challenge's answers_url, the LTI redirect and configuration) are made from it, never from
+    # the request's Host header. Unset: http://HOST:PORT (what `make run` serves); production needs it.
+    public_url: str = ""
     proxy_hops: int = 0
     log_json: bool = False
     retain_freed_memory: bool = True  # glibc malloc thresholds, see service/compute/allocator.py
@@ -110,6 +120,7 @@ class Settings:
             "k_anonymity",
             "heavy_compute_waiting",
             "challenge_ttl_seconds",
+            "connections_per_address",
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"WORKBENCH_{name.upper()} must be at least 1")
@@ -120,6 +131,8 @@ class Settings:
             raise ConfigError("WORKBENCH_AUTH_CACHE_SECONDS must be between 0 and 300")
         if self.client_stall_seconds <= 0 or self.body_seconds <= 0:
             raise ConfigError("WORKBENCH_CLIENT_STALL_SECONDS and WORKBENCH_BODY_SECONDS must be above 0")
+        if self.heavy_compute_seconds <= 0:
+            raise ConfigError("WORKBENCH_HEAVY_COMPUTE_SECONDS must be above 0")
         if self.heavy_compute_concurrency < 0 or self.heavy_compute_wait_seconds < 0:
             raise ConfigError("WORKBENCH_HEAVY_COMPUTE_CONCURRENCY and _WAIT_SECONDS cannot be negative")
         self._validate_budgets()
@@ -132,6 +145,8 @@ class Settings:
                 f"WORKBENCH_DATABASE_URL {self.database_url!r} is an in-memory SQLite database: each connection "
                 "and each worker would get its own, empty and unmigrated; name a file, as sqlite:///var/workbench.db"
             )
+        if self.public_url and not re.fullmatch(r"https?://[A-Za-z0-9.\-\[\]:]+(/[\w./~-]*)?", self.public_url):
+            raise ConfigError(f"WORKBENCH_PUBLIC_URL must be http(s)://host[:port][/path], got {self.public_url!r}")
         if self.env == "production":
             if self.secret_key == DEFAULT_SECRET or len(self.secret_key) < 32:
                 raise ConfigError(
@@ -139,13 +154,15 @@ class Settings:
                 )
             if self.debug:
                 raise ConfigError("WORKBENCH_DEBUG must be off in production")
+            if not self.public_url:
+                raise ConfigError("production needs WORKBENCH_PUBLIC_URL: the address people reach the service at")
 
     def _validate_budgets(self) -> None:
         """Each budget must hold at least one request of the largest size the caps allow."""
         from limits import parse
 
         largest = 2 * (self.max_score_cells + self.max_tokens * self.max_d_model)  # a maximum comparison
-        for name in ("compute_budget_client", "compute_budget_worker"):
+        for name in ("compute_budget_client", "compute_budget_address", "compute_budget_worker"):
             try:
                 amount = parse(getattr(self, name)).amount
             except ValueError as error:
@@ -155,6 +172,11 @@ class Settings:
                     f"WORKBENCH_{name.upper()} must allow at least {largest:,} cells a window "
                     "(one maximum-size comparison under the caps)"
                 )
+
+    @property
+    def public_base(self) -> str:
+        """The service's own address, for absolute URLs (no trailing slash)."""
+        return self.public_url.rstrip("/") or f"http://{self.host}:{self.port}"
 
     @property
     def is_sqlite(self) -> bool:

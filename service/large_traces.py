@@ -25,13 +25,15 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from flask import current_app
 
+from .deployment import spawn_is_safe
 from .edge.problems import Problem
 
 SHARED = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
@@ -116,17 +118,6 @@ def waiting_room(app) -> threading.BoundedSemaphore:
         return room
 
 
-def _raise(error: dict[str, Any]) -> NoReturn:
-    raise Problem(
-        error["status"],
-        error["detail"],
-        title=error["title"],
-        errors=error["errors"],
-        slug=error["slug"],
-        extra=error["extra"],
-    )
-
-
 @contextmanager
 def _waiting_place() -> Iterator[None]:
     settings = current_app.extensions["settings"]
@@ -145,11 +136,35 @@ def measure_large_body(raw: bytes, compare: bool) -> int:
     its cost, or raises the same problem a request thread would. `run(raw=...)` computes it."""
     settings = current_app.extensions["settings"]
     with _waiting_place():
-        pool = _executor(machine_slots(settings.heavy_compute_concurrency))
-        cells, error = pool.submit(measure, raw, compare, settings).result()
+        if not _pooled():
+            cells, error = measure(raw, compare, settings)
+        else:
+            pool = _executor(machine_slots(settings.heavy_compute_concurrency))
+            cells, error = _bounded(pool.submit(measure, raw, compare, settings), settings)
     if error is not None:
-        _raise(error)
+        raise Problem.from_data(error)
     return cells
+
+
+def _pooled() -> bool:
+    """The background pool where it can start (spawn_is_safe), else the request's own thread,
+    within the same slots: a host script without a guard gets its answer, more slowly."""
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    safe = app.extensions.get("heavy_spawn_safe")
+    if safe is None:
+        safe = app.extensions["heavy_spawn_safe"] = spawn_is_safe()  # service/deployment.py
+        if not safe:
+            app.logger.warning("large traces are computed in request threads: the main script has no __main__ guard")
+    return bool(safe)
+
+
+def _bounded(task: Future, settings) -> Any:
+    """The task's result within `heavy_compute_seconds`, else a 503 (the task is dropped)."""
+    try:
+        return task.result(timeout=settings.heavy_compute_seconds)
+    except FutureTimeout:
+        task.cancel()
+        raise _busy(f"this one did not finish within {settings.heavy_compute_seconds:g} s") from None
 
 
 def run(
@@ -167,11 +182,14 @@ def run(
         with slot(count, wait=settings.heavy_compute_wait_seconds) as held:
             if not held:
                 raise _busy(f"no large-trace slot came free within {settings.heavy_compute_wait_seconds:g} s")
-            task = _executor(count).submit(compute_to_file, args, failure_mode, compare, binary, raw, settings)
-            path, error = task.result()
+            if _pooled():
+                task = _executor(count).submit(compute_to_file, args, failure_mode, compare, binary, raw, settings)
+                path, error = _bounded(task, settings)
+            else:
+                path, error = compute_to_file(args, failure_mode, compare, binary, raw, settings)
     release_memory_when_idle()  # this worker's copies of bodies and answers, once traces stop coming
     if error is not None or path is None:
-        _raise(error or {})
+        raise Problem.from_data(error or {})
     body = open(path, "rb")  # noqa: SIM115 - closed by the server after sending
     os.unlink(path)  # the open descriptor keeps the data until the response is sent
     return body
@@ -189,6 +207,8 @@ def _busy(reason: str) -> Problem:
 def warm_up(app) -> None:
     """Start this worker's compute process now, so the first large trace does not wait for it."""
     with app.app_context():
+        if not _pooled():
+            return
         _executor(machine_slots(app.extensions["settings"].heavy_compute_concurrency)).submit(_ready)
 
 
@@ -199,18 +219,6 @@ def _ready() -> bool:
 
 
 # -- the compute process's side ------------------------------------------------------------
-
-
-def problem_data(problem: Problem) -> dict[str, Any]:
-    """A Problem as plain data, to cross the process boundary."""
-    return {
-        "status": problem.status,
-        "detail": problem.detail,
-        "title": problem.title,
-        "errors": problem.errors,
-        "slug": problem.slug,
-        "extra": problem.extra,
-    }
 
 
 _compute_app: Any = None
@@ -245,7 +253,7 @@ def _parse(raw: bytes, compare: bool, settings) -> tuple[dict[str, Any] | None, 
             except ValidationError as error:
                 raise invalid_fields(flatten_errors(error.normalized_messages())) from None
     except Problem as problem:
-        return None, 0, problem_data(problem)
+        return None, 0, problem.as_data()
     return args, cost(args["tokens"], args["heads"], compare), None
 
 
@@ -316,7 +324,7 @@ def compute_to_file(
     try:
         body = traces.compare_body(args) if compare else traces.trace_body(args, failure_mode)
     except Problem as problem:  # the engine's AttentionInputError, already turned into a 422
-        return None, problem_data(problem)
+        return None, problem.as_data()
 
     handle, path = tempfile.mkstemp(prefix="workbench-trace-", suffix=".bin" if binary else ".json", dir=SHARED)
     try:

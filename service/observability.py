@@ -82,6 +82,15 @@ def init_app(app: Flask) -> None:
     app.add_url_rule("/metrics", "metrics", _metrics)
 
 
+def operator() -> bool:
+    """Whether the caller may see the infrastructure: the metrics token when one is configured,
+    else a loopback address."""
+    token = current_app.extensions["settings"].metrics_token
+    if token:
+        return request.headers.get("Authorization", "") == f"Bearer {token}"
+    return request.remote_addr in ("127.0.0.1", "::1")
+
+
 def _metrics() -> Response:
     """Prometheus text: loopback only, unless a token is configured (then the token)."""
     token = current_app.extensions["settings"].metrics_token

@@ -75,7 +75,13 @@ def _truncate_postgres(url: str) -> None:
 
 @pytest.fixture
 def app_config(database_url) -> dict:
-    return {"env": "testing", "database_url": database_url, "ratelimit_enabled": False, "export_settle_seconds": 0}
+    return {
+        "env": "testing",
+        "database_url": database_url,
+        "ratelimit_enabled": False,
+        "export_settle_seconds": 0,
+        "public_url": "http://localhost",  # where the test client says it is
+    }
 
 
 @pytest.fixture

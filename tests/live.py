@@ -25,7 +25,7 @@ class LiveServer:
     def __init__(self, env: dict[str, str], workers: int = 2, threads: int = 1, extra_args: list[str] | None = None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {**os.environ, "WORKBENCH_ENV": "testing", **env}
+        self.env = {**os.environ, "WORKBENCH_ENV": "testing", "WORKBENCH_PUBLIC_URL": self.url, **env}
         self.workers = workers
         self.threads = threads
         self.extra_args = extra_args or []

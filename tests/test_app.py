@@ -19,13 +19,39 @@ def test_readyz_is_ready_when_the_database_answers(client):
     assert response.json["database"] == "ok"
 
 
+ELSEWHERE = {"REMOTE_ADDR": "203.0.113.9"}  # not loopback: anyone on the network
+
+
 def test_readyz_is_503_with_retry_after_when_the_database_is_unreachable():
     app = create_app({"env": "testing", "database_url": "postgresql+psycopg://nobody@127.0.0.1:1/none"})
     response = app.test_client().get("/readyz")
     assert response.status_code == 503
     assert response.headers["Retry-After"].isdigit()
     assert response.mimetype == "application/problem+json"
-    assert response.json["status"] == 503 and "database" in response.json["detail"]
+    assert response.json["status"] == 503 and "database" in response.json["detail"]  # loopback: the operator
+
+
+def test_readyz_tells_anyone_else_only_whether_it_is_ready(client):
+    """Anonymous callers learn nothing of the infrastructure: not the database's host and port
+    in its error, not the rate limits' store (issue 31)."""
+    assert client.get("/readyz", environ_base=ELSEWHERE).json == {"status": "ready"}
+    down = create_app({"env": "testing", "database_url": "postgresql+psycopg://nobody@127.0.0.1:1/none"})
+    refused = down.test_client().get("/readyz", environ_base=ELSEWHERE)
+    assert refused.status_code == 503 and refused.json["detail"] == "not ready"
+    assert "127.0.0.1" not in refused.get_data(as_text=True)
+
+
+def test_readyz_is_not_ready_while_writes_fail_and_ready_again_when_one_succeeds(app, client, db):
+    import sqlite3
+
+    with pytest.raises(sqlite3.OperationalError), db.write():
+        raise sqlite3.OperationalError("database or disk is full")  # as a full disk answers an INSERT
+    failing = client.get("/readyz")
+    assert failing.status_code == 503 and "OperationalError" in failing.json["detail"]
+    assert client.get("/readyz", environ_base=ELSEWHERE).json["detail"] == "not ready"
+    with db.write():
+        pass  # the disk has room again
+    assert client.get("/readyz").status_code == 200
 
 
 def test_unknown_route_is_a_problem_document(client):
@@ -58,6 +84,10 @@ def test_mapping_overrides_environment_which_overrides_defaults(monkeypatch):
             {"WORKBENCH_ENV": "production", "WORKBENCH_SECRET_KEY": "x" * 40, "WORKBENCH_DEBUG": "1"},
             "WORKBENCH_DEBUG must be off",
         ),
+        ({"WORKBENCH_ENV": "production", "WORKBENCH_SECRET_KEY": "x" * 40}, "production needs WORKBENCH_PUBLIC_URL"),
+        ({"WORKBENCH_PUBLIC_URL": "workbench.example"}, "WORKBENCH_PUBLIC_URL must be http(s)://"),
+        ({"WORKBENCH_HEAVY_COMPUTE_SECONDS": "0"}, "WORKBENCH_HEAVY_COMPUTE_SECONDS must be above 0"),
+        ({"WORKBENCH_CONNECTIONS_PER_ADDRESS": "0"}, "WORKBENCH_CONNECTIONS_PER_ADDRESS must be at least 1"),
         ({"WORKBENCH_HEAVY_COMPUTE_WAIT_SECONDS": "nan"}, "WAIT_SECONDS='nan' is not a valid float"),
         ({"WORKBENCH_HEAVY_COMPUTE_WAIT_SECONDS": "-1"}, "cannot be negative"),
         ({"WORKBENCH_HEAVY_COMPUTE_CONCURRENCY": "-2"}, "cannot be negative"),

@@ -178,7 +178,9 @@ def test_the_docs_name_only_files_the_repository_has():
 
     root = SERVICE.parent
     folders = "service|tests|bench|frontend|migrations|exercises|content|training|deploy|docs"
-    pattern = re.compile(rf"(?<![\w/.])((?:{folders})/[\w./-]+\.(?:py|md|sql|js|css|html|json|toml|conf|yml|txt|ts))")
+    pattern = re.compile(
+        rf"(?<![\w/.])((?:{folders})/[\w./-]+\.(?:py|md|sql|js|css|html|json|toml|conf|yml|txt|ts))(?![\w])"
+    )
     missing = []
     for doc in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
         for path in set(pattern.findall(doc.read_text())):

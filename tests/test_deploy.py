@@ -71,5 +71,31 @@ def test_gunicorn_settings_come_from_the_environment(monkeypatch, tmp_path):
     spec = importlib.util.spec_from_file_location("gunicorn_conf", ROOT / "gunicorn.conf.py")
     conf = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(conf)
-    assert (conf.workers, conf.threads, conf.worker_class) == (5, 4, "gthread")
+    assert (conf.workers, conf.threads, conf.worker_class) == (5, 4, "service.worker.BufferingWorker")
     assert conf.limit_request_line == 8190 and conf.timeout == 30 and conf.accesslog is None
+
+
+def test_start_up_says_when_rate_limits_are_counted_per_worker(monkeypatch, tmp_path):
+    """Under memory:// with two workers each allows the whole limit (320 anonymous requests got no
+    429 against 300/min): gunicorn says so when it starts (issue 31)."""
+    import types
+
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path / "metrics"))
+    spec = importlib.util.spec_from_file_location("gunicorn_conf", ROOT / "gunicorn.conf.py")
+    conf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conf)
+    said: list[str] = []
+    log = types.SimpleNamespace(warning=said.append)
+
+    def start(workers, **env):
+        said.clear()
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        conf.on_starting(
+            types.SimpleNamespace(cfg=types.SimpleNamespace(bind=["127.0.0.1:8000"], workers=workers), log=log)
+        )
+        return said
+
+    assert "counted in each of the 2 workers' memory" in start(2)[0]
+    assert start(1) == []  # one worker: the memory store is the whole count
+    assert start(2, WORKBENCH_RATELIMIT_STORAGE_URI="redis://127.0.0.1:6379/0") == []

@@ -26,7 +26,14 @@ def test_frame_ancestors_are_configurable_for_embedding_platforms(app_config):
 
 
 def test_production_cookies_are_secure(monkeypatch, tmp_path):
-    app = create_app({"env": "production", "secret_key": "s" * 40, "database_url": f"sqlite:///{tmp_path}/p.db"})
+    app = create_app(
+        {
+            "env": "production",
+            "secret_key": "s" * 40,
+            "public_url": "https://wb.example",
+            "database_url": f"sqlite:///{tmp_path}/p.db",
+        }
+    )
     assert app.config["SESSION_COOKIE_SECURE"] is True and app.config["SESSION_COOKIE_SAMESITE"] == "Lax"
 
 

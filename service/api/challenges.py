@@ -19,10 +19,13 @@ from flask.views import MethodView
 
 from ..compute import AttentionInputError
 from ..compute.challenge import check_answers, new_cases
+from ..compute.diagnose import traces_per_diagnosis
 from ..db import challenges as challenges_db
 from ..db.events import NewEvent
 from ..db.tables import ExerciseChallenge
+from ..edge import EdgeRequest, costs
 from ..edge.problems import Problem
+from . import shortcut
 from .auth import current_principal, optional_principal
 from .schemas.exercises import AnswersSchema, ChallengeSchema, NewChallengeSchema, VerdictSchema
 from .smorest import JSON_BODY_ERRORS, Blueprint
@@ -35,6 +38,21 @@ blp = Blueprint(
 )
 
 LESSON, CHECKPOINT = "multi-head-attention", "implement"
+ATTEMPTS = 30  # answers one challenge takes; then the learner asks for fresh cases
+
+
+def verification_cells(req: EdgeRequest) -> int | None:
+    """What checking the answers charges: for each answer, one trace's cells for the correct result
+    and each combination of mistakes the checker may try (measured on the answer's own shapes)."""
+    try:
+        total = 0
+        for answer in req.data["answers"]:
+            heads, n = len(answer["weights"]), len(answer["concatenated"])
+            d_model = len(answer["concatenated"][0])
+            total += (heads * n * n + n * d_model) * traces_per_diagnosis(True, True)
+        return total
+    except (KeyError, TypeError, IndexError):
+        return None  # not an answers body: the schema says what is wrong
 
 
 @blp.route("/multi-head-attention/challenges")
@@ -64,6 +82,7 @@ class Challenges(MethodView):
         )
         with current_app.extensions["db"].write() as session:
             challenges_db.add_challenge(session, challenge)
+        shortcut.remember(challenge.cases, current_app.extensions["settings"].challenge_ttl_seconds)
         return _json(challenge, now)
 
 
@@ -78,9 +97,10 @@ class Challenge(MethodView):
 
 @blp.route("/multi-head-attention/challenges/<string:challenge_id>/answers")
 class Answers(MethodView):
+    @costs(verification_cells)
     @blp.arguments(AnswersSchema())
     @blp.response(200, VerdictSchema)
-    @blp.problems(404, 409, 410, 503, *JSON_BODY_ERRORS)
+    @blp.problems(404, 409, 410, 429, 503, *JSON_BODY_ERRORS)
     def post(self, args, challenge_id):
         """Check the learner's answers with the engine; a full solution completes the checkpoint"""
         challenge = _find(challenge_id)
@@ -89,6 +109,12 @@ class Answers(MethodView):
             raise Problem(409, "this challenge is already solved; ask for a new one to check again", slug="solved")
         if challenge.expires_at <= now:
             raise Problem(410, "this challenge has expired; ask for a new one", slug="expired")
+        if challenge.attempts >= ATTEMPTS:
+            raise Problem(
+                429,
+                f"this challenge has taken its {ATTEMPTS} answers; ask for a new one (fresh cases)",
+                slug="attempts",
+            )
         if len(args["answers"]) != len(challenge.cases):
             raise Problem(
                 422,
@@ -99,10 +125,17 @@ class Answers(MethodView):
             verdict = check_answers(challenge.cases, args["answers"])
         except AttentionInputError as exc:
             raise Problem(422, str(exc), errors={exc.field or "answers": [str(exc)]}) from None
+        engine_seen = verdict.correct and shortcut.seen(challenge.cases)
+        message = verdict.message(challenge.cases)
+        if engine_seen:
+            message += (
+                " Recorded with a note: these cases were also computed by POST /api/v1/attention while the "
+                "challenge was open, so the numbers may be the API's own rather than your code's."
+            )
         result = {
             "correct": verdict.correct,
             "mistakes": verdict.mistakes,
-            "message": verdict.message(challenge.cases),
+            "message": message,
             "cases": [
                 {
                     "case": i + 1,
@@ -114,7 +147,7 @@ class Answers(MethodView):
                 for i, d in enumerate(verdict.cases)
             ],
         }
-        result["completed"] = _record(challenge, result, now)
+        result["completed"] = _record(challenge, result, now, engine_seen)
         return result
 
 
@@ -133,10 +166,12 @@ def _find(challenge_id: str) -> ExerciseChallenge:
     return challenge
 
 
-def _record(challenge: ExerciseChallenge, result: dict[str, Any], now: dt.datetime) -> bool:
+def _record(challenge: ExerciseChallenge, result: dict[str, Any], now: dt.datetime, engine_seen: bool) -> bool:
     """One transaction: the attempt, each case's diagnosis, and the learner's event (completion
     when solved). Two answers racing to solve: the first wins, the second is a 409."""
     data: dict[str, Any] = {"verification": "verified", "challenge": challenge.id, "cases": len(challenge.cases)}
+    if engine_seen:
+        data["engine_seen"] = True  # the shortcut, visible (service/api/shortcut.py)
     if not result["correct"]:
         data["mistakes"] = result["mistakes"]
     event = NewEvent(
@@ -169,6 +204,7 @@ def _json(challenge: ExerciseChallenge, now: dt.datetime) -> dict[str, Any]:
         "created_at": challenge.created_at,
         "expires_at": challenge.expires_at,
         "attempts": challenge.attempts,
-        "answers_url": url_for("challenges.Answers", challenge_id=challenge.id, _external=True),
+        "answers_url": current_app.extensions["settings"].public_base
+        + url_for("challenges.Answers", challenge_id=challenge.id),
         "result": challenge.last_result,
     }

@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from flask import current_app
+from flask import current_app, request
 from flask.views import MethodView
 
 from ..db.events import EventConflict, NewEvent, record_events
-from ..edge import Answer, EdgeRequest, answer_fast
+from ..edge import JSON, Answer, EdgeRequest, answer_fast
 from ..edge.json_codec import dumps_bytes
 from ..edge.problems import Problem
 from ..identity import Principal
@@ -140,9 +140,31 @@ def to_new_events(principal: Principal, events: list[dict[str, Any]]) -> list[Ne
     ]
 
 
-def record(principal: Principal, events: list[dict[str, Any]], lessons: dict[str, Lesson], db: Any) -> tuple[int, dict]:
+def sent_alone(body: Any) -> bool:
+    """Whether the body was one event on its own (its errors then name its fields bare: `learner`)."""
+    return isinstance(body, dict) and "events" not in body
+
+
+def _named(problem: Problem, alone: bool) -> Problem:
+    if alone and problem.errors:
+        problem.errors = {k.removeprefix("events.0."): v for k, v in problem.errors.items()}
+    return problem
+
+
+def record(
+    principal: Principal, events: list[dict[str, Any]], lessons: dict[str, Lesson], db: Any, alone: bool = False
+) -> tuple[int, dict]:
     """Check loaded events against their lessons and the caller, store them exactly once, and
     answer (status, body); a Problem for what is refused, before anything is stored."""
+    try:
+        return _record(principal, events, lessons, db)
+    except Problem as refused:
+        raise _named(refused, alone) from None
+
+
+def _record(
+    principal: Principal, events: list[dict[str, Any]], lessons: dict[str, Lesson], db: Any
+) -> tuple[int, dict]:
     repeated = sorted(i for i, n in Counter(e["id"] for e in events).items() if n > 1)
     if repeated:
         raise Problem(
@@ -193,7 +215,9 @@ def fast(req: EdgeRequest) -> Answer | None:
     except NOT_SURE:
         return None
     try:
-        status, body = record(who.principal, events, app.extensions["lessons"], app.extensions["db"])
+        status, body = record(
+            who.principal, events, app.extensions["lessons"], app.extensions["db"], sent_alone(req.data)
+        )
     except EventConflict as exc:
         raise conflict(exc) from None
     return Answer(status, dumps_bytes(body))
@@ -210,8 +234,9 @@ class Events(MethodView):
         """Record one event, or a batch of events atomically"""
         principal = current_principal("events:write")
         try:
+            alone = sent_alone(request.environ.get(JSON))
             status, body = record(
-                principal, args["events"], current_app.extensions["lessons"], current_app.extensions["db"]
+                principal, args["events"], current_app.extensions["lessons"], current_app.extensions["db"], alone
             )
         except EventConflict as exc:
             raise conflict(exc) from None

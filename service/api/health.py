@@ -4,6 +4,7 @@ from flask import Blueprint, current_app, jsonify
 
 from ..db import DatabaseUnavailable
 from ..edge.problems import Problem
+from ..observability import operator
 
 blp = Blueprint("health", __name__)
 
@@ -16,13 +17,21 @@ def healthz():
 
 @blp.get("/readyz")
 def readyz():
-    """The database answers (503 with Retry-After otherwise); the rate limiter's store answers (degraded otherwise)."""
+    """Ready: the database answers and takes writes (503 with Retry-After otherwise: it does not
+    answer, or this worker's writes have been failing, a full disk for one). An operator (the
+    metrics token, else loopback) also reads why, and whether rate limits are shared; anyone else
+    reads only whether it is ready."""
+    db = current_app.extensions["db"]
     try:
-        current_app.extensions["db"].ping()
+        db.ping()
+        if db.writes_failing():
+            raise DatabaseUnavailable(f"writes are failing ({db.last_write_failure})")
     except DatabaseUnavailable as exc:
-        raise Problem(
-            503, f"the database does not answer: {exc}", headers={"Retry-After": "2"}, slug="database-unavailable"
-        ) from None
+        detail = f"the database does not take writes: {exc}" if operator() else "not ready"
+        raise Problem(503, detail, headers={"Retry-After": "2"}, slug="not-ready") from None
+    if not operator():
+        return jsonify(status="ready")
     if not current_app.extensions["limits"].storage_ok():  # serving, but limits are per worker until it is back
         return jsonify(status="degraded", database="ok", rate_limits="shared store unreachable: limited per worker")
-    return jsonify(status="ready", database="ok", rate_limits="ok")
+    shared = not current_app.extensions["settings"].ratelimit_storage_uri.startswith("memory://")
+    return jsonify(status="ready", database="ok", rate_limits="shared" if shared else "per worker (memory://)")

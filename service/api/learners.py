@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 from flask import current_app
 from flask.views import MethodView
 
+from ..db import sessions as sessions_db
 from ..db.erasure import erase_learner
 from ..db.progress import event_json, learner_events, learner_exists, learner_progress
 from ..edge.problems import Problem
@@ -83,9 +86,20 @@ class Learner(MethodView):
         if not principal.may_act_for(learner):
             raise _not_found(learner)
         erased = erase_learner(current_app.extensions["db"], principal.platform_id, learner)
-        if erased is None:
+        if erased is None and principal.learner != learner:
             raise _not_found(learner)
-        return {"learner": learner, "erased": erased, "replays": ERASURE_POLICY}
+        _end_their_sessions(principal.platform_id, learner)
+        return {"learner": learner, "erased": erased or {}, "replays": ERASURE_POLICY}
+
+
+def _end_their_sessions(platform_id: int, learner: str) -> None:
+    """Every browser session of the erased learner is refused from now on: their cookie writes
+    nothing more under the erased id (a new visit starts a new learner)."""
+    mark = sessions_db.learner_mark(platform_id, learner)
+    lifetime = current_app.permanent_session_lifetime
+    with current_app.extensions["db"].write() as session:
+        sessions_db.revoke(session, mark, dt.datetime.now(dt.UTC) + lifetime)
+    current_app.extensions["session_cache"].put(mark, True, seconds=lifetime.total_seconds())
 
 
 def encode_cursor(row_id: int) -> str:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
+import time
 
-from flask import current_app
+from flask import current_app, request
 from flask import session as cookie
 from flask.views import MethodView
 
 from ..db import sessions as sessions_db
-from ..edge.caller import web_platform_id
+from ..edge.caller import CALLER, Caller, web_platform_id
 from ..edge.problems import Problem
 from ..identity import WEB_PLATFORM, new_learner_id
 from .auth import browser_learner
@@ -36,6 +37,33 @@ def _described() -> dict:
     }
 
 
+ROTATE_SECONDS = 3600  # a resumed session's id older than this is replaced when a page loads
+
+
+def _rotate() -> None:
+    """A new session id for the same learner, the old one revoked: a cookie planted in this
+    browser, or copied from it, stops working within the hour (session fixation)."""
+    old = cookie["sid"]
+    lifetime = current_app.permanent_session_lifetime
+    with current_app.extensions["db"].write() as session:
+        sessions_db.revoke(session, old, dt.datetime.now(dt.UTC) + lifetime)
+    current_app.extensions["session_cache"].put(old, True, seconds=lifetime.total_seconds())
+    cookie["sid"] = secrets.token_hex(16)
+    cookie["sid_at"] = int(time.time())
+
+
+def _count_a_new_session() -> None:
+    """New sessions are free to make and each is a learner: an address starts only so many an hour
+    (WORKBENCH_SESSION_MINT_LIMIT); over it, a 429."""
+    who: Caller = request.environ[CALLER]
+    current_app.extensions["limits"].hit_once(
+        who.address or "address:unknown",
+        "new-session",
+        current_app.extensions["settings"].session_mint_limit,
+        "too many new browser sessions from your network address",
+    )
+
+
 @blp.route("")
 class BrowserSession(MethodView):
     @blp.response(201, SessionSchema, description="A new learner id (or the existing one)")
@@ -45,13 +73,18 @@ class BrowserSession(MethodView):
         web_platform_id(current_app)  # the web platform exists before any of its learners writes
         status = 200
         if not browser_learner():  # none yet, or logged out: a new pseudonymous learner
+            _count_a_new_session()
             cookie.clear()
             cookie["learner"] = new_learner_id()
             cookie["sid"] = secrets.token_hex(16)
+            cookie["sid_at"] = int(time.time())
             cookie.permanent = True
             status = 201
         elif not cookie.get("sid"):
             cookie["sid"] = secrets.token_hex(16)  # an older session becomes one that logging out revokes
+            cookie["sid_at"] = int(time.time())
+        elif time.time() - cookie.get("sid_at", 0) > ROTATE_SECONDS:
+            _rotate()
         cookie.modified = True  # renewed (a new expiry) whenever a page starts: pages call this on load
         return current_app.response_class(
             current_app.json.dumps(_described()), status=status, mimetype="application/json"

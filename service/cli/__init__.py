@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -18,13 +19,11 @@ def main() -> None:
 @main.command()
 @click.option("--host", default=None, help="Interface to bind (default WORKBENCH_HOST or 127.0.0.1).")
 @click.option("--port", default=None, type=int, help="Port (default WORKBENCH_PORT or 8000).")
-@click.option("--workers", default=2, show_default=True, type=int, help="gunicorn worker processes.")
+@click.option("--workers", default=None, type=int, help="gunicorn worker processes (default WORKBENCH_WORKERS or 2).")
 @click.option("--migrate/--no-migrate", default=True, show_default=True, help="Apply migrations first.")
-def serve(host: str | None, port: int | None, workers: int, migrate: bool) -> None:
-    """Serve the API and the front end with gunicorn."""
-    from gunicorn.app.base import BaseApplication
-
-    from ..app import create_app
+def serve(host: str | None, port: int | None, workers: int | None, migrate: bool) -> None:
+    """Serve the API and the front end with gunicorn, configured as in production (gunicorn.conf.py)."""
+    from ..config import ROOT
     from ..deployment import refuse_public_bind_without_secret
 
     settings = _settings()
@@ -36,21 +35,17 @@ def serve(host: str | None, port: int | None, workers: int, migrate: bool) -> No
         raise click.ClickException(str(exc)) from None
     if migrate:
         _upgrade(settings)
-    app = create_app()
-
-    class _Server(BaseApplication):
-        def load_config(self) -> None:
-            self.cfg.set("bind", f"{host}:{port}")
-            self.cfg.set("workers", workers)
-            self.cfg.set("accesslog", None)
-            self.cfg.set("limit_request_line", 8190)
-
-        def load(self):
-            return app
-
+    # The production command itself (gunicorn.conf.py: the same worker, hooks and error pages), so
+    # what `make run` serves is what a deployment serves.
+    if workers is not None:
+        os.environ["WORKBENCH_WORKERS"] = str(workers)
+    os.environ.setdefault("WORKBENCH_PUBLIC_URL", f"http://{host}:{port}")  # absolute URLs name this server
     click.echo(f"Multi-head attention workbench: http://{host}:{port}/  (Ctrl+C stops)", err=False)
     sys.stdout.flush()
-    _Server().run()
+    config = str(ROOT / "gunicorn.conf.py")
+    command = [sys.executable, "-m", "gunicorn", "-c", config, "--bind", f"{host}:{port}", "service.app:create_app()"]
+    os.chdir(ROOT)
+    os.execv(sys.executable, command)
 
 
 @main.group()

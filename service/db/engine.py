@@ -18,7 +18,7 @@ from pathlib import Path
 import orjson
 from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import DBAPIError, DisconnectionError
+from sqlalchemy.exc import DBAPIError, DisconnectionError, IntegrityError
 from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeout
 from sqlalchemy.orm import Session
 
@@ -42,6 +42,9 @@ class Database:
     def __init__(self, url: str, busy_timeout_ms: int = 5000):
         self.url = url
         self.busy_timeout_ms = busy_timeout_ms
+        self.write_failed_at: float | None = None
+        self.write_ok_at = 0.0
+        self.last_write_failure = ""
         self._engine: Engine | None = None
         self._reader: Engine
         self._writer: Engine
@@ -144,9 +147,27 @@ class Database:
         """The one way to write: one transaction per user action, committed on success, else rolled
         back (`BEGIN IMMEDIATE` behind the writers' queue on SQLite). Hot paths run Core statements
         on `session.connection()` inside it."""
-        with self._writers_queue(), Session(self.writer, expire_on_commit=False) as session:
+        with self._noted(), self._writers_queue(), Session(self.writer, expire_on_commit=False) as session:
             with session.begin():
                 yield session
+
+    @contextmanager
+    def _noted(self) -> Iterator[None]:
+        """Remember whether this process's writes succeed: a database that answers reads but takes
+        no write (a full disk) is not ready (/readyz)."""
+        try:
+            yield
+        except (IntegrityError, sqlite3.IntegrityError):
+            raise  # the data's fault, not the database's
+        except (DBAPIError, DatabaseUnavailable, sqlite3.Error) as exc:
+            self.write_failed_at, self.last_write_failure = time.monotonic(), type(exc).__name__
+            raise
+        self.write_ok_at = time.monotonic()
+
+    def writes_failing(self, within: float = 60.0) -> bool:
+        """Whether the last write in this process failed, within the last `within` seconds."""
+        failed = self.write_failed_at
+        return failed is not None and failed > self.write_ok_at and time.monotonic() - failed < within
 
     @contextmanager
     def write_statement(self) -> Iterator[Connection]:
@@ -154,7 +175,7 @@ class Database:
         action), run in autocommit: the statement its own transaction, one round trip with no
         BEGIN or COMMIT. SQLite's single-call writes use `sqlite_transaction`."""
         assert not self.is_sqlite, "SQLite writes: write() or sqlite_transaction()"
-        with self.reader.connect() as conn:  # autocommit
+        with self._noted(), self.reader.connect() as conn:  # autocommit
             yield conn
 
     @contextmanager
@@ -163,7 +184,7 @@ class Database:
         behind the writers' queue, committed on success (no SQLAlchemy connection or transaction
         objects: a third of a single event's write). A busy or failing database is
         `DatabaseUnavailable`, as it is through SQLAlchemy."""
-        with self._writers_queue():
+        with self._noted(), self._writers_queue():
             pooled = self.engine.raw_connection()
             try:
                 raw = pooled.driver_connection

@@ -26,7 +26,7 @@ from .tables import Event, Platform, cast_table
 
 AHEAD = 3  # months made ahead of the current one
 DELETE_CHUNK = 10_000  # SQLite rows deleted per transaction
-MONTH_NAME = re.compile(r"^events_(\d{4})_(\d{2})$")
+MONTH_NAME = re.compile(r"\Aevents_(\d{4})_(\d{2})\Z")
 
 
 @dataclass

@@ -26,7 +26,7 @@ from flask import Flask
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeout
 from werkzeug.exceptions import HTTPException
-from werkzeug.http import parse_accept_header
+from werkzeug.http import HTTP_STATUS_CODES, parse_accept_header
 
 from ..db import DatabaseUnavailable
 from ..observability import REQUESTS, UNAVAILABLE
@@ -43,10 +43,11 @@ JSON = "workbench.json"  # the parsed body (absent: none was read, or it is left
 RAW = "workbench.raw"  # the body's bytes
 COUNTED = "workbench.counted"  # the X-RateLimit headers of the counted request
 ROUTE = "workbench.route"  # the matched rule, for metrics (never the path: paths carry learner ids)
-REQUEST_ID_FORM = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
+REQUEST_ID_FORM = re.compile(r"\A[A-Za-z0-9._-]{8,64}\Z")
 COUNTED_PREFIXES = ("/api/v1/", "/lti/")
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 EXPOSED = "Retry-After, Location, X-Request-Id"
+MATCHES_KEPT = 4096  # (method, path) matches remembered, then forgotten all at once
 log = logging.getLogger("service.requests")
 
 
@@ -115,6 +116,10 @@ class Edge:
     hooks: list[Callable[[dict[str, Any], list[tuple[str, str]]], None]] = field(default_factory=list)
     routes: dict[tuple[str, str], _Route | None] = field(default_factory=dict)
     fixed: list[tuple[str, str]] = field(default_factory=list)
+    # (method, path) -> what it matched: paths repeat (the workbench posts one path all day), and
+    # Werkzeug's matcher costs tens of microseconds; bounded, since paths with ids do not repeat
+    matched: dict[tuple[str, str], tuple[_Route, dict[str, Any]]] = field(default_factory=dict)
+    timers: dict[tuple[str, str, int], Any] = field(default_factory=dict)  # the metric's labelled children
     use_fast: bool = True  # tests turn it off to ask the views for the same answers
 
     def after(self, hook: Callable[[dict[str, Any], list[tuple[str, str]]], None]) -> None:
@@ -125,6 +130,7 @@ class Edge:
         """Add request limits to a route by its endpoint name (as `@rate_limit` on its view)."""
         self.app.extensions["edge_extra_limits"].setdefault((endpoint, method), []).extend(limits)
         self.routes.clear()
+        self.matched.clear()
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         started = time.perf_counter()
@@ -188,6 +194,9 @@ class Edge:
         return request
 
     def _route(self, environ: dict[str, Any], method: str, path: str) -> tuple[_Route | None, dict[str, Any]]:
+        known = self.matched.get((method, path))
+        if known is not None:
+            return known[0], dict(known[1])
         try:
             rule, view_args = self.app.url_map.bind_to_environ(environ).match(return_rule=True)
         except HTTPException:  # 404, 405, a redirect: Flask answers it
@@ -195,7 +204,12 @@ class Edge:
         key = (rule.endpoint, method)
         if key not in self.routes:
             self.routes[key] = self._declared(rule.rule, rule.endpoint, method)
-        return self.routes[key], dict(view_args)
+        route = self.routes[key]
+        if route is not None:
+            if len(self.matched) >= MATCHES_KEPT:
+                self.matched.clear()
+            self.matched[(method, path)] = (route, dict(view_args))
+        return route, dict(view_args)
 
     def _declared(self, rule: str, endpoint: str, method: str) -> _Route:
         """What the view (a function, or a MethodView's method) declares for the edge."""
@@ -252,7 +266,10 @@ class Edge:
         """Metrics by route rule and the request's log line (JSON, without learner ids or keys)."""
         duration = time.perf_counter() - started
         method, route = environ.get("REQUEST_METHOD", "GET"), environ.get(ROUTE, "unmatched")
-        REQUESTS.labels(route, method, str(status)).observe(duration)
+        timer = self.timers.get((route, method, status))
+        if timer is None:
+            timer = self.timers[(route, method, status)] = REQUESTS.labels(route, method, str(status))
+        timer.observe(duration)
         if status == 503:
             UNAVAILABLE.inc()
         if log.isEnabledFor(logging.INFO):
@@ -265,8 +282,6 @@ def _problem_answer(problem: Problem) -> Answer:
 
 
 def _reason(status: int) -> str:
-    from werkzeug.http import HTTP_STATUS_CODES
-
     return HTTP_STATUS_CODES.get(status, "Unknown").upper()
 
 

@@ -38,6 +38,7 @@ class Caller:
     refused: str | None = None  # what is wrong with the credentials sent (a view that needs them says so)
     basic: bool = False  # the key came as HTTP Basic (only xAPI's statements accept that)
     session: dict[str, Any] = field(default_factory=dict)  # the signed cookie's contents, read only
+    address: str = ""  # "address:<ip>": the network address, whoever the caller is
 
     @property
     def learner(self) -> str | None:
@@ -89,13 +90,16 @@ def identify(app: Flask, environ: dict[str, Any]) -> Caller:
         if token and principal is None:
             refused = "the API key is unknown or revoked"
         if principal is None or not principal.key_prefix:
-            return Caller(address, settings.ratelimit_learner, refused=refused, basic=basic, session=session)
-        return Caller(f"key:{principal.key_prefix}", settings.ratelimit_key, principal, basic=basic, session=session)
+            return Caller(address, settings.ratelimit_learner, refused=refused, basic=basic, session=session,
+                          address=address)  # fmt: skip
+        return Caller(f"key:{principal.key_prefix}", settings.ratelimit_key, principal, basic=basic, session=session,
+                      address=address)  # fmt: skip
     learner = session_learner(app, session)
     if not learner:
-        return Caller(address, settings.ratelimit_learner, session=session)
+        return Caller(address, settings.ratelimit_learner, session=session, address=address)
     principal = browser_principal(app, session, learner)
-    return Caller(f"learner:{learner_rate_id(learner)}", settings.ratelimit_learner, principal, session=session)
+    return Caller(f"learner:{learner_rate_id(learner)}", settings.ratelimit_learner, principal, session=session,
+                  address=address)  # fmt: skip
 
 
 def credentials(header: str) -> tuple[str | None, bool, str | None]:
@@ -148,18 +152,22 @@ def read_session(app: Flask, environ: dict[str, Any]) -> dict[str, Any]:
 
 
 def session_learner(app: Flask, session: dict[str, Any]) -> str | None:
-    """The session's learner, unless that session was logged out (refused within
-    WORKBENCH_AUTH_CACHE_SECONDS in other workers, at once in this one)."""
+    """The session's learner, unless that session was logged out or the learner erased (refused
+    within WORKBENCH_AUTH_CACHE_SECONDS in other workers, at once in this one)."""
     learner, sid = session.get("learner"), session.get("sid")
-    if not learner or not sid:
-        return learner or None  # sessions from before logout could be revoked carry no sid
+    if not learner:
+        return None
     cache: TTLCache = app.extensions["session_cache"]
-    revoked = cache.get(sid)
-    if revoked is None:
+    platform_id = session.get("platform_id") if session.get("platform_id") is not None else web_platform_id(app)
+    marks = [m for m in (sid, sessions_db.learner_mark(platform_id, learner)) if m]
+    known = {m: cache.get(m) for m in marks}
+    if any(v is None for v in known.values()):
         with app.extensions["db"].read() as db_session:
-            revoked = sessions_db.is_revoked(db_session, sid)
-        cache.put(sid, revoked)
-    return None if revoked else learner
+            refused = sessions_db.revoked_of(db_session, *marks)
+        for m in marks:
+            known[m] = m in refused
+            cache.put(m, known[m])
+    return None if any(known.values()) else learner
 
 
 def browser_principal(app: Flask, session: dict[str, Any], learner: str) -> Principal:

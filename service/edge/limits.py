@@ -8,7 +8,9 @@ windows) in a store every worker shares when one is configured (Redis), else in 
   naming it; under them it costs cells (the score tensor plus the activations, which its time and
   the size of its answer grow with). Under `compute_free_cells` it is never charged; above, it
   is charged before anything is computed to its client, against `compute_budget_client` cells
-  in the shared store (429 over it), and to this worker, against `compute_budget_worker` cells
+  in the shared store (429 over it), for browser sessions and anonymous callers to their
+  address as well, against `compute_budget_address` (sessions are free to make: minting more
+  buys no compute), and to this worker, against `compute_budget_worker` cells
   in memory (503 over it): many clients each within budget still cannot take the whole worker.
 
 The shared store down must not take the API down: limits continue in this worker's memory, a
@@ -133,6 +135,7 @@ class Limits:
         self.local_requests = MovingWindowRateLimiter(self.local)
         self.free = settings.compute_free_cells
         self.client: RateLimitItem = parse(settings.compute_budget_client)
+        self.address: RateLimitItem = parse(settings.compute_budget_address)
         self.worker: RateLimitItem = parse(settings.compute_budget_worker)
         self.shared_cells = FixedWindowRateLimiter(self.storage)
         self.local_cells = FixedWindowRateLimiter(self.local)
@@ -169,6 +172,20 @@ class Limits:
         assert nearest is not None
         return list(_headers(nearest[1], nearest[0], nearest[2]).items())
 
+    def hit_once(self, key: str, scope: str, text: str, refusal: str) -> None:
+        """Count one against the limit `text` of (`key`, `scope`) alone; over it, 429 saying `refusal`."""
+        if not self.enabled:
+            return
+        item = self.item(text)
+        allowed, _, reset = self._count(self.shared_requests, self.local_requests, item, key, scope)
+        if not allowed:
+            raise Problem(
+                429,
+                f"{refusal} (the limit is {item}); try again in {_seconds(reset)} s",
+                headers={"Retry-After": _seconds(reset)},
+                slug="rate-limited",
+            )
+
     def _count(self, shared, local, item: RateLimitItem, *identifiers: str, cost: int = 1) -> tuple[bool, int, float]:
         try:
             return self._hit(shared, item, identifiers, cost)
@@ -187,6 +204,20 @@ class Limits:
         """Charge a request's cells to its client and to this worker, or refuse it (429, 503)."""
         if not self.enabled or cells < self.free:
             return
+        if caller.address and not caller.rate_key.startswith("key:"):
+            # Browser sessions cost nothing to make: every one from an address shares its budget
+            # too, so minting sessions buys no compute (a platform's key is charged on its own).
+            allowed, _, reset = self._count(
+                self.shared_cells, self.local_cells, self.address, "compute", caller.address, cost=cells
+            )
+            if not allowed:
+                raise Problem(
+                    429,
+                    f"this request costs {cells:,} cells and the compute budget of your network address "
+                    f"({self.address} cells, shared by its browser sessions) is spent; it refills when the window ends",
+                    headers={"Retry-After": _seconds(reset)},
+                    slug="compute-budget",
+                )
         allowed, _, reset = self._count(self.shared_cells, self.local_cells, self.client, "compute", caller.rate_key,
                                         cost=cells)  # fmt: skip
         if not allowed:
@@ -206,6 +237,19 @@ class Limits:
                     headers={"Retry-After": _seconds(reset)},
                     slug="busy",
                 )
+
+    def mark(self, key: str, seconds: int) -> None:
+        """Remember `key` for `seconds`, where every worker sees it (the shared store), else here."""
+        try:
+            self.storage.incr(f"{PREFIX}/{key}", seconds)
+        except Exception:  # the store's errors: remembered in this worker only
+            self.local.incr(f"{PREFIX}/{key}", seconds)
+
+    def marked(self, key: str) -> bool:
+        try:
+            return bool(self.storage.get(f"{PREFIX}/{key}")) or bool(self.local.get(f"{PREFIX}/{key}"))
+        except Exception:  # the store's errors: what this worker remembers
+            return bool(self.local.get(f"{PREFIX}/{key}"))
 
     def storage_ok(self) -> bool:
         """Whether the shared store answers (always true for the in-memory store)."""

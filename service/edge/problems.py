@@ -54,6 +54,16 @@ class Problem(Exception):
         body.update(self.extra)
         return body
 
+    def as_data(self) -> dict[str, Any]:
+        """Plain data, to cross a process boundary (the large traces' background process)."""
+        return {"status": self.status, "detail": self.detail, "title": self.title, "errors": self.errors,
+                "slug": self.slug, "extra": self.extra}  # fmt: skip
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> Problem:
+        return cls(data["status"], data["detail"], title=data["title"], errors=data["errors"], slug=data["slug"],
+                   extra=data["extra"])  # fmt: skip
+
     def body_bytes(self) -> bytes:
         return orjson.dumps(self.body())
 

@@ -10,7 +10,7 @@ import html
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from flask import current_app, request
+from flask import current_app
 from pylti1p3.deep_link_resource import DeepLinkResource
 from pylti1p3.lineitem import LineItem
 
@@ -52,7 +52,8 @@ def choices() -> list[Choice]:
 
 
 def resource(choice: Choice) -> DeepLinkResource:
-    item = DeepLinkResource().set_url(request.host_url.rstrip("/") + choice.path).set_title(choice.title)
+    base = current_app.extensions["settings"].public_base  # never the request's Host header
+    item = DeepLinkResource().set_url(base + choice.path).set_title(choice.title)
     item.set_target("iframe")
     if choice.graded:
         lesson = current_app.extensions["lessons"][choice.path.removeprefix("/lessons/")]

@@ -117,13 +117,36 @@ class DatabaseStorage(LaunchDataStorage[t.Any]):
             return bool(gone.rowcount)  # type: ignore[attr-defined]
 
 
+LOGIN_SECONDS = 600  # a login's state and nonce wait this long for their launch, then go
+
+
 class SingleUseNonces(FlaskSessionService):
-    """The nonce a login issued is good for one launch."""
+    """A login's nonce, bound to that login's state (so to the browser holding its state cookie),
+    good for one launch whose signature verified. Nothing of a launch's claims is kept: a launch
+    is answered within its request, names and e-mails are never stored."""
 
     data_storage: DatabaseStorage
+    _launch_data_lifetime = LOGIN_SECONDS
 
-    def check_nonce(self, nonce: str) -> bool:
-        return self.data_storage.take(self._get_key("nonce", nonce))
+    def bind(self, state: str, nonce: str) -> None:
+        self._set_value(self._get_key("login", state), nonce)
+
+    def bound_nonce(self, state: str) -> str | None:
+        value = self._get_value(self._get_key("login", state))
+        return value if isinstance(value, str) else None
+
+    def consume(self, state: str) -> bool:
+        """Take the login for its one launch (only one caller gets True)."""
+        return self.data_storage.take(self._get_key("login", state))
+
+    def save_nonce(self, nonce: str) -> None:
+        """The library saves each nonce alone; here the login binds it to its state instead (bind)."""
+
+    def check_nonce(self, nonce: str) -> bool:  # pragma: no cover: StrictLaunch checks the binding
+        raise NotImplementedError("a nonce is checked with its state: StrictLaunch.validate_nonce")
+
+    def save_launch_data(self, key: str, jwt_body) -> None:
+        """Not kept: every use of the claims is within the launch's own request."""
 
 
 def services(db: Database) -> tuple[FlaskRequest, DatabaseToolConf, SingleUseNonces]:
@@ -135,7 +158,22 @@ def services(db: Database) -> tuple[FlaskRequest, DatabaseToolConf, SingleUseNon
 
 class StrictLaunch(FlaskMessageLaunch):
     """The library's checks, plus the ones it leaves to the tool: the audience holds our client
-    id (and azp names it when there are several), exp and iat are present and current."""
+    id (and azp names it when there are several), exp and iat are present and current; the nonce
+    is the one this browser's login issued (bound to its state), and it is used up only by a
+    launch whose signature verified, so a forged token cannot spend a real launch's nonce."""
+
+    _session_service: SingleUseNonces
+
+    def validate_nonce(self) -> StrictLaunch:
+        nonce = self._get_jwt_body().get("nonce")
+        if not isinstance(nonce, str) or not nonce:
+            raise LtiException("the launch's id_token carries no nonce (a string)")
+        if self._session_service.bound_nonce(self._get_request_param("state")) != nonce:
+            raise LtiException(
+                "the launch's id_token was not issued for the login this browser started (its nonce is another\u2019s, "
+                "or the login expired): start the launch again from the course"
+            )
+        return self
 
     def validate_jwt_signature(self) -> StrictLaunch:
         public_key, algorithm = self.get_public_key()
@@ -158,14 +196,48 @@ class StrictLaunch(FlaskMessageLaunch):
         audiences = body["aud"] if isinstance(body["aud"], list) else [body["aud"]]
         if (len(audiences) > 1 or "azp" in body) and body.get("azp") != client_id:
             raise LtiException("the launch's id_token names another authorized party (azp)")
+        if not self._session_service.consume(self._get_request_param("state")):
+            raise LtiException("this login was already used for a launch: start the launch again from the course")
         return self
 
     def validate_message(self) -> StrictLaunch:
         kind = self._get_jwt_body().get(CLAIM + "message_type")
         if kind not in MESSAGE_TYPES:
             raise LtiException(f"this tool takes {' and '.join(MESSAGE_TYPES)} messages, not {kind!r}")
+        well_formed(dict(self._get_jwt_body()))  # before the library's validators, which assume the shapes
         super().validate_message()
         return self
+
+
+OBJECT_CLAIMS = (
+    CLAIM + "resource_link",
+    CLAIM + "context",
+    CLAIM + "launch_presentation",
+    "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint",
+    "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice",
+    "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings",
+)
+STRING_CLAIMS = ("sub", CLAIM + "target_link_uri", CLAIM + "deployment_id")
+
+
+def well_formed(claims: dict) -> None:
+    """The claims this tool reads have the shapes LTI 1.3 gives them, or the launch is refused
+    saying which (a signed token can still carry a list where an object belongs)."""
+    for name in OBJECT_CLAIMS:
+        if name in claims and not isinstance(claims[name], dict):
+            raise LtiException(f"the launch's {name.rsplit('/', 1)[-1]} claim must be an object")
+    for name in STRING_CLAIMS:
+        if name in claims and not isinstance(claims[name], str):
+            raise LtiException(f"the launch's {name.rsplit('/', 1)[-1]} claim must be a string")
+    link = claims.get(CLAIM + "resource_link", {})
+    if "id" in link and not isinstance(link["id"], str):
+        raise LtiException("the launch's resource_link id must be a string")
+    endpoint = claims.get("https://purl.imsglobal.org/spec/lti-ags/claim/endpoint", {})
+    for name in ("lineitem", "lineitems"):
+        if name in endpoint and not isinstance(endpoint[name], str):
+            raise LtiException(f"the launch's assignment and grade service {name} must be a URL (a string)")
+    if not isinstance(claims.get(CLAIM + "roles", []), list):
+        raise LtiException("the launch's roles claim must be a list")
 
 
 def pseudonym(issuer: str, sub: str) -> str:

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import html
 import secrets
-from urllib.parse import urlsplit
+import time
+from urllib.parse import parse_qs, urlsplit
 
 import requests
-from flask import Blueprint, current_app, redirect, request, url_for
+from flask import Blueprint, current_app, redirect, url_for
 from flask import session as cookie
 from pylti1p3.contrib.flask import FlaskCookieService, FlaskOIDCLogin
 from pylti1p3.exception import LtiException
 
 from ..api.auth import browser_learner
+from ..db import sessions as sessions_db
 from ..db.tables import Platform
 from ..edge.problems import Problem
 from . import grades, keys
@@ -51,8 +53,13 @@ def login():
         if not target:
             raise LaunchRefused("the login request names no target_link_uri")
         target_path(target)
+        if not lti_request.get_param("login_hint"):
+            raise LaunchRefused("the login request names no user (login_hint)")
         login = FlaskOIDCLogin(lti_request, tool_conf, session_service=nonces, cookie_service=cookies)
-        return login.redirect(url_for("lti.launch", _external=True))
+        response = login.redirect(_public() + url_for("lti.launch"))
+        sent = parse_qs(urlsplit(response.headers["Location"]).query)
+        nonces.bind(sent["state"][0], sent["nonce"][0])  # the launch must bring this nonce, with this state
+        return response
     except (LtiException, LaunchRefused) as e:
         return refused(e)
 
@@ -88,8 +95,9 @@ def launch():
 def target_path(target: str) -> str:
     """The page a target_link_uri points at, if this tool has it."""
     parts = urlsplit(target)
-    if parts.netloc and parts.netloc != request.host:
-        raise LaunchRefused(f"the launch targets another site ({parts.netloc}), not this tool ({request.host})")
+    here = urlsplit(_public()).netloc
+    if parts.netloc and parts.netloc != here:
+        raise LaunchRefused(f"the launch targets another site ({parts.netloc}), not this tool ({here})")
     path = parts.path.rstrip("/") or "/"
     if path in PAGES or path == "/dashboard":
         return path
@@ -110,12 +118,16 @@ def start_session(registration: ToolRegistration, claims: dict, path: str) -> No
         if path.startswith("/lessons/"):
             lesson = path.removeprefix("/lessons/")
             grades.link(session, registration.row_id, registration.platform_id, learner, lesson, claims)
+        mark = sessions_db.learner_mark(registration.platform_id, learner)
+        sessions_db.restore(session, mark)  # launched again after an erasure: this session is theirs
+    current_app.extensions["session_cache"].put(mark, False)
     cookie.clear()
     cookie.update(
         learner=learner,
         platform=name,
         platform_id=registration.platform_id,
         sid=secrets.token_hex(16),
+        sid_at=int(time.time()),
         lti={
             "registration": registration.row_id,
             "deployment": claims.get(CLAIM + "deployment_id"),
@@ -126,6 +138,11 @@ def start_session(registration: ToolRegistration, claims: dict, path: str) -> No
         },
     )
     cookie.permanent = True
+
+
+def _public() -> str:
+    """The tool's own address (WORKBENCH_PUBLIC_URL), never the request's Host header."""
+    return current_app.extensions["settings"].public_base
 
 
 def refused(error: Exception):
@@ -174,7 +191,7 @@ def jwks():
 @blp.get("/config")
 def config():
     """What a platform administrator needs to register the tool (docs/lti.md)."""
-    base = request.host_url.rstrip("/")
+    base = _public()
     return {
         "title": "Multi-head attention workbench",
         "description": "A lesson on multi-head attention with a live two-head causal attention workbench.",

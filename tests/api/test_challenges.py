@@ -7,11 +7,12 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
+import numpy as np
 import pytest
 from sqlalchemy import select, update
 
-from service.db.tables import CheckpointProgress, ExerciseChallenge, ExerciseCheck
-from service.learner_code import load, run, to_json
+from service.cli.exercise import script
+from service.db.tables import CheckpointProgress, Event, ExerciseChallenge, ExerciseCheck
 
 from ..compute.reference import reference_mha
 from ..exercise.slips import HANDWRITTEN_SLIPS
@@ -39,8 +40,8 @@ def reference_answers(cases):
 
 def handwritten_answers(cases, mistake, monkeypatch):
     monkeypatch.setenv("MHA_MISTAKE", mistake)
-    function = load(HANDWRITTEN)
-    return [{part: to_json(values) for part, values in run(function, case).items()} for case in cases]
+    submit = script("submit")
+    return submit.answers_for(script("learner").load(HANDWRITTEN), cases)
 
 
 def implement(client, learner, headers=None):
@@ -105,7 +106,7 @@ def test_each_slip_is_rejected_with_a_message_that_names_it(client, browser, mon
 def test_a_browser_session_cannot_complete_implement_by_reporting_counts(client, browser):
     response = client.post("/api/v1/events", json=completed("implement", learner=browser))
     assert response.status_code == 422
-    assert "challenge" in response.json["errors"]["events.0.event"][0]
+    assert "challenge" in response.json["errors"]["event"][0]
     assert not implement(client, browser)["completed"]
     attempt = client.post(
         "/api/v1/events",
@@ -125,7 +126,7 @@ def test_no_client_may_claim_a_verified_result(client, acme, key):
     forged = completed("implement", learner="ada")
     forged["data"][key] = "verified"
     response = client.post("/api/v1/events", json=forged, headers=acme)
-    assert response.status_code == 422 and "server" in response.json["errors"]["events.0.data"][0]
+    assert response.status_code == 422 and "server" in response.json["errors"]["data"][0]
 
 
 @pytest.mark.databases
@@ -192,6 +193,30 @@ def test_malformed_answers_are_422_and_record_nothing(client, db, browser, mangl
         assert s.get(ExerciseChallenge, body["id"]).attempts == 0
 
 
+@pytest.mark.parametrize(
+    "reshape, hint",
+    [
+        (lambda w: w[0], "the head axis is missing"),  # one head's [n][n] instead of [H][n][n]
+        (lambda w: w.transpose(1, 0, 2), "the head axis comes first"),  # [n][H][n]
+        (lambda w: w[:, :-1], ""),  # a query row short
+    ],
+)
+def test_an_answer_of_the_wrong_shape_is_422_naming_the_shape_it_must_have(client, db, browser, reshape, hint):
+    body = client.post(CHALLENGES, json={}).json
+    answers = reference_answers(body["cases"])
+    heads, n = len(answers[0]["weights"]), len(body["cases"][0]["tokens"])
+    wrong = reshape(np.asarray(answers[0]["weights"]))
+    answers[0] = {**answers[0], "weights": wrong.tolist()}
+    response = client.post(body["answers_url"], json={"answers": answers})
+    assert response.status_code == 422, response.json
+    detail = response.json["detail"]
+    assert f"answer 1: output.weights has shape {list(wrong.shape)}" in detail
+    assert f"it must be [H][n][n] = [{heads}, {n}, {n}]" in detail and hint in detail
+    assert "answers.0.weights" in response.json["errors"]
+    with db.read() as s:
+        assert s.get(ExerciseChallenge, body["id"]).attempts == 0
+
+
 @pytest.mark.parametrize("bad", ["nope", "0" * 32, "g" * 32, "%C3%A9" * 16])
 def test_unknown_challenge_ids_are_404(client, bad):
     response = client.get(f"{CHALLENGES}/{bad}")
@@ -211,3 +236,51 @@ def test_answers_with_nan_from_a_masked_diagonal_are_named_not_refused(client, b
     assert answers[0]["weights"][0][0][0] is None  # NaN travels as null
     verdict = client.post(body["answers_url"], json={"answers": answers}).json
     assert verdict["mistakes"] == ["diagonal_masked"] and "NaN" in verdict["message"]
+
+
+def test_absolute_urls_come_from_the_configured_address_never_from_the_host_header(client, browser):
+    """A Host header an attacker chose does not reach the links the service hands out (issue 31)."""
+    made = client.post(CHALLENGES, json={}).json
+    body = client.get(f"{CHALLENGES}/{made['id']}", headers={"Host": "attacker.example"}).json
+    assert body["answers_url"].startswith("http://localhost/api/v1/exercises/")
+    login = client.get(
+        "/lti/login",
+        headers={"Host": "attacker.example"},
+        query_string={"iss": "https://nobody.example", "target_link_uri": "http://attacker.example/"},
+    )
+    assert "attacker.example" not in login.headers.get("Location", "")
+
+
+def test_a_challenge_answered_with_the_apis_own_numbers_is_recorded_as_such(client, db, browser):
+    """ "Verified" proves the right numbers came back for fresh cases, not whose code made them:
+    posting the cases to POST /attention is a shortcut nothing can forbid, so it is recorded
+    (issue 31): the verdict says so, and the completion's data carries engine_seen."""
+    challenge = client.post(CHALLENGES, json={}).json
+    answers = []
+    for case in challenge["cases"]:
+        body = {"tokens": case["tokens"], "heads": case["heads"], "causal": case["causal"]}
+        if case.get("output_projection"):
+            body["projections"] = {"output": case["output_projection"]}
+        trace = client.post("/api/v1/attention", json=body).json  # the shortcut
+        heads = trace["heads"]
+        weights, outputs = [h["weights"] for h in heads], [h["output"] for h in heads]
+        answers.append(
+            {"weights": weights, "head_outputs": outputs, "concatenated": trace["concat"], "output": trace["output"]}
+        )
+    verdict = client.post(challenge["answers_url"], json={"answers": answers}).json
+    assert verdict["correct"] and "also computed by POST /api/v1/attention" in verdict["message"]
+    with db.read() as s:
+        data = s.scalars(select(Event.data).where(Event.event == "completed")).one()
+    assert data["verification"] == "verified" and data["engine_seen"] is True
+
+
+def test_a_challenge_answered_without_the_shortcut_carries_no_note(client, db, browser):
+    challenge = client.post(CHALLENGES, json={}).json
+    client.post(
+        "/api/v1/attention", json={"tokens": [[1.0, 0.0, 0.0, 1.0]] * 3, "heads": 2}
+    )  # the workbench, unrelated
+    verdict = client.post(challenge["answers_url"], json={"answers": reference_answers(challenge["cases"])}).json
+    assert verdict["correct"] and "POST /api/v1/attention" not in verdict["message"]
+    with db.read() as s:
+        data = s.scalars(select(Event.data).where(Event.event == "completed")).one()
+    assert "engine_seen" not in data

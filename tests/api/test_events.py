@@ -107,42 +107,46 @@ def test_batch_over_the_cap_is_413(app_config, make_key):
 @pytest.mark.parametrize(
     "overrides, field, text",
     [
-        ({"lesson": "astrology"}, "events.0.lesson", "unknown lesson"),
-        ({"checkpoint": "dance"}, "events.0.checkpoint", "has no checkpoint"),
-        ({"event": "teleported"}, "events.0.event", "Must be one of"),
-        ({"id": "not-a-uuid"}, "events.0.id", "UUID"),
-        ({"learner": ""}, "events.0.learner", None),
-        ({"learner": "x" * 129}, "events.0.learner", None),
-        ({"learner": "bad id with spaces"}, "events.0.learner", "letters, digits"),
-        ({"learner": "nul\u0000"}, "events.0.learner", "NUL"),
-        ({"data": {"note": "nul\u0000"}}, "events.0.data", "NUL"),
-        ({"data": {"blob": "x" * 9000}}, "events.0.data", "8192 bytes"),
-        ({"data": {"a": {"b": {"c": {"d": {"e": {"f": {"g": 1}}}}}}}}, "events.0.data", "levels deep"),
-        ({"data": [1, 2]}, "events.0.data", None),
-        ({"occurred_at": "2026-11-29T10:00:00"}, "events.0.occurred_at", None),
-        ({"occurred_at": "yesterday"}, "events.0.occurred_at", None),
-        ({"occurred_at": "2999-01-01T00:00:00Z"}, "events.0.occurred_at", "in the future"),
-        ({"occurred_at": "1999-01-01T00:00:00Z"}, "events.0.occurred_at", "before 2000"),
-        ({"stored_at": "2026-11-29T10:00:00Z"}, "events.0.stored_at", "set by the server"),
-        ({"platform": "globex"}, "events.0.platform", "set by the server"),
-        ({"favourite_colour": "blue"}, "events.0.favourite_colour", "Unknown field"),
-        ({"event": "completed", "checkpoint": "predict", "data": {}}, "events.0.data", "data.text"),
+        ({"lesson": "astrology"}, "lesson", "unknown lesson"),
+        ({"checkpoint": "dance"}, "checkpoint", "has no checkpoint"),
+        ({"event": "teleported"}, "event", "Must be one of"),
+        ({"id": "not-a-uuid"}, "id", "UUID"),
+        ({"learner": ""}, "learner", None),
+        ({"learner": "x" * 129}, "learner", None),
+        ({"learner": "bad id with spaces"}, "learner", "letters, digits"),
+        ({"learner": "nul\u0000"}, "learner", "NUL"),
+        ({"data": {"note": "nul\u0000"}}, "data", "NUL"),
+        ({"data": {"blob": "x" * 9000}}, "data", "8192 bytes"),
+        ({"data": {"a": {"b": {"c": {"d": {"e": {"f": {"g": 1}}}}}}}}, "data", "levels deep"),
+        ({"data": [1, 2]}, "data", None),
+        ({"occurred_at": "2026-11-29T10:00:00"}, "occurred_at", None),
+        ({"occurred_at": "yesterday"}, "occurred_at", None),
+        ({"occurred_at": "2999-01-01T00:00:00Z"}, "occurred_at", "in the future"),
+        ({"occurred_at": "1999-01-01T00:00:00Z"}, "occurred_at", "before 2000"),
+        ({"stored_at": "2026-11-29T10:00:00Z"}, "stored_at", "set by the server"),
+        ({"platform": "globex"}, "platform", "set by the server"),
+        ({"favourite_colour": "blue"}, "favourite_colour", "Unknown field"),
+        ({"event": "completed", "checkpoint": "predict", "data": {}}, "data", "data.text"),
         (
             {"event": "completed", "checkpoint": "implement", "data": {"tests": {"passed": 3, "failed": 1}}},
-            "events.0.data",
+            "data",
             "send 'attempted'",
         ),
-        ({"event": "completed", "checkpoint": "experiment"}, "events.0.event", "not on 'completed'"),
-        ({"event": "completed", "checkpoint": None}, "events.0.checkpoint", "names the checkpoint"),
+        ({"event": "completed", "checkpoint": "experiment"}, "event", "not on 'completed'"),
+        ({"event": "completed", "checkpoint": None}, "checkpoint", "names the checkpoint"),
     ],
 )
-def test_invalid_events_are_422_naming_the_field(client, db, acme, overrides, field, text):
-    response = client.post("/api/v1/events", json=event(**overrides), headers=acme)
+@pytest.mark.parametrize("batched", [False, True])
+def test_invalid_events_are_422_naming_the_field(client, db, acme, overrides, field, text, batched):
+    """One event sent alone names its own fields ("learner"); in a batch, "events.0.learner"."""
+    body = {"events": [event(**overrides)]} if batched else event(**overrides)
+    response = client.post("/api/v1/events", json=body, headers=acme)
     assert response.status_code == 422, response.json
     assert response.mimetype == "application/problem+json"
-    assert field in response.json["errors"], response.json["errors"]
+    name = f"events.0.{field}" if batched else field
+    assert name in response.json["errors"], response.json["errors"]
     if text:
-        assert text in str(response.json["errors"][field])
+        assert text in str(response.json["errors"][name])
     assert count_events(db) == 0
 
 
@@ -150,7 +154,7 @@ def test_platform_events_must_name_a_learner(client, acme):
     body = event()
     del body["learner"]
     response = client.post("/api/v1/events", json=body, headers=acme)
-    assert response.status_code == 422 and "events.0.learner" in response.json["errors"]
+    assert response.status_code == 422 and "learner" in response.json["errors"]
 
 
 # -- completion rules --------------------------------------------------------------------
@@ -185,7 +189,7 @@ def test_an_unknown_manipulation_is_refused_with_the_lessons_list(client, acme, 
     body = event(data={"parameter": "causal", "value": False, "manipulation": "toggle-everything"})
     response = client.post("/api/v1/events", json=body, headers=acme)
     assert response.status_code == 422
-    assert "last-two, first-two, causal-mask, broken-reuse" in response.json["errors"]["events.0.data"][0]
+    assert "last-two, first-two, causal-mask, broken-reuse" in response.json["errors"]["data"][0]
     assert count_events(db) == 0
 
 
@@ -225,3 +229,23 @@ def test_response_lists_newly_completed_checkpoints(client, acme):
     assert [c["checkpoint"] for c in response.json["completed"]] == ["predict"]
     again = client.post("/api/v1/events", json=last, headers=acme)
     assert again.json["completed"] == [{"learner": "learner-1", "lesson": LESSON, "checkpoint": "experiment"}]
+
+
+@pytest.mark.parametrize("learner", ["x\n", "\nx", "x\r", "\tx", "x\x00", "x\x0b", "x\u2028"])
+@pytest.mark.parametrize("fast", [True, False])
+def test_an_id_with_a_control_character_at_either_end_is_refused_and_nothing_stored(
+    app, client, db, acme, learner, fast
+):
+    """Ids are checked with anchors that mean it (\\A...\\Z): "x\\n" was once stored, and could then
+    never be read or erased (issue 31)."""
+    from service.edge import edge
+
+    edge(app).use_fast = fast
+    response = client.post("/api/v1/events", json=event(learner=learner), headers=acme)
+    assert response.status_code == 422 and "learner" in response.json["errors"], response.json
+    challenge = client.post(
+        "/api/v1/exercises/multi-head-attention/challenges", json={"learner": learner}, headers=acme
+    )
+    assert challenge.status_code == 422
+    with db.read() as session:
+        assert session.scalar(select(func.count()).select_from(Event)) == 0

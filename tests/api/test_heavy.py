@@ -14,6 +14,8 @@ import pytest
 from service import large_traces as heavy
 from service.app import create_app
 
+ROOT = Path(__file__).resolve().parents[2]
+
 BODY = {"tokens": np.random.default_rng(9).normal(size=(12, 8)).round(3).tolist(), "heads": 2}
 
 
@@ -246,3 +248,43 @@ def test_a_measured_body_is_computed_from_its_own_arguments_never_another_bodys(
     heavy_child.measure(first, False, settings)
     assert computed(other)["shape"]["heads"] == 4 and len(parses) == 3  # another body: parsed afresh
     assert computed(first)["shape"]["heads"] == 2 and len(parses) == 4  # kept once only, never reused
+
+
+HOST_SCRIPT = """
+import sys, tempfile
+sys.path.insert(0, {root!r})
+import numpy as np
+from service.db.migrate import upgrade
+from service.app import create_app
+url = "sqlite:///" + tempfile.mkdtemp() + "/wb.db"
+upgrade(url)
+app = create_app({{"database_url": url, "env": "testing", "ratelimit_enabled": False, "heavy_compute_cells": 1000}})
+body = {{"tokens": np.random.default_rng(0).normal(size=(48, 8)).round(3).tolist(), "heads": 2}}
+{body}
+"""
+
+
+@pytest.mark.parametrize("guarded", [False, True])
+def test_a_host_script_gets_its_large_trace_with_or_without_a_main_guard(tmp_path, guarded):
+    """A script that makes the app without an `if __name__ == "__main__":` guard cannot spawn the
+    background process (the child would run the script again): large traces are then computed in
+    the request's thread. Either way the answer comes, within bounded time (issue 31)."""
+    ask = 'print(app.test_client().post("/api/v1/attention", json=body).status_code, flush=True)'
+    body = f'if __name__ == "__main__":\n    {ask}' if guarded else ask
+    script = tmp_path / "host.py"
+    script.write_text(HOST_SCRIPT.format(root=str(ROOT), body=body))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["200"], done.stdout + done.stderr[-2000:]
+
+
+def test_a_background_computation_that_does_not_finish_is_a_503_not_a_wait(app_config):
+    from concurrent.futures import ThreadPoolExecutor
+
+    app = create_app({**app_config, "heavy_compute_seconds": 0.5})
+    started = time.monotonic()
+    with ThreadPoolExecutor(1) as pool:
+        with pytest.raises(heavy.Problem) as refused:
+            heavy._bounded(pool.submit(time.sleep, 3), app.extensions["settings"])
+        waited = time.monotonic() - started
+    assert refused.value.status == 503 and "within 0.5 s" in refused.value.detail
+    assert waited < 2  # the request did not wait for the computation

@@ -147,12 +147,29 @@ def test_browser_learner_writes_and_reads_only_themself(client):
     assert client.get("/api/v1/learners/web-someone-else/progress").status_code == 404
 
 
-def test_browser_learner_can_erase_themself(client):
+def test_browser_learner_can_erase_themself_and_their_cookie_then_writes_nothing(client, db):
     learner = client.post("/api/v1/session").json["learner"]
     client.post("/api/v1/events", json=completed("predict", learner))
     assert client.delete(f"/api/v1/learners/{learner}").status_code == 200
-    after = client.get(f"/api/v1/learners/{learner}/progress?lesson={LESSON}")
-    assert after.status_code == 200 and not any(c["completed"] for c in after.json["lessons"][0]["checkpoints"])
+    assert client.get(f"/api/v1/learners/{learner}/progress?lesson={LESSON}").status_code == 401
+    assert client.post("/api/v1/events", json=event(learner)).status_code == 401  # nothing under the erased id
+    fresh = client.post("/api/v1/session")
+    assert fresh.status_code == 201 and fresh.json["learner"] != learner
+
+
+def test_a_planted_or_copied_cookie_stops_working_when_the_browser_loads_a_page(app, client, monkeypatch):
+    """Session fixation: a cookie someone planted in this browser (or kept a copy of) is replaced
+    by a new session id when a page loads, once it is an hour old; the copy is then refused."""
+    import service.api.session as session_api
+
+    planted = app.test_client()
+    learner = planted.post("/api/v1/session").json["learner"]
+    client.set_cookie("workbench_session", planted.get_cookie("workbench_session").value)
+    monkeypatch.setattr(session_api, "ROTATE_SECONDS", -1)  # the hour has passed
+    assert client.post("/api/v1/session").json["learner"] == learner  # the browser's page loads
+    assert client.get("/api/v1/session").status_code == 200  # the browser goes on
+    assert planted.get("/api/v1/session").status_code == 404  # the copy does not
+    assert planted.post("/api/v1/events", json=event(learner)).status_code == 401
 
 
 def test_learner_ids_never_reach_the_logs(client, acme, caplog):

@@ -114,3 +114,70 @@ def test_a_budget_must_hold_one_maximum_size_comparison(name):
     Settings.load({**CAPS, name: "2560/minute"}, environ={})
     with pytest.raises(ConfigError, match="must read like"):
         Settings.load({name: "plenty"}, environ={})
+
+
+# Budgets count people, not sessions (issue 31): each of these failed on the main of 2026-12-01.
+
+
+def test_minting_sessions_buys_no_compute_every_session_of_an_address_shares_its_budget(app_config):
+    app = budget_app(app_config, client="6000/minute", compute_budget_address="12000/minute")
+    statuses = []
+    for _ in range(12):  # a fresh session for every request, all from one address
+        minted = app.test_client()
+        minted.post("/api/v1/session", environ_base={"REMOTE_ADDR": "203.0.113.7"})
+        statuses += [
+            minted.post("/api/v1/attention", json=MID, environ_base={"REMOTE_ADDR": "203.0.113.7"}).status_code
+        ]
+    assert statuses.count(200) == 12000 // MID_CELLS and set(statuses[12000 // MID_CELLS :]) == {429}
+    refused = app.test_client()
+    refused.post("/api/v1/session", environ_base={"REMOTE_ADDR": "203.0.113.7"})
+    answer = refused.post("/api/v1/attention", json=MID, environ_base={"REMOTE_ADDR": "203.0.113.7"})
+    assert "network address" in answer.json["detail"]
+    other = app.test_client()  # a learner elsewhere computes as before
+    other.post("/api/v1/session", environ_base={"REMOTE_ADDR": "198.51.100.2"})
+    assert other.post("/api/v1/attention", json=MID, environ_base={"REMOTE_ADDR": "198.51.100.2"}).status_code == 200
+
+
+def test_an_address_starts_only_so_many_sessions_an_hour(app_config):
+    app = budget_app(app_config, session_mint_limit="3/hour")
+    here = {"REMOTE_ADDR": "203.0.113.8"}
+    made = [app.test_client().post("/api/v1/session", environ_base=here).status_code for _ in range(4)]
+    assert made == [201, 201, 201, 429]
+    returning = app.test_client()
+    assert returning.post("/api/v1/session", environ_base={"REMOTE_ADDR": "198.51.100.3"}).status_code == 201
+    assert returning.post("/api/v1/session", environ_base={"REMOTE_ADDR": "198.51.100.3"}).status_code == 200
+
+
+def test_a_diagnosis_is_charged_for_every_trace_it_tries(app_config):
+    from service.compute.diagnose import traces_per_diagnosis
+
+    app = budget_app(app_config, client="100000/minute")
+    client, acme = app.test_client(), key_for(app)
+    tokens = np.random.default_rng(1).standard_normal((8, 8)).round(3).tolist()
+    weights = np.full((2, 8, 8), 1 / 8).tolist()
+    body = {"case": {"tokens": tokens, "heads": 2, "causal": True}, "output": {"weights": weights}}
+    per_check = (2 * 8 * 8 + 8 * 8) * traces_per_diagnosis(True, False)
+    statuses = [client.post("/api/v1/exercises/multi-head-attention/check", json=body, headers=acme).status_code
+                for _ in range(100000 // per_check + 1)]  # fmt: skip
+    assert statuses[:-1] == [200] * (100000 // per_check) and statuses[-1] == 429
+
+
+def test_a_challenge_takes_only_so_many_answers(app_config):
+    from service.api.challenges import ATTEMPTS
+
+    big = "100000000/minute"
+    app = budget_app(app_config, client=big, worker=big, compute_budget_address=big)
+    learner = app.test_client()
+    learner.post("/api/v1/session")
+    challenge = learner.post("/api/v1/exercises/multi-head-attention/challenges", json={}).json
+    wrong = [
+        {"weights": np.zeros((c["heads"], len(c["tokens"]), len(c["tokens"]))).tolist(),
+         "head_outputs": np.zeros((c["heads"], len(c["tokens"]), len(c["tokens"][0]) // c["heads"])).tolist(),
+         "concatenated": np.zeros((len(c["tokens"]), len(c["tokens"][0]))).tolist(),
+         "output": np.zeros((len(c["tokens"]), len(c["tokens"][0]))).tolist()}
+        for c in challenge["cases"]
+    ]  # fmt: skip
+    statuses = [
+        learner.post(challenge["answers_url"], json={"answers": wrong}).status_code for _ in range(ATTEMPTS + 1)
+    ]
+    assert statuses == [200] * ATTEMPTS + [429]

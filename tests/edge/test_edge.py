@@ -404,3 +404,17 @@ def test_a_limit_declared_on_a_view_is_counted_at_the_edge(app_config):
     client = app.test_client()
     assert [client.get("/api/v1/probe").status_code for _ in range(2)] == [200, 429]
     app.extensions["db"].dispose()
+
+
+def test_routes_are_remembered_by_path_within_a_bound_and_each_method_alone(app, monkeypatch):
+    import service.edge as edge_module
+
+    monkeypatch.setattr(edge_module, "MATCHES_KEPT", 8)
+    client = app.test_client()
+    assert client.post(URL, json=WORKBENCH).status_code == 200
+    assert client.get(URL).status_code == 405  # the same path, another method: not the POST's route
+    assert client.post(URL, json=WORKBENCH).status_code == 200
+    for i in range(20):  # paths with ids do not repeat: the memory stays bounded
+        client.get(f"/api/v1/learners/learner-{i}/progress")
+    assert len(edge(app).matched) <= 8
+    assert client.get("/api/v1/learners/learner-3/progress").status_code == 401  # still routed as before

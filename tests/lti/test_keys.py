@@ -62,8 +62,11 @@ def test_rotate_and_retire_from_the_command_line(app, db, monkeypatch):
     assert published == {second}
 
 
-def test_the_configuration_names_every_url_a_platform_needs(client):
-    config = client.get("/lti/config", base_url="https://tool.example").get_json()
+def test_the_configuration_names_every_url_a_platform_needs(app_config):
+    from service.app import create_app
+
+    client = create_app({**app_config, "public_url": "https://tool.example"}).test_client()
+    config = client.get("/lti/config", base_url="https://attacker.example").get_json()  # never from Host
     assert config["oidc_initiation_url"] == "https://tool.example/lti/login"
     assert config["redirect_uris"] == ["https://tool.example/lti/launch"]
     assert config["public_jwk_url"] == "https://tool.example/lti/jwks"

@@ -98,7 +98,28 @@ REFUSALS = {
         lambda lms, n: lms.id_token(lms.claims(n, **{CLAIM + "message_type": "LtiSubmissionReviewRequest"})),
         "LtiResourceLinkRequest and LtiDeepLinkingRequest messages",
     ),
-    "wrong nonce": (lambda lms, n: lms.id_token(lms.claims("made-up")), "Nonce"),
+    "wrong nonce": (
+        lambda lms, n: lms.id_token(lms.claims("made-up")),
+        "not issued for the login this browser started",
+    ),
+    "a list for the nonce": (lambda lms, n: lms.id_token(lms.claims([n])), "carries no nonce (a string)"),
+    "a string for the resource link": (
+        lambda lms, n: lms.id_token(lms.claims(n, **{CLAIM + "resource_link": "link-1"})),
+        "resource_link claim must be an object",
+    ),
+    "a string for the grade service": (
+        lambda lms, n: lms.id_token(
+            lms.claims(n, **{"https://purl.imsglobal.org/spec/lti-ags/claim/endpoint": "https://lms.example.edu/ags"})
+        ),
+        "endpoint claim must be an object",
+    ),
+    "a string for the line item's id": (
+        lambda lms, n: lms.id_token(
+            lms.claims(n, **{"https://purl.imsglobal.org/spec/lti-ags/claim/endpoint": {"lineitem": ["x"]}})
+        ),
+        "lineitem must be a URL",
+    ),
+    "a string for the roles": (lambda lms, n: lms.id_token(lms.claims(n, **{CLAIM + "roles": "Learner"})), "roles"),
     "missing page": (
         lambda lms, n: lms.id_token(lms.claims(n, **{CLAIM + "target_link_uri": "http://localhost/lessons/nope"})),
         "no page at /lessons/nope",
@@ -123,7 +144,7 @@ def test_a_replayed_launch_is_refused(client, app, lms, db):
     thief = app.test_client()
     thief.set_cookie(f"lti1p3-{params['state']}", params["state"])  # even with the state cookie
     replay = lms.launch(thief, params["state"], token)
-    assert replay.status_code == 400 and "Nonce" in replay.get_data(as_text=True)
+    assert replay.status_code == 400 and "start the launch again" in replay.get_data(as_text=True)
     assert thief.get("/api/v1/session").status_code == 404
 
 
@@ -134,6 +155,60 @@ def test_a_launch_in_another_browser_than_the_login_is_refused(app, lms, db):
     response = lms.launch(other, params["state"], lms.id_token(lms.claims(params["nonce"])))
     assert response.status_code == 400 and "State not found" in response.get_data(as_text=True)
     nothing_recorded(other, db)
+
+
+def test_an_unused_token_from_one_browser_does_not_launch_in_another(app, lms, db):
+    """Each login's nonce is bound to its state: browser B, with its own state and cookie, cannot
+    spend the id_token the platform issued for browser A's login (issue 31)."""
+    browser_a, browser_b = app.test_client(), app.test_client()
+    login_a, login_b = lms.login(browser_a), lms.login(browser_b)
+    token_a = lms.id_token(lms.claims(login_a["nonce"]))
+    stolen = lms.launch(browser_b, login_b["state"], token_a)
+    assert stolen.status_code == 400 and "not issued for the login this browser started" in stolen.get_data(
+        as_text=True
+    )
+    nothing_recorded(browser_b, db)
+    assert lms.launch(browser_a, login_a["state"], token_a).status_code == 303  # A's own launch still works
+
+
+def test_a_forged_launch_does_not_spend_the_genuine_nonce(client, lms):
+    params = lms.login(client)
+    forged = lms.id_token(lms.claims(params["nonce"], sub="intruder"), key=JWK.generate(kty="RSA", size=2048))
+    assert lms.launch(client, params["state"], forged).status_code == 400
+    genuine = lms.launch(client, params["state"], lms.id_token(lms.claims(params["nonce"])))
+    assert genuine.status_code == 303
+    assert client.get("/api/v1/session").get_json()["learner"] == pseudonym(lms.issuer, "user-42")
+
+
+def test_an_anonymous_login_without_a_user_hint_is_refused_with_a_page(client, lms):
+    response = client.get(
+        "/lti/login",
+        query_string={
+            "iss": lms.issuer,
+            "client_id": lms.client_id,
+            "target_link_uri": "http://localhost/lessons/multi-head-attention",
+        },
+    )
+    assert response.status_code == 400 and "login_hint" in response.get_data(as_text=True)
+
+
+def test_no_launch_claim_is_kept_and_a_login_leaves_only_a_short_lived_row(client, lms, db):
+    import datetime as dt
+
+    from service.db.lti_tables import LtiValue
+
+    params = lms.login(client)
+    claims = lms.claims(params["nonce"], name="Ada Lovelace", email="ada@example.edu", given_name="Ada")
+    with db.read() as session:
+        (login,) = session.scalars(select(LtiValue)).all()  # the login's state and nonce, nothing else
+        assert login.value == params["nonce"]
+        expires = login.expires_at if login.expires_at.tzinfo else login.expires_at.replace(tzinfo=dt.UTC)
+        assert expires <= dt.datetime.now(dt.UTC) + dt.timedelta(minutes=11)
+    assert lms.launch(client, params["state"], lms.id_token(claims)).status_code == 303
+    with db.read() as session:
+        kept = " ".join(json.dumps(v.value) for v in session.scalars(select(LtiValue)).all())
+    for personal in ("Ada", "ada@example.edu", "user-42", pseudonym(lms.issuer, "user-42")):
+        assert personal not in kept
 
 
 def test_a_login_for_an_unknown_platform_or_page_is_refused(client, lms):

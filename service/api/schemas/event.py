@@ -20,7 +20,7 @@ OLDEST = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
 def name(max_length: int) -> validate.Regexp:
     """One validator for length and alphabet (marshmallow runs each validator separately)."""
     return validate.Regexp(
-        rf"^[A-Za-z0-9][A-Za-z0-9._:@-]{{0,{max_length - 1}}}$",
+        rf"\A[A-Za-z0-9][A-Za-z0-9._:@-]{{0,{max_length - 1}}}\Z",  # \Z: "$" would let a final newline in
         error=f"1 to {max_length} characters: letters, digits and . _ : @ - only",
     )
 

@@ -44,7 +44,13 @@ class EventBatchSchema(Schema):
                 return {"events": fast_events(data, current_app.extensions["settings"].max_batch_events)}
             except NOT_SURE:
                 pass
-        return super().load(data, many=many, partial=partial, unknown=unknown)
+        try:
+            return super().load(data, many=many, partial=partial, unknown=unknown)
+        except ValidationError as error:
+            nested = error.messages.get("events") if isinstance(error.messages, dict) else None
+            if isinstance(data, dict) and "events" not in data and isinstance(nested, dict) and 0 in nested:
+                raise ValidationError(nested[0]) from None  # one event sent alone: its own field names
+            raise
 
 
 class EventStatusSchema(Schema):

@@ -1,0 +1,175 @@
+"""Slow clients against the default server, with no proxy in front (issue 31): forty connections
+that send their headers and `{`, then a byte every 5 s, and reconnect when refused, while a
+probe asks /healthz every half second. Run against `workbench serve` (what `make run` starts) and
+against gunicorn with the shipped gunicorn.conf.py; on the old gthread worker /healthz failed 68
+of 70 samples."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from service.worker import arrived
+
+from ..live import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+TRICKLERS, SECONDS = 40, 45  # past the 30 s body deadline: the tricklers are cut off and come back
+
+
+def trickle(port: int, stop: threading.Event) -> None:
+    head = (
+        b"POST /api/v1/attention HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 100000\r\n\r\n{"
+    )
+    while not stop.is_set():
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+                conn.sendall(head)
+                while not stop.wait(5):
+                    conn.sendall(b" ")
+        except OSError:  # refused, cut off after its deadline: come back, as the probe's attacker did
+            stop.wait(0.5)
+
+
+def probe(url: str, seconds: float) -> list[float | None]:
+    """Each /healthz's time to answer (None: failed or over 1 s)."""
+    times: list[float | None] = []
+    ends = time.monotonic() + seconds
+    while time.monotonic() < ends:
+        started = time.monotonic()
+        try:
+            ok = requests.get(url + "/healthz", timeout=1).status_code == 200
+            times.append(time.monotonic() - started if ok else None)
+        except requests.RequestException:
+            times.append(None)
+        time.sleep(0.5)
+    return times
+
+
+def serve(command: list[str], port: int, tmp_path: Path) -> subprocess.Popen:
+    from service.db.migrate import upgrade
+
+    url = f"sqlite:///{tmp_path / 'wb.db'}"
+    upgrade(url)
+    env = {**os.environ, "WORKBENCH_DATABASE_URL": url, "WORKBENCH_ENV": "testing", "WORKBENCH_PORT": str(port)}
+    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if requests.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return proc
+        except requests.RequestException:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError(f"the server did not start: {proc.stderr.read().decode()[-2000:]}")
+
+
+SERVERS = {
+    "make run (workbench serve)": lambda port: [
+        str(Path(sys.executable).with_name("workbench")),
+        "serve",
+        "--no-migrate",
+    ],
+    "gunicorn -c gunicorn.conf.py": lambda port: [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "-c",
+        "gunicorn.conf.py",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "service.app:create_app()",
+    ],  # fmt: skip
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("server", sorted(SERVERS))
+def test_health_answers_within_a_second_while_forty_clients_trickle(tmp_path, server):
+    port = free_port()
+    proc = serve(SERVERS[server](port), port, tmp_path)
+    stop = threading.Event()
+    threads = [threading.Thread(target=trickle, args=(port, stop), daemon=True) for _ in range(TRICKLERS)]
+    try:
+        for t in threads:
+            t.start()
+        time.sleep(1)
+        times = probe(f"http://127.0.0.1:{port}", SECONDS)
+        # and the service still computes while they trickle
+        work = requests.post(
+            f"http://127.0.0.1:{port}/api/v1/attention",
+            json={"tokens": [[1.0, 0.0], [0.0, 1.0]], "heads": 1},
+            timeout=5,
+        )
+    finally:
+        stop.set()
+        proc.terminate()
+        proc.wait(timeout=30)
+    answered = [t for t in times if t is not None]
+    assert len(answered) >= 0.95 * len(times), f"{len(times) - len(answered)} of {len(times)} probes failed"
+    assert work.status_code == 200
+
+
+def test_a_request_that_has_not_arrived_whole_waits_in_the_main_loop():
+    head = b"POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n"
+    assert not arrived(b"POST /x HTTP/1.1\r\nHost:", 100, 8192)  # the headers are still coming
+    assert not arrived(head + b"{", 100, 8192)
+    assert arrived(head + b"{}   ", 100, 8192)
+    assert arrived(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", 100, 8192)  # no body
+    chunked = b"POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+    assert not arrived(chunked + b"2\r\n{}\r\n", 100, 8192)
+    assert arrived(chunked + b"2\r\n{}\r\n0\r\n\r\n", 100, 8192)
+
+
+def test_what_the_thread_refuses_at_once_goes_to_it_at_once():
+    assert arrived(b"POST /x HTTP/1.1\r\nContent-Length: 999999\r\n\r\n{", 1000, 8192)  # over the limit: 413
+    assert arrived(b"POST /x HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n", 100, 8192)
+    assert arrived(b"GET /" + b"a" * 9000, 100, 8192)  # headers past their limit: gunicorn's 431 or 400
+
+
+def test_one_address_holds_only_so_many_connections(tmp_path):
+    port = free_port()
+    command = SERVERS["gunicorn -c gunicorn.conf.py"](port)
+    proc = serve(
+        [
+            "env",
+            "WORKBENCH_CONNECTIONS_PER_ADDRESS=4",
+            "WORKBENCH_FORWARDED_ALLOW_IPS=10.9.9.9",
+            "WORKBENCH_WORKERS=1",
+            *command,
+        ],
+        port,
+        tmp_path,
+    )
+    held = []
+    try:
+        for _ in range(4):
+            conn = socket.create_connection(("127.0.0.1", port), timeout=5)
+            conn.sendall(b"POST /api/v1/attention HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n{")
+            held.append(conn)
+        time.sleep(0.5)
+        refused = socket.create_connection(("127.0.0.1", port), timeout=5)
+        try:
+            refused.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            answer = refused.recv(100)
+        except ConnectionResetError:  # closed with our request unread: a reset
+            answer = b""
+        assert answer == b""  # closed without an answer
+        refused.close()
+        held.pop().close()  # a place comes free
+        time.sleep(0.5)
+        assert requests.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200
+    finally:
+        for conn in held:
+            conn.close()
+        proc.terminate()
+        proc.wait(timeout=30)
