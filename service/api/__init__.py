@@ -10,6 +10,7 @@ from ..edge.json_codec import OrjsonProvider
 from . import (
     analytics,
     attention,
+    auth,
     challenges,
     docs,
     events,
@@ -62,6 +63,8 @@ def init_app(app: Flask) -> Api:
         },
     )
     api = Api(app)
+    for name, scheme in auth.SCHEMES.items():
+        api.spec.components.security_scheme(name, scheme)
     problems.init_app(app)
     for module in RESOURCES:
         api.register_blueprint(module.blp)

@@ -14,7 +14,7 @@ from ..edge.problems import Problem
 from ..lessons import Lesson
 from ..lessons.parameters import PARAMETERS
 from . import cursors
-from .auth import current_principal
+from .auth import authorized, needs
 from .schemas.analytics import (
     DateRangeArgs,
     DurationsSchema,
@@ -72,13 +72,14 @@ def _window(args) -> q.Window:
 
 @blp.route("/lessons/<string:lesson_id>/funnel")
 class Funnel(MethodView):
+    @needs("analytics:read", web=False)
     @blp.arguments(DateRangeArgs(), location="query")
     @blp.response(200, FunnelSchema)
     @blp.problems(404, 422, *AUTH_ERRORS)
     def get(self, args, lesson_id):
         """Learners per checkpoint in lesson order, and the share who went on from the previous one
         (of the learners who started the lesson between 'from' and 'to', when given)"""
-        principal = current_principal("analytics:read", allow_web=False)
+        principal = authorized()
         lesson, window = _lesson(lesson_id), _window(args)
         ids = [c.id for c in lesson.checkpoints]
         _catch_up()
@@ -109,13 +110,14 @@ class Funnel(MethodView):
 
 @blp.route("/lessons/<string:lesson_id>/durations")
 class Durations(MethodView):
+    @needs("analytics:read", web=False)
     @blp.arguments(DateRangeArgs(), location="query")
     @blp.response(200, DurationsSchema)
     @blp.problems(404, 422, *AUTH_ERRORS)
     def get(self, args, lesson_id):
         """Per checkpoint: median and p90 time from a learner's first event in the lesson to completion
         (of the learners who started between 'from' and 'to', when given)"""
-        principal = current_principal("analytics:read", allow_web=False)
+        principal = authorized()
         lesson, window = _lesson(lesson_id), _window(args)
         rows = []
         _catch_up()
@@ -144,12 +146,13 @@ class Durations(MethodView):
 
 @blp.route("/events/timeseries")
 class Timeseries(MethodView):
+    @needs("analytics:read", web=False)
     @blp.arguments(TimeseriesArgs(), location="query")
     @blp.response(200, TimeseriesSchema)
     @blp.problems(422, *AUTH_ERRORS)
     def get(self, args):
         """Events per hour, day or week (weeks start on Monday, UTC), by event kind or checkpoint"""
-        principal = current_principal("analytics:read", allow_web=False)
+        principal = authorized()
         window = _window(args)
         _catch_up()
         with _conn() as conn:
@@ -169,13 +172,14 @@ class Timeseries(MethodView):
 
 @blp.route("/lessons/<string:lesson_id>/parameters")
 class Parameters(MethodView):
+    @needs("analytics:read", web=False)
     @blp.arguments(DateRangeArgs(), location="query")
     @blp.response(200, ParametersSchema)
     @blp.problems(404, 422, *AUTH_ERRORS)
     def get(self, args, lesson_id):
         """Which workbench parameters learners changed, how often, by how many learners (changes
         between 'from' and 'to', when given)"""
-        principal = current_principal("analytics:read", allow_web=False)
+        principal = authorized()
         lesson, window = _lesson(lesson_id), _window(args)
         _catch_up()
         with _conn() as conn:
@@ -230,13 +234,14 @@ def _parameter_row(parameter: str | None, times: int, learners: int) -> dict:
 
 @blp.route("/lessons/<string:lesson_id>/mistakes")
 class Mistakes(MethodView):
+    @needs("analytics:read", web=False)
     @blp.arguments(DateRangeArgs(), location="query")
     @blp.response(200, MistakeCountsSchema)
     @blp.problems(404, 422, *AUTH_ERRORS)
     def get(self, args, lesson_id):
         """Mistakes the exercise checker diagnosed, by how many checks and learners (checks between
         'from' and 'to', when given)"""
-        principal = current_principal("analytics:read", allow_web=False)
+        principal = authorized()
         lesson, window = _lesson(lesson_id), _window(args)
         with _conn() as conn:
             found = q.mistakes(conn, principal.platform_id, lesson.id, window)
@@ -260,12 +265,13 @@ class Mistakes(MethodView):
 
 @blp.route("/learners")
 class Learners(MethodView):
+    @needs("analytics:read", web=False)
     @blp.arguments(LearnersArgs(), location="query")
     @blp.response(200, LearnersSchema)
     @blp.problems(400, 404, 422, *AUTH_ERRORS)
     def get(self, args):
         """Per-learner progress rows for a lesson, a page at a time (ordered by learner id)"""
-        principal = current_principal("analytics:read", allow_web=False)
+        principal = authorized()
         lesson = _lesson(args["lesson"])
         after = cursors.decode(args["cursor"]) if args["cursor"] else ""
         with _conn() as conn:

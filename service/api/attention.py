@@ -36,6 +36,8 @@ blp = Blueprint(
     description="Multi-head attention with every per-head intermediate.",
 )
 
+# The request example the docs page offers ("Try it out"): the workbench's three tokens, two heads.
+EXAMPLE = {"tokens": [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]], "heads": 2, "causal": True}
 BINARY_RESPONSE = {
     "content": {
         BINARY: {
@@ -145,7 +147,7 @@ def answer(args: dict[str, Any], compare: bool) -> Any:
 class Attention(MethodView):
     @costs(cells(False))
     @answer_fast(fast(False))
-    @blp.arguments(AttentionRequestSchema())
+    @blp.arguments(AttentionRequestSchema(), example=EXAMPLE)
     @blp.response(200, AttentionResponseSchema)
     @blp.doc(responses={200: BINARY_RESPONSE})
     @blp.problems(503, *JSON_BODY_ERRORS)
@@ -158,7 +160,7 @@ class Attention(MethodView):
 class Compare(MethodView):
     @costs(cells(True))
     @answer_fast(fast(True))
-    @blp.arguments(CompareRequestSchema())
+    @blp.arguments(CompareRequestSchema(), example={**EXAMPLE, "failure_mode": "reuse_first_slice"})
     @blp.response(200, CompareResponseSchema)
     @blp.doc(responses={200: BINARY_RESPONSE})
     @blp.problems(503, *JSON_BODY_ERRORS)

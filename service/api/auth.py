@@ -5,17 +5,83 @@ browser learner only themself. Nothing here reads the database or identifies any
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from typing import Any
+
 from flask import request
 
 from ..edge.caller import CALLER, Caller
 from ..edge.problems import Problem
 from ..identity import Principal
 
-UNAUTHORIZED_HEADERS = {"WWW-Authenticate": 'Bearer realm="attention-workbench"'}
+REALM = 'realm="attention-workbench"'
+UNAUTHORIZED_HEADERS = {"WWW-Authenticate": f"Bearer {REALM}"}
+PRINCIPAL = "workbench.principal"  # the caller `needs` checked, for the view
+# The OpenAPI security schemes (registered in api/__init__.py); `needs` names them per operation.
+SCHEMES = {
+    "apiKey": {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "A platform's API key, made with `workbench keys create --platform ID --scopes ...`, sent as "
+        "`Authorization: Bearer <key>`. A key holds scopes (events:write, progress:read, analytics:read); "
+        "each operation names the one it needs. A key reads and writes its own platform's learners only.",
+    },
+    "browserSession": {
+        "type": "apiKey",
+        "in": "cookie",
+        "name": "workbench_session",
+        "description": "A browser learner's session cookie (POST /api/v1/session): it acts for that one learner, "
+        "with the events:write and progress:read scopes.",
+    },
+    "xapiBasic": {
+        "type": "http",
+        "scheme": "basic",
+        "description": "For LRS clients that speak only Basic: the API key as the password (or as the user name).",
+    },
+}
 
 
-def unauthorized(detail: str) -> Problem:
-    return Problem(401, detail, headers=UNAUTHORIZED_HEADERS, slug="unauthorized")
+def unauthorized(detail: str, *, basic: bool = False) -> Problem:
+    offered = f"Bearer {REALM}, Basic {REALM}" if basic else f"Bearer {REALM}"
+    return Problem(401, detail, headers={"WWW-Authenticate": offered}, slug="unauthorized")
+
+
+def needs(scope: str, *, web: bool = True, basic: bool = False, optional: bool = False) -> Callable:
+    """A view's caller, checked before its arguments are read (an unknown key is 401 whatever the
+    body holds) and documented as the operation's `security` with the scope it needs. Put it
+    above `@blp.arguments`; the view reads the caller with `authorized()`."""
+    schemes: list[dict[str, Any]] = [{"apiKey": []}] + [{"browserSession": []}] * web
+    schemes += [{"xapiBasic": []}] * basic + [{}] * optional  # {}: no credentials at all
+    ways = ["an API key"] + ["a browser session"] * web + ["Basic with the key"] * basic
+    said = f"Needs the `{scope}` scope ({', '.join(ways)})" + (
+        "; anonymous callers may call it too." if optional else "."
+    )
+
+    def decorator(view: Callable) -> Callable:
+        @functools.wraps(view)
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            who = optional_principal(scope) if optional else current_principal(scope, allow_web=web, allow_basic=basic)
+            request.environ[PRINCIPAL] = who
+            return view(*args, **kwargs)
+
+        checked.__doc__ = f"{(view.__doc__ or '').rstrip()}\n\n{said}"
+        checked._apidoc = {  # type: ignore[attr-defined]
+            **getattr(view, "_apidoc", {}),
+            "manual_doc": {
+                **getattr(view, "_apidoc", {}).get("manual_doc", {}),
+                "security": schemes,
+                "x-scopes": [scope],
+            },
+        }
+        return checked
+
+    return decorator
+
+
+def authorized() -> Any:
+    """The caller `needs` checked for this request (a Principal, or None where anonymous may call)."""
+    return request.environ[PRINCIPAL]
 
 
 def caller() -> Caller:
@@ -27,7 +93,7 @@ def current_principal(scope: str, *, allow_web: bool = True, allow_basic: bool =
     """The authenticated caller holding `scope`, or 401/403."""
     who = caller()
     if who.refused:
-        raise unauthorized(who.refused)
+        raise unauthorized(who.refused, basic=allow_basic)
     if who.basic and not allow_basic:
         raise unauthorized("send the API key as 'Authorization: Bearer <key>'")
     principal = who.principal
@@ -35,6 +101,8 @@ def current_principal(scope: str, *, allow_web: bool = True, allow_basic: bool =
         raise unauthorized(
             "authentication required: send 'Authorization: Bearer <key>'"
             + (", or start a browser session with POST /api/v1/session" if allow_web else "")
+            + (", or Basic with the key as the password" if allow_basic else ""),
+            basic=allow_basic,
         )
     if scope not in principal.scopes:
         raise Problem(403, f"this key lacks the {scope!r} scope", slug="forbidden")

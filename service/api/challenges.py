@@ -26,7 +26,7 @@ from ..db.tables import ExerciseChallenge
 from ..edge import EdgeRequest, costs
 from ..edge.problems import Problem
 from . import shortcut
-from .auth import current_principal, optional_principal
+from .auth import authorized, needs
 from .schemas.exercises import AnswersSchema, ChallengeSchema, NewChallengeSchema, VerdictSchema
 from .smorest import JSON_BODY_ERRORS, Blueprint
 
@@ -57,12 +57,13 @@ def verification_cells(req: EdgeRequest) -> int | None:
 
 @blp.route("/multi-head-attention/challenges")
 class Challenges(MethodView):
-    @blp.arguments(NewChallengeSchema())
+    @needs("events:write")
+    @blp.arguments(NewChallengeSchema(), example={"learner": "student-42"})
     @blp.response(201, ChallengeSchema)
     @blp.problems(401, 403, 503, *JSON_BODY_ERRORS)
     def post(self, args):
         """Issue fresh random cases to a learner (valid for a limited time)"""
-        principal = current_principal("events:write")
+        principal = authorized()
         learner = principal.learner or args.get("learner")
         if learner is None:
             raise Problem(422, "a platform names the learner the challenge is for", errors={"learner": ["required"]})
@@ -88,6 +89,7 @@ class Challenges(MethodView):
 
 @blp.route("/multi-head-attention/challenges/<string:challenge_id>")
 class Challenge(MethodView):
+    @needs("events:write", optional=True)
     @blp.response(200, ChallengeSchema)
     @blp.problems(404)
     def get(self, challenge_id):
@@ -98,7 +100,22 @@ class Challenge(MethodView):
 @blp.route("/multi-head-attention/challenges/<string:challenge_id>/answers")
 class Answers(MethodView):
     @costs(verification_cells)
-    @blp.arguments(AnswersSchema())
+    @needs("events:write", optional=True)
+    @blp.arguments(
+        AnswersSchema(),
+        description="One answer per case, in order, each holding `weights` [heads][n][n] and `output` [n][d_model] "
+        "for that case (the example's shapes are one case's; a challenge's cases have their own).",
+        example={
+            "answers": [
+                {
+                    "weights": [[[1, 0], [0.5, 0.5]], [[1, 0], [0.2689414, 0.7310586]]],
+                    "head_outputs": [[[1], [0.5]], [[0], [0.7310586]]],
+                    "concatenated": [[1, 0], [0.5, 0.7310586]],
+                    "output": [[1, 0], [0.5, 0.7310586]],
+                }
+            ]
+        },
+    )
     @blp.response(200, VerdictSchema)
     @blp.problems(404, 409, 410, 429, 503, *JSON_BODY_ERRORS)
     def post(self, args, challenge_id):
@@ -156,7 +173,7 @@ def _find(challenge_id: str) -> ExerciseChallenge:
         raise Problem(404, "no such challenge (an id is 32 hex digits)", slug="not-found")
     with current_app.extensions["db"].read() as session:
         challenge = challenges_db.find_challenge(session, challenge_id)
-    principal = optional_principal("events:write")
+    principal = authorized()
     foreign = principal is not None and (
         principal.platform_id != getattr(challenge, "platform_id", None)
         or not principal.may_act_for(getattr(challenge, "learner", ""))

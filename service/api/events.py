@@ -17,7 +17,8 @@ from ..edge.problems import Problem
 from ..identity import Principal
 from ..lessons import Lesson
 from ..observability import EVENTS
-from .auth import current_principal
+from .auth import authorized, needs
+from .schemas.event import EventSchema
 from .schemas.events import EventBatchSchema, EventsResultSchema
 from .schemas.fast_events import NOT_SURE, fast_events
 from .smorest import JSON_BODY_ERRORS, Blueprint
@@ -223,16 +224,59 @@ def fast(req: EdgeRequest) -> Answer | None:
     return Answer(status, dumps_bytes(body))
 
 
+# One event alone, or {"events": [...]}: both forms documented, with an example of each for "Try it out".
+_EXAMPLE_EVENT = {
+    "id": "0b9f5a8e-3f5e-4b0e-9a51-1f1d2f6b8c11",
+    "learner": "student-42",
+    "lesson": "multi-head-attention",
+    "checkpoint": "predict",
+    "event": "completed",
+    "data": {"text": "two features per head"},
+    "occurred_at": "2026-11-29T10:00:00Z",
+}
+ONE_OR_MANY = {
+    "content": {
+        "application/json": {
+            "schema": {"oneOf": [EventSchema, EventBatchSchema]},
+            "examples": {
+                "one event": {"value": _EXAMPLE_EVENT},
+                "a batch": {
+                    "value": {
+                        "events": [
+                            {
+                                **_EXAMPLE_EVENT,
+                                "id": "5d1c0a52-8a43-4b51-9c1e-2b7f0c9e4a10",
+                                "checkpoint": "explain",
+                                "event": "started",
+                                "data": {},
+                            },
+                            {
+                                **_EXAMPLE_EVENT,
+                                "id": "8f2e6b1d-0c3a-4f7e-a5d9-3e8b1c2d4f60",
+                                "checkpoint": "explain",
+                                "data": {"text": "reusing head 1's features makes both heads attend alike"},
+                            },
+                        ]
+                    }
+                },
+            },
+        }
+    }
+}
+
+
 @blp.route("")
 class Events(MethodView):
     @answer_fast(fast)
+    @needs("events:write")
     @blp.arguments(EventBatchSchema())
+    @blp.doc(requestBody=ONE_OR_MANY)
     @blp.response(201, EventsResultSchema, description="At least one event was new")
     @blp.alt_response(200, schema=EventsResultSchema, description="Every event was an identical replay")
     @blp.problems(401, 403, 409, 503, *JSON_BODY_ERRORS)
     def post(self, args):
         """Record one event, or a batch of events atomically"""
-        principal = current_principal("events:write")
+        principal = authorized()
         try:
             alone = sent_alone(request.environ.get(JSON))
             status, body = record(

@@ -19,7 +19,7 @@ from ..db import challenges as challenges_db
 from ..edge import EdgeRequest, costs
 from ..edge.limits import cost
 from ..edge.problems import Problem
-from .auth import optional_principal
+from .auth import authorized, needs
 from .schemas.exercises import CheckResultSchema, CheckSchema, MistakesSchema
 from .smorest import JSON_BODY_ERRORS, Blueprint
 
@@ -91,7 +91,18 @@ def diagnosis_cells(req: EdgeRequest) -> int | None:
 @blp.route("/multi-head-attention/check")
 class Check(MethodView):
     @costs(diagnosis_cells)
-    @blp.arguments(CheckSchema())
+    @needs("events:write", optional=True)
+    @blp.arguments(
+        CheckSchema(),
+        example={
+            "case": {"tokens": [[1, 0], [0, 1]], "heads": 2, "causal": True},
+            "output": {
+                "weights": [[[1, 0], [0.5, 0.5]], [[1, 0], [0.2689414, 0.7310586]]],
+                "head_outputs": [[[1], [0.5]], [[0], [0.7310586]]],
+                "concatenated": [[1, 0], [0.5, 0.7310586]],
+            },
+        },
+    )
     @blp.response(200, CheckResultSchema)
     @blp.problems(401, 403, 503, *JSON_BODY_ERRORS)
     def post(self, args):
@@ -101,7 +112,7 @@ class Check(MethodView):
             result = diagnose(case["tokens"], case["heads"], case["causal"], output)
         except AttentionInputError as exc:
             raise Problem(422, str(exc), errors={exc.field or "case": [str(exc)]}) from None
-        principal = optional_principal("events:write")
+        principal = authorized()
         learner = None
         if principal is not None:
             if args.get("learner") and not principal.may_act_for(args["learner"]):

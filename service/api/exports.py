@@ -15,7 +15,7 @@ from flask.views import MethodView
 from ..db import analytics as q
 from ..db.progress import event_json
 from . import cursors
-from .auth import current_principal
+from .auth import authorized, needs
 from .schemas.analytics import ExportArgs
 from .smorest import AUTH_ERRORS, Blueprint
 
@@ -45,12 +45,27 @@ PAGE = 2000
 
 @blp.route("/events/export")
 class Export(MethodView):
+    @needs("analytics:read", web=False)
     @blp.arguments(ExportArgs(), location="query")
     @blp.response(200, content_type="application/x-ndjson", description="One event per line (or CSV rows)")
+    @blp.doc(
+        responses={
+            200: {
+                "content": {
+                    "application/x-ndjson": {
+                        "schema": {"type": "string", "description": "format=ndjson: one JSON event per line"}
+                    },
+                    "text/csv": {
+                        "schema": {"type": "string", "description": "format=csv: a header row, then one row per event"}
+                    },
+                }
+            }
+        }
+    )
     @blp.problems(400, 422, *AUTH_ERRORS)
     def get(self, args):
         """Every event of the platform once, streamed in (stored time, id) order, resumable"""
-        principal = current_principal("analytics:read", allow_web=False)
+        principal = authorized()
         after = _decode_row(args["after"]) if args["after"] else None
         settle = current_app.extensions["settings"].export_settle_seconds
         through = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=settle)

@@ -13,7 +13,7 @@ from ..db.progress import event_json, learner_events, learner_exists, learner_pr
 from ..edge.problems import Problem
 from ..identity import Principal
 from . import cursors
-from .auth import current_principal
+from .auth import authorized, needs
 from .schemas.events import EventPageSchema, PageArgsSchema
 from .schemas.learners import ErasureSchema, ProgressArgsSchema, ProgressSchema
 from .smorest import Blueprint
@@ -44,12 +44,13 @@ def _visible(principal: Principal, learner: str) -> None:
 
 @blp.route("/<string:learner>/progress")
 class Progress(MethodView):
+    @needs("progress:read")
     @blp.arguments(ProgressArgsSchema(), location="query")
     @blp.response(200, ProgressSchema)
     @blp.problems(401, 403, 404, 422, 429, 503)
     def get(self, args, learner):
         """A learner's checkpoint progress, per lesson"""
-        principal = current_principal("progress:read")
+        principal = authorized()
         lessons = current_app.extensions["lessons"]
         if args["lesson"] is not None and args["lesson"] not in lessons:
             raise Problem(404, f"no lesson {args['lesson']!r}", slug="not-found")
@@ -61,12 +62,13 @@ class Progress(MethodView):
 
 @blp.route("/<string:learner>/events")
 class LearnerEvents(MethodView):
+    @needs("progress:read")
     @blp.arguments(PageArgsSchema(), location="query")
     @blp.response(200, EventPageSchema)
     @blp.problems(400, 401, 403, 404, 422, 429, 503)
     def get(self, args, learner):
         """A learner's events in the order they were stored, a page at a time"""
-        principal = current_principal("progress:read")
+        principal = authorized()
         _visible(principal, learner)
         after = decode_cursor(args["cursor"])
         with current_app.extensions["db"].read() as session:
@@ -78,11 +80,12 @@ class LearnerEvents(MethodView):
 
 @blp.route("/<string:learner>")
 class Learner(MethodView):
+    @needs("events:write")
     @blp.response(200, ErasureSchema)
     @blp.problems(401, 403, 404, 429, 503)
     def delete(self, learner):
         """Erase everything stored about a learner of this platform"""
-        principal = current_principal("events:write")
+        principal = authorized()
         if not principal.may_act_for(learner):
             raise _not_found(learner)
         erased = erase_learner(current_app.extensions["db"], principal.platform_id, learner)

@@ -104,7 +104,7 @@ def cells(req: EdgeRequest) -> int | None:
 @blp.route("/<string:model_id>/attention")
 class ModelAttention(MethodView):
     @costs(cells)
-    @blp.arguments(ModelAttentionRequestSchema())
+    @blp.arguments(ModelAttentionRequestSchema(), example={"text": "def f(x):", "top": 5})
     @blp.response(200, ModelTraceSchema)
     @blp.problems(404, *JSON_BODY_ERRORS)
     def post(self, args, model_id):

@@ -18,7 +18,7 @@ from ..edge.problems import Problem
 from ..xapi import queries as statements_db
 from ..xapi import statements as xapi
 from . import cursors
-from .auth import current_principal
+from .auth import authorized, needs
 from .schemas.xapi import AboutSchema, StatementResultSchema, StatementsArgs
 from .smorest import Blueprint
 
@@ -63,13 +63,14 @@ class About(MethodView):
 
 @blp.route("/statements")
 class Statements(MethodView):
+    @needs("analytics:read", web=False, basic=True)
     @blp.arguments(StatementsArgs(), location="query")
     @blp.response(200, StatementResultSchema)
     @blp.problems(400, 401, 403, 422, 429, 503)
     def get(self, args):
         """The platform's events as xAPI statements (Bearer or Basic auth with the platform's key)"""
         _require_version()
-        principal = current_principal("analytics:read", allow_web=False, allow_basic=True)
+        principal = authorized()
         lessons = current_app.extensions["lessons"]
         settings = current_app.extensions["settings"]
         db = current_app.extensions["db"]

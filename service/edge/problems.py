@@ -101,10 +101,21 @@ def http_problem(error: HTTPException) -> Problem:
     return Problem(status, detail, errors=messages if isinstance(messages, dict) else None, headers=headers)
 
 
+PLACES = {"query": "query parameter", "path": "path parameter", "headers": "header", "form": "form field"}
+
+
 def invalid_fields(messages: dict) -> Problem:
-    """422 naming every invalid field (dotted names, as `flatten_errors` gives them)."""
-    detail = "the request is well-formed JSON but some fields are invalid: " + ", ".join(sorted(map(str, messages)))
-    return Problem(422, detail, errors=messages)
+    """422 naming every invalid field (dotted names, as `flatten_errors` gives them), and where it
+    was: a query parameter (`query.format`) is named as one, not as a field of a JSON body."""
+    parts = []
+    body = sorted(str(name) for name in messages if str(name).split(".", 1)[0] not in PLACES)
+    for place, noun in PLACES.items():
+        for name in sorted(str(n) for n in messages if str(n).startswith(place + ".")):
+            said = "; ".join(map(str, messages[name]))
+            parts.append(f"{noun} {name.split('.', 1)[1]!r} is invalid: {said}")
+    if body:
+        parts.append("the request is well-formed JSON but some fields are invalid: " + ", ".join(body))
+    return Problem(422, "; ".join(parts), errors=messages)
 
 
 def flatten_errors(errors: dict, prefix: str = "") -> dict[str, list]:

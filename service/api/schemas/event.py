@@ -17,10 +17,20 @@ FUTURE_TOLERANCE = dt.timedelta(minutes=5)
 OLDEST = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
 
 
+class Whole(validate.Regexp):
+    """A pattern the whole value must match (re.fullmatch: "$" alone would let a final newline in).
+    Written with ^ and $ so the OpenAPI document's `pattern` is one an ECMA-262 client reads."""
+
+    def __call__(self, value):
+        if self.regex.fullmatch(value) is None:
+            raise validate.ValidationError(self._format_error(value))
+        return value
+
+
 def name(max_length: int) -> validate.Regexp:
     """One validator for length and alphabet (marshmallow runs each validator separately)."""
-    return validate.Regexp(
-        rf"\A[A-Za-z0-9][A-Za-z0-9._:@-]{{0,{max_length - 1}}}\Z",  # \Z: "$" would let a final newline in
+    return Whole(
+        rf"^[A-Za-z0-9][A-Za-z0-9._:@-]{{0,{max_length - 1}}}$",
         error=f"1 to {max_length} characters: letters, digits and . _ : @ - only",
     )
 

@@ -9,7 +9,7 @@ from marshmallow import Schema, ValidationError, fields, pre_load, validate
 
 from ...edge.problems import Problem
 from .event import name
-from .fields import Matrix, SafeString, StrictBoolean, StrictInteger
+from .fields import Matrix, SafeString, StrictBoolean, StrictInteger, described
 
 MAX_N, MAX_D = 32, 64  # exercise-sized cases
 MAX_ANSWER_CELLS = 4096  # challenge cases are at most 6 tokens x 8: generous, still tiny
@@ -36,11 +36,11 @@ def _shape(value: Any, ndim: int, cells: list[float], where: str, most: int) -> 
         cells.append(np.nan if value is None else float(value))
         return ()
     if not isinstance(value, list):
-        raise ValidationError(f"{where or 'the value'} must be a number, null or a list, not {type(value).__name__}")
+        raise ValidationError(f"{where or 'the value'} must be a number, null or a list, got {described(value)}")
     if ndim == 0:
         raise ValidationError(f"{where or 'the value'} nests lists too deep: at most 3 axes")
     if not value:
-        raise ValidationError(f"{where or 'the value'} must be a non-empty list")
+        raise ValidationError(f"{where or 'the value'} must be a non-empty list, got an empty list")
     if len(cells) + len(value) > most:
         raise ValidationError(f"an answer holds at most {most} numbers")
     shapes = {_shape(item, ndim - 1, cells, f"{where}[{i}]", most) for i, item in enumerate(value)}

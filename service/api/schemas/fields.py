@@ -6,6 +6,7 @@ and marshmallow decides and words the error. tests/api/test_fields.py holds the 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 from collections.abc import Callable
 from typing import Any
@@ -23,7 +24,7 @@ class StrictInteger(fields.Integer):
 
     def _deserialize(self, value, attr, data, **kwargs):
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ValidationError(f"must be an integer, got {_json_type(value)}")
+            raise ValidationError(f"must be an integer, got {described(value)}")
         return super()._deserialize(value, attr, data, **kwargs)
 
 
@@ -35,7 +36,7 @@ class StrictFloat(fields.Float):
 
     def _deserialize(self, value, attr, data, **kwargs):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ValidationError(f"must be a number, got {_json_type(value)}")
+            raise ValidationError(f"must be a number, got {described(value)}")
         if not math.isfinite(value):
             raise ValidationError("must be a finite number")
         return float(value)
@@ -46,7 +47,7 @@ class StrictBoolean(fields.Boolean):
 
     def _deserialize(self, value, attr, data, **kwargs):
         if not isinstance(value, bool):
-            raise ValidationError(f"must be true or false, got {_json_type(value)}")
+            raise ValidationError(f"must be true or false, got {described(value)}")
         return value
 
 
@@ -55,7 +56,7 @@ class SafeString(fields.String):
 
     def _deserialize(self, value, attr, data, **kwargs):
         if not isinstance(value, str):
-            raise ValidationError(f"must be a string, got {_json_type(value)}")
+            raise ValidationError(f"must be a string, got {described(value)}")
         if "\x00" in value:
             raise ValidationError("must not contain NUL (\\u0000) characters")
         return super()._deserialize(value, attr, data, **kwargs)
@@ -65,12 +66,29 @@ class UTCDateTime(fields.AwareDateTime):
     """An ISO 8601 date-time with a time zone, returned in UTC; one that has no UTC equivalent
     (0001-01-01T00:00+00:01 falls before year 1) is a validation error, not an overflow."""
 
+    EXAMPLE = "2026-12-01T09:30:00Z"
+
     def _deserialize(self, value, attr, data, **kwargs):
-        moment = super()._deserialize(value, attr, data, **kwargs)
+        try:
+            moment = super()._deserialize(value, attr, data, **kwargs)
+        except ValidationError:
+            zoneless = isinstance(value, str) and _parses_without_zone(value)
+            raise ValidationError(
+                f"must name its time zone (Z or an offset such as +01:00), as in {self.EXAMPLE}, got {described(value)}"
+                if zoneless
+                else f"must be an ISO 8601 date-time with a time zone, such as {self.EXAMPLE}, got {described(value)}"
+            ) from None
         try:
             return moment.astimezone(dt.UTC)
         except OverflowError:
             raise ValidationError("is outside the range of dates that can be stored (years 1 to 9999 in UTC)") from None
+
+
+def _parses_without_zone(value: str) -> bool:
+    try:
+        return dt.datetime.fromisoformat(value).tzinfo is None
+    except ValueError:
+        return False
 
 
 class Matrix(fields.Field):
@@ -97,12 +115,12 @@ _NUMBER_TYPES = {int, float}
 
 def parse_matrix(value: Any) -> np.ndarray:
     if not isinstance(value, list) or not value:
-        raise ValidationError(f"must be a non-empty list of rows, got {_json_type(value)}")
+        raise ValidationError(f"must be a non-empty list of rows, got {described(value)}")
     width = None
     for i, row in enumerate(value):
         if not isinstance(row, list) or not row:
             raise ValidationError(
-                f"row {i + 1} (counting from 1) must be a non-empty list of numbers, got {_json_type(row)}"
+                f"row {i + 1} (counting from 1) must be a non-empty list of numbers, got {described(row)}"
             )
         if width is None:
             width = len(row)
@@ -113,7 +131,7 @@ def parse_matrix(value: Any) -> np.ndarray:
         if not set(map(type, row)) <= _NUMBER_TYPES:  # exact types: bool is not a number here
             j, cell = next((j, c) for j, c in enumerate(row) if type(c) not in _NUMBER_TYPES)
             raise ValidationError(
-                f"row {i + 1}, column {j + 1} (counting from 1) must be a number, got {_json_type(cell)}"
+                f"row {i + 1}, column {j + 1} (counting from 1) must be a number, got {described(cell)}"
             )
     matrix = np.array(value, dtype=np.float64)
     if not np.isfinite(matrix).all():  # orjson never yields these; defence for other callers
@@ -122,19 +140,24 @@ def parse_matrix(value: Any) -> np.ndarray:
     return matrix
 
 
-def _json_type(value: Any) -> str:
+def described(value: Any) -> str:
+    """What the caller sent, in words: the value where it is short (`the string "abc"`, `the
+    number 3`, `true`), the size where it is not (`an empty list`, `a list of 3 items`)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
-        return "a boolean"
+        return "true" if value else "false"
     if isinstance(value, (int, float)):
         return f"the number {value!r}"
     if isinstance(value, str):
-        return "a string"
+        if not value:
+            return "an empty string"
+        shown = value if len(value) <= 24 else value[:24] + "…"
+        return "the string " + json.dumps(shown, ensure_ascii=True)
     if isinstance(value, list):
-        return "a list"
+        return "an empty list" if not value else f"a list of {len(value)} item{'s' if len(value) != 1 else ''}"
     if isinstance(value, dict):
-        return "an object"
+        return "an empty object" if not value else f"an object with {len(value)} key{'s' if len(value) != 1 else ''}"
     return type(value).__name__
 
 
