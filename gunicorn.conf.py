@@ -25,6 +25,10 @@ limit_request_fields = 64
 limit_request_field_size = 8190
 accesslog = None  # the app logs each request as JSON, with the route instead of the path
 forwarded_allow_ips = os.environ.get("WORKBENCH_FORWARDED_ALLOW_IPS", "127.0.0.1")
+# gunicorn 27's control socket (gunicornc) defaults to one path in the user's home, shared by every
+# instance on the machine: off unless WORKBENCH_CONTROL_SOCKET names this instance's own path.
+control_socket = os.environ.get("WORKBENCH_CONTROL_SOCKET", "")
+control_socket_disable = not control_socket
 
 # Prometheus counters from every worker, summed at scrape time: one directory per instance
 # (named after the master's pid), so two instances on one machine neither mix nor wipe theirs.

@@ -3,9 +3,11 @@
 import importlib.util
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
+import requests
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -99,3 +101,33 @@ def test_start_up_says_when_rate_limits_are_counted_per_worker(monkeypatch, tmp_
     assert "counted in each of the 2 workers' memory" in start(2)[0]
     assert start(1) == []  # one worker: the memory store is the whole count
     assert start(2, WORKBENCH_RATELIMIT_STORAGE_URI="redis://127.0.0.1:6379/0") == []
+
+
+def test_instances_on_one_machine_share_no_control_socket(tmp_path):
+    """gunicorn 27 opens a control socket at one path in the user's home for every instance; the
+    shipped config opens none unless WORKBENCH_CONTROL_SOCKET names this instance's own."""
+    from tests.live import sqlite_server
+
+    home = tmp_path / "home"
+    home.mkdir()
+    first = sqlite_server(tmp_path, extra_args=["-c", "gunicorn.conf.py"], HOME=str(home))
+    second = sqlite_server(tmp_path, extra_args=["-c", "gunicorn.conf.py"], HOME=str(home))
+    try:
+        assert (
+            requests.get(first.url + "/healthz", timeout=5).ok and requests.get(second.url + "/healthz", timeout=5).ok
+        )
+        assert list(home.rglob("*")) == []  # no ~/.gunicorn/gunicorn.ctl
+    finally:
+        first.stop()
+        second.stop()
+    own = tmp_path / "instance.ctl"
+    third = sqlite_server(
+        tmp_path, extra_args=["-c", "gunicorn.conf.py"], HOME=str(home), WORKBENCH_CONTROL_SOCKET=str(own)
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while not own.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert own.is_socket() and list(home.rglob("*")) == []
+    finally:
+        third.stop()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 
 import click
 
@@ -131,13 +132,27 @@ def keys_list() -> None:
 
     with _database().read() as session:
         rows = list_keys(session)
-    click.echo(f"{'prefix':10} {'platform':20} {'scopes':50} {'created':20} revoked")
-    for key, platform in rows:
-        revoked = key.revoked_at.isoformat(timespec="seconds") if key.revoked_at else "-"
-        click.echo(
-            f"{key.prefix:10} {platform.name:20} {key.scopes:50} "
-            f"{key.created_at.isoformat(timespec='seconds'):20} {revoked}"
+    rows_text = [
+        (
+            key.prefix,
+            platform.name,
+            key.scopes,
+            key.created_at.isoformat(timespec="seconds"),
+            key.revoked_at.isoformat(timespec="seconds") if key.revoked_at else "-",
         )
+        for key, platform in rows
+    ]
+    for line in columns(("prefix", "platform", "scopes", "created", "revoked"), rows_text):
+        click.echo(line)
+
+
+def columns(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> list[str]:
+    """Rows as aligned text columns, each as wide as its widest cell."""
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
+    return [
+        "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in (header, *rows)
+    ]
 
 
 @keys.command("revoke")
@@ -211,17 +226,25 @@ def xapi_forward(loop: bool, interval: float, batch: int) -> None:
         report = forward_once(
             db, lessons, settings.activity_base, batch=batch, settle_seconds=settings.export_settle_seconds
         )
+        if not report and not loop:
+            click.echo("no platform forwards statements yet: nothing to send (workbench xapi configure ...)")
         for platform, outcome in sorted(report.items()):
-            click.echo(
-                f"{platform}: sent {outcome.get('sent', 0)}"
-                + (f", error: {outcome['error']}" if outcome.get("error") else "")
-                + (f", waiting until {outcome['waiting_until']}" if outcome.get("waiting_until") else "")
-            )
+            click.echo(f"{platform}: {_forwarded(outcome)}")
         if not loop:
             if any(o.get("error") for o in report.values()):
                 sys.exit(1)
             return
         time.sleep(interval)
+
+
+def _forwarded(outcome: dict) -> str:
+    """One platform's pass, in words."""
+    sent = outcome.get("sent", 0)
+    if outcome.get("waiting_until"):
+        return f"not tried: after its last failure it waits until {outcome['waiting_until']}"
+    if outcome.get("error"):
+        return f"sent {sent}, then failed: {outcome['error']} (the next pass retries after {outcome['retry_in']} s)"
+    return f"sent {sent}" if sent else "nothing to send"
 
 
 @xapi_group.command("status")

@@ -5,6 +5,7 @@ saying why and records nothing."""
 from __future__ import annotations
 
 import html
+import logging
 import secrets
 import time
 from urllib.parse import parse_qs, urlsplit
@@ -28,6 +29,11 @@ from .tool import CLAIM, PatientSession, StrictLaunch, ToolRegistration, pseudon
 blp = Blueprint("lti", __name__, url_prefix="/lti")
 
 PAGES = ("/explorables/multi-head-attention", "/figures/four-heads", "/explorables/trained-heads")
+DEFAULT_PAGE = "/lessons/multi-head-attention"  # where a launch that names no page of ours lands
+# A Tool URL set to the launch endpoint itself, or to the tool's root, is a common platform setup:
+# such a launch names the tool, not a page, and lands on the default lesson.
+NAMES_THE_TOOL = ("/", "/lti/launch", "/lti/login")
+log = logging.getLogger("service.lti")
 SCOPES = (
     "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
     "https://purl.imsglobal.org/spec/lti-ags/scope/score",
@@ -99,6 +105,9 @@ def target_path(target: str) -> str:
     if parts.netloc and parts.netloc != here:
         raise LaunchRefused(f"the launch targets another site ({parts.netloc}), not this tool ({here})")
     path = parts.path.rstrip("/") or "/"
+    if path in NAMES_THE_TOOL:
+        log.info("a launch targets %s, not a page: landing on %s", path, DEFAULT_PAGE)
+        return DEFAULT_PAGE
     if path in PAGES or path == "/dashboard":
         return path
     lesson = path.removeprefix("/lessons/")
@@ -196,7 +205,7 @@ def config():
         "title": "Multi-head attention workbench",
         "description": "A lesson on multi-head attention with a live two-head causal attention workbench.",
         "oidc_initiation_url": base + url_for("lti.login"),
-        "target_link_uri": base + "/lessons/multi-head-attention",
+        "target_link_uri": base + DEFAULT_PAGE,
         "redirect_uris": [base + url_for("lti.launch")],
         "public_jwk_url": base + url_for("lti.jwks"),
         "scopes": list(SCOPES),

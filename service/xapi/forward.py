@@ -93,8 +93,15 @@ def forward_once(
             failures = target.failures + 1
             wait = backoff(failures)
             _save(db, target, failures=failures, error=error[:1024], next_attempt=now + dt.timedelta(seconds=wait))
-            log.warning("xAPI forwarding for platform %s failed (%s); retrying in %s s", platform.name, error, wait)
-        report[platform.name] = {"sent": sent, "error": error}
+            log.warning(
+                "xAPI forwarding for platform %s failed (%s); the next pass after %s s retries",
+                platform.name,
+                error,
+                wait,
+            )
+            report[platform.name] = {"sent": sent, "error": error, "retry_in": wait}
+        else:
+            report[platform.name] = {"sent": sent, "error": None}
     return report
 
 

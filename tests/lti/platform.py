@@ -64,18 +64,14 @@ class Platform:
         pem = (key or self.key).export_to_pem(private_key=True, password=None)
         return jwt.encode(claims, pem, algorithm="RS256", headers={"kid": kid or self.kid})
 
+    def login_query(self) -> dict[str, str]:
+        """What a platform sends to start a launch, but for the target."""
+        return {"iss": self.issuer, "client_id": self.client_id, "login_hint": str(uuid.uuid4())}
+
     def login(self, client, target: str = "/lessons/multi-head-attention") -> dict[str, str]:
         """Start a launch as the platform does (third-party initiated login); the tool's redirect
         to our authorization endpoint, as its query parameters."""
-        response = client.get(
-            "/lti/login",
-            query_string={
-                "iss": self.issuer,
-                "client_id": self.client_id,
-                "login_hint": str(uuid.uuid4()),
-                "target_link_uri": TOOL + target,
-            },
-        )
+        response = client.get("/lti/login", query_string={**self.login_query(), "target_link_uri": TOOL + target})
         assert response.status_code == 302, response.get_data(as_text=True)
         location = urlsplit(response.headers["Location"])
         assert f"{location.scheme}://{location.netloc}{location.path}" == self.auth_url

@@ -4,6 +4,7 @@ that fails a check shows a page saying why and records nothing."""
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,7 +18,7 @@ from service.db.tables import Platform as PlatformRow
 from service.lti.registrations import NewRegistration, register
 from service.lti.tool import pseudonym
 
-from .platform import CLAIM, Platform
+from .platform import CLAIM, TOOL, Platform
 
 pytestmark = pytest.mark.databases  # SQLite and PostgreSQL
 
@@ -73,6 +74,20 @@ def test_the_same_user_is_the_same_learner_at_every_launch_and_names_are_not_kep
 def test_a_launch_can_target_the_workbench_or_a_figure(client, lms, target):
     response = launched(client, lms, target)
     assert response.status_code == 303 and response.headers["Location"] == target
+
+
+@pytest.mark.parametrize("target", ["/lti/launch", "/", ""])
+def test_a_launch_whose_tool_url_is_the_launch_endpoint_or_the_root_lands_on_the_lesson(client, lms, target, caplog):
+    caplog.set_level(logging.INFO, logger="service.lti")
+    response = launched(client, lms, target)
+    assert response.status_code == 303 and response.headers["Location"] == "/lessons/multi-head-attention"
+    assert client.get("/api/v1/session").status_code == 200  # a learner session, as for a lesson's launch
+    assert "landing on /lessons/multi-head-attention" in caplog.text
+
+
+def test_a_launch_at_a_page_the_tool_lacks_is_still_refused(client, lms):
+    response = client.get("/lti/login", query_string={**lms.login_query(), "target_link_uri": TOOL + "/lessons/nope"})
+    assert response.status_code == 400 and b"this tool has no page at /lessons/nope" in response.data
 
 
 def _expired(lms, nonce):
