@@ -21,6 +21,7 @@ from .lessons import Lesson
 LESSON = "multi-head-attention"
 NAMESPACE = uuid.UUID("6f1c1c2e-5b0e-4f55-9d7e-3f0b2a9c4d11")
 PARAMETERS = [("token", 0.62), ("causal", 0.18), ("reuse_first_slice", 0.14), ("failure_mode", 0.06)]
+VERIFIED_SHARE = 0.85  # of demo learners who complete `implement`, the share who do it by a challenge
 COMMON_MISTAKES = [
     "interleaved_split",
     "no_scaling",
@@ -69,6 +70,10 @@ def _walk(rng: random.Random, one: _Learner) -> None:
         one.add("parameter-changed", "experiment", data, rng.lognormvariate(-0.5, 0.8), "multi-head-workbench")
     if rng.random() >= 0.7:
         return
+    # Most learners answer the server's challenges (the path the lesson offers: "verified");
+    # some run this platform's own autograder, which reports its results ("reported").
+    verified = rng.random() < VERIFIED_SHARE
+    challenge = uuid.uuid5(NAMESPACE, f"challenge/{one.learner}").hex
     for _ in range(rng.choice([0, 1, 1, 2, 3])):
         mistakes = rng.choice(
             [
@@ -77,13 +82,20 @@ def _walk(rng: random.Random, one: _Learner) -> None:
                 [rng.choice(COMMON_MISTAKES)],
             ]
         )
-        tests = {"passed": rng.randint(2, 6), "failed": len(mistakes)}
-        one.add("attempted", "implement", {"tests": tests}, rng.lognormvariate(2.0, 0.7))
+        if verified:  # as the server records a wrong answer to a challenge
+            attempt = {"verification": "verified", "challenge": challenge, "cases": 3, "mistakes": mistakes}
+        else:
+            attempt = {"tests": {"passed": rng.randint(2, 6), "failed": len(mistakes)}}
+        one.add("attempted", "implement", attempt, rng.lognormvariate(2.0, 0.7))
         one.checks.append({"diagnosis": ",".join(mistakes), "correct": False, "at": one.t})
     if rng.random() >= 0.75:
         return
-    # The demo platform reports its own autograder's results: "reported", not "verified".
-    one.add("completed", "implement", {"tests": {"passed": 9, "failed": 0}}, rng.lognormvariate(2.3, 0.6))
+    solved = (
+        {"verification": "verified", "challenge": challenge, "cases": 3}
+        if verified
+        else {"tests": {"passed": 9, "failed": 0}}
+    )
+    one.add("completed", "implement", solved, rng.lognormvariate(2.3, 0.6))
     one.checks.append({"diagnosis": None, "correct": True, "at": one.t})
     if rng.random() < 0.72:
         text = "only head 2 changed; swapped order breaks W_O"

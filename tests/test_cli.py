@@ -69,6 +69,34 @@ def test_keys_list_and_revoke(tmp_path, monkeypatch):
     assert CliRunner().invoke(main, ["keys", "revoke", "nope"]).exit_code != 0
 
 
+def test_keys_list_columns_line_up_whatever_their_widths(tmp_path, monkeypatch):
+    _cli_env(tmp_path, monkeypatch)
+    CliRunner().invoke(main, ["keys", "create", "--platform", "a-platform-with-a-rather-long-name-indeed"])
+    CliRunner().invoke(main, ["keys", "create", "--platform", "x", "--scopes", "events:write"])
+    lines = CliRunner().invoke(main, ["keys", "list"]).output.splitlines()
+    header, rows = lines[0], lines[1:]
+    assert len(rows) == 2
+    for title in ("platform", "scopes", "created", "revoked"):
+        column = header.index(title)
+        for row in rows:  # every cell starts where its title does, after a blank
+            assert row[column - 1] == " " and row[column] != " ", (title, row)
+
+
+def test_xapi_forward_with_nothing_to_send_says_so_and_succeeds(tmp_path, monkeypatch):
+    _cli_env(tmp_path, monkeypatch)
+    alone = CliRunner().invoke(main, ["xapi", "forward"])
+    assert alone.exit_code == 0 and "nothing to send" in alone.output
+    CliRunner().invoke(main, ["keys", "create", "--platform", "acme"])
+    configured = CliRunner().invoke(
+        main, ["xapi", "configure", "--platform", "acme", "--endpoint", "http://127.0.0.1:9/xAPI/", "--username", "u",
+               "--password", "p"],
+    )  # fmt: skip
+    assert configured.exit_code == 0, configured.output
+    passed = CliRunner().invoke(main, ["xapi", "forward"])  # no events: the LRS (nothing listens) is not called
+    assert passed.exit_code == 0, passed.output
+    assert passed.output.strip() == "acme: nothing to send"
+
+
 def test_rollups_refresh_rolls_up_what_is_stored_once(tmp_path, monkeypatch):
     _cli_env(tmp_path, monkeypatch)
     assert CliRunner().invoke(main, ["demo-data", "--learners", "20"]).exit_code == 0
@@ -197,3 +225,17 @@ def test_db_maintain_applies_the_retention_setting(tmp_path, monkeypatch):
     monkeypatch.setenv("WORKBENCH_EVENTS_RETENTION_MONTHS", "-1")
     refused = CliRunner().invoke(main, ["db", "maintain"])
     assert refused.exit_code != 0 and "WORKBENCH_EVENTS_RETENTION_MONTHS cannot be negative" in refused.output
+
+
+def test_the_demo_cohort_completes_implement_mostly_by_verified_challenges(tmp_path, monkeypatch):
+    """As real learners of this product would: the lesson's path is the server's challenge."""
+    _cli_env(tmp_path, monkeypatch)
+    assert CliRunner().invoke(main, ["demo-data", "--learners", "400"]).exit_code == 0
+    with sqlite3.connect(tmp_path / "cli.db") as conn:
+        how = dict(
+            conn.execute(
+                "SELECT verification, count(*) FROM checkpoint_progress WHERE checkpoint = 'implement' "
+                "GROUP BY verification"
+            ).fetchall()
+        )
+    assert how["verified"] > 3 * how["reported"] > 0, how  # both kinds, most verified

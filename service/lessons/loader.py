@@ -113,6 +113,7 @@ def load_lesson(path: Path) -> Lesson:
     checkpoints = _checkpoints(path, meta, _line_of(tokens[0].content, "checkpoints"))
     blocks = _blocks(path, md, tokens, {c.id for c in checkpoints})
     _check_blocks_cover_checkpoints(path, checkpoints, blocks)
+    prerequisites = [_prerequisite(path, entry) for entry in meta.get("prerequisites") or ()]
     html = md.renderer.render(tokens[1:], md.options, {})
     return Lesson(
         id=meta["id"],
@@ -120,7 +121,8 @@ def load_lesson(path: Path) -> Lesson:
         order=meta["order"],
         summary=meta.get("summary", ""),
         objectives=tuple(meta["objectives"]),
-        prerequisites=tuple(meta.get("prerequisites") or ()),
+        prerequisites=tuple(p["id"] for p in prerequisites),
+        prerequisite_titles=tuple(p["title"] for p in prerequisites),
         checkpoints=tuple(checkpoints),
         markdown=markdown,
         html=html,
@@ -241,7 +243,7 @@ def _blocks(path: Path, md: MarkdownIt, tokens: list, checkpoint_ids: set[str]) 
             checkpoint = attrs.get("checkpoint")
             if checkpoint is not None and checkpoint not in checkpoint_ids:
                 raise LessonError(path, line, f":::{name} names checkpoint {checkpoint!r}, not in the front matter")
-            items = tuple(t.content for t in inner if t.type == "inline" and name == "self-check")
+            items, answers = _questions(inner) if name == "self-check" else ((), ())
             source = "\n".join(t.content for t in inner if t.type == "inline")
             blocks.append(
                 Block(
@@ -251,6 +253,7 @@ def _blocks(path: Path, md: MarkdownIt, tokens: list, checkpoint_ids: set[str]) 
                     line=line,
                     html=md.renderer.render(inner, md.options, {}),
                     items=items,
+                    answers=answers,
                 )
             )
             i = j
@@ -293,3 +296,31 @@ def _check_blocks_cover_checkpoints(path: Path, checkpoints: list[Checkpoint], b
                 1,
                 f"checkpoint {cp.id!r} waits for explorable {cp.instance_id!r}, but no :::explorable has that id",
             )
+
+
+def _questions(tokens: list) -> tuple[tuple[str, ...], tuple[str | None, ...]]:
+    """A self-check's questions (the list's items) and each one's model answer (the text of an
+    item nested under it, None where none is written)."""
+    questions: list[str] = []
+    answers: list[str | None] = []
+    depth = 0
+    for t in tokens:
+        if t.type == "bullet_list_open":
+            depth += 1
+        elif t.type == "bullet_list_close":
+            depth -= 1
+        elif t.type == "inline" and depth == 1:
+            questions.append(t.content)
+            answers.append(None)
+        elif t.type == "inline" and depth == 2 and questions:
+            answers[-1] = t.content if answers[-1] is None else f"{answers[-1]} {t.content}"
+    return tuple(questions), tuple(answers)
+
+
+def _prerequisite(path: Path, entry: Any) -> dict[str, str]:
+    """A prerequisite: a lesson id, or {id, title} where the lesson is not in this catalog."""
+    if isinstance(entry, str):
+        return {"id": entry, "title": entry.replace("-", " ").capitalize()}
+    if isinstance(entry, dict) and isinstance(entry.get("id"), str) and isinstance(entry.get("title"), str):
+        return {"id": entry["id"], "title": entry["title"]}
+    raise LessonError(path, 1, f"a prerequisite is a lesson id or {{id, title}}, not {entry!r}")

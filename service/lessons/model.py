@@ -47,6 +47,7 @@ class Block:
     html: str
     line: int
     items: tuple[str, ...] = ()  # self-check questions
+    answers: tuple[str | None, ...] = ()  # each question's model answer (a nested list item), if written
 
     def as_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -58,6 +59,7 @@ class Block:
         }
         if self.items:
             body["questions"] = list(self.items)
+            body["answers"] = list(self.answers)
         return body
 
 
@@ -68,13 +70,14 @@ class Lesson:
     order: int
     summary: str
     objectives: tuple[str, ...]
-    prerequisites: tuple[str, ...]
+    prerequisites: tuple[str, ...]  # lesson ids
     checkpoints: tuple[Checkpoint, ...]
     markdown: str
     html: str
     blocks: tuple[Block, ...]
     source: str
     extra: dict[str, Any] = field(default_factory=dict)
+    prerequisite_titles: tuple[str, ...] = ()  # front matter `{id, title}`, else the id in words
 
     def checkpoint(self, checkpoint_id: str) -> Checkpoint | None:
         return next((c for c in self.checkpoints if c.id == checkpoint_id), None)
@@ -105,6 +108,7 @@ class Lesson:
             "summary": self.summary,
             "objectives": list(self.objectives),
             "prerequisites": list(self.prerequisites),
+            "prerequisite_titles": list(self.prerequisite_titles),  # each id's title, for a lesson not here
             "checkpoints": [c.as_json() for c in self.checkpoints],
         }
 

@@ -77,7 +77,7 @@ def test_no_sideways_scrolling_no_overlap_and_a_screenshot(page, live, shots, an
     if name == "dashboard":
         page.get_by_label("Analytics key (kept for this tab only)").fill(analytics_key)
         page.get_by_role("button", name="Show analytics").click()
-        page.locator("#mistakes table").wait_for()
+        page.locator("#mistakes table").wait_for(state="attached")
     assert overflow(page) == 0, f"{PAGES[name]} scrolls sideways by {overflow(page)} px at {width} px"
     assert not overlapping(heatmap_boxes(page))
     if name == "lesson":

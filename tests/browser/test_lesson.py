@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import requests
 
 from ..exercise.test_exercise import TYPESCRIPT_READY
 from .conftest import do_the_four_manipulations, open_page, wait_until
@@ -263,3 +264,49 @@ def test_offline_events_are_re_sent_with_the_same_ids_when_the_server_is_back(pa
     events = page.evaluate(f"fetch('/api/v1/learners/{learner}/events').then(r => r.json())")["events"]
     stored = [e["id"] for e in events]
     assert set(queued) <= set(stored) and len(stored) == len(set(stored))
+
+
+def test_self_check_answers_are_revealed_on_request_and_prerequisites_read_as_titles(page, live):
+    open_page(page, live, "/lessons/multi-head-attention")
+    checks = page.locator("section.directive-self-check")
+    reveals = checks.locator("details.model-answer")
+    assert reveals.count() == 4
+    lesson = requests.get(f"{live.url}/api/v1/lessons/multi-head-attention", timeout=10).json()
+    answers = next(b for b in lesson["blocks"] if b["kind"] == "self-check")["answers"]
+    first = reveals.first
+    assert not first.locator("li").is_visible()  # the learner answers first
+    first.locator("summary").click()
+    assert first.locator("li").is_visible()
+    assert "[3][2]" in first.inner_text() and "[3][2]" in answers[0]
+    assert not reveals.nth(1).locator("li").is_visible()  # one at a time
+    before = page.locator("#lesson-header li").all_inner_texts()[-2:]
+    assert before == [
+        "Embeddings and positional information (not in this catalog yet)",
+        "Self-attention (not in this catalog yet)",
+    ]
+    assert page.locator("#lesson-header a[href^='/lessons/']").count() == 0  # neither is here to link to
+
+
+def test_a_prerequisite_in_the_catalog_is_a_link_to_it(page, live, tmp_path):
+    import shutil
+
+    from tests.live import sqlite_server
+
+    content = tmp_path / "lessons"
+    content.mkdir()
+    shutil.copy("content/lessons/multi-head-attention.md", content)
+    (content / "heads-in-practice.md").write_text(
+        "---\nid: heads-in-practice\ntitle: Heads in practice\norder: 12\nobjectives: [read trained heads]\n"
+        "prerequisites: [multi-head-attention, {id: rotary-embeddings, title: Rotary embeddings}]\n"
+        "checkpoints:\n  - id: predict\n    title: Predict\n    completion: learner\n    requires: text\n---\n"
+        '# Heads in practice\n\n:::predict{checkpoint="predict"}\nWhat will a trained head attend to?\n:::\n'
+    )
+    server = sqlite_server(tmp_path, WORKBENCH_CONTENT_DIR=str(content))
+    try:
+        page.goto(server.url + "/lessons/heads-in-practice")
+        page.wait_for_selector("body[data-ready=true]", timeout=15000)
+        link = page.locator("#lesson-header a[href='/lessons/multi-head-attention']")
+        assert link.inner_text() == "Multi-head attention"
+        assert "Rotary embeddings (not in this catalog yet)" in page.locator("#lesson-header").inner_text()
+    finally:
+        server.stop()

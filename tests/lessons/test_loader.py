@@ -36,6 +36,25 @@ def test_blocks_point_at_this_products_workbench_and_exercise(lesson):
     assert exercise.attrs["python"] == "pytest exercises/multi-head-attention/tests"
     checks = next(b for b in lesson.blocks if b.kind == "self-check")
     assert len(checks.items) == 4 and "stable head order" in checks.items[2]
+    assert len(checks.answers) == 4 and all(checks.answers)  # a model answer under each question
+    assert "W_O" in checks.answers[2] and "[3][3]" in checks.answers[0]
+
+
+def test_prerequisites_are_ids_with_titles(lesson, tmp_path):
+    assert lesson.prerequisites == ("embeddings-positional-information", "self-attention")
+    assert lesson.prerequisite_titles == ("Embeddings and positional information", "Self-attention")
+    (tmp_path / "tiny.md").write_text(GOOD_FRONT.replace("order: 1", "order: 1\nprerequisites: [multi-head-attention]"))
+    tiny = load_lessons(tmp_path)["tiny"]
+    assert tiny.prerequisites == ("multi-head-attention",) and tiny.prerequisite_titles == ("Multi head attention",)
+    (tmp_path / "tiny.md").write_text(GOOD_FRONT.replace("order: 1", "order: 1\nprerequisites: [{title: x}]"))
+    with pytest.raises(LessonError, match="a prerequisite is a lesson id or"):
+        load_lessons(tmp_path)
+
+
+def test_a_question_without_a_model_answer_has_none(tmp_path):
+    (tmp_path / "tiny.md").write_text(GOOD_FRONT + "\n:::self-check\n- One?\n  - Yes.\n- Two?\n:::\n")
+    (checks,) = [b for b in load_lessons(tmp_path)["tiny"].blocks if b.kind == "self-check"]
+    assert checks.items == ("One?", "Two?") and checks.answers == ("Yes.", None)
 
 
 def test_completion_rules(lesson):

@@ -1,7 +1,7 @@
 // The instructor dashboard: funnel, events over time, parameters changed, mistakes, learners.
 // What it shows (lesson, date range) lives in the URL hash, so a link reproduces the view.
 
-import { getJSON, postJSON } from "../api.js";
+import { ApiError, getJSON, postJSON } from "../api.js";
 import { barChart } from "../views/bars.js";
 import { columnChart } from "../views/columns.js";
 import { el } from "../views/dom.js";
@@ -68,8 +68,11 @@ async function show(key) {
   const rangeText = view.range === "all" ? "all time" : `the last ${view.range} days`;
   const cohortText = view.range === "all" ? "" : `, learners who started in ${rangeText}`;
   const sinceText = view.range === "all" ? "" : `, ${rangeText}`;
+  const summary = lessons.find((l) => l.id === view.lesson);
+  const titled = checkpointTitles(summary);
   $("charts").replaceChildren(
-    exportButtons(headers),
+    privacyNote(k),
+    el("div", { class: "chart-grid" },
     barChart({ k, id: "funnel", title: `Learners per checkpoint${cohortText}`, valueLabel: "learners",
       rows: [{ label: "started", value: funnel.started }, ...funnel.steps.map((s) => ({ label: s.title, value: s.learners, note: pct(s.share_of_previous) }))] }),
     barChart({ k, id: "implement", title: `How the implement checkpoint was completed${cohortText}`, valueLabel: "learners",
@@ -78,7 +81,7 @@ async function show(key) {
         { label: "reported by the platform", value: s.reported, note: s.title },
       ]) }),
     barChart({ k, id: "durations", title: `Median minutes to complete (from first event)${cohortText}`, valueLabel: "minutes",
-      rows: durations.checkpoints.map((c) => ({ label: c.checkpoint, value: minutes(c.median_seconds), note: c.p90_seconds === null ? "" : `p90 ${minutes(c.p90_seconds)} min` })) }),
+      rows: durations.checkpoints.map((c) => ({ label: titled(c.checkpoint), value: minutes(c.median_seconds), note: c.p90_seconds === null ? "" : `p90 ${minutes(c.p90_seconds)} min` })) }),
     columnChart({ k, id: "timeseries", title: `Events per day, ${rangeText} (UTC)`, valueLabel: "events", openDay: today,
       days: everyDay(from || firstDay(perDay, today), today).map((day) => ({ day, value: perDay.has(day) ? perDay.get(day) : 0 })) }),
     barChart({ k, id: "parameters", title: `Workbench parameters changed${sinceText}`, valueLabel: "changes",
@@ -86,14 +89,32 @@ async function show(key) {
     ...(parameters.manipulations ? [barChart({ k, id: "manipulations", valueLabel: "learners",
       title: `The workbench's manipulations, in the lesson's order${sinceText}`,
       rows: [...parameters.manipulations.manipulations.map((m, i) => ({ label: `${i + 1}. ${MANIPULATION_NAMES[m.id] || m.id}`,
-        value: m.learners })), { label: "all of them: the experiment checkpoint", value: (funnel.steps.find((s) =>
+        value: m.learners })), { label: `all of them: ${titled(parameters.manipulations.checkpoint)}`, value: (funnel.steps.find((s) =>
         s.checkpoint === parameters.manipulations.checkpoint) || {}).learners ?? null, note: "learners who started in the range" }] })] : []),
     barChart({ k, id: "mistakes", title: `Mistakes found by the exercise checker${sinceText}`, valueLabel: "checks",
-      rows: mistakes.mistakes.map((m) => ({ label: m.name || m.id, value: m.times, note: m.learners === null ? "" : `${m.learners} learners` })) }),
-    await learnersTable(base, headers, view.lesson, lessons.find((l) => l.id === view.lesson), k),
-    el("p", { class: "note", text: `Groups of fewer than ${k} learners are hidden, never drawn as a number.` }),
+      rows: mistakes.mistakes.map((m) => ({ label: m.name || m.id, value: m.times, note: m.learners === null ? "" : `${m.learners} learners` })) })),
+    await learnersTable(base, headers, view.lesson, summary, k),
+    exportButtons(headers),
   );
   $("status").textContent = "";
+}
+
+// One label per checkpoint on every chart and table: the lesson's title for it.
+function checkpointTitles(summary) {
+  const titles = new Map((summary && summary.checkpoints ? summary.checkpoints : []).map((c) => [c.id, c.title]));
+  return (id) => titles.get(id) || id;
+}
+
+// Why a figure can say "hidden", and what the export is: before the charts, in plain words.
+function privacyNote(k) {
+  return el("details", { class: "privacy", id: "why-hidden" },
+    el("summary", { text: `Why some figures say "hidden: fewer than ${k} learners"` }),
+    el("p", { text: `A chart never shows a group of fewer than ${k} learners (the service's k-anonymity threshold, ` +
+      "WORKBENCH_K_ANONYMITY): in a small class a count, a median time or a mistake could point at one person. " +
+      "The group is hidden, never drawn as a number or a zero." }),
+    el("p", { text: "The export below is different: it is your platform's own raw data, every event your platform " +
+      "sent, learner by learner under the pseudonymous ids your platform knows them by, so it is not hidden. " +
+      "Handle it as you handle your platform's records." }));
 }
 
 // Every UTC day from `start` (a Date or "YYYY-MM-DD") to `end` ("YYYY-MM-DD"): days without
@@ -120,7 +141,7 @@ async function learnersTable(base, headers, lesson, summary, k) {
   const section = el("section", { class: "chart-block", id: "learners", "aria-label": "Learners" },
     el("h2", { text: "Learners" }),
     el("table", { class: "data" }, el("caption", { text: "Each learner's progress in this lesson (pseudonymous ids)" }),
-      el("thead", {}, el("tr", {}, ...["learner", "started (UTC)", "checkpoints done", "last completion (UTC)"]
+      el("thead", {}, el("tr", {}, ...["learner", "started (UTC)", "checkpoints done", "last completion (UTC)", "their words"]
         .map((text) => el("th", { scope: "col", text })))), body),
     more);
   const when = (iso) => (iso ? iso.replace("T", " ").slice(0, 16) : "");
@@ -129,14 +150,18 @@ async function learnersTable(base, headers, lesson, summary, k) {
     const page = await getJSON(`${base}/learners?lesson=${encodeURIComponent(lesson)}&limit=${LEARNERS_PAGE}` +
       (cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""), headers);
     if (page.suppressed) {
-      body.replaceChildren(el("tr", {}, el("td", { colspan: "4", text: `hidden: fewer than ${k} learners` })));
+      body.replaceChildren(el("tr", {}, el("td", { colspan: "5", text: `hidden: fewer than ${k} learners` })));
       return;
     }
     for (const row of page.learners) {
       const done = Object.values(row.completed || {}).sort();
-      body.append(el("tr", {}, el("th", { scope: "row", text: row.learner }), el("td", { text: when(row.started_at) }),
+      const open = el("button", { type: "button", class: "secondary", text: "Read",
+        "aria-label": `Read ${row.learner}'s prediction and explanation`, "aria-expanded": "false" });
+      const line = el("tr", {}, el("th", { scope: "row", text: row.learner }), el("td", { text: when(row.started_at) }),
         el("td", { text: total === null ? String(done.length) : `${done.length} of ${total}` }),
-        el("td", { text: when(done[done.length - 1]) })));
+        el("td", { text: when(done[done.length - 1]) }), el("td", {}, open));
+      open.addEventListener("click", () => toggleTexts(line, open, row.learner, lesson, summary, headers));
+      body.append(line);
     }
     cursor = page.next;
     more.hidden = !cursor;
@@ -144,6 +169,36 @@ async function learnersTable(base, headers, lesson, summary, k) {
   more.addEventListener("click", () => load().catch((error) => { $("status").textContent = `Could not load learners: ${error.message}`; }));
   await load();
   return section;
+}
+
+// A learner's own words (their prediction, their explanation), from the progress API: the key
+// must also hold progress:read, and reads its own platform's learners only.
+async function toggleTexts(line, button, learner, lesson, summary, headers) {
+  const shown = line.nextElementSibling && line.nextElementSibling.classList.contains("learner-texts");
+  if (shown) {
+    line.nextElementSibling.remove();
+    button.setAttribute("aria-expanded", "false");
+    button.textContent = "Read";
+    return;
+  }
+  const cell = el("td", { colspan: "5", text: "Loading…" });
+  line.after(el("tr", { class: "learner-texts" }, cell));
+  button.setAttribute("aria-expanded", "true");
+  button.textContent = "Hide";
+  try {
+    const progress = await getJSON(`/api/v1/learners/${encodeURIComponent(learner)}/progress?lesson=${encodeURIComponent(lesson)}`, headers);
+    const texts = (progress.lessons[0] ? progress.lessons[0].checkpoints : []).filter((c) =>
+      (summary.checkpoints.find((s) => s.id === c.id) || {}).requires === "text");
+    cell.replaceChildren(el("dl", { class: "texts", "aria-label": `${learner}'s words` }, ...texts.flatMap((c) => [
+      el("dt", { text: c.title }),
+      el("dd", { text: c.response === null || c.response === undefined ? "nothing written yet" : c.response }),
+    ])));
+  } catch (error) {
+    cell.textContent = error instanceof ApiError && error.status === 403
+      ? "This key cannot read learners' words: that needs the progress:read scope as well (an operator makes one with " +
+        "workbench keys create --platform NAME --scopes analytics:read,progress:read)."
+      : `Could not load the texts: ${error.message}`;
+  }
 }
 
 // Every event the key's platform holds, as the export endpoint streams it (the key is sent as a
@@ -164,7 +219,7 @@ function exportButtons(headers) {
       status.textContent = `Could not export: ${error.message}`;
     }
   };
-  return el("p", { class: "exports" }, "Export every event: ",
+  return el("p", { class: "exports" }, "Export every event (your platform's raw data, not hidden: see above): ",
     el("button", { type: "button", class: "secondary", id: "export-csv", text: "CSV", onclick: () => download("csv") }), " ",
     el("button", { type: "button", class: "secondary", id: "export-ndjson", text: "NDJSON", onclick: () => download("ndjson") }),
     " ", status);
@@ -178,13 +233,17 @@ async function showCourse() {
   const response = await fetch("/lti/course", { credentials: "same-origin" });
   if (!response.ok) return;
   const course = await response.json();
+  const { lessons } = await getJSON("/api/v1/lessons");
+  const named = new Map(lessons.map((l) => [l.id, { title: l.title, checkpoint: checkpointTitles(l) }]));
+  const done = (lesson, ids) => named.has(lesson)
+    ? `${named.get(lesson).title}: ${ids.map(named.get(lesson).checkpoint).join(", ")}` : `${lesson}: ${ids.join(", ")}`;
   const rows = course.learners === null
     ? [el("p", { class: "hidden-group", text: `Learners hidden: ${course.hidden}.` })]
     : [el("table", { class: "learners" },
         el("thead", {}, el("tr", {}, el("th", { scope: "col", text: "Learner" }), el("th", { scope: "col", text: "Completed checkpoints" }))),
         el("tbody", {}, ...course.learners.map((l) => el("tr", {},
           el("td", { text: l.learner }),
-          el("td", { text: Object.entries(l.completed).map(([lesson, done]) => `${lesson}: ${done.join(", ")}`).join("; ") || "none yet" })))))];
+          el("td", { text: Object.entries(l.completed).map(([lesson, ids]) => done(lesson, ids)).join("; ") || "none yet" })))))];
   $("course").replaceChildren(el("h2", { id: "course-title", text: `Your course: ${course.course}` }), ...rows);
   $("course").hidden = false;
 }

@@ -117,9 +117,30 @@ function enhance(section, block) {
       break;
     case "self-check":
       section.prepend(el("h2", { text: "Check your understanding" }));
+      modelAnswers(section);
       break;
     default:
   }
+}
+
+// Each question's model answer (the item nested under it) behind a "Show a model answer" toggle:
+// the learner answers first, then compares.
+function modelAnswers(section) {
+  for (const answer of section.querySelectorAll(":scope > ul > li > ul")) {
+    const reveal = el("details", { class: "model-answer" }, el("summary", { text: "Show a model answer" }));
+    answer.replaceWith(reveal);
+    reveal.append(answer);
+  }
+}
+
+// The prerequisites: a link where the lesson is in this catalog, its title otherwise.
+async function prerequisites(lesson) {
+  if (!lesson.prerequisites.length) return [el("li", { text: "nothing: this lesson starts from scratch" })];
+  const { lessons } = await getJSON("/api/v1/lessons");
+  const here = new Map(lessons.map((l) => [l.id, l.title]));
+  return lesson.prerequisites.map((id, i) => el("li", {}, here.has(id)
+    ? el("a", { href: `/lessons/${encodeURIComponent(id)}`, text: here.get(id) })
+    : el("span", { text: `${(lesson.prerequisite_titles || [])[i] || id} (not in this catalog yet)` })));
 }
 
 // Scroll so the workbench's inputs and both heatmaps (its rows top..bottom) share the screen.
@@ -178,7 +199,7 @@ async function init() {
   $("lesson-header").replaceChildren(
     el("p", { class: "note", text: `Lesson ${lesson.order}` }),
     el("h2", { text: "Objectives" }), el("ul", {}, lesson.objectives.map((o) => el("li", { text: o }))),
-    el("h2", { text: "Before this lesson" }), el("ul", {}, lesson.prerequisites.map((p) => el("li", { text: p }))));
+    el("h2", { text: "Before this lesson" }), el("ul", {}, await prerequisites(lesson)));
   const body = $("lesson-body");
   body.innerHTML = lesson.html; // rendered by the server from the lesson's markdown (raw HTML disabled)
   const title = body.querySelector("h1");

@@ -1,4 +1,5 @@
-// A horizontal bar chart in SVG, with a data table beside it (the table is the accessible truth).
+// A horizontal bar chart in SVG, with its data table one keystroke away (a closed <details>: the
+// table is the accessible truth, the chart what an instructor reads first).
 
 import { el } from "./dom.js";
 import { scrollRegion } from "./matrix.js";
@@ -51,6 +52,12 @@ export function barChart({ title, rows, valueLabel, id, k = 5 }) {
       el("th", { scope: "col", text: "note" }))),
     el("tbody", {}, rows.map((r) => el("tr", {}, el("th", { scope: "row", text: r.label }),
       el("td", { text: r.value === null ? hidden(k) : String(r.value) }), el("td", { text: r.note || "" })))));
-  return el("section", { class: "chart-block", id, "aria-label": title }, el("h2", { text: title }),
-    el("div", { class: "chart-pair" }, chart, scrollRegion(`${title}: the numbers`, table)));
+  return el("section", { class: "chart-block", id, "aria-label": title }, el("h2", { text: title }), chart,
+    numbers(title, table));
+}
+
+// A chart's own table, collapsed under the chart: Enter or Space on its summary opens it.
+export function numbers(title, table) {
+  return el("details", { class: "numbers" }, el("summary", { text: "The numbers, as a table" }),
+    scrollRegion(`${title}: the numbers`, table));
 }

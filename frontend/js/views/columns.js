@@ -1,11 +1,10 @@
 // Events over time: one column per day on a real time axis (every day of the range, a day
 // without events is 0), a y axis with round ticks, the still-open day outlined, and a day whose
 // groups are hidden drawn as a hatched gap that says so, never as a number. The table beside it
-// is the accessible truth, as for the bar charts.
+// is the accessible truth, collapsed under it as for the bar charts.
 
 import { el } from "./dom.js";
-import { hidden, svg } from "./bars.js";
-import { scrollRegion } from "./matrix.js";
+import { hidden, numbers, svg } from "./bars.js";
 
 // Round tick steps (1, 2, 5 x 10^n) giving at most `count` ticks up to `max`.
 export function ticks(max, count = 4) {
@@ -65,6 +64,5 @@ export function columnChart({ title, days, valueLabel, id, k = 5, openDay = "" }
       el("td", { text: d.value === null ? hidden(k) : String(d.value) }),
       el("td", { text: d.day === openDay ? "today: still counting" : "" })))));
   return el("section", { class: "chart-block", id, "aria-label": title }, el("h2", { text: title }),
-    el("div", { class: "chart-pair" }, el("figure", { class: "columns-figure" }, chart, el("figcaption", { class: "note", text: legend })),
-      scrollRegion(`${title}: the numbers`, table)));
+    el("figure", { class: "columns-figure" }, chart, el("figcaption", { class: "note", text: legend })), numbers(title, table));
 }

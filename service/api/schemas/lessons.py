@@ -19,7 +19,11 @@ class LessonSummarySchema(Schema):
     order = fields.Integer()
     summary = fields.String()
     objectives = fields.List(fields.String())
-    prerequisites = fields.List(fields.String())
+    prerequisites = fields.List(fields.String(), metadata={"description": "lesson ids"})
+    prerequisite_titles = fields.List(
+        fields.String(),
+        metadata={"description": "each prerequisite's title, in the same order (for one not in this catalog)"},
+    )
     checkpoints = fields.List(fields.Nested(CheckpointRuleSchema))
 
 
@@ -35,6 +39,9 @@ class BlockSchema(Schema):
     markdown = fields.String()
     html = fields.String()
     questions = fields.List(fields.String())
+    answers = fields.List(
+        fields.String(allow_none=True), metadata={"description": "self-check: each question's model answer, or null"}
+    )
 
 
 class LessonSchema(LessonSummarySchema):
