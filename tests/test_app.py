@@ -44,14 +44,26 @@ def test_readyz_tells_anyone_else_only_whether_it_is_ready(client):
 def test_readyz_is_not_ready_while_writes_fail_and_ready_again_when_one_succeeds(app, client, db):
     import sqlite3
 
+    full = {"yes": True}
+
+    def execute(self, statement, *args, **kwargs):  # as a full disk answers every write
+        if full["yes"] and str(statement).startswith("UPDATE"):
+            raise sqlite3.OperationalError("database or disk is full")
+        return original(self, statement, *args, **kwargs)
+
+    from sqlalchemy.orm import Session
+
+    original = Session.execute
     with pytest.raises(sqlite3.OperationalError), db.write():
-        raise sqlite3.OperationalError("database or disk is full")  # as a full disk answers an INSERT
-    failing = client.get("/readyz")
-    assert failing.status_code == 503 and "OperationalError" in failing.json["detail"]
-    assert client.get("/readyz", environ_base=ELSEWHERE).json["detail"] == "not ready"
-    with db.write():
-        pass  # the disk has room again
-    assert client.get("/readyz").status_code == 200
+        raise sqlite3.OperationalError("database or disk is full")  # an INSERT on a full disk
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Session, "execute", execute)
+        failing = client.get("/readyz")  # it asks the database again: a write that changes nothing
+        assert failing.status_code == 503 and "database or disk is full" in failing.json["detail"]
+        assert client.get("/readyz", environ_base=ELSEWHERE).json["detail"] == "not ready"
+        full["yes"] = False  # the disk has room again
+        assert client.get("/readyz").status_code == 200
+    assert not db.writes_failing()
 
 
 def test_unknown_route_is_a_problem_document(client):

@@ -25,7 +25,7 @@ def readyz():
     try:
         db.ping()
         if db.writes_failing():
-            raise DatabaseUnavailable(f"writes are failing ({db.last_write_failure})")
+            db.probe_write()  # raises while writes still fail; a success clears the mark
     except DatabaseUnavailable as exc:
         detail = f"the database does not take writes: {exc}" if operator() else "not ready"
         raise Problem(503, detail, headers={"Retry-After": "2"}, slug="not-ready") from None
