@@ -70,17 +70,24 @@ def trace_body(model: Model, data: bytes, args: dict[str, Any]) -> dict[str, Any
         if "residual" in body:  # the model's stream + output (the engine's own input was LN(stream))
             body["residual"] = rounded(forward.streams[index], precision)
         layers.append({"index": index, **body})
-    last = forward.probabilities[-1]
-    best = np.argsort(-last, kind="stable")[: args["top"]]
+    after = [likeliest(row, position + 1, args["top"]) for position, row in enumerate(forward.probabilities)]
     return {
         "model": model.id,
         "tokens": [{"index": i, "byte": int(b), "text": byte_text(int(b))} for i, b in enumerate(data)],
         "shape": layers[0]["shape"],
         "layers": layers,
-        "next": [
-            {"index": len(data), "byte": int(b), "text": byte_text(int(b)), "probability": float(last[b])} for b in best
-        ],
+        "next": after[-1],
+        "after": after,
     }
+
+
+def likeliest(probabilities: np.ndarray, index: int, top: int) -> list[dict[str, Any]]:
+    """probabilities [256] -> the `top` likeliest bytes at position `index`, likeliest first."""
+    best = np.argsort(-probabilities, kind="stable")[:top]
+    return [
+        {"index": index, "byte": int(b), "text": byte_text(int(b)), "probability": float(probabilities[b])}
+        for b in best
+    ]
 
 
 @blp.route("")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,13 @@ def load_lessons(directory: str | Path) -> dict[str, Lesson]:
         if lesson.id in lessons:
             raise LessonError(path, 1, f"lesson id {lesson.id!r} is also used by {lessons[lesson.id].source}")
         lessons[lesson.id] = lesson
+    for lesson_id, lesson in lessons.items():  # a prerequisite in this catalog reads as that lesson's title
+        present = tuple(p in lessons for p in lesson.prerequisites)
+        titles = tuple(
+            lessons[p].title if here else title
+            for p, title, here in zip(lesson.prerequisites, lesson.prerequisite_titles, present, strict=True)
+        )
+        lessons[lesson_id] = replace(lesson, prerequisite_titles=titles, prerequisites_present=present)
     return dict(sorted(lessons.items(), key=lambda item: (item[1].order, item[0])))
 
 

@@ -77,7 +77,8 @@ class Lesson:
     blocks: tuple[Block, ...]
     source: str
     extra: dict[str, Any] = field(default_factory=dict)
-    prerequisite_titles: tuple[str, ...] = ()  # front matter `{id, title}`, else the id in words
+    prerequisite_titles: tuple[str, ...] = ()  # the catalog's title, else front matter `{id, title}`, else the id
+    prerequisites_present: tuple[bool, ...] = ()  # whether each is a lesson of this catalog (a link)
 
     def checkpoint(self, checkpoint_id: str) -> Checkpoint | None:
         return next((c for c in self.checkpoints if c.id == checkpoint_id), None)
@@ -108,7 +109,8 @@ class Lesson:
             "summary": self.summary,
             "objectives": list(self.objectives),
             "prerequisites": list(self.prerequisites),
-            "prerequisite_titles": list(self.prerequisite_titles),  # each id's title, for a lesson not here
+            "prerequisite_titles": list(self.prerequisite_titles),
+            "prerequisites_present": list(self.prerequisites_present),
             "checkpoints": [c.as_json() for c in self.checkpoints],
         }
 

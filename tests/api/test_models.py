@@ -66,6 +66,20 @@ def test_a_repeat_is_continued(client):
     assert probabilities == sorted(probabilities, reverse=True) and 0 < probabilities[0] <= 1
 
 
+def test_the_prediction_after_any_byte_is_the_models_for_the_text_ending_there(client):
+    """after[i] is what the model predicts had the text stopped at byte i: the same as asking for
+    that prefix alone (the model is causal), and the last is `next`."""
+    text = "Kx7#qPz2!mW4vR9&Kx7#qP"
+    whole = client.post(URL, json={"text": text, "top": 3}).json
+    assert len(whole["after"]) == len(text) and whole["after"][-1] == whole["next"]
+    for i in (0, 5, 17):
+        prefix = client.post(URL, json={"text": text[: i + 1], "top": 3}).json["next"]
+        assert [p["byte"] for p in whole["after"][i]] == [p["byte"] for p in prefix]
+        assert [p["probability"] for p in whole["after"][i]] == pytest.approx([p["probability"] for p in prefix])
+        assert {p["index"] for p in whole["after"][i]} == {i + 1}
+    assert whole["after"][17][0]["text"] == "7"  # inside the repeat: the byte that followed "x" before
+
+
 def test_every_layer_carries_the_workbench_trace(client):
     body = client.post(URL, json={"text": "abc", "precision": 3}).json
     assert [t["text"] for t in body["tokens"]] == ["a", "b", "c"] and body["shape"]["n"] == 3

@@ -66,3 +66,32 @@ def test_typing_text_redraws_and_reports_a_parameter_change(page, live):
     wait_until(page, f"{stored}.then(found => found.length > 0)", timeout=15.0)
     changes = page.evaluate(stored)
     assert changes[-1]["data"]["parameter"] == "model_text" and "text" not in changes[-1]["data"]  # never the text
+
+
+def test_the_prediction_follows_the_chosen_byte_and_examples_keep_what_they_are(page, live):
+    import requests
+
+    open_page(page, live, "/explorables/trained-heads")
+    page.locator("#tokens button.th-token").nth(17).focus()  # "x" in the second copy
+    wait_until(page, "document.querySelector('.th-token[aria-pressed=true]')?.dataset.index === '17'")
+    assert page.locator("#next-title").inner_text() == "What the model expects after byte 18 “x”"
+    prefix = requests.post(
+        f"{live.url}/api/v1/models/bytes-2l-attn/attention", json={"text": REPEAT[:18]}, timeout=10
+    ).json()["next"]
+    shown = page.locator("#next li").all_inner_texts()
+    assert [s.split("”")[0].lstrip("“") for s in shown] == [p["text"] for p in prefix]  # as if the text ended there
+    assert shown[0].startswith("“7”")  # what followed "x" in the first copy
+
+    seen = set()
+    for _ in range(2):  # a random string, typed twice, new each time
+        page.get_by_role("button", name="A random string typed twice").click()
+        wait_until(page, "document.querySelectorAll('#tokens .th-token').length === 32")
+        text = page.locator("#text").input_value()
+        assert text[:16] == text[16:] and text != REPEAT
+        seen.add(text)
+    assert len(seen) == 2
+
+    page.get_by_role("button", name="Code").click()
+    wait_until(page, "[...document.querySelectorAll('#tokens .th-token')].some(b => b.textContent === '↵')")
+    assert "\n" in page.locator("#text").input_value()  # the newline is kept, and shown as ↵
+    assert "mean weight it puts where" in page.locator("#score-note").inner_text()  # "score" is defined

@@ -45,7 +45,14 @@ def test_prerequisites_are_ids_with_titles(lesson, tmp_path):
     assert lesson.prerequisite_titles == ("Embeddings and positional information", "Self-attention")
     (tmp_path / "tiny.md").write_text(GOOD_FRONT.replace("order: 1", "order: 1\nprerequisites: [multi-head-attention]"))
     tiny = load_lessons(tmp_path)["tiny"]
-    assert tiny.prerequisites == ("multi-head-attention",) and tiny.prerequisite_titles == ("Multi head attention",)
+    assert tiny.prerequisites == ("multi-head-attention",)
+    assert tiny.prerequisite_titles == ("Multi head attention",) and tiny.prerequisites_present == (False,)
+    (tmp_path / "mha.md").write_text(Path("content/lessons/multi-head-attention.md").read_text())
+    both = load_lessons(tmp_path)
+    assert both["tiny"].prerequisite_titles == ("Multi-head attention",)  # the catalog's own title
+    assert both["tiny"].prerequisites_present == (True,)
+    assert both["multi-head-attention"].prerequisites_present == (False, False)
+    (tmp_path / "mha.md").unlink()
     (tmp_path / "tiny.md").write_text(GOOD_FRONT.replace("order: 1", "order: 1\nprerequisites: [{title: x}]"))
     with pytest.raises(LessonError, match="a prerequisite is a lesson id or"):
         load_lessons(tmp_path)

@@ -134,13 +134,11 @@ function modelAnswers(section) {
 }
 
 // The prerequisites: a link where the lesson is in this catalog, its title otherwise.
-async function prerequisites(lesson) {
+function prerequisites(lesson) {
   if (!lesson.prerequisites.length) return [el("li", { text: "nothing: this lesson starts from scratch" })];
-  const { lessons } = await getJSON("/api/v1/lessons");
-  const here = new Map(lessons.map((l) => [l.id, l.title]));
-  return lesson.prerequisites.map((id, i) => el("li", {}, here.has(id)
-    ? el("a", { href: `/lessons/${encodeURIComponent(id)}`, text: here.get(id) })
-    : el("span", { text: `${(lesson.prerequisite_titles || [])[i] || id} (not in this catalog yet)` })));
+  return lesson.prerequisites.map((id, i) => el("li", {}, lesson.prerequisites_present[i]
+    ? el("a", { href: `/lessons/${encodeURIComponent(id)}`, text: lesson.prerequisite_titles[i] })
+    : el("span", { text: `${lesson.prerequisite_titles[i]} (not in this catalog yet)` })));
 }
 
 // Scroll so the workbench's inputs and both heatmaps (its rows top..bottom) share the screen.
@@ -199,7 +197,7 @@ async function init() {
   $("lesson-header").replaceChildren(
     el("p", { class: "note", text: `Lesson ${lesson.order}` }),
     el("h2", { text: "Objectives" }), el("ul", {}, lesson.objectives.map((o) => el("li", { text: o }))),
-    el("h2", { text: "Before this lesson" }), el("ul", {}, await prerequisites(lesson)));
+    el("h2", { text: "Before this lesson" }), el("ul", {}, prerequisites(lesson)));
   const body = $("lesson-body");
   body.innerHTML = lesson.html; // rendered by the server from the lesson's markdown (raw HTML disabled)
   const title = body.querySelector("h1");

@@ -11,6 +11,13 @@ import { scrollRegion } from "../views/matrix.js";
 
 const LESSON = "multi-head-attention";
 const INSTANCE = "trained-heads";
+const RANDOM_BYTES = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789#&!?%+=";
+// A fresh random string each time, typed twice: no heads could have learned it.
+function randomTwice(length = 16) {
+  const picks = crypto.getRandomValues(new Uint8Array(length));
+  const once = Array.from(picks, (v) => RANDOM_BYTES[v % RANDOM_BYTES.length]).join("");
+  return once + once;
+}
 const EXAMPLES = {
   repeat: "Kx7#qPz2!mW4vR9&Kx7#qPz2!mW4vR9&",
   prose: "The for statement in Python iterates over the items of any sequence, in order.",
@@ -47,6 +54,7 @@ function emit(example) {
   }, 400);
 }
 
+const SHOWN = { " ": "␣", "\\x0a": "↵", "\\x09": "⇥" }; // bytes a learner could not see
 const byteName = (token) => `byte ${token.index + 1} “${token.text}”`;
 
 function select(index, focus = false) {
@@ -59,7 +67,7 @@ function select(index, focus = false) {
 function drawTokens() {
   $("tokens").replaceChildren(...trace.tokens.map((token) => el("button", {
     type: "button", class: "th-token", dataset: { index: String(token.index) },
-    "aria-label": byteName(token), text: token.text === " " ? "␣" : token.text,
+    "aria-label": byteName(token), text: SHOWN[token.text] ?? token.text,
     onclick: () => select(token.index), onmouseenter: () => select(token.index), onfocus: () => select(token.index),
     onkeydown: (event) => {
       const step = { ArrowLeft: -1, ArrowRight: 1, Home: -token.index, End: trace.tokens.length }[event.key];
@@ -113,6 +121,14 @@ function drawSelection(focus) {
   $("reading").textContent = i === null ? "" : `${byteName(trace.tokens[i])} chosen.`;
   drawLayers();
   drawTable();
+  drawNext();
+}
+
+// What the model predicts after the chosen byte (had the text ended there: it reads no further).
+function drawNext() {
+  const i = state.selected ?? trace.tokens.length - 1;
+  $("next-title").textContent = `What the model expects after ${byteName(trace.tokens[i])}`;
+  $("next").replaceChildren(...trace.after[i].map((p) => el("li", { text: `“${SHOWN[p.text] ?? p.text}” ${fmt(p.probability * 100, 1)}%` })));
 }
 
 async function render() {
@@ -132,7 +148,6 @@ async function render() {
     $("status").textContent = "";
     drawTokens();
     drawSelection(false);
-    $("next").replaceChildren(...trace.next.map((p) => el("li", { text: `“${p.text}” ${fmt(p.probability * 100, 1)}%` })));
     document.documentElement.classList.add("drawn");
     document.body.dataset.ready = "true";
   } catch (error) {
@@ -157,7 +172,7 @@ async function init() {
   input.addEventListener("input", () => { state.text = input.value; writeHash(); emit(null); render(); });
   $("text-form").addEventListener("submit", (event) => event.preventDefault());
   document.querySelectorAll("[data-example]").forEach((button) => button.addEventListener("click", () => {
-    state.text = input.value = EXAMPLES[button.dataset.example];
+    state.text = input.value = button.dataset.example === "repeat" ? randomTwice() : EXAMPLES[button.dataset.example];
     state.selected = null;
     writeHash();
     emit(button.dataset.example);

@@ -22,7 +22,10 @@ class LessonSummarySchema(Schema):
     prerequisites = fields.List(fields.String(), metadata={"description": "lesson ids"})
     prerequisite_titles = fields.List(
         fields.String(),
-        metadata={"description": "each prerequisite's title, in the same order (for one not in this catalog)"},
+        metadata={"description": "each prerequisite's title, in the same order"},
+    )
+    prerequisites_present = fields.List(
+        fields.Boolean(), metadata={"description": "whether each prerequisite is a lesson here (/lessons/{id})"}
     )
     checkpoints = fields.List(fields.Nested(CheckpointRuleSchema))
 

@@ -94,3 +94,7 @@ class ModelTraceSchema(Schema):
     shape = fields.Nested(ShapeSchema)
     layers = fields.List(fields.Nested(LayerSchema))
     next = fields.List(fields.Nested(PredictionSchema), metadata={"description": "the likeliest next bytes"})
+    after = fields.List(
+        fields.List(fields.Nested(PredictionSchema)),
+        metadata={"description": "after[i]: the likeliest bytes after byte i (0-based), had the text ended there"},
+    )
