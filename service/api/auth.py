@@ -16,7 +16,6 @@ from ..edge.problems import Problem
 from ..identity import Principal
 
 REALM = 'realm="attention-workbench"'
-UNAUTHORIZED_HEADERS = {"WWW-Authenticate": f"Bearer {REALM}"}
 PRINCIPAL = "workbench.principal"  # the caller `needs` checked, for the view
 # The OpenAPI security schemes (registered in api/__init__.py); `needs` names them per operation.
 SCHEMES = {
