@@ -29,6 +29,7 @@ let previous = null; // the last drawn response: cells that changed since are ma
 let renders = 0;
 let learned = null; // the learned-looking projections (GET /api/v1/presets/workbench-learned)
 let modes = new Map(); // failure mode id -> {name, description}
+let menuFilled = Promise.resolve(); // the compare menu, filled from the registry once per page
 let replayAt = 0;
 const open = new Set(); // stages whose numbers are shown
 const done = new Set(); // the lesson's manipulations done
@@ -186,6 +187,7 @@ async function render() {
       "change; they update when the server answers.";
   }
   document.documentElement.classList.add("drawn");
+  await menuFilled; // ready means every control is usable, the compare menu included
   document.body.dataset.ready = "true";
 }
 
@@ -264,7 +266,7 @@ function on(id, parameter, change) {
 }
 
 function init() {
-  fillComparisons($("compare")).catch(() => null); // offline: the comparison waits for the server anyway
+  menuFilled = fillComparisons($("compare")).catch(() => null); // offline: the comparison waits for the server anyway
   $("legend").replaceChildren(legend({ signed: true }));
   $("causal").addEventListener("change", (e) => update((s) => { s.causal = e.target.checked; }, "causal", { value: e.target.checked }));
   $("reuse").addEventListener("change", (e) => {
