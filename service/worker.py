@@ -25,6 +25,7 @@ from collections import defaultdict
 from functools import partial
 
 from gunicorn import http
+from gunicorn.http.unreader import SocketUnreader
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
 from .config import Settings
@@ -33,7 +34,8 @@ HEADERS_END = b"\r\n\r\n"
 CONTENT_LENGTH = re.compile(rb"\r\ncontent-length[ \t]*:[ \t]*(\d+)[ \t]*(?=\r\n|$)")
 CHUNKED = re.compile(rb"\r\ntransfer-encoding[ \t]*:[^\r\n]*chunked")
 EXPECT_CONTINUE = re.compile(rb"\r\nexpect[ \t]*:[ \t]*100-continue")
-READ = 65536
+READ = 1 << 20  # one recv takes what has arrived, up to this: each recv is a GIL release and re-acquire
+PIECE = 65536  # what a thread's parser is handed from the held bytes at a time (one recv's worth)
 LATE = (
     b"HTTP/1.1 408 Request Timeout\r\nContent-Type: application/problem+json\r\nConnection: close\r\n"
     b"Content-Length: %d\r\n\r\n%s"
@@ -70,6 +72,39 @@ def arrived(buffer: bytes | bytearray, body_limit: int, header_limit: int) -> bo
     return True  # no body
 
 
+class HeldUnreader(SocketUnreader):
+    """gunicorn's socket unreader, serving first what the main loop already read, a piece at a
+    time, then the socket. gunicorn's Unreader copies all it holds on every read, so a 3 MB body
+    pushed back whole with unread() cost 13 to 47 ms of copying under the GIL per request (the
+    flood regression in docs/performance.md); a piece at a time, each byte is copied once."""
+
+    def __init__(self, sock, max_chunk=8192):
+        super().__init__(sock, max_chunk)
+        self.held = memoryview(b"")
+
+    def hold(self, data: bytearray) -> None:
+        self.held = memoryview(bytes(self.held) + data if self.held else data)
+
+    def chunk(self, size_hint=None):
+        if not self.held:
+            return super().chunk(size_hint)
+        piece, self.held = bytes(self.held[:PIECE]), self.held[PIECE:]
+        return piece
+
+    def take_buffered(self):
+        data = super().take_buffered() + bytes(self.held)
+        self.held = memoryview(b"")
+        return data
+
+    def release(self) -> None:
+        """What is still held (a pipelined request) joins gunicorn's own buffer, where its
+        worker looks for read-ahead before it waits for the socket again."""
+        if self.held:
+            self.buf.seek(0, 2)
+            self.buf.write(self.held)
+            self.held = memoryview(b"")
+
+
 class CountedConn(TConn):
     """A connection that gives its address's place back when it closes, once."""
 
@@ -104,6 +139,7 @@ class BufferingWorker(ThreadWorker):
         )
         self.places: dict[str, int] = defaultdict(int)
         self.arriving: dict[CountedConn, None] = {}  # in arrival order: the oldest deadline first
+        self.scratch = memoryview(bytearray(READ))  # the main loop's one receive buffer
         super().init_process()
 
     def accept(self, listener):
@@ -142,19 +178,25 @@ class BufferingWorker(ThreadWorker):
         self.arriving[conn] = None
         self.poller.register(conn.sock, selectors.EVENT_READ, partial(self.on_arriving, conn))
 
+    def finish_request(self, conn, fs):
+        unreader = conn.parser.unreader if conn.parser is not None else None
+        if isinstance(unreader, HeldUnreader):
+            unreader.release()
+        super().finish_request(conn, fs)
+
     def on_arriving(self, conn, client):
         try:
-            data = conn.sock.recv(READ)
+            size = conn.sock.recv_into(self.scratch)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
-            data = b""
-        if not data:  # gone before its request arrived
+            size = 0
+        if not size:  # gone before its request arrived
             self._forget(conn)
             self.nr_conns -= 1
             conn.close()
             return
-        conn.buffered += data
+        conn.buffered += self.scratch[:size]
         if self._arrived(conn):
             self._forget(conn)
 
@@ -163,7 +205,8 @@ class BufferingWorker(ThreadWorker):
             return False
         if conn.parser is None:
             conn.parser = http.get_parser(self.cfg, conn.sock, conn.client)
-        conn.parser.unreader.unread(bytes(conn.buffered))
+            conn.parser.unreader = HeldUnreader(conn.sock)
+        conn.parser.unreader.hold(conn.buffered)
         conn.buffered = bytearray()
         conn.data_ready = conn.whole = True
         self.enqueue_req(conn)

@@ -6,6 +6,9 @@ of 70 samples."""
 
 from __future__ import annotations
 
+import http.client
+import io
+import json
 import os
 import socket
 import subprocess
@@ -13,11 +16,13 @@ import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import requests
 
-from service.worker import arrived
+from service.worker import PIECE, arrived
 
 from ..live import free_port
 
@@ -173,3 +178,41 @@ def test_one_address_holds_only_so_many_connections(tmp_path):
             conn.close()
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_a_large_body_sent_in_pieces_and_a_request_pipelined_behind_it_are_both_answered(tmp_path, client):
+    """The main loop holds the body while it arrives; the thread's parser gets it a piece at a
+    time (service/worker.py HeldUnreader) and then finds the pipelined request behind it."""
+    port = free_port()
+    proc = serve(SERVERS["gunicorn -c gunicorn.conf.py"](port), port, tmp_path)
+    tokens = np.random.default_rng(7).normal(size=(120, 512)).round(4).tolist()
+    body = json.dumps({"tokens": tokens, "heads": 2}).encode()  # about 900 kB: fourteen pieces and more
+    head = b"POST /api/v1/attention HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+    body += b" " * (-(len(head % len(body)) + len(body)) % PIECE)  # it ends where a piece ends: nothing of it
+    first = head % len(body) + body  # is left in gunicorn's buffer, the next request is all still held
+    assert len(first) % PIECE == 0
+    second = b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    wire = first + second
+    received = bytearray()
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=20) as conn:
+            for start in range(0, len(wire), 150_001):  # uneven pieces, with pauses between them
+                conn.sendall(wire[start : start + 150_001])
+                time.sleep(0.05)
+            while data := conn.recv(1 << 20):
+                received += data
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    wire_back = io.BytesIO(bytes(received))
+    wire_back.close = lambda: None  # http.client closes its file after each answer: the next one follows
+    answers = []
+    for _ in range(2):  # the two answers, one after the other on the one connection
+        response = http.client.HTTPResponse(SimpleNamespace(makefile=lambda *_: wire_back))
+        response.begin()
+        answers.append((response.status, response.read()))
+    assert [status for status, _ in answers] == [200, 200], answers[0][1][:300]
+    answer = json.loads(answers[0][1])
+    assert json.loads(answers[1][1])["status"] == "ok"
+    expected = client.post("/api/v1/attention", json={"tokens": tokens, "heads": 2}).get_json()
+    assert answer["output"] == expected["output"]

@@ -113,11 +113,6 @@ def p99(values: list[float]) -> float:
     return statistics.quantiles(values, n=100)[-1]
 
 
-# A known regression (docs/performance.md, "Ingestion under a compute flood"): since ab3d9d8 the
-# server here (gunicorn reads ./gunicorn.conf.py even without -c) runs service/worker.py's
-# BufferingWorker, which reads the flood's large bodies in its main loop: flooded p99 15 to 19.5 ms
-# on this VM, 9.4 with gthread forced. Kept running and reported; it fails only the gate.
-@pytest.mark.xfail(reason="the buffering worker doubled flooded ingestion p99 (ab3d9d8); see docs/performance.md")
 @pytest.mark.databases
 def test_a_compute_flood_keeps_ingestion_p99_within_twice_idle(database_url):
     token = make_key(database_url)
