@@ -35,8 +35,11 @@ PAGES = {
     "four heads": "/figures/four-heads",
     "trained heads": "/explorables/trained-heads",
     "dashboard": "/dashboard",
-    "API docs": "/api/docs",
+    "API reference": "/api/docs",
 }
+# Measured for the record, not held to the budgets: Swagger UI's own page (its 1.4 MB bundle and
+# its markup are the dependency's; docs/decisions.md, "The API reference and the console").
+THIRD_PARTY = {"API console (Swagger UI)": "/api/docs/try"}
 SIZES = {"desktop": ["--preset=desktop"], "mobile": []}  # mobile: Lighthouse's default (a throttled phone)
 
 
@@ -88,11 +91,11 @@ def run() -> list[dict]:
     with Gunicorn(
         "service.app:create_app()", {"WORKBENCH_DATABASE_URL": url, "WORKBENCH_RATELIMIT_ENABLED": "0"}
     ) as app:
-        for page, path in PAGES.items():
+        for page, path in {**PAGES, **THIRD_PARTY}.items():
             for size, flags in SIZES.items():
                 result = audit(app.url + path, flags)
                 rows.append({"name": f"Lighthouse, {page}, {size}", "page": page, "size": size, **result,
-                             "ok": within(result)})  # fmt: skip
+                             "ok": within(result) if page in PAGES else None})  # fmt: skip
     return rows
 
 
@@ -111,7 +114,7 @@ def table(rows: list[dict]) -> str:
         errors = "; ".join(r["console_errors"]) or "none"
         lines.append(
             f"| {r['page']} | {r['size']} | {r['accessibility']} | {r['best_practices']} | {r['performance']} | "
-            f"{r['cls']} | {errors} | {'yes' if r['ok'] else 'no'} |"
+            f"{r['cls']} | {errors} | {'not budgeted' if r['ok'] is None else 'yes' if r['ok'] else 'no'} |"
         )
     return "\n".join(lines)
 

@@ -1,26 +1,34 @@
-"""`/api/docs`: Swagger UI over /api/v1/openapi.json, every asset served from here (works offline)."""
+"""`/api/docs`: the API reference, rendered on the server from the OpenAPI document (no script,
+fast, accessible), and `/api/docs/try`: Swagger UI's interactive console over the same document,
+every asset served from here (works offline)."""
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
+from typing import Any
 
-from flask import Blueprint, Response, abort, send_from_directory
+from flask import Blueprint, Response, abort, current_app, render_template, send_from_directory
+from markdown_it import MarkdownIt
+from markupsafe import Markup
 from swagger_ui_bundle import swagger_ui_path
 
-blp = Blueprint("api_docs", __name__)
+blp = Blueprint("api_docs", __name__, template_folder="templates")
 
+METHODS = ("get", "post", "put", "patch", "delete")
 ASSETS = {"swagger-ui.css", "swagger-ui-bundle.js", "favicon-32x32.png"}
-PAGE = """<!doctype html>
+CONSOLE = """<!doctype html>
 <html lang="en">
 <head>
   <meta charset="utf-8">
   <meta name="viewport" content="width=device-width, initial-scale=1">
-  <title>Multi-head attention workbench API</title>
+  <title>API console · Multi-head attention workbench</title>
   <link rel="stylesheet" href="/api/docs/assets/swagger-ui.css">
   <link rel="icon" href="/api/docs/assets/favicon-32x32.png">
 </head>
 <body>
-  <main id="swagger-ui" aria-label="API reference"></main>
+  <main id="swagger-ui" aria-label="API console"></main>
   <script src="/api/docs/assets/swagger-ui-bundle.js"></script>
   <script src="/api/docs/init.js"></script>
 </body>
@@ -34,11 +42,135 @@ INIT = """window.ui = SwaggerUIBundle({
   validatorUrl: null
 });
 """
+_markdown = MarkdownIt("commonmark", {"html": False})
+
+
+def md(text: str | None) -> Markup:
+    return Markup(_markdown.render(text or ""))  # html off: the document's text cannot inject markup
+
+
+def resolve(spec: dict, node: dict) -> dict:
+    """`node` with its `$ref` (to this document) followed."""
+    while isinstance(node, dict) and "$ref" in node:
+        target: Any = spec
+        for part in node["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        node = target
+    return node
+
+
+def type_of(spec: dict, schema: dict) -> str:
+    if "$ref" in schema:
+        return schema["$ref"].rsplit("/", 1)[-1]
+    if "oneOf" in schema:
+        return " or ".join(type_of(spec, s) for s in schema["oneOf"])
+    kind = schema.get("type", "any")
+    if kind == "array":
+        return f"array of {type_of(spec, schema.get('items', {}))}"
+    if "enum" in schema:
+        return f"{kind}: one of " + ", ".join(json.dumps(v) for v in schema["enum"])
+    return kind + (f" ({schema['format']})" if "format" in schema else "")
+
+
+def scheme_kind(scheme: dict) -> str:
+    if scheme["type"] == "http":
+        return f"HTTP {scheme['scheme'].capitalize()} (Authorization header)"
+    return f"{scheme['type']} in the {scheme['in']} {scheme['name']}"
+
+
+def security(op: dict) -> Markup:
+    """ "`apiKey` or `browserSession`; scope `events:write`", or nothing for an open operation."""
+    schemes = Markup(" or ").join(Markup("<code>%s</code>") % n for entry in op.get("security", []) for n in entry)
+    scopes = Markup(", ").join(Markup("<code>%s</code>") % s for s in op.get("x-scopes", []))
+    return schemes + (Markup("; scope ") + scopes if scopes else "") if schemes else Markup("")
+
+
+def body(spec: dict, op: dict) -> dict | None:
+    if "requestBody" not in op:
+        return None
+    content_type, media = next(iter(op["requestBody"]["content"].items()))
+    schema = media.get("schema", {})
+    fields = []
+    if "$ref" in schema:
+        target = resolve(spec, schema)
+        required = set(target.get("required", []))
+        for name, prop in target.get("properties", {}).items():
+            fields.append(
+                {
+                    "name": name,
+                    "required": name in required,
+                    "type": type_of(spec, prop),
+                    "description": prop.get("description", ""),
+                }
+            )
+    examples = [(f"Example: {label}", ex["value"]) for label, ex in media.get("examples", {}).items()]
+    if "example" in media:
+        examples.append(("Example", media["example"]))
+    return {
+        "content_type": content_type,
+        "schema": type_of(spec, schema) if schema else "",
+        "fields": fields,
+        "examples": [(label, json.dumps(value, indent=2, ensure_ascii=False)) for label, value in examples],
+    }
+
+
+def parameters(spec: dict, path_item: dict, op: dict) -> list[dict]:
+    found = []
+    for p in [*path_item.get("parameters", []), *op.get("parameters", [])]:
+        p = resolve(spec, p)
+        found.append({**p, "type": type_of(spec, p.get("schema", {})), "description": p.get("description", "")})
+    return found
+
+
+def responses(spec: dict, op: dict) -> list[tuple[str, str, str]]:
+    found = []
+    for status in sorted(op.get("responses", {}), key=lambda s: (s == "default", s)):
+        answer = resolve(spec, op["responses"][status])
+        found.append((status, answer.get("description", ""), ", ".join(answer.get("content", {}))))
+    return found
+
+
+def reference(spec: dict) -> list[dict]:
+    """The operations grouped by tag, in the document's tag order."""
+    groups = {
+        t["name"]: {**t, "title": t["name"].replace("_", " ").capitalize(), "operations": []} for t in spec["tags"]
+    }
+    for path, item in spec["paths"].items():
+        for method in METHODS:
+            if method not in item:
+                continue
+            op = item[method]
+            tag = (op.get("tags") or ["other"])[0]
+            groups.setdefault(tag, {"name": tag, "title": tag.capitalize(), "operations": []})
+            groups[tag]["operations"].append(
+                {
+                    "anchor": re.sub(r"[^a-z0-9]+", "-", f"{method} {path}".lower()).strip("-"),
+                    "method": method.upper(),
+                    "path": path,
+                    "summary": op.get("summary", ""),
+                    "description": op.get("description", ""),
+                    "security": security(op),
+                    "parameters": parameters(spec, item, op),
+                    "body": body(spec, op),
+                    "responses": responses(spec, op),
+                }
+            )
+    return [g for g in groups.values() if g["operations"]]
 
 
 @blp.get("/api/docs")
 def page():
-    return Response(PAGE, mimetype="text/html")
+    html = current_app.extensions.get("api_reference")
+    if html is None:  # rendered once per app: the document does not change while it runs
+        spec = current_app.extensions["api"].spec.to_dict()
+        html = render_template("api_reference.html", spec=spec, groups=reference(spec), md=md, scheme_kind=scheme_kind)
+        current_app.extensions["api_reference"] = html
+    return Response(html, mimetype="text/html")
+
+
+@blp.get("/api/docs/try")
+def console():
+    return Response(CONSOLE, mimetype="text/html")
 
 
 @blp.get("/api/docs/init.js")

@@ -2,6 +2,7 @@
 fuzzes it in-process and finds no server error and no response outside its own schema."""
 
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -55,8 +56,8 @@ def test_post_operations_document_their_input_errors(spec):
     assert {"200", "400", "413", "415", "422"} <= set(responses)
 
 
-def test_docs_page_and_its_assets_are_served_locally(client):
-    page = client.get("/api/docs")
+def test_the_console_and_its_assets_are_served_locally(client):
+    page = client.get("/api/docs/try")
     assert page.status_code == 200 and b"swagger-ui" in page.data
     for src in ("/api/docs/assets/swagger-ui-bundle.js", "/api/docs/assets/swagger-ui.css", "/api/docs/init.js"):
         assert src.encode() in page.data
@@ -64,6 +65,38 @@ def test_docs_page_and_its_assets_are_served_locally(client):
         assert asset.status_code == 200 and len(asset.data) > 100
         asset.close()
     assert b"http" not in page.data.replace(b"http-equiv", b"")  # nothing loaded from elsewhere
+
+
+def test_the_reference_shows_every_operation_with_its_scope_and_examples(client, spec):
+    """Read as a platform engineer would: each operation's method and path as a heading, the
+    scope it needs, every parameter, and each request example, the same JSON the document holds."""
+    import html
+    import json as json_module
+
+    page = client.get("/api/docs")
+    assert page.status_code == 200 and page.mimetype == "text/html"
+    text = page.get_data(as_text=True)
+    assert "<script" not in text  # a page to read: nothing to run
+    headings = re.findall(r'<h3 id="([^"]+)"><code>([A-Z]+) ([^<]+)</code></h3>', text)
+    documented = {(m.upper(), p) for p, ops in spec["paths"].items() for m in ops if m in ("get", "post", "delete")}
+    assert {(m, html.unescape(p)) for _, m, p in headings} == documented
+    assert len({anchor for anchor, _, _ in headings}) == len(headings)  # every anchor is its own
+    for anchor, method, path in headings:
+        op = spec["paths"][html.unescape(path)][method.lower()]
+        section = text[text.index(f'id="{anchor}"') :].split("</article>", 1)[0]
+        for scope in op.get("x-scopes", []):
+            assert f"<code>{scope}</code>" in section, (path, scope)
+        for parameter in op.get("parameters", []):
+            assert f"<code>{parameter['name']}</code>" in section, (path, parameter["name"])
+        media = next(iter(op.get("requestBody", {}).get("content", {}).values()), {})
+        examples = [e["value"] for e in media.get("examples", {}).values()] + (
+            [media["example"]] if "example" in media else []
+        )
+        shown = [
+            json_module.loads(html.unescape(b))
+            for b in re.findall(r"<pre tabindex=\"0\"><code>(.*?)</code></pre>", section, re.S)
+        ]
+        assert shown == examples, path
 
 
 def _fuzz_app():

@@ -1,10 +1,16 @@
-"""The API docs page renders offline under the service's Content-Security-Policy."""
+"""The API reference (/api/docs) is a page of ours: accessible, every operation on it; the console
+(/api/docs/try, Swagger UI) renders offline under the service's Content-Security-Policy and runs
+every documented example."""
+
+import pytest
+
+from .conftest import open_page
 
 
 def test_swagger_ui_renders_every_operation(page, live):
     messages = []
     page.on("console", lambda m: messages.append(m.text) if m.type == "error" else None)
-    page.goto(live.url + "/api/docs")
+    page.goto(live.url + "/api/docs/try")
     page.locator(".opblock").first.wait_for(timeout=15000)
     assert page.locator(".opblock").count() >= 20
     assert not [m for m in messages if "Content Security Policy" in m], messages
@@ -52,7 +58,7 @@ def test_every_documented_request_example_succeeds_through_the_docs_page(page, l
     (token,) = demo_cohort(live, 1, 7, "docs-platform", "events:write,progress:read,analytics:read")
     spec = requests.get(live.url + "/api/v1/openapi.json", timeout=10).json()
     model_id = requests.get(live.url + "/api/v1/models", timeout=10).json()["models"][0]["id"]
-    page.goto(live.url + "/api/docs")
+    page.goto(live.url + "/api/docs/try")
     page.locator(".opblock").first.wait_for(timeout=15000)
     _authorize(page, token)
 
@@ -80,3 +86,19 @@ def test_every_documented_request_example_succeeds_through_the_docs_page(page, l
     )
     assert code == 200 and json.loads(answer)["correct"] is True, answer[:500]
     assert len(tried) >= 7, tried  # attention, compare, the model, one event, a batch, check, a challenge
+
+
+@pytest.mark.parametrize("width, height", [(1280, 800), (390, 844)])
+def test_the_reference_is_accessible_and_links_each_operation(page, live, width, height):
+    from axe_playwright_python.sync_playwright import Axe
+
+    page.set_viewport_size({"width": width, "height": height})
+    open_page(page, live, "/api/docs")
+    results = Axe().run(page)
+    assert [v["id"] for v in results.response["violations"] if v["impact"] in ("serious", "critical")] == []
+    page.get_by_role("link", name="POST /api/v1/events", exact=True).click()
+    heading = page.locator("#post-api-v1-events")
+    box = heading.bounding_box()
+    assert box and -1 <= box["y"] < height  # the table of contents took the reader to it
+    page.get_by_role("link", name="interactive console (Swagger UI)").click()
+    page.locator(".opblock").first.wait_for(timeout=15000)
