@@ -9,7 +9,7 @@ import numpy as np
 from flask import current_app
 from flask.views import MethodView
 
-from ..compute.model import PATTERNS, Model, byte_text, load_models
+from ..compute.model import ABLATION_SEQUENCES, PATTERNS, Model, byte_text, load_models
 from ..edge import EdgeRequest, costs
 from ..edge.problems import Problem
 from .schemas.models import ModelAttentionRequestSchema, ModelListSchema, ModelTraceSchema
@@ -59,20 +59,46 @@ def describe(model: Model) -> dict[str, Any]:
     }
 
 
+def ablated_heads(model: Model, ablate: list[dict[str, int]]) -> frozenset[tuple[int, int]]:
+    """The `ablate` list as (layer, head) pairs, or a 422 naming the first that is not in the model."""
+    for i, ref in enumerate(ablate):
+        if ref["layer"] >= model.layers or ref["head"] >= model.heads:
+            message = (
+                f"layer {ref['layer']}, head {ref['head']} is not in {model.id}: it has layers 0 to "
+                f"{model.layers - 1} and heads 0 to {model.heads - 1} (0-based)"
+            )
+            raise Problem(422, message, errors={f"ablate.{i}": [message]})
+    return frozenset((ref["layer"], ref["head"]) for ref in ablate)
+
+
 def trace_body(model: Model, data: bytes, args: dict[str, Any]) -> dict[str, Any]:
-    forward = model.forward(np.frombuffer(data, dtype=np.uint8))
+    off = ablated_heads(model, args.get("ablate") or [])
+    forward = model.forward(np.frombuffer(data, dtype=np.uint8), off)
     include, precision = set(args.get("include") or ()), args.get("precision")
+    intact, ablated = model.ablation_scores(off) if off else (model.scores, model.scores)
     layers = []
     for index, trace in enumerate(forward.layers):
         body = trace_json(trace, include, precision)
         for head, job in zip(body["heads"], head_jobs(model, index), strict=True):
-            head.update(label=job["label"], pattern_scores=job["pattern_scores"])
+            head.update(label=job["label"], pattern_scores=job["pattern_scores"], off=(index, head["index"]) in off)
+            if off:
+                head["ablation"] = {
+                    "intact": dict(zip(PATTERNS, map(float, intact[index, head["index"]]), strict=True)),
+                    "ablated": dict(zip(PATTERNS, map(float, ablated[index, head["index"]]), strict=True)),
+                }
         if "residual" in body:  # the model's stream + output (the engine's own input was LN(stream))
             body["residual"] = rounded(forward.streams[index], precision)
         layers.append({"index": index, **body})
     after = [likeliest(row, position + 1, args["top"]) for position, row in enumerate(forward.probabilities)]
+    extra = {}
+    if off:
+        extra = {
+            "ablated": [{"layer": layer, "head": head} for layer, head in sorted(off)],
+            "ablation_measured_on": f"the first {ABLATION_SEQUENCES} of the held-out sequences in measured_on",
+        }
     return {
         "model": model.id,
+        **extra,
         "tokens": [{"index": i, "byte": int(b), "text": byte_text(int(b))} for i, b in enumerate(data)],
         "shape": layers[0]["shape"],
         "layers": layers,
@@ -105,13 +131,23 @@ def cells(req: EdgeRequest) -> int | None:
     if model is None or not isinstance(text, str):
         return None  # the view says what is wrong
     n = min(len(text.encode("utf-8", "surrogatepass")), model.context)
-    return model.layers * (model.heads * n * n + n * model.card["architecture"]["d_model"])
+    one = model.layers * (model.heads * n * n + n * model.card["architecture"]["d_model"])
+    if req.data.get("ablate"):  # the scores are measured again: sequences of up to `context` bytes
+        c = model.context
+        one += ABLATION_SEQUENCES * model.layers * (model.heads * c * c + c * model.card["architecture"]["d_model"])
+    return one
 
 
 @blp.route("/<string:model_id>/attention")
 class ModelAttention(MethodView):
     @costs(cells)
-    @blp.arguments(ModelAttentionRequestSchema(), example={"text": "def f(x):", "top": 5})
+    @blp.arguments(
+        ModelAttentionRequestSchema(),
+        examples={
+            "a text": {"value": {"text": "def f(x):", "top": 5}},
+            "a head switched off": {"value": {"text": "x7Kp2Qx7Kp2Q", "ablate": [{"layer": 0, "head": 0}]}},
+        },
+    )
     @blp.response(200, ModelTraceSchema)
     @blp.problems(404, *JSON_BODY_ERRORS)
     def post(self, args, model_id):

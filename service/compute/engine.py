@@ -11,7 +11,7 @@ from . import steps
 from .config import AttentionConfig, RopeConfig
 from .failure_modes import Steps, steps_of
 from .reference import plain_loop
-from .steps import as_matrix, as_weight
+from .steps import as_bias, as_matrix, as_weight
 
 
 @dataclass(frozen=True, eq=False)
@@ -60,6 +60,10 @@ def multi_head_attention(
     w_k=None,
     w_v=None,
     w_o=None,
+    b_q=None,
+    b_k=None,
+    b_v=None,
+    b_o=None,
     kv_heads: int | None = None,
     rope: RopeConfig | dict | str | None = None,
     failure_mode: str | None = None,
@@ -67,8 +71,10 @@ def multi_head_attention(
 ) -> AttentionTrace:
     """Causal (by default) multi-head attention of token rows `x` `[n][d_model]`, float64.
 
-    Weights are `[in][out]` (row vectors: `Q = X @ W_Q`); None means identity. Under
-    grouped-query attention `w_k`/`w_v` are `[d_model][kv_heads * d_head]`. `failure_mode`
+    Weights are `[in][out]` (row vectors: `Q = X @ W_Q`); None means identity. Biases `b_q`,
+    `b_k`, `b_v`, `b_o` `[out]` are added after their projection (`Q = X @ W_Q + b_Q`, BERT's
+    layers have them); None means none. Under grouped-query attention `w_k`/`w_v` are
+    `[d_model][kv_heads * d_head]`. `failure_mode`
     computes exactly what the named broken implementation would. `reference` computes it with
     the plain per-head loop that specifies the engine (reference.py) instead of its fast kernels.
     """
@@ -77,7 +83,8 @@ def multi_head_attention(
         x = as_matrix(x, "tokens")
         shape = (x.shape[0], x.shape[1], heads, heads if kv_heads is None else kv_heads)
         cfg = _config(*shape, bool(causal), None if rope is None else RopeConfig.coerce(rope), failure_mode)
-        return _pipeline(x, cfg, Projections.of(cfg, w_q, w_k, w_v, w_o), cfg.steps, reference)
+        w = Projections.of(cfg, w_q, w_k, w_v, w_o, (b_q, b_k, b_v, b_o))
+        return _pipeline(x, cfg, w, cfg.steps, reference)
 
 
 def _config(n, d_model, heads, kv_heads, causal, rope, failure_mode) -> AttentionConfig:
@@ -104,23 +111,28 @@ def with_mistakes(x, heads: int, causal: bool, *mistakes: str | None, w_o=None) 
 
 @dataclass(frozen=True)
 class Projections:
-    """W_Q, W_K, W_V, W_O as `[in][out]` float64 arrays, or None for the identity."""
+    """W_Q, W_K, W_V, W_O as `[in][out]` float64 arrays, or None for the identity; each one's
+    bias `[out]`, or None for none."""
 
     query: np.ndarray | None
     key: np.ndarray | None
     value: np.ndarray | None
     output: np.ndarray | None
+    biases: tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None, np.ndarray | None] = (None,) * 4
 
     @classmethod
-    def of(cls, cfg: AttentionConfig, w_q, w_k, w_v, w_o) -> Projections:
-        if w_q is None and w_k is None and w_v is None and w_o is None:
+    def of(cls, cfg: AttentionConfig, w_q, w_k, w_v, w_o, biases=(None,) * 4) -> Projections:
+        if w_q is None and w_k is None and w_v is None and w_o is None and all(b is None for b in biases):
             return IDENTITY  # the workbench's case: nothing to check
         d, kv = cfg.d_model, cfg.kv_width
+        widths = (d, kv, kv, d)
+        names = ("query", "key", "value", "output")
         return cls(
             as_weight(w_q, (d, d), "projections.query"),
             as_weight(w_k, (d, kv), "projections.key"),
             as_weight(w_v, (d, kv), "projections.value"),
             as_weight(w_o, (d, d), "projections.output"),
+            tuple(as_bias(b, width, f"biases.{name}") for b, width, name in zip(biases, widths, names, strict=True)),  # type: ignore[arg-type]
         )
 
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import struct
-from dataclasses import dataclass
+import threading
+from collections.abc import Collection
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -23,6 +25,7 @@ from .engine import AttentionTrace, multi_head_attention
 PRINTABLE = np.arange(32, 127, dtype=np.uint8)
 SCORE_SEED = 20251130  # held-out sequences: training draws from its own seed
 SCORE_SEQUENCES = 64
+ABLATION_SEQUENCES = 16  # with heads off, scores are measured again on the first 16 (a request's time)
 LABEL_THRESHOLD = 0.4  # a head is labelled by its highest score when that score is at least this
 
 PATTERNS = {
@@ -86,8 +89,9 @@ class Model:
     def context(self) -> int:
         return int(self.card["architecture"]["context"])
 
-    def forward(self, tokens: np.ndarray) -> Forward:
-        """tokens [n] bytes (1 <= n <= context) -> every layer's trace and the next-byte probabilities."""
+    def forward(self, tokens: np.ndarray, ablate: Collection[tuple[int, int]] = ()) -> Forward:
+        """tokens [n] bytes (1 <= n <= context) -> every layer's trace and the next-byte probabilities.
+        `ablate`: (layer, head) pairs, 0-based, switched off: their outputs zeroed before W_O."""
         x = self.weights["embed"][tokens]  # the residual stream [n, d_model]; positions come from RoPE
         traces, streams = [], []
         for layer in range(self.layers):
@@ -95,6 +99,7 @@ class Model:
             trace = multi_head_attention(
                 layer_norm(x), self.heads, causal=True, w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o, rope=self.rope
             )
+            trace = switched_off(trace, [head for (at, head) in ablate if at == layer], w_o)
             x = x + trace.output  # [n, d_model]: the stream after this layer
             traces.append(trace)
             streams.append(x)
@@ -109,9 +114,48 @@ class Model:
         """[layers, heads, 4] mean previous-token, induction, first-token and self scores."""
         return head_scores(self, held_out_sequences(self.context))
 
+    def ablation_scores(self, ablate: frozenset[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+        """[layers, heads, 4] twice: every head's scores with every head on, and with the `ablate`
+        heads off, both on the first ABLATION_SEQUENCES held-out sequences."""
+        return _ablated(self, frozenset()), _ablated(self, ablate)
+
     @cached_property
     def labels(self) -> list[list[str]]:
         return [[label(row) for row in layer] for layer in self.scores]
+
+
+_ABLATIONS: dict[tuple[int, frozenset[tuple[int, int]]], np.ndarray] = {}  # (id(model), heads off) -> scores
+_ABLATIONS_LOCK = threading.Lock()
+
+
+def _ablated(model: Model, ablate: frozenset[tuple[int, int]]) -> np.ndarray:
+    """`head_scores` with `ablate` off on the first ABLATION_SEQUENCES held-out sequences, kept
+    for the 64 latest ablations (a learner toggles the same few heads back and forth)."""
+    key = (id(model), ablate)
+    with _ABLATIONS_LOCK:
+        if key in _ABLATIONS:
+            return _ABLATIONS[key]
+    scores = head_scores(model, held_out_sequences(model.context)[:ABLATION_SEQUENCES], ablate)
+    with _ABLATIONS_LOCK:
+        if len(_ABLATIONS) >= 64:
+            del _ABLATIONS[next(iter(_ABLATIONS))]
+        _ABLATIONS[key] = scores
+    return scores
+
+
+def switched_off(trace: AttentionTrace, heads: list[int], w_o: np.ndarray) -> AttentionTrace:
+    """The trace with `heads` off: their outputs zero, the concatenation and W_O's output redone
+    (the heads' own Q, K, V, scores and weights are what they computed). An ablation as
+    TransformerLens's hooks do it: the rest of the model reads only what the others wrote."""
+    if not heads:
+        return trace
+    outputs = trace.head_outputs.copy()  # [H, n, d_head]
+    outputs[heads] = 0.0
+    concat = outputs.transpose(1, 0, 2).reshape(trace.config.n, -1)  # [H, n, d] -> [n, H*d]
+    output = concat @ w_o  # [n, d_model]
+    for array in (outputs, concat, output):
+        array.setflags(write=False)
+    return replace(trace, head_outputs=outputs, concat=concat, output=output, residual=trace.tokens + output)
 
 
 def layer_norm(x: np.ndarray, eps: float = 1e-5) -> np.ndarray:
@@ -156,11 +200,11 @@ def pattern_scores(weights: np.ndarray) -> np.ndarray:
     )
 
 
-def head_scores(model: Model, sequences: list[np.ndarray]) -> np.ndarray:
+def head_scores(model: Model, sequences: list[np.ndarray], ablate: Collection[tuple[int, int]] = ()) -> np.ndarray:
     """[layers, heads, 4]: `pattern_scores` averaged over `sequences` (each typed twice)."""
     total = np.zeros((model.layers, model.heads, len(PATTERNS)))
     for sequence in sequences:
-        for layer, trace in enumerate(model.forward(sequence).layers):
+        for layer, trace in enumerate(model.forward(sequence, ablate).layers):
             total[layer] += pattern_scores(trace.weights)
     return total / len(sequences)
 

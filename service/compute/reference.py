@@ -57,9 +57,11 @@ def plain_loop(x: np.ndarray, cfg: Any, w: Any, how: Any, features: np.ndarray, 
     """The ten steps, head after head (`how`: the failure mode's way of doing them)."""
     n, d_model, d = cfg.n, cfg.d_model, cfg.d_head
     eye = np.eye(d_model)
-    q = x @ (eye if w.query is None else w.query)  # 1. [n, d_model]
-    k = x @ (eye[:, : cfg.kv_width] if w.key is None else w.key)  # 1. [n, kv * d_head]
-    v = x @ (eye[:, : cfg.kv_width] if w.value is None else w.value)
+    widths = (d_model, cfg.kv_width, cfg.kv_width, d_model)
+    b_q, b_k, b_v, b_o = (np.zeros(m) if b is None else b for b, m in zip(w.biases, widths, strict=True))  # [out] each
+    q = x @ (eye if w.query is None else w.query) + b_q  # 1. [n, d_model]
+    k = x @ (eye[:, : cfg.kv_width] if w.key is None else w.key) + b_k  # 1. [n, kv * d_head]
+    v = x @ (eye[:, : cfg.kv_width] if w.value is None else w.value) + b_v
     future = np.triu(np.ones((n, n), dtype=bool), k=1) if cfg.causal else np.zeros((n, n), dtype=bool)
     masking = how.mask if cfg.causal or how.mask in ("wrong_axis", "transposed") else "before_softmax"
     scale = {"d_head": 1 / math.sqrt(d), "none": 1.0, "d_model": 1 / math.sqrt(d_model)}[how.scale]
@@ -79,7 +81,7 @@ def plain_loop(x: np.ndarray, cfg: Any, w: Any, how: Any, features: np.ndarray, 
             parts[name].append(value)
     outputs = parts["head_outputs"][::-1] if how.order == "reversed" else parts["head_outputs"]
     concat = np.hstack(outputs)  # 8. [n, d_model]
-    output = concat if how.output == "skip" or w.output is None else concat @ w.output  # 9. [n, d_model]
+    output = concat if how.output == "skip" else concat @ (eye if w.output is None else w.output) + b_o  # 9.
     names = ("query", "key", "value", "scores", "weights", "head_outputs")
     trace: dict[str, np.ndarray | None] = {name: np.array(parts[name]) for name in names}
     trace.update(mask=future, concat=concat, output=output, residual=x + output)  # 10.

@@ -24,11 +24,13 @@ SCAN_DIRECTLY = 4096  # cells below which a direct scan beats computing a bound
 # 1. project: Q = X W_Q, K = X W_K, V = X W_V
 
 
-def project(x: np.ndarray, w: np.ndarray | None, width: int | None = None) -> np.ndarray:
-    """Row-vector projection `x @ w`; `w=None` is the identity (its first `width` columns)."""
+def project(x: np.ndarray, w: np.ndarray | None, width: int | None = None, b: np.ndarray | None = None) -> np.ndarray:
+    """Row-vector projection `x @ w (+ b)`; `w=None` is the identity (its first `width` columns)."""
     if w is None:
-        return x if width is None or width == x.shape[1] else x[:, :width]  # [n, d_model] -> [n, width]
-    return x @ w  # [n, d_in] @ [d_in, d_out] -> [n, d_out]
+        y = x if width is None or width == x.shape[1] else x[:, :width]  # [n, d_model] -> [n, width]
+    else:
+        y = x @ w  # [n, d_in] @ [d_in, d_out] -> [n, d_out]
+    return y if b is None else y + b  # [n, d_out] + [d_out]
 
 
 # 2. split: head h takes its slice of the features
@@ -164,9 +166,14 @@ def attend(weights: np.ndarray, v: np.ndarray, causal: bool = False, block: int 
 def run(x: np.ndarray, cfg: Any, w: Any, how: Any, features: np.ndarray, kv_features: np.ndarray) -> dict[str, Any]:
     """The ten steps on tokens `x` [n, d_model] (checked finite), as `how` does them."""
     d, kv = cfg.d_head, cfg.kv_width
-    q = finite(project(x, w.query), "the query projection X @ W_Q", "projections.query", w.query)  # 1. [n, d_model]
-    k = finite(project(x, w.key, kv), "the key projection X @ W_K", "projections.key", w.key)  # 1. [n, kv*d]
-    v = finite(project(x, w.value, kv), "the value projection X @ W_V", "projections.value", w.value)  # 1. [n, kv*d]
+    b_q, b_k, b_v, b_o = w.biases  # each [out] or None
+    q = finite(
+        project(x, w.query, None, b_q), "the query projection X @ W_Q", "projections.query", w.query
+    )  # 1. [n, d_model]
+    k = finite(project(x, w.key, kv, b_k), "the key projection X @ W_K", "projections.key", w.key)  # 1. [n, kv*d]
+    v = finite(
+        project(x, w.value, kv, b_v), "the value projection X @ W_V", "projections.value", w.value
+    )  # 1. [n, kv*d]
     qh = _split(q, features, how.split)  # 2. [n, d_model] -> [H, n, d]
     kh = qh if k is q and kv_features is features else _split(k, kv_features, how.split)  # 2. -> [kv, n, d]
     vh = kh if v is k else _split(v, kv_features, how.split)  # 2. -> [kv, n, d]
@@ -180,7 +187,7 @@ def run(x: np.ndarray, cfg: Any, w: Any, how: Any, features: np.ndarray, kv_feat
     scale = {"d_head": 1.0 / math.sqrt(d), "none": 1.0, "d_model": 1.0 / math.sqrt(cfg.d_model)}[how.scale]
     s, a, o = _attend(qh, kh, vh, float(scale), mask, masking, masks)  # 4-7. [H, n, n], [H, n, n], [H, n, d]
     concat = merge_heads(o[::-1] if how.order == "reversed" else o)  # 8. [n, d_model]
-    out = concat if how.output == "skip" or w.output is None else _out(concat, w.output)  # 9. concat @ W_O
+    out = concat if how.output == "skip" or (w.output is None and b_o is None) else _out(concat, w.output, b_o)  # 9.
     residual = finite(x + out, "the residual X + output", "tokens")  # 10. X + output: [n, d_model]
     return {"query": qh, "key": kh, "value": vh, "scores": s, "mask": mask, "weights": a, "head_outputs": o,
             "concat": concat, "output": out, "residual": residual, "query_before_rope": plain[0],
@@ -207,8 +214,8 @@ def _attend(q, k, v, scale: float, mask: np.ndarray, masking: str, masks: bool):
     return s, a, attend(a, v, causal=lower)  # 7. [H, n, d]
 
 
-def _out(concat: np.ndarray, w_o: np.ndarray) -> np.ndarray:
-    return finite(project(concat, w_o), "the output projection concat @ W_O", "projections.output", w_o)
+def _out(concat: np.ndarray, w_o: np.ndarray | None, b_o: np.ndarray | None = None) -> np.ndarray:
+    return finite(project(concat, w_o, None, b_o), "the output projection concat @ W_O", "projections.output", w_o)
 
 
 # Checks: every number in, and every number out, is finite
@@ -247,6 +254,15 @@ def as_weight(value, shape: tuple[int, int], field: str) -> np.ndarray | None:
             field=field,
         )
     return w
+
+
+def as_bias(value, width: int, field: str) -> np.ndarray | None:
+    if value is None:
+        return None
+    b = np.asarray(value, dtype=np.float64).reshape(-1) if np.ndim(value) == 1 else as_matrix(value, field)
+    if b.ndim != 1 or b.shape[0] != width or not np.isfinite(b).all():
+        raise AttentionInputError(f"{field} must be {width} finite numbers (one per output column)", field=field)
+    return b.copy()
 
 
 def finite(a: np.ndarray, what: str, field: str, weight: object = True) -> np.ndarray:

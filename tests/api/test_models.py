@@ -59,6 +59,75 @@ def test_labelled_heads_do_their_job_on_fresh_sequences_through_the_api(client, 
     assert max(np.mean(totals[k]) for k in induction) >= 0.5
 
 
+def induction_scores(client, texts: list[str], ablate: list[dict]) -> dict[int, float]:
+    """Layer 2's heads' mean weight, over the second copy, to the byte after the earlier
+    occurrence of each byte (a plain loop over the weights the API returns)."""
+    found: dict[int, list[float]] = {}
+    for text in texts:
+        period = len(text) // 2
+        body = client.post(URL, json={"text": text, "include": ["weights"], "ablate": ablate}).json
+        for head in body["layers"][1]["heads"]:
+            w = head["weights"]
+            found.setdefault(head["index"], []).append(
+                sum(w[i][i - period + 1] for i in range(period, 2 * period)) / period
+            )
+    return {head: float(np.mean(values)) for head, values in found.items()}
+
+
+def test_switching_off_the_previous_token_head_breaks_the_induction_heads(client, listing):
+    """K-composition (Elhage et al. 2021): layer 2's induction heads find "the byte after the
+    earlier copy of mine" through the previous-token head's output; without it they cannot.
+    Switching off a head with no job leaves them as they were."""
+    (previous,) = labelled(listing, "previous token")
+    induction = [head for layer, head in labelled(listing, "induction") if layer == 1]
+    idle = [(layer, head) for layer, head in labelled(listing, "no single pattern") if layer == 0]
+    assert induction and idle
+    rng = np.random.default_rng(777)
+    alphabet = [chr(c) for c in range(33, 127)]
+    texts = ["".join(rng.choice(alphabet, size=int(rng.integers(16, 48)))) * 2 for _ in range(8)]
+    intact = induction_scores(client, texts, [])
+    without_previous = induction_scores(client, texts, [{"layer": previous[0], "head": previous[1]}])
+    for head in induction:
+        assert without_previous[head] <= intact[head] / 2, (head, intact[head], without_previous[head])
+    for layer, off in idle:
+        without_idle = induction_scores(client, texts, [{"layer": layer, "head": off}])
+        for head in induction:
+            assert without_idle[head] > intact[head] / 2, (off, head, intact[head], without_idle[head])
+
+
+def test_an_ablation_reports_the_heads_off_and_their_effect_on_every_heads_scores(client, listing):
+    (previous,) = labelled(listing, "previous token")
+    ablate = [{"layer": previous[0], "head": previous[1]}]
+    body = client.post(URL, json={"text": "abcabc", "ablate": ablate, "include": ["heads.output"]}).json
+    assert body["ablated"] == ablate
+    heads = body["layers"][previous[0]]["heads"]
+    assert [h["off"] for h in heads] == [h["index"] == previous[1] for h in heads]
+    assert [any(any(row) for row in h["output"]) for h in heads] == [not h["off"] for h in heads]  # its output is 0
+    for layer in body["layers"]:
+        for head in layer["heads"]:
+            assert set(head["ablation"]) == {"intact", "ablated"}
+    induction = [head for layer, head in labelled(listing, "induction") if layer == 1]
+    scores = body["layers"][1]["heads"][induction[0]]["ablation"]
+    assert scores["ablated"]["induction"] < scores["intact"]["induction"] / 2
+
+
+@pytest.mark.parametrize(
+    "ablate, field",
+    [
+        ([{"layer": 2, "head": 0}], "ablate"),
+        ([{"layer": 0, "head": 4}], "ablate"),
+        ([{"layer": -1, "head": 0}], "ablate"),
+        ([{"layer": 0}], "ablate"),
+        ("layer 0", "ablate"),
+        ([{"layer": 0, "head": 0}] * 65, "ablate"),
+    ],
+)
+def test_an_ablation_of_a_head_the_model_lacks_is_a_422_naming_it(client, ablate, field):
+    response = client.post(URL, json={"text": "abc", "ablate": ablate})
+    assert response.status_code == 422 and response.mimetype == "application/problem+json"
+    assert any(key.startswith(field) for key in response.json["errors"]), response.json
+
+
 def test_a_repeat_is_continued(client):
     body = client.post(URL, json={"text": "Kx7#qPz2!mW4vR9&Kx7#qPz2!mW4v", "top": 3}).json
     assert body["next"][0]["text"] == "R"

@@ -208,3 +208,10 @@ def test_each_failure_mode_equals_the_loop_written_the_broken_way(mode, kv_heads
     )
     for name in ("scores", "weights", "head_outputs", "concat", "output", "residual"):
         np.testing.assert_allclose(getattr(trace, name), np.array(ref[name]), rtol=0, atol=1e-12, err_msg=name)
+
+
+def test_a_bias_of_the_wrong_width_is_refused_by_name():
+    from service.compute.errors import AttentionInputError
+
+    with pytest.raises(AttentionInputError, match=r"biases\.key must be 4 finite numbers"):
+        multi_head_attention(np.eye(3, 4), 2, b_k=np.zeros(3))

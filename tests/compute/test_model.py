@@ -10,12 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from service.compute import multi_head_attention
 from service.compute.model import (
     PATTERNS,
     Model,
     byte_text,
     held_out_sequences,
     label,
+    layer_norm,
     load_models,
     pattern_scores,
     read_safetensors,
@@ -128,3 +130,24 @@ def _parameter(name: str) -> str:
         _, layer, weight = name.split(".")
         return f"{weight}.{layer}"
     return name
+
+
+def test_a_switched_off_head_contributes_nothing_and_the_rest_is_computed_as_usual(model):
+    """Ablation by a plain loop: layer by layer, the stream gains the sum over the heads still on
+    of head_output_h @ (W_O's rows for head h); the layer after reads that stream."""
+    tokens = np.frombuffer(b"the cat sat; the cat sat", dtype=np.uint8)
+    off = {(0, 0), (1, 2)}
+    ablated = model.forward(tokens, off)
+    d_head = model.card["architecture"]["d_model"] // model.heads
+    x = model.weights["embed"][tokens]
+    for layer in range(model.layers):
+        w = {name: model.weights[f"layers.{layer}.{name}"] for name in ("w_q", "w_k", "w_v", "w_o")}
+        intact = multi_head_attention(layer_norm(x), model.heads, rope=model.rope, **w)
+        np.testing.assert_allclose(ablated.layers[layer].weights, intact.weights, atol=1e-12)  # it still looks
+        added = np.zeros_like(x)
+        for h in range(model.heads):
+            if (layer, h) not in off:
+                added += intact.head_outputs[h] @ w["w_o"][h * d_head : (h + 1) * d_head]
+        np.testing.assert_allclose(ablated.streams[layer], x + added, atol=1e-10)
+        x = x + added
+    assert not np.allclose(ablated.probabilities, model.forward(tokens).probabilities)

@@ -75,6 +75,30 @@ def test_matches_nn_multihead_attention_with_the_same_weights(n, d_model, heads,
     np.testing.assert_allclose(trace.output, out[0].numpy(), rtol=0, atol=TOL)
 
 
+@pytest.mark.parametrize("n, d_model, heads, causal", [(3, 4, 2, True), (10, 24, 3, False)])
+@pytest.mark.parametrize("reference", [False, True])
+def test_projection_biases_match_nn_multihead_attention_with_bias(n, d_model, heads, causal, reference):
+    """BERT's attention: every projection has a bias (Q = X @ W_Q + b_Q, and so on)."""
+    rng = np.random.default_rng(n + d_model)
+    x = rng.normal(size=(n, d_model))
+    w = _weights(rng, d_model, d_model)
+    b = {name: rng.normal(size=d_model) for name in ("b_q", "b_k", "b_v", "b_o")}
+    trace = multi_head_attention(x, heads, causal=causal, reference=reference, **w, **b)
+
+    mha = torch.nn.MultiheadAttention(d_model, heads, bias=True, batch_first=True, dtype=torch.float64)
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(torch.from_numpy(np.concatenate([w["w_q"].T, w["w_k"].T, w["w_v"].T])))
+        mha.in_proj_bias.copy_(torch.from_numpy(np.concatenate([b["b_q"], b["b_k"], b["b_v"]])))
+        mha.out_proj.weight.copy_(torch.from_numpy(w["w_o"].T))
+        mha.out_proj.bias.copy_(torch.from_numpy(b["b_o"]))
+    tx = torch.from_numpy(x)[None]
+    mask = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1) if causal else None
+    with torch.no_grad():
+        out, weights = mha(tx, tx, tx, attn_mask=mask, need_weights=True, average_attn_weights=False)
+    np.testing.assert_allclose(trace.weights, weights[0].numpy(), rtol=0, atol=TOL)
+    np.testing.assert_allclose(trace.output, out[0].numpy(), rtol=0, atol=TOL)
+
+
 def test_fully_masked_rows_give_zeros_like_sdpa():
     from service.compute import steps
 

@@ -30,10 +30,24 @@ class Text(fields.String):
         return value
 
 
+class HeadRefSchema(Schema):
+    layer = StrictInteger(required=True, validate=validate.Range(min=0), metadata={"description": "0-based"})
+    head = StrictInteger(required=True, validate=validate.Range(min=0), metadata={"description": "0-based"})
+
+
 class ModelAttentionRequestSchema(TraceOptionsSchema):
     text = Text(required=True, metadata={"description": "what the model reads, as UTF-8 bytes (at most `context`)"})
     top = StrictInteger(
         load_default=5, validate=validate.Range(min=1, max=256), metadata={"description": "next-byte predictions"}
+    )
+    ablate = fields.List(
+        fields.Nested(HeadRefSchema),
+        load_default=list,
+        validate=validate.Length(max=64),
+        metadata={
+            "description": "heads to switch off (0-based layer and head): their outputs are zeroed before W_O and "
+            "the rest of the model computed as usual; each head's pattern scores are then measured again"
+        },
     )
 
 
@@ -78,9 +92,19 @@ class PredictionSchema(TokenSchema):
     probability = fields.Float()
 
 
+class AblationScoresSchema(Schema):
+    intact = fields.Nested(PatternScoresSchema, metadata={"description": "every head on"})
+    ablated = fields.Nested(PatternScoresSchema, metadata={"description": "the `ablate` heads off"})
+
+
 class TracedHeadSchema(HeadSchema):
     label = fields.String()
     pattern_scores = fields.Nested(PatternScoresSchema)
+    off = fields.Boolean(metadata={"description": "switched off by `ablate`: its output is zero"})
+    ablation = fields.Nested(
+        AblationScoresSchema,
+        metadata={"description": "with `ablate`: this head's scores with and without them, on the same sequences"},
+    )
 
 
 class LayerSchema(AttentionResponseSchema):
@@ -90,6 +114,8 @@ class LayerSchema(AttentionResponseSchema):
 
 class ModelTraceSchema(Schema):
     model = fields.String()
+    ablated = fields.List(fields.Nested(HeadRefSchema), metadata={"description": "the heads switched off"})
+    ablation_measured_on = fields.String(metadata={"description": "the sequences `ablation` scores come from"})
     tokens = fields.List(fields.Nested(TokenSchema))
     shape = fields.Nested(ShapeSchema)
     layers = fields.List(fields.Nested(LayerSchema))
