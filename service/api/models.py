@@ -9,7 +9,8 @@ import numpy as np
 from flask import current_app
 from flask.views import MethodView
 
-from ..compute.model import ABLATION_SEQUENCES, PATTERNS, Model, byte_text, load_models
+from ..compute.encoder import ABLATION_SENTENCES, MAX_CHARACTERS, Encoder, load_encoders
+from ..compute.model import ABLATION_SEQUENCES, Model, byte_text, load_models
 from ..edge import EdgeRequest, costs
 from ..edge.problems import Problem
 from .schemas.models import ModelAttentionRequestSchema, ModelListSchema, ModelTraceSchema
@@ -20,15 +21,17 @@ blp = Blueprint(
     "models",
     __name__,
     url_prefix="/api/v1/models",
-    description="A small model trained here; each layer is the workbench's multi-head attention with learned weights.",
+    description="A small model trained here and, with the minilm extra, a pretrained encoder; each layer's "
+    "attention is the workbench's multi-head attention with the model's weights.",
 )
+AnyModel = Model | Encoder
 
 
-def registry() -> dict[str, Model]:
+def registry() -> dict[str, AnyModel]:
     return current_app.extensions["models"]
 
 
-def find(model_id: str) -> Model:
+def find(model_id: str) -> AnyModel:
     model = registry().get(model_id)
     if model is None:
         known = ", ".join(sorted(registry())) or "none"
@@ -36,22 +39,28 @@ def find(model_id: str) -> Model:
     return model
 
 
-def head_jobs(model: Model, layer: int) -> list[dict[str, Any]]:
+def named(model: AnyModel, scores: np.ndarray) -> dict[str, float]:
+    """One head's scores [patterns] by pattern name."""
+    return dict(zip(model.patterns, map(float, scores), strict=True))
+
+
+def head_jobs(model: AnyModel, layer: int) -> list[dict[str, Any]]:
     jobs = []
     for h, scores in enumerate(model.scores[layer]):
-        named = dict(zip(PATTERNS, map(float, scores), strict=True))
-        jobs.append({"index": h, "label": model.labels[layer][h], "pattern_scores": named})
+        named_scores = named(model, scores)
+        jobs.append({"index": h, "label": model.labels[layer][h], "pattern_scores": named_scores})
     return jobs
 
 
-def describe(model: Model) -> dict[str, Any]:
-    arch = model.card["architecture"]
+def describe(model: AnyModel) -> dict[str, Any]:
     return {
         "id": model.id,
         "description": model.card["description"],
+        "causal": model.causal,
+        "reads": "UTF-8 bytes" if model.kind == "bytes" else "WordPiece pieces, [CLS] first and [SEP] last",
         "layers": model.layers,
         "heads": model.heads,
-        "d_model": arch["d_model"],
+        "d_model": model.d_model,
         "context": model.context,
         "licence": model.card["licences"],
         "measured_on": model.card["head_scores"]["measured_on"],
@@ -59,7 +68,7 @@ def describe(model: Model) -> dict[str, Any]:
     }
 
 
-def ablated_heads(model: Model, ablate: list[dict[str, int]]) -> frozenset[tuple[int, int]]:
+def ablated_heads(model: AnyModel, ablate: list[dict[str, int]]) -> frozenset[tuple[int, int]]:
     """The `ablate` list as (layer, head) pairs, or a 422 naming the first that is not in the model."""
     for i, ref in enumerate(ablate):
         if ref["layer"] >= model.layers or ref["head"] >= model.heads:
@@ -71,40 +80,86 @@ def ablated_heads(model: Model, ablate: list[dict[str, int]]) -> frozenset[tuple
     return frozenset((ref["layer"], ref["head"]) for ref in ablate)
 
 
-def trace_body(model: Model, data: bytes, args: dict[str, Any]) -> dict[str, Any]:
-    off = ablated_heads(model, args.get("ablate") or [])
-    forward = model.forward(np.frombuffer(data, dtype=np.uint8), off)
+def layers_json(model: AnyModel, traces: list, streams: list, off: frozenset, args: dict[str, Any]) -> list[dict]:
+    """Every layer's trace, each head with its label and scores (and, with `ablate`, its scores
+    with and without the heads off)."""
     include, precision = set(args.get("include") or ()), args.get("precision")
     intact, ablated = model.ablation_scores(off) if off else (model.scores, model.scores)
     layers = []
-    for index, trace in enumerate(forward.layers):
+    for index, trace in enumerate(traces):
         body = trace_json(trace, include, precision)
         for head, job in zip(body["heads"], head_jobs(model, index), strict=True):
             head.update(label=job["label"], pattern_scores=job["pattern_scores"], off=(index, head["index"]) in off)
             if off:
                 head["ablation"] = {
-                    "intact": dict(zip(PATTERNS, map(float, intact[index, head["index"]]), strict=True)),
-                    "ablated": dict(zip(PATTERNS, map(float, ablated[index, head["index"]]), strict=True)),
+                    "intact": named(model, intact[index, head["index"]]),
+                    "ablated": named(model, ablated[index, head["index"]]),
                 }
-        if "residual" in body:  # the model's stream + output (the engine's own input was LN(stream))
-            body["residual"] = rounded(forward.streams[index], precision)
+        if "residual" in body:  # the stream after the layer (the byte model: stream + output; BERT: its LayerNorm)
+            body["residual"] = rounded(streams[index], precision)
         layers.append({"index": index, **body})
+    return layers
+
+
+def ablation_json(off: frozenset, measured_on: str) -> dict[str, Any]:
+    if not off:
+        return {}
+    return {
+        "ablated": [{"layer": layer, "head": head} for layer, head in sorted(off)],
+        "ablation_measured_on": measured_on,
+    }
+
+
+def trace_body(model: Model, data: bytes, args: dict[str, Any]) -> dict[str, Any]:
+    off = ablated_heads(model, args.get("ablate") or [])
+    forward = model.forward(np.frombuffer(data, dtype=np.uint8), off)
+    layers = layers_json(model, forward.layers, forward.streams, off, args)
     after = [likeliest(row, position + 1, args["top"]) for position, row in enumerate(forward.probabilities)]
-    extra = {}
-    if off:
-        extra = {
-            "ablated": [{"layer": layer, "head": head} for layer, head in sorted(off)],
-            "ablation_measured_on": f"the first {ABLATION_SEQUENCES} of the held-out sequences in measured_on",
-        }
     return {
         "model": model.id,
-        **extra,
+        **ablation_json(off, f"the first {ABLATION_SEQUENCES} of the held-out sequences in measured_on"),
         "tokens": [{"index": i, "byte": int(b), "text": byte_text(int(b))} for i, b in enumerate(data)],
         "shape": layers[0]["shape"],
         "layers": layers,
         "next": after[-1],
         "after": after,
     }
+
+
+def encoder_body(model: Encoder, text: str, args: dict[str, Any]) -> dict[str, Any]:
+    if len(text) > MAX_CHARACTERS:
+        raise over_context(model, f"the text is {len(text)} characters; {model.id} reads at most {MAX_CHARACTERS}")
+    pieces = model.tokenize(text)
+    if len(pieces.ids) > model.context:
+        raise over_context(
+            model, f"the text is {len(pieces.ids)} word pieces with [CLS] and [SEP]; {model.id} reads at most "
+            f"{model.context}"
+        )  # fmt: skip
+    off = ablated_heads(model, args.get("ablate") or [])
+    forward = model.forward(pieces, off)
+    layers = layers_json(model, forward.layers, forward.streams, off, args)
+    tokens = [
+        {"index": i, "id": int(piece_id), "text": piece, "start": start, "end": end}
+        for i, (piece_id, piece, (start, end)) in enumerate(zip(pieces.ids, pieces.pieces, pieces.offsets, strict=True))
+    ]
+    return {
+        "model": model.id,
+        **ablation_json(off, f"the first {ABLATION_SENTENCES} of the held-out sentences in measured_on"),
+        "tokens": tokens,
+        "shape": layers[0]["shape"],
+        "layers": layers,
+    }
+
+
+def over_context(model: AnyModel, message: str) -> Problem:
+    return Problem(
+        413,
+        message,
+        title="Content Too Large",
+        errors={"text": [message]},
+        slug="over-limit",
+        extra={"limits": {"context": model.context}},
+    )
 
 
 def likeliest(probabilities: np.ndarray, index: int, top: int) -> list[dict[str, Any]]:
@@ -130,12 +185,7 @@ def cells(req: EdgeRequest) -> int | None:
     text = req.data.get("text") if isinstance(req.data, dict) else None
     if model is None or not isinstance(text, str):
         return None  # the view says what is wrong
-    n = min(len(text.encode("utf-8", "surrogatepass")), model.context)
-    one = model.layers * (model.heads * n * n + n * model.card["architecture"]["d_model"])
-    if req.data.get("ablate"):  # the scores are measured again: sequences of up to `context` bytes
-        c = model.context
-        one += ABLATION_SEQUENCES * model.layers * (model.heads * c * c + c * model.card["architecture"]["d_model"])
-    return one
+    return model.cells(text) + (model.ablation_cells if req.data.get("ablate") else 0)
 
 
 @blp.route("/<string:model_id>/attention")
@@ -151,20 +201,18 @@ class ModelAttention(MethodView):
     @blp.response(200, ModelTraceSchema)
     @blp.problems(404, *JSON_BODY_ERRORS)
     def post(self, args, model_id):
-        """Run a text through the model: every layer's trace with each head's label, and the likeliest next bytes"""
+        """Run a text through a model: every layer's trace with each head's label (and the byte model's next bytes)"""
         model = find(model_id)
+        if isinstance(model, Encoder):
+            return respond(encoder_body(model, args["text"], args))
         data = args["text"].encode("utf-8")
         if len(data) > model.context:
-            raise Problem(
-                413,
-                f"the text is {len(data)} bytes in UTF-8; {model.id} reads at most {model.context}",
-                title="Content Too Large",
-                errors={"text": [f"{len(data)} bytes exceeds the context of {model.context}"]},
-                slug="over-limit",
-                extra={"limits": {"context": model.context}},
+            raise over_context(
+                model, f"the text is {len(data)} bytes in UTF-8; {model.id} reads at most {model.context}"
             )
         return respond(trace_body(model, data, args))
 
 
 def init_app(app) -> None:
-    app.extensions["models"] = load_models(app.extensions["settings"].models_dir)
+    settings = app.extensions["settings"]
+    app.extensions["models"] = {**load_models(settings.models_dir), **load_encoders(settings.encoders_dir)}

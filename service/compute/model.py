@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 import struct
 import threading
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -41,7 +42,7 @@ def read_safetensors(data: bytes) -> tuple[dict[str, np.ndarray], dict[str, str]
     (length,) = struct.unpack("<Q", data[:8])
     header = json.loads(data[8 : 8 + length])
     metadata = header.pop("__metadata__", {})
-    dtypes = {"F32": "<f4", "F64": "<f8"}
+    dtypes = {"F32": "<f4", "F64": "<f8", "I64": "<i8"}
     base = 8 + length
     tensors = {}
     for name, entry in header.items():
@@ -61,17 +62,10 @@ class Forward:
     probabilities: np.ndarray  # [n, 256] next-byte distribution at every position
 
 
-@dataclass(frozen=True)
-class Model:
-    id: str
-    card: dict
-    weights: dict[str, np.ndarray]  # float64
+class Shaped:
+    """A model's shape, as its card states it."""
 
-    @classmethod
-    def load(cls, directory: Path) -> Model:
-        card = json.loads((directory / "card.json").read_text())
-        tensors, _ = read_safetensors((directory / "model.safetensors").read_bytes())
-        return cls(directory.name, card, {k: v.astype(np.float64) for k, v in tensors.items()})
+    card: dict
 
     @property
     def layers(self) -> int:
@@ -82,12 +76,45 @@ class Model:
         return int(self.card["architecture"]["heads"])
 
     @property
+    def context(self) -> int:
+        """The most positions it reads (bytes, or word pieces)."""
+        return int(self.card["architecture"]["context"])
+
+    @property
+    def d_model(self) -> int:
+        return int(self.card["architecture"]["d_model"])
+
+
+@dataclass(frozen=True)
+class Model(Shaped):
+    id: str
+    card: dict
+    weights: dict[str, np.ndarray]  # float64
+
+    kind = "bytes"  # what it reads: UTF-8 bytes, one position each
+    causal = True
+    patterns = PATTERNS
+
+    @classmethod
+    def load(cls, directory: Path) -> Model:
+        card = json.loads((directory / "card.json").read_text())
+        tensors, _ = read_safetensors((directory / "model.safetensors").read_bytes())
+        return cls(directory.name, card, {k: v.astype(np.float64) for k, v in tensors.items()})
+
+    @property
     def rope(self) -> dict:
         return {"style": "half", "base": float(self.card["architecture"]["rope_base"])}
 
+    def cells(self, text: str) -> int:
+        """What a trace of `text` costs: every layer's attention on its bytes (up to the context)."""
+        n = min(len(text.encode("utf-8", "surrogatepass")), self.context)
+        return self.layers * (self.heads * n * n + n * self.d_model)
+
     @property
-    def context(self) -> int:
-        return int(self.card["architecture"]["context"])
+    def ablation_cells(self) -> int:
+        """What measuring the scores again with heads off costs (sequences of up to `context` bytes)."""
+        c = self.context
+        return ABLATION_SEQUENCES * self.layers * (self.heads * c * c + c * self.d_model)
 
     def forward(self, tokens: np.ndarray, ablate: Collection[tuple[int, int]] = ()) -> Forward:
         """tokens [n] bytes (1 <= n <= context) -> every layer's trace and the next-byte probabilities.
@@ -124,26 +151,33 @@ class Model:
         return [[label(row) for row in layer] for layer in self.scores]
 
 
-_ABLATIONS: dict[tuple[int, frozenset[tuple[int, int]]], np.ndarray] = {}  # (id(model), heads off) -> scores
-_ABLATIONS_LOCK = threading.Lock()
+_REMEMBERED: dict[Any, np.ndarray] = {}  # (model, heads off) -> scores, the 64 latest
+_REMEMBERED_LOCK = threading.Lock()
+
+
+def remembered(key: Any, compute: Callable[[], np.ndarray]) -> np.ndarray:
+    """`compute()`, kept for the 64 latest keys: a learner toggles the same few heads back and
+    forth, and each measurement runs the model over many sequences."""
+    with _REMEMBERED_LOCK:
+        if key in _REMEMBERED:
+            return _REMEMBERED[key]
+    value = compute()  # outside the lock: two threads may both compute, neither waits on the other
+    with _REMEMBERED_LOCK:
+        if len(_REMEMBERED) >= 64:
+            del _REMEMBERED[next(iter(_REMEMBERED))]
+        _REMEMBERED[key] = value
+    return value
 
 
 def _ablated(model: Model, ablate: frozenset[tuple[int, int]]) -> np.ndarray:
-    """`head_scores` with `ablate` off on the first ABLATION_SEQUENCES held-out sequences, kept
-    for the 64 latest ablations (a learner toggles the same few heads back and forth)."""
-    key = (id(model), ablate)
-    with _ABLATIONS_LOCK:
-        if key in _ABLATIONS:
-            return _ABLATIONS[key]
-    scores = head_scores(model, held_out_sequences(model.context)[:ABLATION_SEQUENCES], ablate)
-    with _ABLATIONS_LOCK:
-        if len(_ABLATIONS) >= 64:
-            del _ABLATIONS[next(iter(_ABLATIONS))]
-        _ABLATIONS[key] = scores
-    return scores
+    """`head_scores` with `ablate` off on the first ABLATION_SEQUENCES held-out sequences."""
+    sequences = held_out_sequences(model.context)[:ABLATION_SEQUENCES]
+    return remembered((model.id, ablate), lambda: head_scores(model, sequences, ablate))
 
 
-def switched_off(trace: AttentionTrace, heads: list[int], w_o: np.ndarray) -> AttentionTrace:
+def switched_off(
+    trace: AttentionTrace, heads: list[int], w_o: np.ndarray, b_o: np.ndarray | None = None
+) -> AttentionTrace:
     """The trace with `heads` off: their outputs zero, the concatenation and W_O's output redone
     (the heads' own Q, K, V, scores and weights are what they computed). An ablation as
     TransformerLens's hooks do it: the rest of the model reads only what the others wrote."""
@@ -152,7 +186,7 @@ def switched_off(trace: AttentionTrace, heads: list[int], w_o: np.ndarray) -> At
     outputs = trace.head_outputs.copy()  # [H, n, d_head]
     outputs[heads] = 0.0
     concat = outputs.transpose(1, 0, 2).reshape(trace.config.n, -1)  # [H, n, d] -> [n, H*d]
-    output = concat @ w_o  # [n, d_model]
+    output = concat @ w_o if b_o is None else concat @ w_o + b_o  # [n, d_model]
     for array in (outputs, concat, output):
         array.setflags(write=False)
     return replace(trace, head_outputs=outputs, concat=concat, output=output, residual=trace.tokens + output)

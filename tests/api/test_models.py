@@ -16,7 +16,8 @@ def listing(tmp_path_factory):
     from service.app import create_app
 
     app = create_app({"env": "testing", "database_url": f"sqlite:///{tmp_path_factory.mktemp('m') / 'x.db'}"})
-    return app.test_client().get("/api/v1/models").json["models"]
+    models = app.test_client().get("/api/v1/models").json["models"]
+    return [m for m in models if m["id"] == "bytes-2l-attn"]  # with the minilm extra, the encoder follows
 
 
 def labelled(listing, wanted: str) -> list[tuple[int, int]]:
@@ -31,6 +32,7 @@ def labelled(listing, wanted: str) -> list[tuple[int, int]]:
 def test_the_model_is_listed_with_every_heads_label_and_scores(listing):
     (model,) = listing
     assert (model["id"], model["layers"], model["heads"], model["context"]) == ("bytes-2l-attn", 2, 4, 128)
+    assert model["causal"] is True and model["reads"] == "UTF-8 bytes"
     assert model["licence"]["text"].startswith("PSF")
     assert all(
         set(h["pattern_scores"]) == {"previous_token", "induction", "first_token", "self"}
@@ -212,3 +214,15 @@ def test_the_lesson_links_the_page_and_cites_the_papers(client):
     html = client.get("/api/v1/lessons/multi-head-attention").json["html"]
     assert 'href="/explorables/trained-heads"' in html and 'href="/figures/four-heads"' in html
     assert "Elhage et al. (2021" in html and "Olsson et al. (2022" in html and "K-composition" in html
+
+
+def test_without_the_extra_only_the_byte_model_is_listed(tmp_path, monkeypatch):
+    from service.app import create_app
+    from service.compute import encoder as enc
+
+    monkeypatch.setattr(enc, "weights_path", lambda: None)
+    app = create_app({"env": "testing", "database_url": f"sqlite:///{tmp_path / 'x.db'}"})
+    client = app.test_client()
+    assert [m["id"] for m in client.get("/api/v1/models").json["models"]] == ["bytes-2l-attn"]
+    response = client.post("/api/v1/models/all-minilm-l6-v2/attention", json={"text": "hello"})
+    assert response.status_code == 404 and "bytes-2l-attn" in response.json["detail"]

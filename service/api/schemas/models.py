@@ -52,11 +52,19 @@ class ModelAttentionRequestSchema(TraceOptionsSchema):
 
 
 class PatternScoresSchema(Schema):
+    """The byte model's four patterns, or the encoder's five (previous, next, [CLS], [SEP], self)."""
+
     previous_token = fields.Float(metadata={"description": "mean weight from each position to the one before"})
     induction = fields.Float(
-        metadata={"description": "on a sequence typed twice: mean weight to the token after the earlier occurrence"}
+        metadata={
+            "description": "byte model, on a sequence typed twice: mean weight to the byte after the earlier "
+            "occurrence of its own"
+        }  # fmt: skip
     )
-    first_token = fields.Float(metadata={"description": "mean weight to the first position"})
+    first_token = fields.Float(metadata={"description": "byte model: mean weight to the first position"})
+    next_token = fields.Float(metadata={"description": "encoder: mean weight from each word piece to the next"})
+    cls = fields.Float(metadata={"description": "encoder: mean weight from each word piece to [CLS]"})
+    sep = fields.Float(metadata={"description": "encoder: mean weight from each word piece to [SEP]"})
     self = fields.Float(metadata={"description": "mean weight to the position itself"})
 
 
@@ -69,10 +77,12 @@ class ModelHeadSchema(Schema):
 class ModelSchema(Schema):
     id = fields.String()
     description = fields.String()
+    causal = fields.Boolean(metadata={"description": "whether a position sees only itself and those before it"})
+    reads = fields.String(metadata={"description": "what one position is: a byte, or a word piece"})
     layers = fields.Integer()
     heads = fields.Integer()
     d_model = fields.Integer()
-    context = fields.Integer(metadata={"description": "the most bytes it reads"})
+    context = fields.Integer(metadata={"description": "the most positions (bytes, or word pieces) it reads"})
     licence = fields.Dict(keys=fields.String(), values=fields.String())
     measured_on = fields.String(metadata={"description": "the sequences the pattern scores come from"})
     layer_heads = fields.List(fields.List(fields.Nested(ModelHeadSchema)), metadata={"description": "[layer][head]"})
@@ -84,8 +94,16 @@ class ModelListSchema(Schema):
 
 class TokenSchema(Schema):
     index = fields.Integer()
-    byte = fields.Integer()
-    text = fields.String(metadata={"description": "printable ASCII as itself, any other byte as \\xNN"})
+    byte = fields.Integer(metadata={"description": "byte model: the byte"})
+    id = fields.Integer(metadata={"description": "encoder: the word piece's id in the vocabulary"})
+    start = fields.Integer(metadata={"description": "encoder: where the piece starts in the text (characters)"})
+    end = fields.Integer(metadata={"description": "encoder: where it ends, exclusive ((0, 0): [CLS] and [SEP])"})
+    text = fields.String(
+        metadata={
+            "description": "a byte: printable ASCII as itself, any other as \\xNN; a word piece as the vocabulary "
+            "spells it (## continues a word)"
+        }  # fmt: skip
+    )
 
 
 class PredictionSchema(TokenSchema):
@@ -119,7 +137,9 @@ class ModelTraceSchema(Schema):
     tokens = fields.List(fields.Nested(TokenSchema))
     shape = fields.Nested(ShapeSchema)
     layers = fields.List(fields.Nested(LayerSchema))
-    next = fields.List(fields.Nested(PredictionSchema), metadata={"description": "the likeliest next bytes"})
+    next = fields.List(
+        fields.Nested(PredictionSchema), metadata={"description": "byte model: the likeliest next bytes"}
+    )
     after = fields.List(
         fields.List(fields.Nested(PredictionSchema)),
         metadata={"description": "after[i]: the likeliest bytes after byte i (0-based), had the text ended there"},
