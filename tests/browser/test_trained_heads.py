@@ -4,6 +4,11 @@ keyboard shows where every head sends it, and the induction head points where it
 from __future__ import annotations
 
 import re
+from urllib.parse import urlencode
+
+import pytest
+
+from service.compute import encoder
 
 from .conftest import open_page, wait_until
 
@@ -95,3 +100,108 @@ def test_the_prediction_follows_the_chosen_byte_and_examples_keep_what_they_are(
     wait_until(page, "[...document.querySelectorAll('#tokens .th-token')].some(b => b.textContent === '↵')")
     assert "\n" in page.locator("#text").input_value()  # the newline is kept, and shown as ↵
     assert "mean weight it puts where" in page.locator("#score-note").inner_text()  # "score" is defined
+
+
+def line_to(page, head: int) -> int:
+    """The token the head view's line for `head` is most opaque towards (0-based)."""
+    return page.evaluate(
+        """head => {
+          const lines = [...document.querySelectorAll(`#lines line[data-head="${head}"]`)];
+          lines.sort((a, b) => b.getAttribute('stroke-opacity') - a.getAttribute('stroke-opacity'));
+          return Number(lines[0].dataset.key);
+        }""",
+        head,
+    )
+
+
+def test_the_head_view_draws_where_each_head_sends_the_chosen_byte(page, live):
+    open_page(page, live, "/explorables/trained-heads")
+    page.locator("#tokens button.th-token").nth(9).click()  # by pointer
+    wait_until(page, "document.querySelector('.th-token[aria-pressed=true]')?.dataset.index === '9'")
+    assert line_to(page, 0) == 8  # layer 1's previous-token head: to byte 9
+    page.keyboard.press("ArrowRight")  # and by keyboard
+    wait_until(page, "document.querySelector('.th-token[aria-pressed=true]')?.dataset.index === '10'")
+    assert line_to(page, 0) == 9
+    page.get_by_label("Layer", exact=True).select_option("1")
+    page.locator("#tokens button.th-token").nth(20).focus()
+    wait_until(page, "document.querySelector('.th-token[aria-pressed=true]')?.dataset.index === '20'")
+    induction = int(
+        page.locator("figure.th-head[data-layer='1'][data-label='induction']").first.get_attribute("data-head")
+    )
+    assert line_to(page, induction) == 20 - 16 + 1  # the byte after the earlier copy
+    assert page.locator("#lines [role=img]").get_attribute("aria-label").startswith("Where each head of layer 2")
+
+
+def test_switching_off_the_previous_token_head_breaks_the_induction_heads_on_the_page(page, live):
+    open_page(page, live, "/explorables/trained-heads")
+    previous = page.locator("figure.th-head[data-layer='0'][data-label='previous token']").first
+    name = f"Switch off Layer 1 head {int(previous.get_attribute('data-head')) + 1}"
+    page.get_by_label(name, exact=True).check()
+    wait_until(page, "document.querySelector('figure.th-head.off') !== null")
+    assert "off=0." in page.url
+    for figure in page.locator("figure.th-head[data-layer='1'][data-label='induction']").all():
+        caption = figure.locator("figcaption").inner_text()
+        before, after = (
+            float(x) for x in re.search(r"score (\d\.\d+) → (\d\.\d+) with the heads off", caption).groups()
+        )
+        assert after <= before / 2, caption
+    page.reload()  # the URL keeps it
+    page.wait_for_selector("body[data-ready=true]")
+    assert page.get_by_label(name, exact=True).is_checked()
+
+
+def test_a_head_opens_and_bytes_are_grouped_by_character(page, live):
+    open_page(page, live, "/explorables/trained-heads")
+    toggle = page.locator("figure.th-head[data-layer='0'][data-head='0'] figcaption button")
+    toggle.click()
+    assert toggle.get_attribute("aria-expanded") == "true"
+    assert "open" in page.locator("figure.th-head[data-layer='0'][data-head='0']").get_attribute("class")
+    page.fill("#text", "né!")
+    wait_until(page, "document.querySelectorAll('#tokens .th-token').length === 4")
+    group = page.locator("#tokens .th-char")
+    assert group.count() == 1 and group.get_attribute("aria-label") == "“é”: 2 bytes"
+    assert group.locator("button").all_inner_texts() == ["\\xc3", "\\xa9"]  # its UTF-8 bytes, never �
+    assert "�" not in page.locator("#tokens").inner_text()
+
+
+needs_minilm = pytest.mark.skipif(
+    not encoder.available(),
+    reason="the minilm extra is not installed (make minilm; .ci/run installs it)",
+)
+SENTENCE = "The cat sat on the mat because it was warm."
+
+
+@needs_minilm
+@pytest.mark.parametrize("width, height", [(1280, 800), (390, 844)])
+def test_the_encoder_model_view_and_head_view(page, live, width, height):
+    from axe_playwright_python.sync_playwright import Axe
+
+    page.set_viewport_size({"width": width, "height": height})
+    open_page(page, live, "/explorables/trained-heads#" + urlencode({"model": "all-minilm-l6-v2", "text": SENTENCE}))
+    assert page.locator("#model").input_value() == "all-minilm-l6-v2"
+    assert page.locator("figure.th-head").count() == 72 and page.locator("#layers h2").count() == 6
+    pieces = page.locator("#tokens button.th-token").all_inner_texts()
+    assert pieces[0] == "[CLS]" and pieces[-1] == "[SEP]" and "cat" in pieces
+    assert page.locator("figure.th-head[data-layer='0'][data-head='2']").get_attribute("data-label") == "previous token"
+    page.locator("#tokens button.th-token").nth(3).focus()  # "sat"
+    wait_until(page, "document.querySelector('.th-token[aria-pressed=true]')?.dataset.index === '3'")
+    page.keyboard.press("ArrowRight")
+    wait_until(page, "document.querySelector('.th-token[aria-pressed=true]')?.dataset.index === '4'")
+    assert page.locator("#reading").inner_text() == "piece 5 “on” chosen."
+    assert line_to(page, 2) == 3  # layer 1 head 3: the piece before
+    assert page.locator("#table table tbody tr").first.locator("td").count() == len(pieces)  # sees after, too
+    assert not page.locator("#next-title").is_visible()  # an encoder predicts no next token
+    assert page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth") == 0
+    bad = [v["id"] for v in Axe().run(page).response["violations"] if v["impact"] in ("serious", "critical")]
+    assert bad == []
+
+
+@needs_minilm
+def test_the_model_picker_switches_models_and_the_url_keeps_the_choice(page, live):
+    open_page(page, live, "/explorables/trained-heads")
+    page.get_by_label("Model", exact=True).select_option("all-minilm-l6-v2")
+    wait_until(page, "document.querySelectorAll('figure.th-head').length === 72")
+    assert "model=all-minilm-l6-v2" in page.url
+    assert page.locator("#unit-title").inner_text() == "Word pieces"
+    page.get_by_label("Model", exact=True).select_option("bytes-2l-attn")
+    wait_until(page, "document.querySelectorAll('figure.th-head').length === 8")

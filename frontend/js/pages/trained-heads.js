@@ -1,6 +1,7 @@
-// Trained heads: a text runs through the small model trained here; each head's weights are drawn
-// with the label its measured scores earned. Choosing a byte (hover, click, focus, arrow keys)
-// shows where every head sends it. The text and the chosen byte live in the URL hash.
+// Trained heads: a text runs through a model (the byte model trained here, or a pretrained
+// encoder); every layer x head is drawn with the label its measured scores earned, and the head
+// view draws where each head of a layer sends the chosen token. Choosing a token (hover, click,
+// focus, arrow keys) updates both; a head can be switched off. The URL hash keeps all of it.
 
 import { getJSON, postJSON, queueEvent, startOutbox, ensureSession } from "../api.js";
 import { post, reportHeight } from "../embed.js";
@@ -26,22 +27,26 @@ const EXAMPLES = {
 const $ = (id) => document.getElementById(id);
 const encoder = new TextEncoder();
 
+let models = [];
 let model = null;
 let trace = null;
 let generation = 0;
 let emitTimer = null;
-const state = { text: EXAMPLES.repeat, selected: null };
+const state = { model: "", text: EXAMPLES.repeat, selected: null, off: new Set(), layer: 0 };
 
 function readHash() {
   const params = new URLSearchParams(location.hash.slice(1));
   if (params.has("text")) state.text = params.get("text");
+  state.model = params.get("model") ?? "";
   const selected = Number.parseInt(params.get("byte") ?? "", 10);
   state.selected = Number.isInteger(selected) && selected >= 1 ? selected - 1 : null; // 1-based in the URL
+  state.off = new Set((params.get("off") ?? "").split(",").filter((v) => /^\d+\.\d+$/.test(v)));
 }
 
 function writeHash() {
-  const params = new URLSearchParams({ text: state.text });
+  const params = new URLSearchParams({ model: model.id, text: state.text });
   if (state.selected !== null) params.set("byte", String(state.selected + 1));
+  if (state.off.size) params.set("off", [...state.off].join(","));
   history.replaceState(null, "", `#${params}`);
 }
 
@@ -55,7 +60,8 @@ function emit(example) {
 }
 
 const SHOWN = { " ": "␣", "\\x0a": "↵", "\\x09": "⇥" }; // bytes a learner could not see
-const byteName = (token) => `byte ${token.index + 1} “${token.text}”`;
+const unit = () => (model.reads === "UTF-8 bytes" ? "byte" : "piece");
+const byteName = (token) => `${unit()} ${token.index + 1} “${token.text}”`;
 
 function select(index, focus = false) {
   if (!trace) return;
@@ -64,8 +70,19 @@ function select(index, focus = false) {
   drawSelection(focus);
 }
 
+// A byte model's bytes grouped by the UTF-8 character they spell (é is two buttons under one é).
+function groups(buttons) {
+  if (unit() !== "byte") return buttons;
+  let at = 0;
+  return Array.from(trace.text, (c) => {
+    const n = encoder.encode(c).length;
+    const part = buttons.slice(at, (at += n));
+    return n === 1 ? part[0] : el("span", { class: "th-char", title: c, "aria-label": `“${c}”: ${n} bytes` }, el("span", { text: c }), ...part);
+  });
+}
+
 function drawTokens() {
-  $("tokens").replaceChildren(...trace.tokens.map((token) => el("button", {
+  $("tokens").replaceChildren(...groups(trace.tokens.map((token) => el("button", {
     type: "button", class: "th-token", dataset: { index: String(token.index) },
     "aria-label": byteName(token), text: SHOWN[token.text] ?? token.text,
     onclick: () => select(token.index), onmouseenter: () => select(token.index), onfocus: () => select(token.index),
@@ -75,7 +92,7 @@ function drawTokens() {
       event.preventDefault();
       select(token.index + step, true);
     },
-  })));
+  }))));
 }
 
 function drawLayers() {
@@ -84,12 +101,18 @@ function drawLayers() {
     el("h2", { id: `layer-${layer.index}`, text: `Layer ${layer.index + 1}` }),
     el("div", { class: "th-heads" }, ...layer.heads.map((head) => {
       const name = `Layer ${layer.index + 1} head ${head.index + 1}`;
-      const best = i === null ? null : strongest(head.weights, i);
+      const best = i === null ? null : strongest(head.weights, i, model.causal);
       const score = Math.max(...Object.values(head.pattern_scores));
-      return el("figure", { class: "th-head", dataset: { layer: String(layer.index), head: String(head.index), label: head.label } },
-        el("figcaption", {}, el("strong", { text: `Head ${head.index + 1}: ${head.label}` }),
-          el("span", { class: "muted", text: ` (score ${fmt(score)})` })),
-        headCanvas({ weights: head.weights, selected: i, onPick: (row) => select(row),
+      const key = `${layer.index}.${head.index}`;
+      const pattern = Object.keys(head.pattern_scores).find((p) => head.pattern_scores[p] === score);
+      const after = head.ablation && !head.off ? ` → ${fmt(head.ablation.ablated[pattern])} with the heads off` : "";
+      return el("figure", { class: `th-head${head.off ? " off" : ""}`, dataset: { layer: String(layer.index), head: String(head.index), label: head.label } },
+        el("figcaption", {}, el("button", { type: "button", class: "link", "aria-expanded": "false", text: `Head ${head.index + 1}: ${head.label}`,
+          onclick: (e) => e.target.setAttribute("aria-expanded", String(e.target.closest("figure").classList.toggle("open"))) }),
+        el("span", { class: "muted", text: ` (score ${fmt(score)}${after})` }),
+        el("label", { class: "th-off" }, el("input", { type: "checkbox", checked: head.off, "aria-label": `Switch off ${name}`,
+          onchange: () => { state.off.has(key) ? state.off.delete(key) : state.off.add(key); writeHash(); render(); } }), " off")),
+        headCanvas({ weights: head.weights, selected: i, onPick: (row) => select(row), causal: model.causal,
           label: `${name} weights, labelled ${head.label}` }),
         el("p", { class: "th-reads", text: best === null ? "Choose a byte." :
           `${byteName(trace.tokens[i])} → ${byteName(trace.tokens[best.key])}: ${fmt(best.weight)}` }));
@@ -99,14 +122,14 @@ function drawLayers() {
 function drawTable() {
   const i = state.selected;
   if (i === null) { $("table").replaceChildren(el("p", { text: "Choose a byte first." })); return; }
-  const keys = trace.tokens.slice(0, i + 1);
+  const keys = model.causal ? trace.tokens.slice(0, i + 1) : trace.tokens;
   const table = el("table", { class: "th-table" },
     el("caption", { text: `Weights from ${byteName(trace.tokens[i])} to every byte it can see` }),
     el("thead", {}, el("tr", {}, el("th", { scope: "col", text: "Head" }),
       ...keys.map((token) => el("th", { scope: "col", "aria-label": byteName(token), text: `${token.index + 1} ${token.text}` })))),
     el("tbody", {}, ...trace.layers.flatMap((layer) => layer.heads.map((head) => el("tr", {},
       el("th", { scope: "row", text: `L${layer.index + 1} H${head.index + 1} ${head.label}` }),
-      ...head.weights[i].slice(0, i + 1).map((value) => el("td", { text: fmt(value) })))))));
+      ...head.weights[i].slice(0, keys.length).map((value) => el("td", { text: fmt(value) })))))));
   $("table").replaceChildren(scrollRegion("Weights of the chosen byte", table));
 }
 
@@ -120,8 +143,39 @@ function drawSelection(focus) {
   const i = state.selected;
   $("reading").textContent = i === null ? "" : `${byteName(trace.tokens[i])} chosen.`;
   drawLayers();
+  drawLines();
   drawTable();
-  drawNext();
+  if (trace.after) drawNext();
+}
+
+const colour = (head) => `hsl(${head.index * 360 / model.heads} 70% 26%)`; // 4.5:1 on white at every hue
+
+// The head view: the chosen token on the left, every token on the right, one line per head of the
+// chosen layer to each token, as opaque as that head's weight (the colour is the head's).
+function drawLines() {
+  const i = state.selected, n = trace.tokens.length, row = 16, svg = "http://www.w3.org/2000/svg";
+  const layer = trace.layers[Math.min(state.layer, trace.layers.length - 1)];
+  const node = (tag, attrs, text) => {
+    const e = document.createElementNS(svg, tag);
+    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+    if (text) e.textContent = text;
+    return e;
+  };
+  const picture = node("svg", { viewBox: `0 0 320 ${n * row + 4}`, class: "th-lines", role: "img",
+    "aria-label": `Where each head of layer ${layer.index + 1} sends ${byteName(trace.tokens[i])}` });
+  trace.tokens.forEach((t, j) => {
+    picture.append(node("text", { x: 60, y: j * row + 14, "text-anchor": "end", "font-weight": j === i ? 700 : 400 }, t.text));
+    picture.append(node("text", { x: 260, y: j * row + 14 }, t.text));
+  });
+  layer.heads.forEach((head) => head.weights[i].forEach((w, j) => {
+    if (w > 0.02) picture.append(node("line", { x1: 66, y1: i * row + 10, x2: 254, y2: j * row + 10, "data-head": head.index,
+      "data-key": j, stroke: colour(head), "stroke-opacity": w.toFixed(2), "stroke-width": 2 }));
+  }));
+  $("lines").replaceChildren(el("p", { class: "th-key" }, ...layer.heads.map((h) => {
+    const key = el("span", { text: `━ head ${h.index + 1} ` });
+    key.style.color = colour(h); // the CSS object model: the page's CSP refuses style attributes
+    return key;
+  })), picture);
 }
 
 // What the model predicts after the chosen byte (had the text ended there: it reads no further).
@@ -134,15 +188,19 @@ function drawNext() {
 async function render() {
   const mine = ++generation;
   const bytes = encoder.encode(state.text).length;
-  $("bytes").textContent = `${bytes} of ${model.context} bytes`;
-  if (bytes === 0 || bytes > model.context) {
+  const counted = unit() === "byte";
+  $("bytes").textContent = counted ? `${bytes} of ${model.context} bytes` : "";
+  if (bytes === 0 || (counted && bytes > model.context)) {
     $("status").textContent = bytes === 0 ? "Type some text." : `That is ${bytes} bytes; the model reads at most ${model.context}.`;
     return;
   }
+  const ablate = [...state.off].map((k) => k.split(".").map(Number)).filter(([l, h]) => l < model.layers && h < model.heads)
+    .map(([layer, head]) => ({ layer, head }));
   try {
-    const result = await postJSON(`/api/v1/models/${model.id}/attention`, { text: state.text, include: ["weights"], precision: 4 });
+    const sent = state.text;
+    const result = await postJSON(`/api/v1/models/${model.id}/attention`, { text: sent, include: ["weights"], precision: 4, ablate });
     if (mine !== generation) return;
-    trace = result;
+    trace = { ...result, text: sent };
     // The last byte until the learner chooses: where each head looks to predict what comes next.
     if (state.selected === null || state.selected >= trace.tokens.length) state.selected = trace.tokens.length - 1;
     $("status").textContent = "";
@@ -158,14 +216,26 @@ async function render() {
   }
 }
 
-async function init() {
-  readHash();
-  const { models } = await getJSON("/api/v1/models");
-  model = models[0];
-  if (!model) throw new Error("no trained model is installed");
-  $("context").textContent = String(model.context);
+function choose(id) {
+  model = models.find((m) => m.id === id) ?? models[0];
+  document.body.dataset.kind = model.reads === "UTF-8 bytes" ? "bytes" : "encoder";
+  $("model").value = model.id;
+  $("context").textContent = `${model.context} ${unit()}s`;
+  $("unit-title").textContent = unit() === "byte" ? "Bytes" : "Word pieces";
   $("model-note").textContent = `${model.description} Each head's label comes from scores the service measured ` +
     `on ${model.measured_on}.`;
+  $("lines-layer").replaceChildren(...Array.from({ length: model.layers }, (_, l) => el("option", { value: String(l), text: `Layer ${l + 1}` })));
+  state.layer = 0;
+}
+
+async function init() {
+  readHash();
+  ({ models } = await getJSON("/api/v1/models"));
+  if (!models.length) throw new Error("no trained model is installed");
+  $("model").replaceChildren(...models.map((m) => el("option", { value: m.id, text: m.id })));
+  choose(state.model);
+  $("model").addEventListener("change", (e) => { choose(e.target.value); state.selected = null; state.off.clear(); writeHash(); render(); });
+  $("lines-layer").addEventListener("change", (e) => { state.layer = Number(e.target.value); drawLines(); });
   $("legend").replaceChildren(legend({ compact: true }));
   const input = $("text");
   input.value = state.text;

@@ -1,10 +1,11 @@
 // A head's weights as a compact heatmap on a canvas (a 128-byte text is 16,384 cells a head,
 // too many for a table), in the workbench's colour scale; the chosen query row is outlined.
 // The canvas is an image with a text alternative; the numbers are in the page's table.
+// `causal`: the keys after each query are masked (drawn grey); a bidirectional model has none.
 
 import { viridis } from "./color.js";
 
-export function headCanvas({ weights, label, selected, onPick }) {
+export function headCanvas({ weights, label, selected, onPick, causal = true }) {
   const n = weights.length;
   const cell = Math.max(2, Math.floor(192 / n));
   const canvas = document.createElement("canvas");
@@ -14,7 +15,7 @@ export function headCanvas({ weights, label, selected, onPick }) {
   canvas.setAttribute("aria-label", label);
   const context = canvas.getContext("2d");
   weights.forEach((row, i) => row.forEach((value, j) => {
-    context.fillStyle = j > i ? "#f2f2f2" : `rgb(${viridis(value).join(",")})`; // future keys: masked
+    context.fillStyle = causal && j > i ? "#f2f2f2" : `rgb(${viridis(value).join(",")})`;
     context.fillRect(j * cell, i * cell, cell, cell);
   }));
   if (selected !== null && selected < n) {
@@ -33,8 +34,8 @@ export function headCanvas({ weights, label, selected, onPick }) {
 }
 
 // Where query row `i` sends its weight: the key with the largest weight, and that weight.
-export function strongest(weights, i) {
-  const row = weights[i].slice(0, i + 1);
+export function strongest(weights, i, causal = true) {
+  const row = causal ? weights[i].slice(0, i + 1) : weights[i];
   const j = row.indexOf(Math.max(...row));
   return { key: j, weight: row[j] };
 }

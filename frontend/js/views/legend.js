@@ -18,8 +18,8 @@ export function legend({ compact = false, signed = false } = {}) {
     signed ? el("span", { class: "legend-scale" }, el("span", { text: "−" }), scaleBar(diverging, (t) => 2 * t - 1),
       el("span", { text: "+" }), el("span", { class: "legend-label", text: "other numbers, to each matrix's largest" })) : null,
     compact
-      ? el("span", {}, el("span", { class: "legend-masked-grey", "aria-hidden": "true" }), " masked: a future key")
+      ? el("span", { class: "for-bytes" }, el("span", { class: "legend-masked-grey", "aria-hidden": "true" }), " masked: a future key")
       : el("span", {}, el("span", { class: "legend-masked", "aria-hidden": "true", text: "·" }), " masked: a future key"),
-    compact ? el("span", {}, " rows: each byte as a query; outlined: the chosen byte")
+    compact ? el("span", {}, " rows: each token as a query; outlined: the chosen one")
       : el("span", {}, el("span", { class: "legend-changed", "aria-hidden": "true", text: "▲▼" }), " changed by your last edit"));
 }
