@@ -150,6 +150,19 @@ def test_every_stage_opens_its_numbers_with_one_keystroke(page, live):
     assert page.locator(".legend").is_visible()
 
 
+def test_show_every_number_opens_the_rest_when_some_are_open_and_closes_them_all_after(page, live):
+    open_page(page, live, "/explorables/multi-head-attention")
+    page.locator('[data-stage=scores][data-head="0"] .stage-open').click()
+    wait_until(page, "document.querySelectorAll('.stage.open').length === 1")
+    every = page.get_by_role("button", name="Show every number")
+    assert every.get_attribute("aria-pressed") == "false"
+    every.click()  # one was open: the rest open too (it used to close that one)
+    wait_until(page, "document.querySelectorAll('.stage.open').length > 10")
+    assert every.get_attribute("aria-pressed") == "true"
+    every.click()
+    wait_until(page, "document.querySelectorAll('.stage.open').length === 0")
+
+
 def stage_boxes(target):
     """The boxes of the drawn stage panels (each stage element, and the projections block)."""
     boxes = target.eval_on_selector_all(

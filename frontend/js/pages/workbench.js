@@ -207,7 +207,7 @@ function drawControls() {
   $("base").disabled = !state.rope;
   $("qkv").value = state.qkv;
   $("wo").value = state.wo;
-  $("open-all").setAttribute("aria-pressed", String(open.size > 0));
+  $("open-all").setAttribute("aria-pressed", String(everyStage().every((k) => open.has(k))));
   $("controls-note").textContent = [
     state.heads === 4 ? "RoPE needs an even d_head: with 4 heads d_head is 1." : "",
     state.rope && state.heads === 2 ? "With d_head 2 each head has one pair, rotated by position × 1 radian whatever the " +
@@ -229,6 +229,9 @@ async function saveAsTest() {
   const wo = state.wo === "learned" ? learned.output : null;
   $("saved-test").replaceChildren(savedTestsView(savedTests({ ...plain, wo }, correct)));
 }
+
+const everyStage = () => ["projections", "concat", "wo", "output", "residual",
+  ...Array.from({ length: state.heads }, (_, h) => ["q", "k", "v", "scores", "head-output"].map((s) => `${s}:${h}`)).flat()];
 
 function drawChecklist() {
   $("checklist").replaceChildren(...checklist(done));
@@ -294,9 +297,8 @@ function init() {
     drawControls();
   });
   $("open-all").addEventListener("click", () => {
-    const keys = ["projections", "concat", "wo", "output", "residual",
-      ...Array.from({ length: state.heads }, (_, h) => ["q", "k", "v", "scores", "head-output"].map((s) => `${s}:${h}`)).flat()];
-    if (open.size) open.clear(); else keys.forEach((k) => open.add(k));
+    const keys = everyStage();
+    if (keys.every((k) => open.has(k))) open.clear(); else keys.forEach((k) => open.add(k)); // some open: open the rest
     drawControls();
     redraw();
   });
