@@ -58,11 +58,12 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     if settings.log_json:
         observability.configure_logging()
 
-    from . import edge, lessons, lti
+    from . import edge, i18n, lessons, lti
     from .api import init_app as init_api
     from .frontend import blp as frontend
 
     lessons.init_app(app)  # a malformed lesson stops start-up here, naming the file and line
+    i18n.init_app(app)
     db.init_app(app)
     observability.init_app(app)
     init_api(app)

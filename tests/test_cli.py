@@ -239,3 +239,21 @@ def test_the_demo_cohort_completes_implement_mostly_by_verified_challenges(tmp_p
             ).fetchall()
         )
     assert how["verified"] > 3 * how["reported"] > 0, how  # both kinds, most verified
+
+
+def test_lessons_check_passes_here_and_names_a_translation_left_behind(tmp_path, monkeypatch):
+    import shutil
+
+    from service.lessons.loader import source_digest
+
+    assert CliRunner().invoke(main, ["lessons", "check"]).exit_code == 0
+    content = tmp_path / "lessons"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "content" / "lessons", content)
+    english = content / "multi-head-attention.md"
+    made_from = source_digest(english)[:12]
+    english.write_text(english.read_text().replace("attention runs several", "attention runs many"))
+    monkeypatch.setenv("WORKBENCH_CONTENT_DIR", str(content))
+    result = CliRunner().invoke(main, ["lessons", "check"])
+    assert result.exit_code == 1
+    assert f"es/multi-head-attention.md: made from {made_from}" in result.output
+    assert "zh-CN/multi-head-attention.md" in result.output and "2 problems" in result.output

@@ -279,6 +279,34 @@ def rollups_refresh(loop: bool, interval: float) -> None:
         time.sleep(interval)
 
 
+@main.group("lessons")
+def lessons_group() -> None:
+    """Lessons and their translations (content/lessons/, one folder per locale)."""
+
+
+@lessons_group.command("check")
+def lessons_check() -> None:
+    """Every lesson and translation loads, each translation keeps its lesson's structure, and none
+    was made from an older English text (exit 1 otherwise, saying which)."""
+    from ..lessons.loader import LessonError, load_lessons, load_translations, stale_translations
+
+    directory = _settings().content_dir
+    try:
+        lessons = load_lessons(directory)
+    except LessonError as error:
+        raise click.ClickException(str(error)) from None
+    translations, problems = load_translations(directory, lessons)
+    problems += [
+        f"{line} (translate the change, then set source_sha256)" for line in stale_translations(directory, lessons)
+    ]
+    for problem in problems:
+        click.echo(problem, err=True)
+    count = sum(len(by_locale) for by_locale in translations.values())
+    click.echo(f"{len(lessons)} lessons, {count} translations, {len(problems)} problems")
+    if problems:
+        sys.exit(1)
+
+
 def _upgrade(settings: Settings, revision: str = "head") -> None:
     from ..db.migrate import upgrade
 

@@ -79,6 +79,7 @@ class Lesson:
     extra: dict[str, Any] = field(default_factory=dict)
     prerequisite_titles: tuple[str, ...] = ()  # the catalog's title, else front matter `{id, title}`, else the id
     prerequisites_present: tuple[bool, ...] = ()  # whether each is a lesson of this catalog (a link)
+    locale: str = "en"  # the language it is written in (content/lessons/<locale>/ holds translations)
 
     def checkpoint(self, checkpoint_id: str) -> Checkpoint | None:
         return next((c for c in self.checkpoints if c.id == checkpoint_id), None)
@@ -104,6 +105,7 @@ class Lesson:
     def summary_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
+            "locale": self.locale,
             "title": self.title,
             "order": self.order,
             "summary": self.summary,

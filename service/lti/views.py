@@ -20,6 +20,7 @@ from ..api.auth import browser_learner
 from ..db import sessions as sessions_db
 from ..db.tables import Platform
 from ..edge.problems import Problem
+from ..i18n import keep, supported
 from . import grades, keys
 from .course import course_of
 from .course import learners as course_learners
@@ -95,7 +96,12 @@ def launch():
         start_session(registration, claims, path)
     except (LtiException, LaunchRefused) as e:
         return refused(e)
-    return redirect(path, code=303)
+    response = redirect(path, code=303)
+    presentation = claims.get(CLAIM + "launch_presentation")
+    locale = supported(str(presentation.get("locale") or "")) if isinstance(presentation, dict) else None
+    if locale:  # the platform says the learner's language: the choice this tool keeps
+        keep(response, locale)
+    return response
 
 
 def target_path(target: str) -> str:

@@ -70,6 +70,17 @@ def test_the_same_user_is_the_same_learner_at_every_launch_and_names_are_not_kep
     assert "Ada" not in first and "ada@" not in first
 
 
+@pytest.mark.parametrize("locale, kept", [("es-MX", "es"), ("zh-Hans-CN", "zh-CN"), ("zh-TW", None), ("fr-FR", None)])
+def test_the_launchs_locale_is_the_language_the_lesson_opens_in(client, lms, locale, kept):
+    """launch_presentation.locale, where we offer that language (Traditional Chinese is not
+    Simplified: it is not shown in the wrong script)."""
+    response = launched(client, lms, **{CLAIM + "launch_presentation": {"locale": locale}})
+    assert response.status_code == 303
+    lesson = client.get("/api/v1/lessons/multi-head-attention").get_json()
+    assert lesson["locale"] == (kept or "en")
+    assert (client.get_cookie("workbench_lang").value if client.get_cookie("workbench_lang") else None) == kept
+
+
 @pytest.mark.parametrize("target", ["/figures/four-heads", "/explorables/multi-head-attention"])
 def test_a_launch_can_target_the_workbench_or_a_figure(client, lms, target):
     response = launched(client, lms, target)

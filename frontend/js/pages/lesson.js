@@ -34,7 +34,8 @@ const byId = (id) => checkpoints.find((c) => c.id === id) || {};
 async function refreshProgress() {
   try {
     const progress = await getJSON(`/api/v1/learners/${encodeURIComponent(learner)}/progress?lesson=${lessonId}`);
-    checkpoints = progress.lessons[0].checkpoints;
+    const titled = new Map(lesson.checkpoints.map((c) => [c.id, c.title])); // in the lesson's language
+    checkpoints = progress.lessons[0].checkpoints.map((c) => ({ ...c, title: titled.get(c.id) ?? c.title }));
     unreachable = false;
   } catch (error) {
     if (error instanceof ApiError && error.status === 404) {
@@ -193,6 +194,9 @@ function listen() {
 async function init() {
   learner = await ensureSession();
   lesson = await getJSON(`/api/v1/lessons/${lessonId}`);
+  document.documentElement.lang = lesson.locale; // what the lesson is written in (English where not translated)
+  $("lang").value = (document.cookie.match(/(?:^|; )workbench_lang=([^;]+)/) || [])[1] || lesson.locale; // the choice kept
+  $("lang").addEventListener("change", (e) => { location.search = `?lang=${e.target.value}`; }); // the server keeps it
   document.title = `${lesson.title} · Multi-head attention workbench`;
   $("lesson-header").replaceChildren(
     el("p", { class: "note", text: `Lesson ${lesson.order}` }),

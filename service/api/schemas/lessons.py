@@ -15,6 +15,9 @@ class CheckpointRuleSchema(Schema):
 
 class LessonSummarySchema(Schema):
     id = fields.String()
+    locale = fields.String(
+        metadata={"description": "the language it is in: en, es or zh-CN (English where not translated)"}
+    )
     title = fields.String()
     order = fields.Integer()
     summary = fields.String()
