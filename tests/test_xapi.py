@@ -80,6 +80,22 @@ def test_statements_map_events_with_adl_verbs(client, stored, analyst):
     assert passed["result"]["success"] is True and passed["result"]["score"]["scaled"] == 1.0
 
 
+@pytest.mark.databases
+def test_names_and_verbs_are_language_maps_in_every_language_the_lesson_is_written_in(client, stored, analyst):
+    by_id = {s["id"]: s for s in statements(client, analyst)["statements"]}
+    predict = by_id[stored[0]["id"]]
+    assert predict["object"]["definition"]["name"] == {  # the lesson's own titles for the checkpoint
+        "en-US": "Record your prediction",
+        "es": "Anota tu predicción",
+        "zh-CN": "写下你的预测",
+    }
+    assert (
+        set(predict["verb"]["display"]) == {"en-US", "es", "zh-CN"}
+        and predict["verb"]["display"]["en-US"] == "answered"
+    )
+    assert all(set(s["verb"]["display"]) == {"en-US", "es", "zh-CN"} for s in by_id.values())
+
+
 def test_statements_validate_against_ralphs_xapi_model(client, stored, analyst):
     models = pytest.importorskip(
         "ralph.models.xapi.base.statements", reason="Ralph (ralph-malph) is installed by .ci/run"

@@ -7,7 +7,6 @@ from flask.views import MethodView
 
 from ..edge.problems import Problem
 from ..i18n import choose
-from ..lessons import in_locale
 from .schemas.lessons import LessonListSchema, LessonSchema
 from .smorest import Blueprint
 
@@ -23,7 +22,7 @@ class Lessons(MethodView):
         In the learner's language where it is translated (`?lang=`, the language cookie, Accept-Language).
         """
         locale = choose(request)
-        lessons = [in_locale(current_app, lesson, locale) for lesson in current_app.extensions["lessons"].values()]
+        lessons = [lesson.in_locale(locale) for lesson in current_app.extensions["lessons"].values()]
         return {"lessons": [lesson.summary_json() for lesson in lessons]}, 200, {"Vary": "Accept-Language, Cookie"}
 
 
@@ -40,5 +39,5 @@ class LessonDetail(MethodView):
         lesson = current_app.extensions["lessons"].get(lesson_id)
         if lesson is None:
             raise Problem(404, f"no lesson {lesson_id!r}", slug="not-found")
-        shown = in_locale(current_app, lesson, choose(request))
+        shown = lesson.in_locale(choose(request))
         return shown.as_json(), 200, {"Content-Language": shown.locale, "Vary": "Accept-Language, Cookie"}

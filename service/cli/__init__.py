@@ -216,12 +216,12 @@ def xapi_forward(loop: bool, interval: float, batch: int) -> None:
     """Send every platform's new statements to its LRS."""
     import time
 
-    from ..lessons import load_lessons
+    from ..lessons import load_catalog
     from ..xapi.forward import forward_once
 
     settings = _settings()
     db = _database()
-    lessons = load_lessons(settings.content_dir)
+    lessons = load_catalog(settings.content_dir)
     while True:
         report = forward_once(
             db, lessons, settings.activity_base, batch=batch, settle_seconds=settings.export_settle_seconds

@@ -3,25 +3,26 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 from .loader import LessonError, load_lessons, load_translations
 from .model import Block, Checkpoint, Lesson
 
-__all__ = ["Block", "Checkpoint", "Lesson", "LessonError", "in_locale", "init_app", "load_lessons"]
+__all__ = ["Block", "Checkpoint", "Lesson", "LessonError", "init_app", "load_catalog", "load_lessons"]
+
+
+def load_catalog(directory: str | Path) -> dict[str, Lesson]:
+    """Every lesson with its translations (`Lesson.in_locale`). A translation that does not fit
+    is left out with a warning: the English lesson is served in its place, never a broken page."""
+    lessons = load_lessons(directory)
+    translations, problems = load_translations(directory, lessons)
+    for problem in problems:
+        logging.getLogger("workbench.lessons").warning("translation left out: %s", problem)
+    return {key: replace(lesson, translations=translations.get(key, {})) for key, lesson in lessons.items()}
 
 
 def init_app(app) -> dict[str, Lesson]:
-    directory = Path(app.extensions["settings"].content_dir)
-    lessons = load_lessons(directory)
+    lessons = load_catalog(app.extensions["settings"].content_dir)
     app.extensions["lessons"] = lessons
-    translations, problems = load_translations(directory, lessons)
-    for problem in problems:  # the English lesson is served in its place: a page, never a broken one
-        logging.getLogger("workbench.lessons").warning("translation left out: %s", problem)
-    app.extensions["lesson_translations"] = translations
     return lessons
-
-
-def in_locale(app, lesson: Lesson, locale: str) -> Lesson:
-    """`lesson` in `locale` where it is translated, else as written (English)."""
-    return app.extensions["lesson_translations"].get(lesson.id, {}).get(locale, lesson)

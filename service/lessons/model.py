@@ -80,6 +80,19 @@ class Lesson:
     prerequisite_titles: tuple[str, ...] = ()  # the catalog's title, else front matter `{id, title}`, else the id
     prerequisites_present: tuple[bool, ...] = ()  # whether each is a lesson of this catalog (a link)
     locale: str = "en"  # the language it is written in (content/lessons/<locale>/ holds translations)
+    translations: dict[str, Lesson] = field(default_factory=dict)  # locale -> this lesson in it
+
+    def in_locale(self, locale: str) -> Lesson:
+        """This lesson in `locale` where it is translated, else as written (English)."""
+        return self.translations.get(locale, self)
+
+    def titles(self, checkpoint_id: str | None = None) -> dict[str, str]:
+        """The lesson's (or one checkpoint's) title in every language it is written in, by locale."""
+        found = {}
+        for lesson in (self, *self.translations.values()):
+            checkpoint = lesson.checkpoint(checkpoint_id) if checkpoint_id else None
+            found[lesson.locale] = checkpoint.title if checkpoint else lesson.title
+        return found
 
     def checkpoint(self, checkpoint_id: str) -> Checkpoint | None:
         return next((c for c in self.checkpoints if c.id == checkpoint_id), None)

@@ -28,6 +28,20 @@ ACTIVITY_TYPES = {
     "assessment": "http://adlnet.gov/expapi/activities/assessment",
 }
 EXTENSION = "https://attention-workbench.example/xapi/extensions/"
+# Language maps (RFC 5646 tags): each verb's display in every language the lessons are written in.
+VERB_DISPLAY = {
+    "answered": {"en-US": "answered", "es": "respondió", "zh-CN": "回答了"},
+    "responded": {"en-US": "responded", "es": "contestó", "zh-CN": "作出了回应"},
+    "interacted": {"en-US": "interacted", "es": "interactuó", "zh-CN": "进行了交互"},
+    "attempted": {"en-US": "attempted", "es": "intentó", "zh-CN": "尝试了"},
+    "passed": {"en-US": "passed", "es": "aprobó", "zh-CN": "通过了"},
+    "failed": {"en-US": "failed", "es": "no aprobó", "zh-CN": "未通过"},
+}
+
+
+def language_map(titles: dict[str, str]) -> dict[str, str]:
+    """{locale: text} as an xAPI language map: English as en-US, as the statements always said."""
+    return {("en-US" if locale == "en" else locale): text for locale, text in titles.items()}
 
 
 def verb_for(event: str, checkpoint: str | None, data: dict[str, Any], requires: str | None) -> str:
@@ -62,7 +76,7 @@ def statement(row: Any, home_page: str, base: str, lessons: dict[str, Lesson]) -
     body = {
         "id": row.event_id,
         "actor": {"objectType": "Agent", "account": {"homePage": home_page, "name": row.learner}},
-        "verb": {"id": VERBS[verb], "display": {"en-US": verb}},
+        "verb": {"id": VERBS[verb], "display": VERB_DISPLAY[verb]},
         "object": _target(row, lesson, checkpoint, base),
         "context": _context(row, base),
         "timestamp": timestamp(row.occurred_at),
@@ -81,7 +95,9 @@ def _target(row: Any, lesson: Lesson | None, checkpoint: Checkpoint | None, base
         "objectType": "Activity",
         "id": activity_id(base, row.lesson, row.checkpoint),
         "definition": {
-            "name": {"en-US": checkpoint.title if checkpoint else (lesson.title if lesson else row.lesson)},
+            "name": language_map(lesson.titles(row.checkpoint if checkpoint else None))
+            if lesson
+            else {"en-US": row.lesson},
             "type": ACTIVITY_TYPES[kind] if row.checkpoint else ACTIVITY_TYPES["lesson"],
         },
     }
