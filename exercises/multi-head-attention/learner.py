@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 import traceback
 import warnings
@@ -18,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-MESSAGES = json.loads((HERE / "tests" / "messages.json").read_text(encoding="utf-8"))
+MESSAGES = json.loads((HERE / "tests" / "messages.json").read_text(encoding="utf-8"))  # English: every key
 FUNCTION = "multi_head_attention"
 SIGNATURE = "multi_head_attention(tokens, heads, causal=True, output_projection=None)"
 RETURNS = "a dict of weights, head_outputs, concatenated and output"
@@ -35,9 +36,29 @@ class LearnerError(Exception):
     """Your file could not be loaded, or your function raised or returned something unusable."""
 
 
+def language() -> str:
+    """The messages' language: MHA_LANG (or `pytest --lang`), else the locale (LC_ALL, LC_MESSAGES,
+    LANG, as the C library reads them): es, zh-CN (Simplified), or English."""
+    for name in ("MHA_LANG", "LC_ALL", "LC_MESSAGES", "LANG"):
+        tag = os.environ.get(name, "").split(".")[0].replace("_", "-").lower()
+        if not tag:
+            continue
+        if tag.startswith("zh") and not any(part in ("tw", "hk", "mo", "hant") for part in tag.split("-")):
+            return "zh-CN"
+        return "es" if tag.split("-")[0] == "es" else "en"
+    return "en"
+
+
+def messages(lang: str) -> dict:
+    """The messages in `lang`: its translation (tests/messages.<lang>.json) over the English, so a
+    key it lacks reads in English."""
+    path = HERE / "tests" / f"messages.{lang}.json"
+    return {**MESSAGES, **json.loads(path.read_text(encoding="utf-8"))} if path.is_file() else MESSAGES
+
+
 def say(key: str, **values) -> str:
-    """The shared message `key` with its blanks filled in."""
-    return MESSAGES[key].format(**values)
+    """The shared message `key` with its blanks filled in, in the learner's language."""
+    return messages(language())[key].format(**values)
 
 
 def fmt(values) -> str:

@@ -30,7 +30,24 @@ export interface Case {
 
 export const MESSAGES: Record<string, string> = JSON.parse(
   readFileSync(new URL("./tests/messages.json", import.meta.url), "utf8"),
-);
+); // English: every key
+
+/** The messages' language: MHA_LANG, else the locale (LC_ALL, LC_MESSAGES, LANG): es, zh-CN or en. */
+export function language(): string {
+  for (const name of ["MHA_LANG", "LC_ALL", "LC_MESSAGES", "LANG"]) {
+    const tag = (process.env[name] ?? "").split(".")[0].replace(/_/g, "-").toLowerCase();
+    if (!tag) continue;
+    if (tag.startsWith("zh") && !tag.split("-").some((part) => ["tw", "hk", "mo", "hant"].includes(part))) return "zh-CN";
+    return tag.split("-")[0] === "es" ? "es" : "en";
+  }
+  return "en";
+}
+
+/** The messages in `lang`: its translation over the English, so a key it lacks reads in English. */
+export function messages(lang: string): Record<string, string> {
+  const path = new URL(`./tests/messages.${lang}.json`, import.meta.url);
+  return existsSync(path) ? { ...MESSAGES, ...JSON.parse(readFileSync(path, "utf8")) } : MESSAGES;
+}
 export const FUNCTION = "multiHeadAttention";
 const SIGNATURE = "multiHeadAttention(tokens, heads, { causal, outputProjection })";
 const RETURNS = "an object of weights, headOutputs, concatenated and output";
@@ -48,9 +65,9 @@ export class LearnerError extends Error {
   name = "LearnerError";
 }
 
-/** The shared message `key` with its blanks filled in. */
+/** The shared message `key` with its blanks filled in, in the learner's language. */
 export function say(key: string, values: Record<string, unknown> = {}): string {
-  return MESSAGES[key].replace(/\{(\w+)\}/g, (blank, name: string) => (name in values ? show(values[name]) : blank));
+  return messages(language())[key].replace(/\{(\w+)\}/g, (blank, name: string) => (name in values ? show(values[name]) : blank));
 }
 
 /** Lists as Python prints them ([1, 2]); anything else as it is. */

@@ -50,6 +50,8 @@ BUNDLES: dict[str, tuple[str, ...]] = {
             "tests/mistakes.py",
             "tests/test_multi_head_attention.py",
             "tests/messages.json",
+            "tests/messages.es.json",
+            "tests/messages.zh-CN.json",
         )
     ),
     "typescript": (
@@ -69,6 +71,8 @@ BUNDLES: dict[str, tuple[str, ...]] = {
                 "tests/mistakes.ts",
                 "tests/multi-head-attention.test.ts",
                 "tests/messages.json",
+                "tests/messages.es.json",
+                "tests/messages.zh-CN.json",
             )
         ),
     ),

@@ -40,13 +40,15 @@ needs_typescript = pytest.mark.skipif(
 LANGUAGES = ["python", pytest.param("typescript", marks=needs_typescript)]
 SUFFIX = {"python": ".py", "typescript": ".ts"}
 STARTER_BUGS = {"interleaved_split", "no_scaling", "mask_after_softmax"}
+ENGLISH = {"MHA_LANG": "en"}  # the messages' language, whatever this machine's locale; a test may change it
 
 
 def run_python_tests(tmp_path, implementation: Path, **env) -> dict[str, str | None]:
     """test name -> failure message (None when it passed, 'skipped' when skipped)."""
     report = tmp_path / "report.xml"
-    environment = {**os.environ, "MHA_EXERCISE": str(implementation), **env, "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, "-m", "pytest", str(EXERCISE / "tests"), "-q", "-p", "no:cacheprovider"]
+    flags = [f"--lang={env.pop('PYTEST_LANG')}"] if "PYTEST_LANG" in env else []
+    environment = {**os.environ, **ENGLISH, "MHA_EXERCISE": str(implementation), **env, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "pytest", str(EXERCISE / "tests"), "-q", "-p", "no:cacheprovider", *flags]
     subprocess.run(
         [*command, f"--junitxml={report}", "-o", "addopts="], cwd=ROOT, env=environment, capture_output=True, text=True
     )
@@ -66,7 +68,7 @@ def run_python_tests(tmp_path, implementation: Path, **env) -> dict[str, str | N
 def run_typescript_tests(tmp_path, implementation: Path, **env) -> dict[str, str | None]:
     """The same for the TypeScript tests (vitest's JSON report)."""
     report = tmp_path / "report.json"
-    environment = {**os.environ, "MHA_EXERCISE": str(implementation), **env}
+    environment = {**os.environ, **ENGLISH, "MHA_EXERCISE": str(implementation), **env}
     subprocess.run(
         [*SEED_COMMAND, "--reporter=json", f"--outputFile={report}"],
         cwd=ROOT,
@@ -96,7 +98,7 @@ def run_typescript_tests(tmp_path, implementation: Path, **env) -> dict[str, str
 
 def run_as_learner(command: list[str], implementation: Path | str | None = None) -> subprocess.CompletedProcess:
     """`command` from the repository root, as a learner types it (MHA_EXERCISE names their file)."""
-    env = {**os.environ, **({"MHA_EXERCISE": str(implementation)} if implementation else {})}
+    env = {**os.environ, **ENGLISH, **({"MHA_EXERCISE": str(implementation)} if implementation else {})}
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
 
 
@@ -132,6 +134,47 @@ def test_the_starter_fails_naming_exactly_its_three_bugs(tmp_path, language):
     ]
     split = next(m for m in failed.values() if "interleaved_split" in m)
     assert "head 2 received features [2, 4]; the split must be contiguous: [3, 4]" in split
+
+
+def catalog(lang: str) -> dict[str, str]:
+    name = "messages.json" if lang == "en" else f"messages.{lang}.json"
+    return json.loads((EXERCISE / "tests" / name).read_text(encoding="utf-8"))
+
+
+def fixed_text(template: str) -> str:
+    """A message's words before its first blank: what it says whatever the numbers."""
+    return template.split("{", 1)[0]
+
+
+@pytest.mark.parametrize("lang", ["es", "zh-CN"])
+def test_every_message_is_translated_with_the_same_blanks_and_mistake_ids(lang):
+    english, translated = catalog("en"), catalog(lang)
+    assert set(translated) == set(english)
+    for key, text in ((k, v) for k, v in english.items() if k != "_about"):  # _about describes the file
+        assert set(re.findall(r"\{(\w+)\}", translated[key])) == set(re.findall(r"\{(\w+)\}", text)), key
+        assert re.findall(r"\(mistake: \w+\)", translated[key]) == re.findall(r"\(mistake: \w+\)", text), key
+        assert translated[key] != text, f"{key} is not translated"
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+@pytest.mark.parametrize(
+    "route", [{"MHA_LANG": "es"}, {"MHA_LANG": "", "LC_ALL": "", "LC_MESSAGES": "", "LANG": "es_ES.UTF-8"}]
+)
+def test_the_starter_fails_in_spanish_with_its_three_messages_in_spanish(tmp_path, language, route):
+    failed = failures(run_tests(language, tmp_path, EXERCISE / f"starter{SUFFIX[language]}", **route))
+    assert mistakes_named(failed.values()) == STARTER_BUGS and len(failed) == 3, failed
+    spanish, english = catalog("es"), catalog("en")
+    for message in failed.values():
+        (mistake,) = mistakes_named([message])
+        assert fixed_text(spanish[mistake]) in message and fixed_text(english[mistake]) not in message, message
+    names = set(run_tests(language, tmp_path, EXERCISE / f"starter{SUFFIX[language]}"))
+    assert set(failed) <= names  # the tests' own names stay English
+
+
+def test_pytest_takes_the_language_as_a_flag(tmp_path):
+    failed = failures(run_python_tests(tmp_path, EXERCISE / "starter.py", PYTEST_LANG="zh-CN"))
+    split = next(m for m in failed.values() if "interleaved_split" in m)
+    assert fixed_text(catalog("zh-CN")["interleaved_split"]) in split
 
 
 @needs_typescript

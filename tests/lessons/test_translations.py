@@ -26,7 +26,7 @@ def test_every_lesson_is_translated_into_every_offered_language_with_its_structu
 
 def test_no_translation_is_behind_its_english_source():
     """Edit an English lesson and this fails until each translation is brought up to date and
-    its `source_sha256` set to the English file's new digest (README, "Adding a locale")."""
+    its `source_sha256` set to the English file's new digest (README, "Languages")."""
     assert stale_translations(CONTENT, load_lessons(CONTENT)) == []
 
 

@@ -14,6 +14,17 @@ sys.path.insert(0, str(HERE.parent))
 from learner import LearnerError, load  # noqa: E402
 
 IMPLEMENTATION = pytest.StashKey()
+
+
+def pytest_addoption(parser):
+    parser.addoption("--lang", help="the messages' language: en, es or zh-CN (else MHA_LANG, else LANG)")
+
+
+def pytest_configure(config):
+    if config.getoption("--lang"):
+        os.environ["MHA_LANG"] = config.getoption("--lang")
+
+
 _FAILED: list[str] = []
 
 
