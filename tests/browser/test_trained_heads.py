@@ -189,6 +189,11 @@ def test_the_encoder_model_view_and_head_view(page, live, width, height):
     wait_until(page, "document.querySelector('.th-token[aria-pressed=true]')?.dataset.index === '4'")
     assert page.locator("#reading").inner_text() == "piece 5 “on” chosen."
     assert line_to(page, 2) == 3  # layer 1 head 3: the piece before
+    page.locator("#tokens button.th-token").nth(6).click()  # by pointer too: "mat"
+    wait_until(page, "document.querySelector('.th-token[aria-pressed=true]')?.dataset.index === '6'")
+    assert line_to(page, 2) == 5
+    page.keyboard.press("ArrowLeft")
+    wait_until(page, "document.querySelector('.th-token[aria-pressed=true]')?.dataset.index === '5'")
     assert page.locator("#table table tbody tr").first.locator("td").count() == len(pieces)  # sees after, too
     assert not page.locator("#next-title").is_visible()  # an encoder predicts no next token
     assert page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth") == 0
