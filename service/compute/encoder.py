@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from .engine import AttentionTrace, multi_head_attention
-from .model import LABEL_THRESHOLD, Shaped, read_safetensors, remembered, switched_off
+from .model import Shaped, label, read_safetensors, remembered, switched_off
 
 ENCODER_PATTERNS = {
     "previous_token": "previous token",
@@ -224,11 +224,6 @@ def head_scores(encoder: Encoder, sentences: list[str], ablate: Collection[tuple
     return total / len(sentences)
 
 
-def label(scores: np.ndarray) -> str:
-    best = int(np.argmax(scores))
-    return list(ENCODER_PATTERNS.values())[best] if scores[best] >= LABEL_THRESHOLD else "no single pattern"
-
-
 def measure(encoder: Encoder) -> dict[str, Any]:
     """The card's head_scores: labels chosen on the `choose` sentences, scores reported on the
     `held_out` ones (a label that only fits the sentences it was chosen on would show it)."""
@@ -238,7 +233,7 @@ def measure(encoder: Encoder) -> dict[str, Any]:
         "measured_on": f"{len(encoder.sentences['held_out'])} held-out English sentences "
         f"(labels chosen on {len(encoder.sentences['choose'])} others; content/encoders/{encoder.id}/sentences.json)",
         "patterns": list(ENCODER_PATTERNS),
-        "labels": [[label(row) for row in layer] for layer in chosen],
+        "labels": [[label(row, ENCODER_PATTERNS) for row in layer] for layer in chosen],
         "layers": np.round(held_out, 4).tolist(),
     }
 

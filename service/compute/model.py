@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .engine import AttentionTrace, multi_head_attention
+from .steps import merge_heads
 
 PRINTABLE = np.arange(32, 127, dtype=np.uint8)
 SCORE_SEED = 20251130  # held-out sequences: training draws from its own seed
@@ -185,7 +186,7 @@ def switched_off(
         return trace
     outputs = trace.head_outputs.copy()  # [H, n, d_head]
     outputs[heads] = 0.0
-    concat = outputs.transpose(1, 0, 2).reshape(trace.config.n, -1)  # [H, n, d] -> [n, H*d]
+    concat = merge_heads(outputs)  # step 8 again: [H, n, d] -> [n, H*d]
     output = concat @ w_o if b_o is None else concat @ w_o + b_o  # [n, d_model]
     for array in (outputs, concat, output):
         array.setflags(write=False)
@@ -243,10 +244,10 @@ def head_scores(model: Model, sequences: list[np.ndarray], ablate: Collection[tu
     return total / len(sequences)
 
 
-def label(scores: np.ndarray) -> str:
+def label(scores: np.ndarray, patterns: dict[str, str] = PATTERNS) -> str:
     """A head's job: its highest pattern score's name when that score is at least the threshold."""
     best = int(np.argmax(scores))
-    return list(PATTERNS.values())[best] if scores[best] >= LABEL_THRESHOLD else "no single pattern"
+    return list(patterns.values())[best] if scores[best] >= LABEL_THRESHOLD else "no single pattern"
 
 
 def load_models(directory: str | Path) -> dict[str, Model]:
