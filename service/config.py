@@ -28,6 +28,7 @@ class Settings:
     content_dir: str = str(ROOT / "content" / "lessons")
     models_dir: str = str(ROOT / "content" / "models")  # trained models (training/train.py)
     encoders_dir: str = str(ROOT / "content" / "encoders")  # pretrained encoders' cards (the minilm extra)
+    pseudo_locale: bool = False  # offer ?lang=en-XA, accented and longer, for layout checks (service/i18n.py)
     # Request limits, checked on raw input before any allocation.
     max_content_length: int = 4 * 1024 * 1024
     max_tokens: int = 1024  # n

@@ -1,13 +1,16 @@
-"""The built-in front end: HTML shells and static ES modules, no build step."""
+"""The built-in front end: HTML shells rendered in the learner's language (Jinja and the gettext
+catalogs, frontend/pages/), static ES modules and their compiled catalogs, no build step."""
 
 from __future__ import annotations
 
-from flask import Blueprint, abort, current_app, send_from_directory
+from flask import Blueprint, abort, current_app, render_template, send_from_directory
+from markupsafe import Markup
 
 from .config import ROOT
+from .i18n import page_context
 
 FRONTEND = ROOT / "frontend"
-blp = Blueprint("frontend", __name__)
+blp = Blueprint("frontend", __name__, template_folder=str(FRONTEND / "pages"))
 
 PAGES = {
     "/": "index.html",
@@ -24,7 +27,13 @@ def _page(filename: str):
         lesson_id = kwargs.get("lesson_id")
         if lesson_id is not None and lesson_id not in current_app.extensions["lessons"]:
             abort(404)
-        return send_from_directory(FRONTEND / "pages", filename, mimetype="text/html", max_age=0)
+        context = page_context()
+        html = render_template(filename, Markup=Markup, **context)
+        return (
+            html,
+            200,
+            {"Cache-Control": "no-cache", "Vary": "Accept-Language, Cookie", "Content-Language": context["lang"]},
+        )
 
     view.__name__ = f"page_{filename.split('.')[0].replace('-', '_')}"
     return view
@@ -36,7 +45,7 @@ for rule, page in PAGES.items():
 
 @blp.get("/static/<path:path>")
 def static(path: str):
-    if not (path.startswith(("js/", "css/")) and path.endswith((".js", ".css"))):
+    if not (path.startswith(("js/", "css/", "i18n/")) and path.endswith((".js", ".css", ".json"))):
         abort(404)
     return send_from_directory(FRONTEND, path, max_age=300)
 

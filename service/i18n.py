@@ -1,22 +1,40 @@
-"""The learner's language: which locale a request is read in, picked the way users expect.
+"""The learner's language: which locale a request is read in, and the words in it.
 
-In order: an explicit choice (`?lang=` on any request, kept in the `workbench_lang` cookie: the
-language menu sets it, and so does an LTI launch whose `launch_presentation.locale` we offer),
-then the browser's `Accept-Language`, then English. Flask-Babel asks `select` for the locale of
-each request, so gettext catalogs and `get_locale()` agree with the lessons the API returns.
+Picked the way users expect: an explicit choice (`?lang=` on any request, kept in the
+`workbench_lang` cookie: the language menu sets it, and so does an LTI launch whose
+`launch_presentation.locale` we offer), then the browser's `Accept-Language`, then English.
+Flask-Babel asks `select` for the locale of each request, so the gettext catalogs
+(`service/translations/`), `get_locale()` and the lessons the API returns agree.
+
+The catalogs are gettext `.po` files; `make i18n` extracts the strings (pages, scripts, problem
+details), updates the catalogs, writes the pseudo-locale and compiles each catalog twice: `.mo`
+for the server, `frontend/i18n/<locale>.json` for the scripts (service/i18n_catalogs.py).
 """
 
 from __future__ import annotations
 
-from flask import Flask, Request, request
+from functools import cache
+from pathlib import Path
+
+from babel import Locale
+from babel.support import NullTranslations, Translations
+from flask import Flask, current_app, has_app_context, has_request_context, request
 from flask_babel import Babel
-from werkzeug.wrappers import Response
+from werkzeug.wrappers import Request, Response
 
 LOCALES = {"en": "English", "es": "Español", "zh-CN": "简体中文"}  # BCP 47 tag -> its own name
+# The pseudo-locale (settings.pseudo_locale): every string accented and about 35 % longer, so a
+# layout that only fits English shows. CLDR has no en-XA, so Babel files it under en_001.
+PSEUDO = "en-XA"
 RIGHT_TO_LEFT: frozenset[str] = frozenset()  # none yet; `dir` follows this when one is added
 DEFAULT = "en"
 COOKIE = "workbench_lang"
 ONE_YEAR = 365 * 24 * 3600
+TRANSLATIONS = Path(__file__).parent / "translations"
+
+
+def pseudo_offered() -> bool:
+    return has_app_context() and current_app.extensions["settings"].pseudo_locale
 
 
 def supported(tag: str | None) -> str | None:
@@ -29,6 +47,8 @@ def supported(tag: str | None) -> str | None:
     if parts[0] == "zh":
         rest = set(parts[1:])
         return None if rest & {"tw", "hk", "mo", "hant"} else "zh-CN"
+    if parts == ["en", "xa"] and pseudo_offered():
+        return PSEUDO
     return parts[0] if parts[0] in LOCALES else None
 
 
@@ -43,6 +63,11 @@ def choose(req: Request) -> str:
     return DEFAULT
 
 
+def current() -> str:
+    """The locale of the request being answered (English outside one)."""
+    return choose(request) if has_request_context() else DEFAULT
+
+
 def keep(response: Response, locale: str) -> None:
     """Remember an explicit choice for a year (the menu, `?lang=`, an LTI launch)."""
     response.set_cookie(COOKIE, locale, max_age=ONE_YEAR, samesite="Lax", httponly=False, secure=request.is_secure)
@@ -53,7 +78,40 @@ def direction(locale: str) -> str:
 
 
 def babel_name(locale: str) -> str:
-    return locale.replace("-", "_")  # Babel's spelling: zh_CN
+    """Babel's identifier, which names the catalog's folder: zh-CN is zh_Hans_CN (Babel adds the
+    script, and gettext would not find a zh_CN folder from it); the pseudo-locale is en_001."""
+    return "en_001" if locale == PSEUDO else str(Locale.parse(locale.replace("-", "_")))
+
+
+@cache
+def translations(locale: str) -> NullTranslations:
+    """The compiled catalog of a locale (English: the msgids themselves)."""
+    if locale == DEFAULT:
+        return NullTranslations()
+    return Translations.load(str(TRANSLATIONS), [babel_name(locale)])
+
+
+def translate(message: str, locale: str, values: dict[str, object] | None = None) -> str:
+    """`message` (a msgid) in `locale`, with `%(name)s` placeholders filled from `values`."""
+    text = translations(locale).gettext(message)
+    return text % values if values else text
+
+
+def speaker(locale: str | None = None):
+    """say(msgid, **values) in `locale` (the request's by default): what compute's messages take."""
+    chosen = locale or current()
+
+    def say(msgid: str, /, **values: object) -> str:
+        return translate(msgid, chosen, values or None)
+
+    return say
+
+
+def page_context() -> dict[str, object]:
+    """What every page's template needs to speak the request's language."""
+    locale = current()
+    offered = dict(LOCALES, **({PSEUDO: "Ƥšéûðö"} if pseudo_offered() else {}))
+    return {"lang": locale, "dir": direction(locale), "locales": offered}
 
 
 def init_app(app: Flask) -> None:

@@ -88,3 +88,63 @@ def test_flask_babel_reads_each_request_in_the_same_locale(app):
         assert (get_locale().language, get_locale().script) == ("zh", "Hans")  # Simplified, as Babel spells it
     with app.test_request_context("/?lang=es", headers={"Accept-Language": "zh-CN"}):
         assert str(get_locale()) == "es"
+
+
+def test_pages_are_rendered_in_the_chosen_language_with_lang_and_dir(app, client):
+    page = client.get("/explorables/multi-head-attention?lang=es").get_data(as_text=True)
+    assert '<html lang="es" dir="ltr">' in page and "Máscara causal" in page and "Causal mask" not in page
+    assert 'href="/static/i18n/es.json"' in page  # the scripts' catalog, fetched early
+    chinese = app.test_client().get("/", headers={"Accept-Language": "zh-CN"})  # no cookie kept from ?lang=es
+    assert '<html lang="zh-CN"' in chinese.get_data(as_text=True) and chinese.headers["Content-Language"] == "zh-CN"
+    assert "Accept-Language" in chinese.headers["Vary"]
+    english = app.test_client().get("/dashboard").get_data(as_text=True)
+    assert '<html lang="en"' in english and "/static/i18n/" not in english
+
+
+def test_every_page_has_the_language_menu_with_the_choice_selected(client):
+    for path in ("/", "/lessons/multi-head-attention", "/explorables/multi-head-attention", "/figures/four-heads",
+                 "/explorables/trained-heads", "/dashboard"):  # fmt: skip
+        page = client.get(path + "?lang=zh-CN").get_data(as_text=True)
+        assert '<option value="zh-CN" lang="zh-CN" selected>简体中文</option>' in page, path
+        assert '<option value="en-XA"' not in page, path  # the pseudo-locale is for layout checks only
+
+
+def test_a_problem_a_learner_meets_is_in_their_language_and_its_type_is_stable(client):
+    missing = "/api/v1/exercises/multi-head-attention/challenges/" + "0" * 32
+    english = client.get(missing).json
+    spanish = client.get(missing, headers={"Accept-Language": "es"}).json
+    assert (english["title"], english["detail"]) == ("Not Found", "no such challenge")
+    assert (spanish["title"], spanish["detail"]) == ("No encontrado", "no existe ese desafío")
+    assert spanish["type"] == english["type"] and spanish["status"] == 404
+    long = client.post("/api/v1/models/bytes-2l-attn/attention?lang=zh-CN", json={"text": "é" * 100})
+    assert long.status_code == 413 and long.json["title"] == "内容过大"
+    assert long.json["detail"] == "文本的 UTF-8 编码有 200 个字节；bytes-2l-attn 最多读取 128 个"
+    assert long.json["type"].endswith("/over-limit")
+
+
+def test_an_edge_refusal_before_flask_is_in_the_requests_language(client):
+    """The body limit is checked before any view runs: its problem is read in the same language."""
+    response = client.post(
+        "/api/v1/attention", data=b"{" * (5 * 1024 * 1024), headers={"Content-Type": "application/json",
+                                                                    "Accept-Language": "es"},
+    )  # fmt: skip
+    assert response.status_code == 413 and response.json["title"] == "Entidad de la solicitud demasiado grande"
+    assert response.json["detail"] == "el cuerpo de la solicitud supera el límite de 4194304 bytes"
+
+
+def test_the_failure_modes_and_models_speak_the_readers_language(client):
+    english = {m["id"]: m for m in client.get("/api/v1/failure-modes").json["failure_modes"]}
+    chinese = client.get("/api/v1/failure-modes", headers={"Accept-Language": "zh-CN"})
+    assert chinese.headers["Content-Language"] == "zh-CN"
+    modes = {m["id"]: m for m in chinese.json["failure_modes"]}
+    assert modes.keys() == english.keys() and modes["no_output_projection"]["name"] == "没有输出投影"
+    assert all(modes[i]["name"] != english[i]["name"] for i in modes)
+    model = client.get("/api/v1/models?lang=es").json["models"][0]
+    assert model["description"].startswith("Un transformer de dos capas")
+    english = client.get("/api/v1/models?lang=en").json["models"][0]
+    assert model["layer_heads"][0][0]["label"] == english["layer_heads"][0][0]["label"]  # a label is data
+
+
+def test_the_spanish_lesson_names_the_failure_modes_in_spanish(client):
+    html = client.get("/api/v1/lessons/multi-head-attention?lang=es").json["html"]
+    assert ">Sin proyección de salida</a>" in html and ">No output projection</a>" not in html

@@ -93,6 +93,8 @@ def train(steps: int, seed: int, batch_size: int, lr: float, log_every: int) -> 
 
 def write(model: AttentionOnly, run: dict, out: Path) -> dict:
     out.mkdir(parents=True, exist_ok=True)
+    previous = out / "card.json"
+    translations = json.loads(previous.read_text()).get("translations") if previous.exists() else None
     save_file(model.tensors(), str(out / "model.safetensors"))
     card = {
         "id": out.name,
@@ -130,7 +132,9 @@ def write(model: AttentionOnly, run: dict, out: Path) -> dict:
         "patterns": list(PATTERNS),
         "layers": [[[round(float(s), 4) for s in head] for head in layer] for layer in scores],
     }
-    (out / "card.json").write_text(json.dumps(card, indent=2) + "\n")
+    if translations:  # the card's words in other languages (content, like the lessons): kept, to be checked
+        card["translations"] = translations
+    (out / "card.json").write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n")
     return card
 
 

@@ -4,6 +4,8 @@
 // in another page of this origin (the lesson and its embedded workbench share it), and
 // "workbench:events-sent" (detail: {ids, status}) when the server has answered for a batch.
 
+import { t } from "./i18n.js";
+
 const QUEUE_KEY = "workbench.outbox";
 const BATCH = 50;
 let flushing = null;
@@ -26,7 +28,7 @@ export async function request(method, url, body, headers = {}) {
   try {
     response = await fetch(url, options);
   } catch {
-    throw new ApiError(0, { detail: "the server is not reachable" }); // fetch's own "Failed to fetch" says less
+    throw new ApiError(0, { detail: t("the server is not reachable") }); // fetch's own "Failed to fetch" says less
   }
   const type = response.headers.get("Content-Type") || "";
   const data = type.includes("json") ? await response.json().catch(() => null) : null;

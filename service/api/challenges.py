@@ -18,13 +18,15 @@ from flask import current_app, url_for
 from flask.views import MethodView
 
 from ..compute import AttentionInputError
-from ..compute.challenge import check_answers, new_cases
+from ..compute.challenge import Verdict, check_answers, new_cases
 from ..compute.diagnose import traces_per_diagnosis
+from ..compute.text import N_
 from ..db import challenges as challenges_db
 from ..db.events import NewEvent
 from ..db.tables import ExerciseChallenge
 from ..edge import EdgeRequest, costs
 from ..edge.problems import Problem
+from ..i18n import speaker
 from . import shortcut
 from .auth import authorized, needs
 from .schemas.exercises import AnswersSchema, ChallengeSchema, NewChallengeSchema, VerdictSchema
@@ -39,6 +41,8 @@ blp = Blueprint(
 
 LESSON, CHECKPOINT = "multi-head-attention", "implement"
 ATTEMPTS = 30  # answers one challenge takes; then the learner asks for fresh cases
+
+SOLVED = N_("this challenge is already solved; ask for a new one to check again")
 
 
 def verification_cells(req: EdgeRequest) -> int | None:
@@ -68,7 +72,7 @@ class Challenges(MethodView):
         if learner is None:
             raise Problem(422, "a platform names the learner the challenge is for", errors={"learner": ["required"]})
         if not principal.may_act_for(learner):
-            raise Problem(403, "a browser session gets challenges for its own learner only", slug="forbidden")
+            raise Problem(403, N_("a browser session gets challenges for its own learner only"), slug="forbidden")
         now = dt.datetime.now(dt.UTC)
         challenge = ExerciseChallenge(
             id=secrets.token_hex(16),
@@ -123,19 +127,21 @@ class Answers(MethodView):
         challenge = _find(challenge_id)
         now = dt.datetime.now(dt.UTC)
         if challenge.solved_at is not None:
-            raise Problem(409, "this challenge is already solved; ask for a new one to check again", slug="solved")
+            raise Problem(409, SOLVED, slug="solved")
         if challenge.expires_at <= now:
-            raise Problem(410, "this challenge has expired; ask for a new one", slug="expired")
+            raise Problem(410, N_("this challenge has expired; ask for a new one"), slug="expired")
         if challenge.attempts >= ATTEMPTS:
             raise Problem(
                 429,
-                f"this challenge has taken its {ATTEMPTS} answers; ask for a new one (fresh cases)",
+                N_("this challenge has taken its %(attempts)d answers; ask for a new one (fresh cases)"),
+                args={"attempts": ATTEMPTS},
                 slug="attempts",
             )
         if len(args["answers"]) != len(challenge.cases):
             raise Problem(
                 422,
-                f"this challenge has {len(challenge.cases)} cases; send one answer for each, in order",
+                N_("this challenge has %(cases)d cases; send one answer for each, in order"),
+                args={"cases": len(challenge.cases)},
                 errors={"answers": [f"expected {len(challenge.cases)} answers, got {len(args['answers'])}"]},
             )
         try:
@@ -143,34 +149,14 @@ class Answers(MethodView):
         except AttentionInputError as exc:
             raise Problem(422, str(exc), errors={exc.field or "answers": [str(exc)]}) from None
         engine_seen = verdict.correct and shortcut.seen(challenge.cases)
-        message = verdict.message(challenge.cases)
-        if engine_seen:
-            message += (
-                " Recorded with a note: these cases were also computed by POST /api/v1/attention while the "
-                "challenge was open, so the numbers may be the API's own rather than your code's."
-            )
-        result = {
-            "correct": verdict.correct,
-            "mistakes": verdict.mistakes,
-            "message": message,
-            "cases": [
-                {
-                    "case": i + 1,
-                    "correct": d.correct,
-                    "max_abs_error": d.max_abs_error,
-                    "mistakes": list(d.mistakes),
-                    "message": d.message,
-                }
-                for i, d in enumerate(verdict.cases)
-            ],
-        }
-        result["completed"] = _record(challenge, result, now, engine_seen)
-        return result
+        result = verdict.as_json(challenge.cases, engine_seen)  # kept in English, answered in the caller's language
+        completed = _record(challenge, result, now, engine_seen)
+        return {**in_language(result, challenge.cases), "completed": completed}
 
 
 def _find(challenge_id: str) -> ExerciseChallenge:
     if len(challenge_id) != 32 or any(c not in "0123456789abcdef" for c in challenge_id):
-        raise Problem(404, "no such challenge (an id is 32 hex digits)", slug="not-found")
+        raise Problem(404, N_("no such challenge (an id is 32 hex digits)"), slug="not-found")
     with current_app.extensions["db"].read() as session:
         challenge = challenges_db.find_challenge(session, challenge_id)
     principal = authorized()
@@ -179,7 +165,7 @@ def _find(challenge_id: str) -> ExerciseChallenge:
         or not principal.may_act_for(getattr(challenge, "learner", ""))
     )
     if challenge is None or foreign:
-        raise Problem(404, "no such challenge", slug="not-found")
+        raise Problem(404, N_("no such challenge"), slug="not-found")
     return challenge
 
 
@@ -205,9 +191,7 @@ def _record(challenge: ExerciseChallenge, result: dict[str, Any], now: dt.dateti
         with current_app.extensions["db"].write() as session:
             return challenges_db.record_answer(session, challenge, result, event, current_app.extensions["lessons"])
     except challenges_db.ChallengeSolved:
-        raise Problem(
-            409, "this challenge is already solved; ask for a new one to check again", slug="solved"
-        ) from None
+        raise Problem(409, SOLVED, slug="solved") from None
 
 
 def _json(challenge: ExerciseChallenge, now: dt.datetime) -> dict[str, Any]:
@@ -223,5 +207,14 @@ def _json(challenge: ExerciseChallenge, now: dt.datetime) -> dict[str, Any]:
         "attempts": challenge.attempts,
         "answers_url": current_app.extensions["settings"].public_base
         + url_for("challenges.Answers", challenge_id=challenge.id),
-        "result": challenge.last_result,
+        "result": in_language(challenge.last_result, challenge.cases) if challenge.last_result else None,
     }
+
+
+def in_language(kept: dict[str, Any], cases: list[dict[str, Any]]) -> dict[str, Any]:
+    """A kept verdict's words in the request's language (one kept before verdicts were kept as
+    data, without `engine_seen`, is answered as it was written)."""
+    if "engine_seen" not in kept:
+        return kept
+    said = Verdict.from_json(kept).as_json(cases, kept["engine_seen"], speaker())
+    return {**kept, **said}

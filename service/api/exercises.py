@@ -19,6 +19,7 @@ from ..db import challenges as challenges_db
 from ..edge import EdgeRequest, costs
 from ..edge.limits import cost
 from ..edge.problems import Problem
+from ..i18n import speaker
 from .auth import authorized, needs
 from .schemas.exercises import CheckResultSchema, CheckSchema, MistakesSchema
 from .smorest import JSON_BODY_ERRORS, Blueprint
@@ -130,7 +131,7 @@ class Check(MethodView):
             "max_abs_error": result.max_abs_error,
             "diagnosis": result.diagnosis,
             "mistakes": list(result.mistakes),
-            "message": result.message,
+            "message": result.said(speaker()),
             "recorded": recorded,
         }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import current_app, request
 from flask.views import MethodView
 
+from ..compute.text import N_
 from ..edge.problems import Problem
 from ..i18n import choose
 from .schemas.lessons import LessonListSchema, LessonSchema
@@ -38,6 +39,6 @@ class LessonDetail(MethodView):
         """
         lesson = current_app.extensions["lessons"].get(lesson_id)
         if lesson is None:
-            raise Problem(404, f"no lesson {lesson_id!r}", slug="not-found")
+            raise Problem(404, N_("no lesson %(lesson)s"), args={"lesson": repr(lesson_id)}, slug="not-found")
         shown = lesson.in_locale(choose(request))
         return shown.as_json(), 200, {"Content-Language": shown.locale, "Vary": "Accept-Language, Cookie"}

@@ -11,8 +11,10 @@ from flask.views import MethodView
 
 from ..compute.encoder import ABLATION_SENTENCES, MAX_CHARACTERS, Encoder, load_encoders
 from ..compute.model import ABLATION_SEQUENCES, Model, byte_text, load_models
+from ..compute.text import N_
 from ..edge import EdgeRequest, costs
 from ..edge.problems import Problem
+from ..i18n import current
 from .schemas.models import ModelAttentionRequestSchema, ModelListSchema, ModelTraceSchema
 from .smorest import JSON_BODY_ERRORS, Blueprint
 from .traces import respond, rounded, trace_json
@@ -35,7 +37,8 @@ def find(model_id: str) -> AnyModel:
     model = registry().get(model_id)
     if model is None:
         known = ", ".join(sorted(registry())) or "none"
-        raise Problem(404, f"no model {model_id!r} here (known: {known})", slug="unknown-model")
+        args = {"model": repr(model_id), "known": known}
+        raise Problem(404, N_("no model %(model)s here (known: %(known)s)"), args=args, slug="unknown-model")
     return model
 
 
@@ -52,10 +55,15 @@ def head_jobs(model: AnyModel, layer: int) -> list[dict[str, Any]]:
     return jobs
 
 
+def in_language(model: AnyModel, field: str, english: str) -> str:
+    """A card's words in the request's language, from the card's `translations` (else English)."""
+    return model.card.get("translations", {}).get(current(), {}).get(field, english)
+
+
 def describe(model: AnyModel) -> dict[str, Any]:
     return {
         "id": model.id,
-        "description": model.card["description"],
+        "description": in_language(model, "description", model.card["description"]),
         "causal": model.causal,
         "reads": "UTF-8 bytes" if model.kind == "bytes" else "WordPiece pieces, [CLS] first and [SEP] last",
         "layers": model.layers,
@@ -63,7 +71,7 @@ def describe(model: AnyModel) -> dict[str, Any]:
         "d_model": model.d_model,
         "context": model.context,
         "licence": model.card["licences"],
-        "measured_on": model.card["head_scores"]["measured_on"],
+        "measured_on": in_language(model, "measured_on", model.card["head_scores"]["measured_on"]),
         "layer_heads": [head_jobs(model, layer) for layer in range(model.layers)],
     }
 
@@ -128,12 +136,13 @@ def trace_body(model: Model, data: bytes, args: dict[str, Any]) -> dict[str, Any
 
 def encoder_body(model: Encoder, text: str, args: dict[str, Any]) -> dict[str, Any]:
     if len(text) > MAX_CHARACTERS:
-        raise over_context(model, f"the text is {len(text)} characters; {model.id} reads at most {MAX_CHARACTERS}")
+        raise over_context(model, N_("the text is %(count)d characters; %(model)s reads at most %(limit)d"),
+                           {"count": len(text), "model": model.id, "limit": MAX_CHARACTERS})  # fmt: skip
     pieces = model.tokenize(text)
     if len(pieces.ids) > model.context:
         raise over_context(
-            model, f"the text is {len(pieces.ids)} word pieces with [CLS] and [SEP]; {model.id} reads at most "
-            f"{model.context}"
+            model, N_("the text is %(count)d word pieces with [CLS] and [SEP]; %(model)s reads at most %(limit)d"),
+            {"count": len(pieces.ids), "model": model.id, "limit": model.context}
         )  # fmt: skip
     off = ablated_heads(model, args.get("ablate") or [])
     forward = model.forward(pieces, off)
@@ -151,12 +160,13 @@ def encoder_body(model: Encoder, text: str, args: dict[str, Any]) -> dict[str, A
     }
 
 
-def over_context(model: AnyModel, message: str) -> Problem:
+def over_context(model: AnyModel, message: str, args: dict[str, Any]) -> Problem:
     return Problem(
         413,
         message,
+        args=args,
         title="Content Too Large",
-        errors={"text": [message]},
+        errors={"text": [message % args]},
         slug="over-limit",
         extra={"limits": {"context": model.context}},
     )
@@ -176,7 +186,7 @@ class Models(MethodView):
     @blp.response(200, ModelListSchema)
     def get(self):
         """Every trained model, with what each of its heads does (scores measured at start-up)"""
-        return {"models": [describe(model) for model in registry().values()]}
+        return {"models": [describe(model) for model in registry().values()]}, 200, {"Vary": "Accept-Language, Cookie"}
 
 
 def cells(req: EdgeRequest) -> int | None:
@@ -208,7 +218,9 @@ class ModelAttention(MethodView):
         data = args["text"].encode("utf-8")
         if len(data) > model.context:
             raise over_context(
-                model, f"the text is {len(data)} bytes in UTF-8; {model.id} reads at most {model.context}"
+                model,
+                N_("the text is %(count)d bytes in UTF-8; %(model)s reads at most %(limit)d"),
+                {"count": len(data), "model": model.id, "limit": model.context},
             )
         return respond(trace_body(model, data, args))
 

@@ -10,6 +10,7 @@ from flask import current_app, request
 from flask import session as cookie
 from flask.views import MethodView
 
+from ..compute.text import N_
 from ..db import sessions as sessions_db
 from ..edge.caller import CALLER, Caller, web_platform_id
 from ..edge.problems import Problem
@@ -95,7 +96,7 @@ class BrowserSession(MethodView):
     def get(self):
         """The current browser learner"""
         if not browser_learner():
-            raise Problem(404, "no browser session; POST /api/v1/session starts one", slug="not-found")
+            raise Problem(404, N_("no browser session; POST /api/v1/session starts one"), slug="not-found")
         return _described()
 
     @blp.response(204)

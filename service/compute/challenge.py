@@ -12,8 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from .diagnose import PARTS, Diagnosis, diagnose
+from .diagnose import PARTS, Diagnosis, Say, diagnose, english
 from .errors import AttentionInputError
+from .text import N_
 
 # (d_model, heads): every case has at least two heads of width at least two, so each known
 # mistake (interleaving, reuse, scale, concatenation order) changes the numbers.
@@ -40,11 +41,12 @@ def new_cases(rng: np.random.Generator) -> list[dict[str, Any]]:
     return cases
 
 
-def describe(case: dict[str, Any]) -> str:
+def describe(case: dict[str, Any], say: Say = english) -> str:
     n, d_model = len(case["tokens"]), len(case["tokens"][0])
-    mask = "causal" if case["causal"] else "no mask"
-    projection = ", with W_O" if case.get("output_projection") is not None else ""
-    return f"{n} tokens of width {d_model}, {case['heads']} heads, {mask}{projection}"
+    about = say(N_("%(n)d tokens of width %(width)d, %(heads)d heads"), n=n, width=d_model, heads=case["heads"])
+    mask = say(N_("causal")) if case["causal"] else say(N_("no mask"))
+    projection = say(N_(", with W_O")) if case.get("output_projection") is not None else ""
+    return f"{about}, {mask}{projection}"
 
 
 @dataclass(frozen=True)
@@ -57,11 +59,50 @@ class Verdict:
         """Every mistake named in any case, in first-seen order."""
         return list(dict.fromkeys(m for d in self.cases for m in d.mistakes))
 
-    def message(self, cases: list[dict[str, Any]]) -> str:
+    def message(self, cases: list[dict[str, Any]], say: Say = english) -> str:
         if self.correct:
-            return f"All {len(cases)} cases match the reference: your implementation is verified."
+            return say(
+                N_("All %(count)d cases match the reference: your implementation is verified."), count=len(cases)
+            )
         i, wrong = next((i, d) for i, d in enumerate(self.cases) if not d.correct)
-        return f"Case {i + 1} ({describe(cases[i])}): {wrong.message}"
+        return say(N_("Case %(case)d (%(about)s): %(message)s"), case=i + 1, about=describe(cases[i], say),
+                   message=wrong.said(say))  # fmt: skip
+
+    def as_json(self, cases: list[dict[str, Any]], engine_seen: bool = False, say: Say = english) -> dict[str, Any]:
+        """The verdict as the API answers and keeps it: the numbers and names, and its words in `say`'s language."""
+        return {
+            "correct": self.correct,
+            "mistakes": self.mistakes,
+            "message": self.message(cases, say) + (say(ENGINE_SEEN) if engine_seen else ""),
+            "engine_seen": engine_seen,
+            "cases": [
+                {
+                    "case": i + 1,
+                    "correct": d.correct,
+                    "max_abs_error": d.max_abs_error,
+                    "mistakes": list(d.mistakes),
+                    "nan": {"part": d.nan[0], "at": [list(p) for p in d.nan[1]]} if d.nan else None,
+                    "message": d.said(say),
+                }
+                for i, d in enumerate(self.cases)
+            ],
+        }
+
+    @classmethod
+    def from_json(cls, kept: dict[str, Any]) -> Verdict:
+        """A kept verdict (`as_json`), to say again in another language."""
+        diagnoses = tuple(
+            Diagnosis(c["correct"], c["max_abs_error"], tuple(c["mistakes"]),
+                      (c["nan"]["part"], tuple((name, i) for name, i in c["nan"]["at"])) if c.get("nan") else None)
+            for c in kept["cases"]
+        )  # fmt: skip
+        return cls(kept["correct"], diagnoses)
+
+
+ENGINE_SEEN = N_(
+    " Recorded with a note: these cases were also computed by POST /api/v1/attention while the challenge was "
+    "open, so the numbers may be the API's own rather than your code's."
+)
 
 
 def check_answers(cases: list[dict[str, Any]], answers: list[dict[str, np.ndarray]]) -> Verdict:

@@ -10,6 +10,7 @@ zeros the checker computes for such a row, so the mistake is still named.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,6 +18,14 @@ import numpy as np
 from .engine import with_mistakes
 from .errors import AttentionInputError
 from .failure_modes import GROUPS, REGISTRY
+from .text import N_
+
+Say = Callable[..., str]  # say(msgid, **values): the words in some language (service/i18n.py)
+
+
+def english(msgid: str, /, **values: object) -> str:
+    return msgid % values if values else msgid
+
 
 TOLERANCE = 1e-6
 
@@ -25,17 +34,44 @@ MASKING = set(GROUPS[2]) - {None}
 UNMASKED = (None, "softmax_wrong_axis")  # the masking step's mistakes that show without a mask
 
 
+NAN_PLACES = {"head": N_("head %(index)d"), "query": N_("query %(index)d"), "key": N_("key %(index)d"),
+              "feature": N_("feature %(index)d")}  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Diagnosis:
     correct: bool
     max_abs_error: float
     mistakes: tuple[str, ...]  # every known mistake the output shows (empty: correct, or unknown)
-    message: str
+    nan: tuple[str, tuple[tuple[str, int], ...]] | None = None  # the part with NaN, where its first is
 
     @property
     def diagnosis(self) -> str | None:
         """The mistake's id when the output shows exactly one."""
         return self.mistakes[0] if len(self.mistakes) == 1 else None
+
+    @property
+    def message(self) -> str:
+        return self.said(english)
+
+    def said(self, say: Say) -> str:
+        """What the learner reads, in the language `say` speaks."""
+        if self.correct:
+            return say(
+                N_("Correct: every number matches the reference within %(tolerance)s."), tolerance=f"{TOLERANCE:g}"
+            )
+        prefix = ""
+        if self.nan:
+            part, where = self.nan
+            places = ", ".join(say(NAN_PLACES[name], index=i) for name, i in where)
+            prefix = say(N_("%(part)s contains NaN (%(where)s). "), part=part, where=places)
+        if self.mistakes:
+            return prefix + " ".join(say(MISTAKES[m]) for m in self.mistakes)
+        return prefix + say(
+            N_("Incorrect (largest difference %(error)s), and not a known mistake: compare your weights with a "
+               "small case worked by hand."),
+            error=f"{self.max_abs_error:.3g}",
+        )  # fmt: skip
 
 
 def expected_outputs(
@@ -93,19 +129,13 @@ def diagnose(tokens, heads: int, causal: bool, output: dict[str, np.ndarray], ou
     nan = next((p for p in parts if np.isnan(got[p]).any()), None)
     error = max(_max_difference(got[p], correct[p]) for p in parts)
     if nan is None and error <= TOLERANCE:
-        return Diagnosis(True, error, (), f"Correct: every number matches the reference within {TOLERANCE:g}.")
-    prefix = f"{nan} contains NaN ({_first_nan(got[nan])}). " if nan else ""
+        return Diagnosis(True, error, ())
+    found = (nan, _first_nan(got[nan])) if nan else None
     for combo in sorted(_combinations(causal, output_projection is not None), key=len):
         candidate = expected_outputs(tokens, heads, causal, *combo, output_projection=output_projection)
         if all(_matches(got[p], candidate[p]) for p in parts):
-            return Diagnosis(False, error, combo, prefix + " ".join(MISTAKES[m] for m in combo))
-    return Diagnosis(
-        False,
-        error,
-        (),
-        prefix + f"Incorrect (largest difference {error:.3g}), and not a known mistake: "
-        "compare your weights with a small case worked by hand.",
-    )
+            return Diagnosis(False, error, combo, found)
+    return Diagnosis(False, error, (), found)
 
 
 def traces_per_diagnosis(causal: bool, projected: bool) -> int:
@@ -125,11 +155,11 @@ def _max_difference(got: np.ndarray, want: np.ndarray) -> float:
     return float(finite.max()) if finite.size else 0.0
 
 
-def _first_nan(values: np.ndarray) -> str:
-    """Where the first NaN is, in the 1-based words the lesson uses."""
+def _first_nan(values: np.ndarray) -> tuple[tuple[str, int], ...]:
+    """Where the first NaN is, 1-based as the lesson counts: (("head", 1), ("query", 1), ("key", 2))."""
     where = [int(t) + 1 for t in np.argwhere(np.isnan(values))[0]]
     names = ("head", "query", "key") if values.ndim == 3 else ("query", "feature")
-    return ", ".join(f"{name} {i}" for name, i in zip(names, where, strict=False))
+    return tuple(zip(names, where, strict=False))
 
 
 def _combinations(causal: bool, projected: bool) -> list[tuple[str, ...]]:

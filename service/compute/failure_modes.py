@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from .text import N_
+
 
 @dataclass(frozen=True)
 class Steps:
@@ -38,105 +40,113 @@ class FailureMode:
 _MODES = (
     FailureMode(
         "reuse_first_slice",
-        "Reuse the first slice",
-        "every head reads the first slice of Q, K and V (head 1's features)",
-        "Every head read the first slice of features: each head must read its own slice, otherwise the other "
-        "features never reach attention.",
+        N_("Reuse the first slice"),
+        N_("every head reads the first slice of Q, K and V (head 1's features)"),
+        N_(
+            "Every head read the first slice of features: each head must read its own slice, otherwise the other "
+            "features never reach attention."
+        ),
         "split",
         {"split": "first"},
     ),
     FailureMode(
         "interleaved_split",
-        "Interleaved split",
-        "head h takes features h, h+H, h+2H, ... (counting from 1) instead of a contiguous slice",
-        "Head h took features h, h+H, h+2H, ...: the split must give each head a contiguous slice (head 1 "
-        "features 1..d_head, head 2 the next d_head, ...; numbered from 1).",
+        N_("Interleaved split"),
+        N_("head h takes features h, h+H, h+2H, ... (counting from 1) instead of a contiguous slice"),
+        N_(
+            "Head h took features h, h+H, h+2H, ...: the split must give each head a contiguous slice (head 1 "
+            "features 1..d_head, head 2 the next d_head, ...; numbered from 1)."
+        ),
         "split",
         {"split": "interleaved"},
     ),
     FailureMode(
         "no_scaling",
-        "No score scaling",
-        "scores are not divided by sqrt(d_head)",
-        "The scores were not divided by sqrt(d_head) before the softmax.",
+        N_("No score scaling"),
+        N_("scores are not divided by sqrt(d_head)"),
+        N_("The scores were not divided by sqrt(d_head) before the softmax."),
         "scale",
         {"scale": "none"},
     ),
     FailureMode(
         "scale_by_d_model",
-        "Scaled by √d_model",
-        "scores are divided by sqrt(d_model) instead of sqrt(d_head)",
-        "The scores were divided by sqrt(d_model); each head divides by sqrt(d_head).",
+        N_("Scaled by √d_model"),
+        N_("scores are divided by sqrt(d_model) instead of sqrt(d_head)"),
+        N_("The scores were divided by sqrt(d_model); each head divides by sqrt(d_head)."),
         "scale",
         {"scale": "d_model"},
     ),
     FailureMode(
         "mask_after_softmax",
-        "Mask after softmax",
-        "softmax over all positions, then future weights set to 0",
-        "The mask was applied after the softmax, so rows no longer sum to 1: set future scores to -inf before "
-        "normalising.",
+        N_("Mask after softmax"),
+        N_("softmax over all positions, then future weights set to 0"),
+        N_(
+            "The mask was applied after the softmax, so rows no longer sum to 1: set future scores to -inf before "
+            "normalising."
+        ),
         "mask",
         {"mask": "after_softmax"},
     ),
     FailureMode(
         "swapped_head_order",
-        "Swapped head order",
-        "head outputs are concatenated in reverse order",
-        "The head outputs were concatenated in reverse order: keep head 1 first.",
+        N_("Swapped head order"),
+        N_("head outputs are concatenated in reverse order"),
+        N_("The head outputs were concatenated in reverse order: keep head 1 first."),
         "concat",
         {"order": "reversed"},
     ),
     FailureMode(
         "no_output_projection",
-        "No output projection",
-        "stops at concatenation: W_O is ignored",
-        "The output projection was skipped: the result stops at the concatenation (output = concatenated @ W_O "
-        "mixes features across heads).",
+        N_("No output projection"),
+        N_("stops at concatenation: W_O is ignored"),
+        N_(
+            "The output projection was skipped: the result stops at the concatenation (output = concatenated @ W_O "
+            "mixes features across heads)."
+        ),
         "output",
         {"output": "skip"},
     ),
     FailureMode(
         "no_mask",
-        "No causal mask",
-        "no causal mask: queries attend to later tokens",
-        "There is no causal mask: queries put weight on later tokens.",
+        N_("No causal mask"),
+        N_("no causal mask: queries attend to later tokens"),
+        N_("There is no causal mask: queries put weight on later tokens."),
         "mask",
         {"mask": "none"},
         engine=False,
     ),
     FailureMode(
         "diagonal_masked",
-        "Diagonal masked too",
-        "the mask hides j >= i, so a token cannot attend to itself (query 1 sees nothing)",
-        "The diagonal was masked too: a token must be able to attend to itself (mask j > i, not j >= i).",
+        N_("Diagonal masked too"),
+        N_("the mask hides j >= i, so a token cannot attend to itself (query 1 sees nothing)"),
+        N_("The diagonal was masked too: a token must be able to attend to itself (mask j > i, not j >= i)."),
         "mask",
         {"mask": "diagonal"},
         engine=False,
     ),
     FailureMode(
         "zero_mask",
-        "Future scores set to 0",
-        "future scores are set to 0 instead of -inf",
-        "Future scores were set to 0 instead of -inf, so future tokens still get weight.",
+        N_("Future scores set to 0"),
+        N_("future scores are set to 0 instead of -inf"),
+        N_("Future scores were set to 0 instead of -inf, so future tokens still get weight."),
         "mask",
         {"mask": "zero"},
         engine=False,
     ),
     FailureMode(
         "softmax_wrong_axis",
-        "Softmax over the wrong axis",
-        "the softmax normalises over queries (columns) instead of keys (rows)",
-        "The softmax ran over queries (columns) instead of over keys (rows).",
+        N_("Softmax over the wrong axis"),
+        N_("the softmax normalises over queries (columns) instead of keys (rows)"),
+        N_("The softmax ran over queries (columns) instead of over keys (rows)."),
         "mask",
         {"mask": "wrong_axis"},
         engine=False,
     ),
     FailureMode(
         "weights_transposed",
-        "Transposed weights",
-        "the weights matrix is transposed: row i is not query i's distribution",
-        "The weights are transposed: row i must be query i's distribution over the keys.",
+        N_("Transposed weights"),
+        N_("the weights matrix is transposed: row i is not query i's distribution"),
+        N_("The weights are transposed: row i must be query i's distribution over the keys."),
         "mask",
         {"mask": "transposed"},
         engine=False,

@@ -27,7 +27,9 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeout
 from werkzeug.exceptions import HTTPException
 from werkzeug.http import HTTP_STATUS_CODES, parse_accept_header
+from werkzeug.wrappers import Request
 
+from .. import i18n
 from ..db import DatabaseUnavailable
 from ..observability import REQUESTS, UNAVAILABLE
 from . import caller as callers
@@ -139,12 +141,12 @@ class Edge:
         try:
             answer = self._handle(environ)
         except Problem as refused:
-            answer = _problem_answer(refused)
+            answer = _problem_answer(refused, environ)
         except (DatabaseUnavailable, SQLAlchemyTimeout, DBAPIError) as error:  # the caller's identity, or a write
             unavailable = database_problem(error)
             if unavailable is None:
                 raise
-            answer = _problem_answer(unavailable)
+            answer = _problem_answer(unavailable, environ)
         if answer is None:
             return self._through_flask(environ, start_response, started)
         headers = [("Content-Type", answer.content_type), *answer.headers]
@@ -277,8 +279,10 @@ class Edge:
                                        "status": status, "duration_ms": round(duration * 1000, 2)})  # fmt: skip
 
 
-def _problem_answer(problem: Problem) -> Answer:
-    return Answer(problem.status, problem.body_bytes(), PROBLEM_MIMETYPE, tuple(problem.headers.items()))
+def _problem_answer(problem: Problem, environ: dict[str, Any]) -> Answer:
+    """The edge's refusal, before Flask: in the language the request would be answered in."""
+    locale = i18n.choose(Request(environ))
+    return Answer(problem.status, problem.body_bytes(locale), PROBLEM_MIMETYPE, tuple(problem.headers.items()))
 
 
 def _reason(status: int) -> str:

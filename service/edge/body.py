@@ -23,6 +23,7 @@ from urllib.parse import unquote_plus
 
 import orjson
 
+from ..compute.text import N_
 from .problems import Problem
 
 CHUNK = 65536
@@ -154,14 +155,15 @@ def read_body(environ: dict[str, Any], limit: int, seconds: float, stall_seconds
 
 
 def _too_large(limit: int) -> Problem:
-    return Problem(413, f"the request body is larger than the limit of {limit} bytes", extra={"limit": limit})
+    return Problem(413, N_("the request body is larger than the limit of %(limit)d bytes"), args={"limit": limit},
+                   extra={"limit": limit})  # fmt: skip
 
 
 def parse_json(data: bytes) -> Any:
     """Strict JSON (json_codec: no NaN, no Infinity, nothing past float64, no deep nesting), or
     a 400 problem saying what is wrong."""
     if not data.strip():
-        raise Problem(400, "the request body is empty; send a JSON document", slug="malformed-json")
+        raise Problem(400, N_("the request body is empty; send a JSON document"), slug="malformed-json")
     try:
         return orjson.loads(data)  # orjson refuses NaN, Infinity, 1e400 and nesting past 1024 itself
     except orjson.JSONDecodeError as exc:

@@ -30,6 +30,7 @@ from limits import RateLimitItem, parse
 from limits.storage import MemoryStorage, storage_from_string
 from limits.strategies import FixedWindowRateLimiter, MovingWindowRateLimiter
 
+from ..compute.text import N_
 from ..observability import RATELIMIT_STORAGE_TROUBLE
 from .caller import Caller
 from .problems import Problem
@@ -162,8 +163,10 @@ class Limits:
             if not allowed:
                 raise Problem(
                     429,
-                    f"too many requests: the limit is {item}{'' if scope == 'global' else ' on this route'}; "
-                    f"try again in {_seconds(reset)} s",
+                    N_("too many requests: the limit is %(limit)s; try again in %(seconds)s s")
+                    if scope == "global"
+                    else N_("too many requests: the limit is %(limit)s on this route; try again in %(seconds)s s"),
+                    args={"limit": str(item), "seconds": _seconds(reset)},
                     headers={"Retry-After": _seconds(reset), **_headers(item, 0, reset)},
                     slug="rate-limited",
                 )
@@ -213,8 +216,11 @@ class Limits:
             if not allowed:
                 raise Problem(
                     429,
-                    f"this request costs {cells:,} cells and the compute budget of your network address "
-                    f"({self.address} cells, shared by its browser sessions) is spent; it refills when the window ends",
+                    N_(
+                        "this request costs %(cells)s cells and the compute budget of your network address "
+                        "(%(budget)s cells, shared by its browser sessions) is spent; it refills when the window ends"
+                    ),
+                    args={"cells": f"{cells:,}", "budget": str(self.address)},
                     headers={"Retry-After": _seconds(reset)},
                     slug="compute-budget",
                 )
@@ -223,8 +229,11 @@ class Limits:
         if not allowed:
             raise Problem(
                 429,
-                f"this request costs {cells:,} cells and your compute budget of {self.client} cells is spent; "
-                "it refills when the window ends",
+                N_(
+                    "this request costs %(cells)s cells and your compute budget of %(budget)s cells is spent; "
+                    "it refills when the window ends"
+                ),
+                args={"cells": f"{cells:,}", "budget": str(self.client)},
                 headers={"Retry-After": _seconds(reset)},
                 slug="compute-budget",
             )
@@ -233,7 +242,8 @@ class Limits:
                 reset = self.local_cells.get_window_stats(self.worker, PREFIX, "compute", "worker").reset_time
                 raise Problem(
                     503,
-                    f"this server is computing as much as it allows ({self.worker} cells); try again shortly",
+                    N_("this server is computing as much as it allows (%(budget)s cells); try again shortly"),
+                    args={"budget": str(self.worker)},
                     headers={"Retry-After": _seconds(reset)},
                     slug="busy",
                 )

@@ -13,14 +13,27 @@ from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeout
 from werkzeug.exceptions import HTTPException
 from werkzeug.http import HTTP_STATUS_CODES
 
+from .. import i18n
+from ..compute.text import N_
 from ..db import DatabaseUnavailable
 
 PROBLEM_MIMETYPE = "application/problem+json"
 TYPE_BASE = "https://attention-workbench.invalid/problems/"
 
 
+# The titles a learner can meet, for the catalogs (the rest are Werkzeug's, in English).
+TITLES = [N_("Bad Request"), N_("Unauthorized"), N_("Forbidden"), N_("Not Found"), N_("Method Not Allowed"),
+          N_("Conflict"), N_("Gone"), N_("Content Too Large"), N_("Request Entity Too Large"),
+          N_("Unsupported Media Type"), N_("Unprocessable Entity"), N_("Too Many Requests"),
+          N_("Internal Server Error"), N_("Service Unavailable"), N_("Gateway Timeout")]  # fmt: skip
+
+
 class Problem(Exception):
-    """Raise anywhere in a request to answer with problem+json."""
+    """Raise anywhere in a request to answer with problem+json.
+
+    `title` and `detail` are read in the request's language: a detail written as a catalog msgid
+    with `%(name)s` placeholders and its `args` (or a fixed sentence marked `N_`) is translated;
+    any other detail stays English. `type` (the slug) never changes with the language."""
 
     def __init__(
         self,
@@ -32,22 +45,27 @@ class Problem(Exception):
         headers: dict[str, str] | None = None,
         slug: str | None = None,
         extra: dict[str, Any] | None = None,
+        args: dict[str, Any] | None = None,
     ):
-        super().__init__(detail)
+        english = detail % args if args else detail
+        super().__init__(english)
         self.status = status
-        self.detail = detail
+        self.message = detail  # the msgid
+        self.values = args  # (not `args`: Exception has its own)
+        self.detail = english
         self.title = title or HTTP_STATUS_CODES.get(status, "Error")
         self.errors = errors
         self.headers = headers or {}
         self.slug = slug or self.title.lower().replace(" ", "-").replace("'", "")
         self.extra = extra or {}
 
-    def body(self) -> dict[str, Any]:
+    def body(self, locale: str | None = None) -> dict[str, Any]:
+        locale = locale or i18n.current()
         body: dict[str, Any] = {
             "type": TYPE_BASE + self.slug,
-            "title": self.title,
+            "title": i18n.translate(self.title, locale),
             "status": self.status,
-            "detail": self.detail,
+            "detail": i18n.translate(self.message, locale, self.values),
         }
         if self.errors:
             body["errors"] = self.errors
@@ -56,16 +74,16 @@ class Problem(Exception):
 
     def as_data(self) -> dict[str, Any]:
         """Plain data, to cross a process boundary (the large traces' background process)."""
-        return {"status": self.status, "detail": self.detail, "title": self.title, "errors": self.errors,
-                "slug": self.slug, "extra": self.extra}  # fmt: skip
+        return {"status": self.status, "detail": self.message, "args": self.values, "title": self.title,
+                "errors": self.errors, "slug": self.slug, "extra": self.extra}  # fmt: skip
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> Problem:
         return cls(data["status"], data["detail"], title=data["title"], errors=data["errors"], slug=data["slug"],
-                   extra=data["extra"])  # fmt: skip
+                   extra=data["extra"], args=data["args"])  # fmt: skip
 
-    def body_bytes(self) -> bytes:
-        return orjson.dumps(self.body())
+    def body_bytes(self, locale: str | None = None) -> bytes:
+        return orjson.dumps(self.body(locale))
 
     def response(self) -> Response:
         response = Response(self.body_bytes(), status=self.status, mimetype=PROBLEM_MIMETYPE)
@@ -77,6 +95,7 @@ class Problem(Exception):
 # -- every failure at the edge becomes problem+json; never a 500 for bad input -------------
 
 RETRY_AFTER_SECONDS = "2"
+BUSY = N_("the database is busy or unreachable, try again shortly")
 
 
 def http_problem(error: HTTPException) -> Problem:
@@ -130,15 +149,15 @@ def flatten_errors(errors: dict, prefix: str = "") -> dict[str, list]:
     return flat
 
 
-def unavailable(detail: str) -> Problem:
-    return Problem(503, detail, headers={"Retry-After": RETRY_AFTER_SECONDS}, slug="database-unavailable")
+def unavailable(detail: str, args: dict[str, Any] | None = None) -> Problem:
+    return Problem(503, detail, args=args, headers={"Retry-After": RETRY_AFTER_SECONDS}, slug="database-unavailable")
 
 
 def database_unavailable(error: Exception) -> Problem:
     """The answer when the database did not answer: DatabaseUnavailable, or no free connection."""
     if isinstance(error, SQLAlchemyTimeout):
-        return unavailable("every database connection is busy, try again shortly")
-    return unavailable(f"the database is unavailable, try again shortly ({error})")
+        return unavailable(N_("every database connection is busy, try again shortly"))
+    return unavailable(N_("the database is unavailable, try again shortly (%(error)s)"), {"error": str(error)})
 
 
 def database_problem(error: Exception) -> Problem | None:
@@ -147,7 +166,7 @@ def database_problem(error: Exception) -> Problem | None:
     if isinstance(error, (DatabaseUnavailable, SQLAlchemyTimeout)):
         return database_unavailable(error)
     if isinstance(error, DBAPIError) and _is_transient(error):
-        return unavailable("the database is busy or unreachable, try again shortly")
+        return unavailable(BUSY)
     return None
 
 
@@ -170,7 +189,7 @@ def init_app(app: Flask) -> None:
         # Locks held past the busy timeout and lost connections are transient: 503, retry.
         if _is_transient(error):
             app.logger.warning("database unavailable: %s", type(error.orig).__name__)
-            return unavailable("the database is busy or unreachable, try again shortly").response()
+            return unavailable(BUSY).response()
         raise error
 
 

@@ -18,6 +18,7 @@ from mdit_py_plugins.container import container_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 
 from ..compute.failure_modes import REGISTRY
+from ..i18n import DEFAULT, LOCALES, translate
 from .model import COMPLETIONS, REQUIREMENTS, Block, Checkpoint, Lesson
 
 # directive -> (required attributes, optional attributes)
@@ -62,23 +63,24 @@ def _renderer(name: str):
                 env["failure_modes"] = dict(_ATTR.findall(token.info))
             return f'<section class="directive directive-{name}" data-line="{line}">\n'
         if name == "failure-modes":
-            return _failure_mode_list(env.pop("failure_modes", {})) + "</section>\n"
+            return _failure_mode_list(env.pop("failure_modes", {}), env.get("locale", "en")) + "</section>\n"
         return "</section>\n"
 
     return render
 
 
-def _failure_mode_list(attrs: dict[str, str]) -> str:
+def _failure_mode_list(attrs: dict[str, str], locale: str) -> str:
     """The registry's names and descriptions (one source for the engine, the checker and the
-    lesson), each linking to the workbench comparing it with the correct implementation."""
+    lesson) in the lesson's language, each linking to the workbench comparing it with the
+    correct implementation."""
     page = attrs.get("explorable", "/explorables/multi-head-attention")
     items = []
     for mode_id in (i.strip() for i in attrs.get("ids", "").split(",") if i.strip()):
         mode = REGISTRY[mode_id]
         # Skipping W_O changes nothing while W_O is the identity: the link opens a mixing one.
         href = f"{html.escape(page)}#compare={mode.id}" + ("&amp;wo=learned" if mode.step == "output" else "")
-        link = f'<a href="{href}" data-failure-mode="{mode.id}">{html.escape(mode.name)}</a>'
-        items.append(f"<li>{link}: {html.escape(mode.description)}.</li>")
+        link = f'<a href="{href}" data-failure-mode="{mode.id}">{html.escape(translate(mode.name, locale))}</a>'
+        items.append(f"<li>{link}: {html.escape(translate(mode.description, locale))}.</li>")
     return '<ul class="failure-modes">\n' + "\n".join(items) + "\n</ul>\n"
 
 
@@ -109,7 +111,7 @@ def load_lessons(directory: str | Path) -> dict[str, Lesson]:
     return dict(sorted(lessons.items(), key=lambda item: (item[1].order, item[0])))
 
 
-def load_lesson(path: Path) -> Lesson:
+def load_lesson(path: Path, locale: str = "en") -> Lesson:
     text = path.read_text(encoding="utf-8")
     _check_directive_nesting(path, text)
     md = markdown_renderer()
@@ -120,10 +122,10 @@ def load_lesson(path: Path) -> Lesson:
     body_start = tokens[0].map[1] if tokens[0].map else 0
     markdown = "\n".join(text.splitlines()[body_start:]).strip() + "\n"
     checkpoints = _checkpoints(path, meta, _line_of(tokens[0].content, "checkpoints"))
-    blocks = _blocks(path, md, tokens, {c.id for c in checkpoints})
+    blocks = _blocks(path, md, tokens, {c.id for c in checkpoints}, locale)
     _check_blocks_cover_checkpoints(path, checkpoints, blocks)
     prerequisites = [_prerequisite(path, entry) for entry in meta.get("prerequisites") or ()]
-    html = md.renderer.render(tokens[1:], md.options, {})
+    html = md.renderer.render(tokens[1:], md.options, {"locale": locale})
     return Lesson(
         id=meta["id"],
         title=meta["title"],
@@ -232,7 +234,7 @@ def _checkpoints(path: Path, meta: dict[str, Any], line: int) -> list[Checkpoint
     return result
 
 
-def _blocks(path: Path, md: MarkdownIt, tokens: list, checkpoint_ids: set[str]) -> list[Block]:
+def _blocks(path: Path, md: MarkdownIt, tokens: list, checkpoint_ids: set[str], locale: str) -> list[Block]:
     blocks: list[Block] = []
     i = 0
     while i < len(tokens):
@@ -260,7 +262,7 @@ def _blocks(path: Path, md: MarkdownIt, tokens: list, checkpoint_ids: set[str]) 
                     attrs=attrs,
                     markdown=source,
                     line=line,
-                    html=md.renderer.render(inner, md.options, {}),
+                    html=md.renderer.render(inner, md.options, {"locale": locale}),
                     items=items,
                     answers=answers,
                 )
@@ -360,8 +362,6 @@ def load_translations(
     English lesson is served instead): a translation that does not load, or changes the structure.
     A translation records `source_sha256`, the digest of the English file it was made from:
     `stale_translations` names those whose source changed since."""
-    from ..i18n import DEFAULT, LOCALES
-
     found: dict[str, dict[str, Lesson]] = {}
     problems: list[str] = []
     for locale in (code for code in LOCALES if code != DEFAULT):
@@ -371,7 +371,7 @@ def load_translations(
                 problems.append(f"{path}: no English lesson {path.stem!r} to translate")
                 continue
             try:
-                translated = load_lesson(path)
+                translated = load_lesson(path, locale)
             except LessonError as error:
                 problems.append(str(error))
                 continue

@@ -19,7 +19,8 @@ from ..exercise.slips import HANDWRITTEN_SLIPS
 from .helpers import LESSON, completed, event
 
 CHALLENGES = "/api/v1/exercises/multi-head-attention/challenges"
-HANDWRITTEN = Path(__file__).resolve().parents[1] / "exercise" / "implementations" / "handwritten.py"
+ROOT = Path(__file__).resolve().parents[2]
+HANDWRITTEN = ROOT / "tests" / "exercise" / "implementations" / "handwritten.py"
 SLIPS = HANDWRITTEN_SLIPS
 
 
@@ -287,3 +288,22 @@ def test_a_challenge_answered_without_the_shortcut_carries_no_note(client, db, b
     with db.read() as s:
         data = s.scalars(select(Event.data).where(Event.event == "completed")).one()
     assert "engine_seen" not in data
+
+
+def test_a_verdict_is_kept_as_data_and_read_in_the_readers_language(client, browser, monkeypatch):
+    """The submit script answers in English; the learner's Spanish page polls the same challenge
+    and reads the verdict in Spanish: the case, the mistake's advice, the numbers unchanged."""
+    from babel.messages.pofile import read_po
+
+    from service.compute.diagnose import MISTAKES
+
+    body = client.post(CHALLENGES, json={}).json
+    answers = handwritten_answers(body["cases"], "no_scaling", monkeypatch)
+    english = client.post(body["answers_url"], json={"answers": answers}).json
+    assert english["message"].startswith("Case ") and MISTAKES["no_scaling"] in english["message"]
+    spanish = client.get(f"{CHALLENGES}/{body['id']}", headers={"Accept-Language": "es"}).json["result"]
+    po = ROOT / "service" / "translations" / "es" / "LC_MESSAGES" / "messages.po"
+    advice = read_po(po.open("rb"), locale="es")[MISTAKES["no_scaling"]].string
+    assert spanish["message"].startswith("Caso ") and advice in spanish["message"]
+    assert spanish["mistakes"] == english["mistakes"] and spanish["correct"] is False
+    assert [c["max_abs_error"] for c in spanish["cases"]] == [c["max_abs_error"] for c in english["cases"]]

@@ -2,14 +2,18 @@
 // What it shows (lesson, date range) lives in the URL hash, so a link reproduces the view.
 
 import { ApiError, getJSON, postJSON } from "../api.js";
-import { barChart } from "../views/bars.js";
+import { barChart, hidden } from "../views/bars.js";
 import { columnChart } from "../views/columns.js";
 import { el } from "../views/dom.js";
+import { t } from "../i18n.js";
 
 const KEY = "workbench.analyticsKey";
-const MANIPULATION_NAMES = { "last-two": "changed only dimension 3 or 4", "first-two": "changed only dimension 1 or 2",
-  "causal-mask": "toggled the causal mask", "broken-reuse": "enabled the broken reuse" };
+const MANIPULATION_NAMES = { "last-two": t("changed only dimension 3 or 4"), "first-two": t("changed only dimension 1 or 2"),
+  "causal-mask": t("toggled the causal mask"), "broken-reuse": t("enabled the broken reuse") };
 const RANGES = ["7", "30", "all"];
+// The languages this service offers, by tag, in their own names (the page's language menu).
+const LANGUAGES = Object.fromEntries([...document.querySelectorAll("#locale option")].filter((o) => o.value)
+  .map((o) => [o.value, o.textContent]));
 const LEARNERS_PAGE = 20;
 const $ = (id) => document.getElementById(id);
 
@@ -30,13 +34,13 @@ function since(range) {
   today.setUTCHours(0, 0, 0, 0);
   return new Date(today.getTime() - (Number(range) - 1) * 86400000);
 }
-const pct = (x) => (x === null || x === undefined ? "" : `${Math.round(x * 100)}% of the previous step`);
+const pct = (x) => (x === null || x === undefined ? "" : t("{percent} % of the previous step", { percent: Math.round(x * 100) }));
 
 async function show(key) {
   const headers = { Authorization: `Bearer ${key}` };
   const base = "/api/v1/analytics";
   const view = viewFromHash();
-  $("status").textContent = "Loading…";
+  $("status").textContent = t("Loading…");
   const { lessons } = await getJSON("/api/v1/lessons");
   if (!lessons.some((l) => l.id === view.lesson)) view.lesson = lessons[0].id;
   $("lesson").replaceChildren(...lessons.map((l) => el("option", { value: l.id, text: l.title })));
@@ -65,34 +69,34 @@ async function show(key) {
   const today = new Date().toISOString().slice(0, 10);
   const minutes = (s) => (s === null ? null : Math.round(s / 6) / 10);
   const k = funnel.k;
-  const rangeText = view.range === "all" ? "all time" : `the last ${view.range} days`;
-  const cohortText = view.range === "all" ? "" : `, learners who started in ${rangeText}`;
-  const sinceText = view.range === "all" ? "" : `, ${rangeText}`;
+  const rangeText = view.range === "all" ? t("all time") : t("the last {days} days", { days: view.range });
+  const cohort = (title) => (view.range === "all" ? title : t("{title}, learners who started in {range}", { title, range: rangeText }));
+  const during = (title) => (view.range === "all" ? title : t("{title}, {range}", { title, range: rangeText }));
   const summary = lessons.find((l) => l.id === view.lesson);
   const titled = checkpointTitles(summary);
   $("charts").replaceChildren(
     privacyNote(k),
     el("div", { class: "chart-grid" },
-    barChart({ k, id: "funnel", title: `Learners per checkpoint${cohortText}`, valueLabel: "learners",
-      rows: [{ label: "started", value: funnel.started }, ...funnel.steps.map((s) => ({ label: s.title, value: s.learners, note: pct(s.share_of_previous) }))] }),
-    barChart({ k, id: "implement", title: `How the implement checkpoint was completed${cohortText}`, valueLabel: "learners",
+    barChart({ k, id: "funnel", title: cohort(t("Learners per checkpoint")), valueLabel: t("learners"),
+      rows: [{ label: t("started"), value: funnel.started }, ...funnel.steps.map((s) => ({ label: s.title, value: s.learners, note: pct(s.share_of_previous) }))] }),
+    barChart({ k, id: "implement", title: cohort(t("How the implement checkpoint was completed")), valueLabel: t("learners"),
       rows: funnel.steps.filter((s) => "verified" in s).flatMap((s) => [
-        { label: "verified by the server (challenge)", value: s.verified, note: s.title },
-        { label: "reported by the platform", value: s.reported, note: s.title },
+        { label: t("verified by the server (challenge)"), value: s.verified, note: s.title },
+        { label: t("reported by the platform"), value: s.reported, note: s.title },
       ]) }),
-    barChart({ k, id: "durations", title: `Median minutes to complete (from first event)${cohortText}`, valueLabel: "minutes",
-      rows: durations.checkpoints.map((c) => ({ label: titled(c.checkpoint), value: minutes(c.median_seconds), note: c.p90_seconds === null ? "" : `p90 ${minutes(c.p90_seconds)} min` })) }),
-    columnChart({ k, id: "timeseries", title: `Events per day, ${rangeText} (UTC)`, valueLabel: "events", openDay: today,
+    barChart({ k, id: "durations", title: cohort(t("Median minutes to complete (from first event)")), valueLabel: t("minutes"),
+      rows: durations.checkpoints.map((c) => ({ label: titled(c.checkpoint), value: minutes(c.median_seconds), note: c.p90_seconds === null ? "" : t("p90 {minutes} min", { minutes: minutes(c.p90_seconds) }) })) }),
+    columnChart({ k, id: "timeseries", title: t("Events per day, {range} (UTC)", { range: rangeText }), valueLabel: t("events"), openDay: today,
       days: everyDay(from || firstDay(perDay, today), today).map((day) => ({ day, value: perDay.has(day) ? perDay.get(day) : 0 })) }),
-    barChart({ k, id: "parameters", title: `Workbench parameters changed${sinceText}`, valueLabel: "changes",
-      rows: parameters.parameters.map((p) => ({ label: p.description, value: p.times, note: p.learners === null ? "" : `${p.learners} learners` })) }),
-    ...(parameters.manipulations ? [barChart({ k, id: "manipulations", valueLabel: "learners",
-      title: `The workbench's manipulations, in the lesson's order${sinceText}`,
+    barChart({ k, id: "parameters", title: during(t("Workbench parameters changed")), valueLabel: t("changes"),
+      rows: parameters.parameters.map((p) => ({ label: p.description, value: p.times, note: p.learners === null ? "" : t("{count} learners", { count: p.learners }) })) }),
+    ...(parameters.manipulations ? [barChart({ k, id: "manipulations", valueLabel: t("learners"),
+      title: during(t("The workbench's manipulations, in the lesson's order")),
       rows: [...parameters.manipulations.manipulations.map((m, i) => ({ label: `${i + 1}. ${MANIPULATION_NAMES[m.id] || m.id}`,
-        value: m.learners })), { label: `all of them: ${titled(parameters.manipulations.checkpoint)}`, value: (funnel.steps.find((s) =>
-        s.checkpoint === parameters.manipulations.checkpoint) || {}).learners ?? null, note: "learners who started in the range" }] })] : []),
-    barChart({ k, id: "mistakes", title: `Mistakes found by the exercise checker${sinceText}`, valueLabel: "checks",
-      rows: mistakes.mistakes.map((m) => ({ label: m.name || m.id, value: m.times, note: m.learners === null ? "" : `${m.learners} learners` })) })),
+        value: m.learners })), { label: t("all of them: {checkpoint}", { checkpoint: titled(parameters.manipulations.checkpoint) }), value: (funnel.steps.find((s) =>
+        s.checkpoint === parameters.manipulations.checkpoint) || {}).learners ?? null, note: t("learners who started in the range") }] })] : []),
+    barChart({ k, id: "mistakes", title: during(t("Mistakes found by the exercise checker")), valueLabel: t("checks"),
+      rows: mistakes.mistakes.map((m) => ({ label: m.name || m.id, value: m.times, note: m.learners === null ? "" : t("{count} learners", { count: m.learners }) })) })),
     await learnersTable(base, headers, view.lesson, summary, k),
     exportButtons(headers),
   );
@@ -108,13 +112,10 @@ function checkpointTitles(summary) {
 // Why a figure can say "hidden", and what the export is: before the charts, in plain words.
 function privacyNote(k) {
   return el("details", { class: "privacy", id: "why-hidden" },
-    el("summary", { text: `Why some figures say "hidden: fewer than ${k} learners"` }),
-    el("p", { text: `A chart never shows a group of fewer than ${k} learners (the service's k-anonymity threshold, ` +
-      "WORKBENCH_K_ANONYMITY): in a small class a count, a median time or a mistake could point at one person. " +
-      "The group is hidden, never drawn as a number or a zero." }),
-    el("p", { text: "The export below is different: it is your platform's own raw data, every event your platform " +
-      "sent, learner by learner under the pseudonymous ids your platform knows them by, so it is not hidden. " +
-      "Handle it as you handle your platform's records." }));
+    el("summary", { text: t("Why some figures say “{hidden}”", { hidden: hidden(k) }) }),
+    el("p", { text: t("A chart never shows a group of fewer than {k} learners (the service's k-anonymity threshold, {setting}): in a small class a count, a median time or a mistake could point at one person. The group is hidden, never drawn as a number or a zero.",
+      { k, setting: "WORKBENCH_K_ANONYMITY" }) }),
+    el("p", { text: t("The export below is different: it is your platform's own raw data, every event your platform sent, learner by learner under the pseudonymous ids your platform knows them by, so it is not hidden. Handle it as you handle your platform's records.") }));
 }
 
 // Every UTC day from `start` (a Date or "YYYY-MM-DD") to `end` ("YYYY-MM-DD"): days without
@@ -137,11 +138,11 @@ const firstDay = (perDay, today) => [...perDay.keys()].sort()[0] || today;
 async function learnersTable(base, headers, lesson, summary, k) {
   const total = summary && summary.checkpoints ? summary.checkpoints.length : null;
   const body = el("tbody");
-  const more = el("button", { type: "button", class: "secondary", id: "learners-more", text: "More learners", hidden: true });
-  const section = el("section", { class: "chart-block", id: "learners", "aria-label": "Learners" },
-    el("h2", { text: "Learners" }),
-    el("table", { class: "data" }, el("caption", { text: "Each learner's progress in this lesson (pseudonymous ids)" }),
-      el("thead", {}, el("tr", {}, ...["learner", "started (UTC)", "checkpoints done", "last completion (UTC)", "their words"]
+  const more = el("button", { type: "button", class: "secondary", id: "learners-more", text: t("More learners"), hidden: true });
+  const section = el("section", { class: "chart-block", id: "learners", "aria-label": t("Learners") },
+    el("h2", { text: t("Learners") }),
+    el("table", { class: "data" }, el("caption", { text: t("Each learner's progress in this lesson (pseudonymous ids)") }),
+      el("thead", {}, el("tr", {}, ...[t("learner"), t("language"), t("started (UTC)"), t("checkpoints done"), t("last completion (UTC)"), t("their words")]
         .map((text) => el("th", { scope: "col", text })))), body),
     more);
   const when = (iso) => (iso ? iso.replace("T", " ").slice(0, 16) : "");
@@ -150,15 +151,16 @@ async function learnersTable(base, headers, lesson, summary, k) {
     const page = await getJSON(`${base}/learners?lesson=${encodeURIComponent(lesson)}&limit=${LEARNERS_PAGE}` +
       (cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""), headers);
     if (page.suppressed) {
-      body.replaceChildren(el("tr", {}, el("td", { colspan: "5", text: `hidden: fewer than ${k} learners` })));
+      body.replaceChildren(el("tr", {}, el("td", { colspan: "6", text: hidden(k) })));
       return;
     }
     for (const row of page.learners) {
       const done = Object.values(row.completed || {}).sort();
-      const open = el("button", { type: "button", class: "secondary", text: "Read",
-        "aria-label": `Read ${row.learner}'s prediction and explanation`, "aria-expanded": "false" });
-      const line = el("tr", {}, el("th", { scope: "row", text: row.learner }), el("td", { text: when(row.started_at) }),
-        el("td", { text: total === null ? String(done.length) : `${done.length} of ${total}` }),
+      const open = el("button", { type: "button", class: "secondary", text: t("Read"),
+        "aria-label": t("Read {learner}'s prediction and explanation", { learner: row.learner }), "aria-expanded": "false" });
+      const line = el("tr", {}, el("th", { scope: "row", text: row.learner }),
+        el("td", { lang: row.locale || false, text: row.locale ? LANGUAGES[row.locale] || row.locale : "" }), el("td", { text: when(row.started_at) }),
+        el("td", { text: total === null ? String(done.length) : t("{done} of {all}", { done: done.length, all: total }) }),
         el("td", { text: when(done[done.length - 1]) }), el("td", {}, open));
       open.addEventListener("click", () => toggleTexts(line, open, row.learner, lesson, summary, headers));
       body.append(line);
@@ -166,7 +168,7 @@ async function learnersTable(base, headers, lesson, summary, k) {
     cursor = page.next;
     more.hidden = !cursor;
   };
-  more.addEventListener("click", () => load().catch((error) => { $("status").textContent = `Could not load learners: ${error.message}`; }));
+  more.addEventListener("click", () => load().catch((error) => { $("status").textContent = t("Could not load learners: {reason}", { reason: error.message }); }));
   await load();
   return section;
 }
@@ -178,26 +180,26 @@ async function toggleTexts(line, button, learner, lesson, summary, headers) {
   if (shown) {
     line.nextElementSibling.remove();
     button.setAttribute("aria-expanded", "false");
-    button.textContent = "Read";
+    button.textContent = t("Read");
     return;
   }
-  const cell = el("td", { colspan: "5", text: "Loading…" });
+  const cell = el("td", { colspan: "6", text: t("Loading…") });
   line.after(el("tr", { class: "learner-texts" }, cell));
   button.setAttribute("aria-expanded", "true");
-  button.textContent = "Hide";
+  button.textContent = t("Hide");
   try {
     const progress = await getJSON(`/api/v1/learners/${encodeURIComponent(learner)}/progress?lesson=${encodeURIComponent(lesson)}`, headers);
     const texts = (progress.lessons[0] ? progress.lessons[0].checkpoints : []).filter((c) =>
       (summary.checkpoints.find((s) => s.id === c.id) || {}).requires === "text");
-    cell.replaceChildren(el("dl", { class: "texts", "aria-label": `${learner}'s words` }, ...texts.flatMap((c) => [
+    cell.replaceChildren(el("dl", { class: "texts", "aria-label": t("{learner}'s words", { learner }) }, ...texts.flatMap((c) => [
       el("dt", { text: c.title }),
-      el("dd", { text: c.response === null || c.response === undefined ? "nothing written yet" : c.response }),
+      el("dd", { text: c.response === null || c.response === undefined ? t("nothing written yet") : c.response }),
     ])));
   } catch (error) {
     cell.textContent = error instanceof ApiError && error.status === 403
-      ? "This key cannot read learners' words: that needs the progress:read scope as well (an operator makes one with " +
-        "workbench keys create --platform NAME --scopes analytics:read,progress:read)."
-      : `Could not load the texts: ${error.message}`;
+      ? t("This key cannot read learners' words: that needs the {scope} scope as well (an operator makes one with {command}).",
+        { scope: "progress:read", command: "workbench keys create --platform NAME --scopes analytics:read,progress:read" })
+      : t("Could not load the texts: {reason}", { reason: error.message });
   }
 }
 
@@ -206,7 +208,7 @@ async function toggleTexts(line, button, learner, lesson, summary, headers) {
 function exportButtons(headers) {
   const status = el("span", { role: "status" });
   const download = async (format) => {
-    status.textContent = `Preparing the ${format.toUpperCase()} export…`;
+    status.textContent = t("Preparing the {format} export…", { format: format.toUpperCase() });
     try {
       const response = await fetch(`/api/v1/analytics/events/export?format=${format}`, { headers });
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
@@ -214,12 +216,12 @@ function exportButtons(headers) {
       document.body.append(link);
       link.click();
       link.remove();
-      status.textContent = `Exported events.${format}.`;
+      status.textContent = t("Exported {file}.", { file: `events.${format}` });
     } catch (error) {
-      status.textContent = `Could not export: ${error.message}`;
+      status.textContent = t("Could not export: {reason}", { reason: error.message });
     }
   };
-  return el("p", { class: "exports" }, "Export every event (your platform's raw data, not hidden: see above): ",
+  return el("p", { class: "exports" }, t("Export every event (your platform's raw data, not hidden: see above):"), " ",
     el("button", { type: "button", class: "secondary", id: "export-csv", text: "CSV", onclick: () => download("csv") }), " ",
     el("button", { type: "button", class: "secondary", id: "export-ndjson", text: "NDJSON", onclick: () => download("ndjson") }),
     " ", status);
@@ -238,13 +240,13 @@ async function showCourse() {
   const done = (lesson, ids) => named.has(lesson)
     ? `${named.get(lesson).title}: ${ids.map(named.get(lesson).checkpoint).join(", ")}` : `${lesson}: ${ids.join(", ")}`;
   const rows = course.learners === null
-    ? [el("p", { class: "hidden-group", text: `Learners hidden: ${course.hidden}.` })]
+    ? [el("p", { class: "hidden-group", text: t("Learners hidden: {count}.", { count: course.hidden }) })]
     : [el("table", { class: "learners" },
-        el("thead", {}, el("tr", {}, el("th", { scope: "col", text: "Learner" }), el("th", { scope: "col", text: "Completed checkpoints" }))),
+        el("thead", {}, el("tr", {}, el("th", { scope: "col", text: t("Learner") }), el("th", { scope: "col", text: t("Completed checkpoints") }))),
         el("tbody", {}, ...course.learners.map((l) => el("tr", {},
           el("td", { text: l.learner }),
-          el("td", { text: Object.entries(l.completed).map(([lesson, ids]) => done(lesson, ids)).join("; ") || "none yet" })))))];
-  $("course").replaceChildren(el("h2", { id: "course-title", text: `Your course: ${course.course}` }), ...rows);
+          el("td", { text: Object.entries(l.completed).map(([lesson, ids]) => done(lesson, ids)).join("; ") || t("none yet") })))))];
+  $("course").replaceChildren(el("h2", { id: "course-title", text: t("Your course: {course}", { course: course.course }) }), ...rows);
   $("course").hidden = false;
 }
 
@@ -254,7 +256,7 @@ function init() {
     e.preventDefault();
     const key = $("api-key").value.trim();
     sessionStorage.setItem(KEY, key);
-    show(key).catch((error) => { $("status").textContent = `Could not load analytics: ${error.message}`; });
+    show(key).catch((error) => { $("status").textContent = t("Could not load analytics: {reason}", { reason: error.message }); });
   });
   $("forget").addEventListener("click", () => {
     sessionStorage.removeItem(KEY);
@@ -264,7 +266,7 @@ function init() {
   });
   const refresh = () => {
     const key = sessionStorage.getItem(KEY);
-    if (key) show(key).catch((error) => { $("status").textContent = `Could not load analytics: ${error.message}`; });
+    if (key) show(key).catch((error) => { $("status").textContent = t("Could not load analytics: {reason}", { reason: error.message }); });
   };
   $("view-form").addEventListener("change", () => {
     history.replaceState(null, "", viewToHash({ lesson: $("lesson").value, range: $("range").value }));
@@ -275,7 +277,7 @@ function init() {
     $("api-key").value = stored;
     refresh();
   }
-  showCourse().catch((error) => { $("status").textContent = `Could not load your course: ${error.message}`; })
+  showCourse().catch((error) => { $("status").textContent = t("Could not load your course: {reason}", { reason: error.message }); })
     .finally(() => { document.body.dataset.ready = "true"; });
 }
 

@@ -4,6 +4,7 @@ import { getJSON, postJSON } from "../api.js";
 import { el, fmt } from "../views/dom.js";
 import { heatmap } from "../views/heatmap.js";
 import { scrollRegion } from "../views/matrix.js";
+import { t } from "../i18n.js";
 
 // Describe where a head's mass goes, from its weights alone.
 export function describe(weights) {
@@ -17,13 +18,17 @@ export function describe(weights) {
   const last = weights[n - 1];
   const peaks = last.map((v, j) => [v, j]).sort((a, b) => b[0] - a[0]);
   const [a, b] = peaks;
-  if (uniformity) return `diffuse: each query spreads its weight evenly over the positions it can see`;
+  if (uniformity) return t("diffuse: each query spreads its weight evenly over the positions it can see");
   if (b[0] > 0.3 && Math.abs(a[1] - b[1]) > 1) {
-    return `bimodal: the last query splits ${fmt(a[0])} and ${fmt(b[0])} between positions ${Math.min(a[1], b[1]) + 1} and ${Math.max(a[1], b[1]) + 1}`;
+    return t("bimodal: the last query splits {a} and {b} between positions {first} and {second}",
+      { a: fmt(a[0]), b: fmt(b[0]), first: Math.min(a[1], b[1]) + 1, second: Math.max(a[1], b[1]) + 1 });
   }
-  if (mass[0] > 0.75) return `first-token bias: ${fmt(mass[0] * 100, 0)}% of all attention lands on position 1`;
-  if (diagonal > 0.6) return `recency: each query puts most weight on the latest position it can see (on average ${fmt(diagonal * 100, 0)}%)`;
-  return `mixed: the last query's largest weights are ${fmt(a[0])} on position ${a[1] + 1} and ${fmt(b[0])} on position ${b[1] + 1}`;
+  if (mass[0] > 0.75) return t("first-token bias: {percent} % of all attention lands on position 1", { percent: fmt(mass[0] * 100, 0) });
+  if (diagonal > 0.6) {
+    return t("recency: each query puts most weight on the latest position it can see (on average {percent} %)", { percent: fmt(diagonal * 100, 0) });
+  }
+  return t("mixed: the last query's largest weights are {a} on position {first} and {b} on position {second}",
+    { a: fmt(a[0]), first: a[1] + 1, b: fmt(b[0]), second: b[1] + 1 });
 }
 
 async function init() {
@@ -33,15 +38,15 @@ async function init() {
     const number = head.index + 1; // people count heads from 1
     const masked = head.masked_scores.map((row) => row.map((v) => v === null));
     const figure = el("figure", { class: "head-figure", "aria-labelledby": `four-caption-${head.index}` },
-      scrollRegion(`Head ${number} weights`, heatmap({ head: head.index, weights: head.weights, masked,
-        id: `four-${head.index}`, title: `Head ${number} weights over six positions` })),
+      scrollRegion(t("Head {head} weights", { head: number }), heatmap({ head: head.index, weights: head.weights, masked,
+        id: `four-${head.index}`, title: t("Head {head} weights over six positions", { head: number }) })),
       el("figcaption", { class: "caption", id: `four-caption-${head.index}`, dataset: { head: String(head.index) },
-        text: `Head ${number}: ${describe(head.weights)}.` }));
+        text: t("Head {head}: {pattern}.", { head: number, pattern: describe(head.weights) }) }));
     return figure;
   }));
   document.body.dataset.ready = "true";
 }
 
 init().catch((error) => {
-  document.getElementById("figures").replaceChildren(el("p", { class: "error", text: `Could not compute: ${error.message}` }));
+  document.getElementById("figures").replaceChildren(el("p", { class: "error", text: t("Could not compute: {reason}", { reason: error.message }) }));
 });

@@ -2,6 +2,7 @@
 
 import { ApiError, ensureSession, getJSON } from "../api.js";
 import { el } from "../views/dom.js";
+import { t } from "../i18n.js";
 
 async function init() {
   const [learner, { lessons }] = await Promise.all([ensureSession(), getJSON("/api/v1/lessons")]);
@@ -18,11 +19,11 @@ async function init() {
       el("h3", {}, el("a", { href: `/lessons/${lesson.id}`, text: lesson.title })),
       el("p", { text: lesson.summary }),
       el("p", { class: "progress-line", dataset: { lesson: lesson.id, completed: String(count) } },
-        `${count} of ${lesson.checkpoints.length} checkpoints done`));
+        t("{done} of {all} checkpoints done", { done: count, all: lesson.checkpoints.length })));
   }));
   document.body.dataset.ready = "true";
 }
 
 init().catch((error) => {
-  document.getElementById("lessons").replaceChildren(el("p", { class: "error", text: `Could not load: ${error.message}` }));
+  document.getElementById("lessons").replaceChildren(el("p", { class: "error", text: t("Could not load: {reason}", { reason: error.message }) }));
 });

@@ -5,6 +5,7 @@ import { ApiError, ensureSession, flush, getJSON, isPending, pendingEvents, queu
 import { progressBar, syncLine, textForm } from "../views/checkpoint-panel.js";
 import { el } from "../views/dom.js";
 import { exercisePanel } from "../views/exercise-panel.js";
+import { t } from "../i18n.js";
 
 const lessonId = decodeURIComponent(location.pathname.split("/").pop());
 const $ = (id) => document.getElementById(id);
@@ -91,12 +92,12 @@ function enhance(section, block) {
   const cp = block.checkpoint;
   switch (block.kind) {
     case "predict":
-      textCheckpoint(section, { heading: "Predict", id: "prediction", label: "Your prediction", button: "Record prediction",
+      textCheckpoint(section, { heading: t("Predict"), id: "prediction", label: t("Your prediction"), button: t("Record prediction"),
         checkpoint: cp, after: () => { document.querySelector(".directive-answer").hidden = false; } });
       break;
     case "answer":
       section.hidden = !byId(cp).completed && !savedText(cp);
-      section.prepend(el("h2", { text: "The answer" }));
+      section.prepend(el("h2", { text: t("The answer") }));
       break;
     case "explorable": {
       section.prepend(el("h2", { text: block.title }));
@@ -113,11 +114,11 @@ function enhance(section, block) {
       break;
     }
     case "explain":
-      textCheckpoint(section, { heading: "Explain", id: "explanation", label: "Your explanation",
-        button: "Record explanation", checkpoint: cp });
+      textCheckpoint(section, { heading: t("Explain"), id: "explanation", label: t("Your explanation"),
+        button: t("Record explanation"), checkpoint: cp });
       break;
     case "self-check":
-      section.prepend(el("h2", { text: "Check your understanding" }));
+      section.prepend(el("h2", { text: t("Check your understanding") }));
       modelAnswers(section);
       break;
     default:
@@ -128,7 +129,7 @@ function enhance(section, block) {
 // the learner answers first, then compares.
 function modelAnswers(section) {
   for (const answer of section.querySelectorAll(":scope > ul > li > ul")) {
-    const reveal = el("details", { class: "model-answer" }, el("summary", { text: "Show a model answer" }));
+    const reveal = el("details", { class: "model-answer" }, el("summary", { text: t("Show a model answer") }));
     answer.replaceWith(reveal);
     reveal.append(answer);
   }
@@ -136,10 +137,10 @@ function modelAnswers(section) {
 
 // The prerequisites: a link where the lesson is in this catalog, its title otherwise.
 function prerequisites(lesson) {
-  if (!lesson.prerequisites.length) return [el("li", { text: "nothing: this lesson starts from scratch" })];
+  if (!lesson.prerequisites.length) return [el("li", { text: t("nothing: this lesson starts from scratch") })];
   return lesson.prerequisites.map((id, i) => el("li", {}, lesson.prerequisites_present[i]
     ? el("a", { href: `/lessons/${encodeURIComponent(id)}`, text: lesson.prerequisite_titles[i] })
-    : el("span", { text: `${lesson.prerequisite_titles[i]} (not in this catalog yet)` })));
+    : el("span", { text: t("{title} (not in this catalog yet)", { title: lesson.prerequisite_titles[i] }) })));
 }
 
 // Scroll so the workbench's inputs and both heatmaps (its rows top..bottom) share the screen.
@@ -194,14 +195,13 @@ function listen() {
 async function init() {
   learner = await ensureSession();
   lesson = await getJSON(`/api/v1/lessons/${lessonId}`);
-  document.documentElement.lang = lesson.locale; // what the lesson is written in (English where not translated)
-  $("lang").value = (document.cookie.match(/(?:^|; )workbench_lang=([^;]+)/) || [])[1] || lesson.locale; // the choice kept
-  $("lang").addEventListener("change", (e) => { location.search = `?lang=${e.target.value}`; }); // the server keeps it
-  document.title = `${lesson.title} · Multi-head attention workbench`;
+  document.title = t("{lesson} · Multi-head attention workbench", { lesson: lesson.title });
   $("lesson-header").replaceChildren(
-    el("p", { class: "note", text: `Lesson ${lesson.order}` }),
-    el("h2", { text: "Objectives" }), el("ul", {}, lesson.objectives.map((o) => el("li", { text: o }))),
-    el("h2", { text: "Before this lesson" }), el("ul", {}, prerequisites(lesson)));
+    el("p", { class: "note", text: t("Lesson {number}", { number: lesson.order }) }),
+    el("h2", { text: t("Objectives") }), el("ul", {}, lesson.objectives.map((o) => el("li", { text: o }))),
+    el("h2", { text: t("Before this lesson") }), el("ul", {}, prerequisites(lesson)));
+  // What the lesson is written in: the interface's language, or English where it is not translated.
+  if (lesson.locale !== document.documentElement.lang) { $("lesson-header").lang = lesson.locale; $("lesson-body").lang = lesson.locale; }
   const body = $("lesson-body");
   body.innerHTML = lesson.html; // rendered by the server from the lesson's markdown (raw HTML disabled)
   const title = body.querySelector("h1");
@@ -219,6 +219,6 @@ async function init() {
 }
 
 init().catch((error) => {
-  $("status").textContent = `Could not load the lesson: ${error.message}`;
+  $("status").textContent = t("Could not load the lesson: {reason}", { reason: error.message });
   document.documentElement.classList.add("drawn");
 });

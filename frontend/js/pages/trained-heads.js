@@ -9,6 +9,7 @@ import { el, fmt } from "../views/dom.js";
 import { headCanvas, strongest } from "../views/head-canvas.js";
 import { legend } from "../views/legend.js";
 import { scrollRegion } from "../views/matrix.js";
+import { t, tn } from "../i18n.js";
 
 const LESSON = "multi-head-attention";
 const INSTANCE = "trained-heads";
@@ -61,7 +62,12 @@ function emit(example) {
 
 const SHOWN = { " ": "␣", "\\x0a": "↵", "\\x09": "⇥" }; // bytes a learner could not see
 const unit = () => (model.reads === "UTF-8 bytes" ? "byte" : "piece");
-const byteName = (token) => `${unit()} ${token.index + 1} “${token.text}”`;
+const byteName = (token) => (unit() === "byte" ? t("byte {index} “{text}”", { index: token.index + 1, text: token.text })
+  : t("piece {index} “{text}”", { index: token.index + 1, text: token.text }));
+// The heads' labels are the API's names of their patterns (data-label keeps them); shown translated.
+const LABELS = { "previous token": t("previous token"), induction: t("induction"), "first token": t("first token"),
+  "current token": t("current token"), "next token": t("next token"), "no single pattern": t("no single pattern") };
+const labelOf = (head) => LABELS[head.label] ?? head.label;
 
 function select(index, focus = false) {
   if (!trace) return;
@@ -77,7 +83,7 @@ function groups(buttons) {
   return Array.from(trace.text, (c) => {
     const n = encoder.encode(c).length;
     const part = buttons.slice(at, (at += n));
-    return n === 1 ? part[0] : el("span", { class: "th-char", title: c, "aria-label": `“${c}”: ${n} bytes` }, el("span", { text: c }), ...part);
+    return n === 1 ? part[0] : el("span", { class: "th-char", title: c, "aria-label": tn("“{char}”: {count} byte", "“{char}”: {count} bytes", n, { char: c }) }, el("span", { text: c }), ...part);
   });
 }
 
@@ -98,39 +104,41 @@ function drawTokens() {
 function drawLayers() {
   const i = state.selected;
   $("layers").replaceChildren(...trace.layers.map((layer) => el("section", { class: "th-layer", "aria-labelledby": `layer-${layer.index}` },
-    el("h2", { id: `layer-${layer.index}`, text: `Layer ${layer.index + 1}` }),
+    el("h2", { id: `layer-${layer.index}`, text: t("Layer {layer}", { layer: layer.index + 1 }) }),
     el("div", { class: "th-heads" }, ...layer.heads.map((head) => {
-      const name = `Layer ${layer.index + 1} head ${head.index + 1}`;
+      const name = t("Layer {layer} head {head}", { layer: layer.index + 1, head: head.index + 1 });
       const best = i === null ? null : strongest(head.weights, i, model.causal);
       const score = Math.max(...Object.values(head.pattern_scores));
       const key = `${layer.index}.${head.index}`;
       const pattern = Object.keys(head.pattern_scores).find((p) => head.pattern_scores[p] === score);
-      const after = head.ablation && !head.off ? ` → ${fmt(head.ablation.ablated[pattern])} with the heads off` : "";
+      const scored = head.ablation && !head.off
+        ? t("score {score} → {after} with the heads off", { score: fmt(score), after: fmt(head.ablation.ablated[pattern]) })
+        : t("score {score}", { score: fmt(score) });
       return el("figure", { class: `th-head${head.off ? " off" : ""}`, dataset: { layer: String(layer.index), head: String(head.index), label: head.label } },
-        el("figcaption", {}, el("button", { type: "button", class: "link", "aria-expanded": "false", text: `Head ${head.index + 1}: ${head.label}`,
+        el("figcaption", {}, el("button", { type: "button", class: "link", "aria-expanded": "false", text: t("Head {head}: {label}", { head: head.index + 1, label: labelOf(head) }),
           onclick: (e) => e.target.setAttribute("aria-expanded", String(e.target.closest("figure").classList.toggle("open"))) }),
-        el("span", { class: "muted", text: ` (score ${fmt(score)}${after})` }),
-        el("label", { class: "th-off" }, el("input", { type: "checkbox", checked: head.off, "aria-label": `Switch off ${name}`,
-          onchange: () => { state.off.has(key) ? state.off.delete(key) : state.off.add(key); writeHash(); render(); } }), " off")),
+        el("span", { class: "muted", text: ` (${scored})` }),
+        el("label", { class: "th-off" }, el("input", { type: "checkbox", checked: head.off, "aria-label": t("Switch off {head}", { head: name }),
+          onchange: () => { state.off.has(key) ? state.off.delete(key) : state.off.add(key); writeHash(); render(); } }), " ", t("off"))),
         headCanvas({ weights: head.weights, selected: i, onPick: (row) => select(row), causal: model.causal,
-          label: `${name} weights, labelled ${head.label}` }),
-        el("p", { class: "th-reads", text: best === null ? "Choose a byte." :
+          label: t("{head} weights, labelled {label}", { head: name, label: labelOf(head) }) }),
+        el("p", { class: "th-reads", text: best === null ? t("Choose a byte.") :
           `${byteName(trace.tokens[i])} → ${byteName(trace.tokens[best.key])}: ${fmt(best.weight)}` }));
     })))));
 }
 
 function drawTable() {
   const i = state.selected;
-  if (i === null) { $("table").replaceChildren(el("p", { text: "Choose a byte first." })); return; }
+  if (i === null) { $("table").replaceChildren(el("p", { text: t("Choose a byte first.") })); return; }
   const keys = model.causal ? trace.tokens.slice(0, i + 1) : trace.tokens;
   const table = el("table", { class: "th-table" },
-    el("caption", { text: `Weights from ${byteName(trace.tokens[i])} to every byte it can see` }),
-    el("thead", {}, el("tr", {}, el("th", { scope: "col", text: "Head" }),
+    el("caption", { text: t("Weights from {token} to every token it can see", { token: byteName(trace.tokens[i]) }) }),
+    el("thead", {}, el("tr", {}, el("th", { scope: "col", text: t("Head") }),
       ...keys.map((token) => el("th", { scope: "col", "aria-label": byteName(token), text: `${token.index + 1} ${token.text}` })))),
     el("tbody", {}, ...trace.layers.flatMap((layer) => layer.heads.map((head) => el("tr", {},
-      el("th", { scope: "row", text: `L${layer.index + 1} H${head.index + 1} ${head.label}` }),
+      el("th", { scope: "row", text: `L${layer.index + 1} H${head.index + 1} ${labelOf(head)}` }),
       ...head.weights[i].slice(0, keys.length).map((value) => el("td", { text: fmt(value) })))))));
-  $("table").replaceChildren(scrollRegion("Weights of the chosen byte", table));
+  $("table").replaceChildren(scrollRegion(t("Weights of the chosen token"), table));
 }
 
 function drawSelection(focus) {
@@ -141,7 +149,7 @@ function drawSelection(focus) {
     if (chosen && focus) button.focus();
   });
   const i = state.selected;
-  $("reading").textContent = i === null ? "" : `${byteName(trace.tokens[i])} chosen.`;
+  $("reading").textContent = i === null ? "" : t("{token} chosen.", { token: byteName(trace.tokens[i]) });
   drawLayers();
   drawLines();
   drawTable();
@@ -162,17 +170,17 @@ function drawLines() {
     return e;
   };
   const picture = node("svg", { viewBox: `0 0 320 ${n * row + 4}`, class: "th-lines", role: "img",
-    "aria-label": `Where each head of layer ${layer.index + 1} sends ${byteName(trace.tokens[i])}` });
-  trace.tokens.forEach((t, j) => {
-    picture.append(node("text", { x: 60, y: j * row + 14, "text-anchor": "end", "font-weight": j === i ? 700 : 400 }, t.text));
-    picture.append(node("text", { x: 260, y: j * row + 14 }, t.text));
+    "aria-label": t("Where each head of layer {layer} sends {token}", { layer: layer.index + 1, token: byteName(trace.tokens[i]) }) });
+  trace.tokens.forEach((token, j) => {
+    picture.append(node("text", { x: 60, y: j * row + 14, "text-anchor": "end", "font-weight": j === i ? 700 : 400 }, token.text));
+    picture.append(node("text", { x: 260, y: j * row + 14 }, token.text));
   });
   layer.heads.forEach((head) => head.weights[i].forEach((w, j) => {
     if (w > 0.02) picture.append(node("line", { x1: 66, y1: i * row + 10, x2: 254, y2: j * row + 10, "data-head": head.index,
       "data-key": j, stroke: colour(head), "stroke-opacity": w.toFixed(2), "stroke-width": 2 }));
   }));
   $("lines").replaceChildren(el("p", { class: "th-key" }, ...layer.heads.map((h) => {
-    const key = el("span", { text: `━ head ${h.index + 1} ` });
+    const key = el("span", { text: "━ " + t("head {head}", { head: h.index + 1 }) + " " });
     key.style.color = colour(h); // the CSS object model: the page's CSP refuses style attributes
     return key;
   })), picture);
@@ -181,17 +189,18 @@ function drawLines() {
 // What the model predicts after the chosen byte (had the text ended there: it reads no further).
 function drawNext() {
   const i = state.selected ?? trace.tokens.length - 1;
-  $("next-title").textContent = `What the model expects after ${byteName(trace.tokens[i])}`;
-  $("next").replaceChildren(...trace.after[i].map((p) => el("li", { text: `“${SHOWN[p.text] ?? p.text}” ${fmt(p.probability * 100, 1)}%` })));
+  $("next-title").textContent = t("What the model expects after {token}", { token: byteName(trace.tokens[i]) });
+  $("next").replaceChildren(...trace.after[i].map((p) => el("li", { text: `“${SHOWN[p.text] ?? p.text}” ${fmt(p.probability * 100, 1)} %` })));
 }
 
 async function render() {
   const mine = ++generation;
   const bytes = encoder.encode(state.text).length;
   const counted = unit() === "byte";
-  $("bytes").textContent = counted ? `${bytes} of ${model.context} bytes` : "";
+  $("bytes").textContent = counted ? t("{count} of {context} bytes", { count: bytes, context: model.context }) : "";
   if (bytes === 0 || (counted && bytes > model.context)) {
-    $("status").textContent = bytes === 0 ? "Type some text." : `That is ${bytes} bytes; the model reads at most ${model.context}.`;
+    $("status").textContent = bytes === 0 ? t("Type some text.")
+      : t("That is {count} bytes; the model reads at most {context}.", { count: bytes, context: model.context });
     return;
   }
   const ablate = [...state.off].map((k) => k.split(".").map(Number)).filter(([l, h]) => l < model.layers && h < model.heads)
@@ -210,7 +219,7 @@ async function render() {
     document.body.dataset.ready = "true";
   } catch (error) {
     if (mine !== generation) return;
-    $("status").textContent = `Could not compute (${error.message}).`;
+    $("status").textContent = t("Could not compute ({reason}).", { reason: error.message });
     document.documentElement.classList.add("drawn");
     document.body.dataset.ready = "true";
   }
@@ -220,18 +229,18 @@ function choose(id) {
   model = models.find((m) => m.id === id) ?? models[0];
   document.body.dataset.kind = model.reads === "UTF-8 bytes" ? "bytes" : "encoder";
   $("model").value = model.id;
-  $("context").textContent = `${model.context} ${unit()}s`;
-  $("unit-title").textContent = unit() === "byte" ? "Bytes" : "Word pieces";
-  $("model-note").textContent = `${model.description} Each head's label comes from scores the service measured ` +
-    `on ${model.measured_on}.`;
-  $("lines-layer").replaceChildren(...Array.from({ length: model.layers }, (_, l) => el("option", { value: String(l), text: `Layer ${l + 1}` })));
+  $("context").textContent = unit() === "byte" ? t("{count} bytes", { count: model.context }) : t("{count} pieces", { count: model.context });
+  $("unit-title").textContent = unit() === "byte" ? t("Bytes") : t("Word pieces");
+  const measured = t("Each head's label comes from scores the service measured on {sample}.", { sample: model.measured_on });
+  $("model-note").textContent = `${model.description} ${measured}`;
+  $("lines-layer").replaceChildren(...Array.from({ length: model.layers }, (_, l) => el("option", { value: String(l), text: t("Layer {layer}", { layer: l + 1 }) })));
   state.layer = 0;
 }
 
 async function init() {
   readHash();
   ({ models } = await getJSON("/api/v1/models"));
-  if (!models.length) throw new Error("no trained model is installed");
+  if (!models.length) throw new Error(t("no trained model is installed"));
   $("model").replaceChildren(...models.map((m) => el("option", { value: m.id, text: m.id })));
   choose(state.model);
   $("model").addEventListener("change", (e) => { choose(e.target.value); state.selected = null; state.off.clear(); writeHash(); render(); });
@@ -255,7 +264,7 @@ async function init() {
 }
 
 init().catch((error) => {
-  $("status").textContent = `Could not load the model (${error.message}).`;
+  $("status").textContent = t("Could not load the model ({reason}).", { reason: error.message });
   document.documentElement.classList.add("drawn");
   document.body.dataset.ready = "true";
 });

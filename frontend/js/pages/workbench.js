@@ -15,12 +15,13 @@ import { replay } from "../views/replay.js";
 import { notATest, savedTests, savedTestsView } from "../views/saved-test.js";
 import { close } from "../views/stage.js";
 import { markOwners, tokenEditor } from "../views/token-editor.js";
+import { t } from "../i18n.js";
 
 const INSTANCE = "multi-head-workbench";
 const LESSON = "multi-head-attention";
 const STAGES = ["x", "q", "k", "v", "scores", "weights", "head-output", "concat", "wo", "output", "residual"];
-const STAGE_NAMES = { x: "X", q: "Q", k: "K", v: "V", scores: "the scores", weights: "the weights",
-  "head-output": "the head outputs", concat: "the concatenation", wo: "W_O", output: "the output Y", residual: "X + Y" };
+const STAGE_NAMES = { x: "X", q: "Q", k: "K", v: "V", scores: t("the scores"), weights: t("the weights"),
+  "head-output": t("the head outputs"), concat: t("the concatenation"), wo: "W_O", output: t("the output Y"), residual: "X + Y" };
 
 const $ = (id) => document.getElementById(id);
 let state = fromHash(location.hash, embedded);
@@ -117,10 +118,16 @@ function draw(response, comparison) {
     onClose: () => { state.cell = null; save(state); redraw(); } }) : "");
   $("status").textContent = statusLine(response, comparison, v.yoursDivergence);
   $("identity-note").textContent = state.qkv === "learned"
-    ? "Learned-looking projections: every head reads a mix of all four coordinates, as in a trained model."
-    : `Identity projections: ${response.heads.map((h) => `head ${h.index + 1} reads dimension${h.feature_indices.length > 1 ? "s" : ""} ` +
-      `${[...new Set([h.feature_indices[0] + 1, h.feature_indices[h.feature_indices.length - 1] + 1])].join("–")}`).join(", ")}; ` +
-      "a trained model's learned projections mix all coordinates before the split.";
+    ? t("Learned-looking projections: every head reads a mix of all four coordinates, as in a trained model.")
+    : t("Identity projections: {heads}; a trained model's learned projections mix all coordinates before the split.",
+      { heads: response.heads.map(readsWhat).join(", ") });
+}
+
+// "head 1 reads dimensions 1–2": what one head reads under identity projections.
+function readsWhat(h) {
+  const [first, last] = [h.feature_indices[0] + 1, h.feature_indices[h.feature_indices.length - 1] + 1];
+  return first === last ? t("head {head} reads dimension {dim}", { head: h.index + 1, dim: first })
+    : t("head {head} reads dimensions {first}–{last}", { head: h.index + 1, first, last });
 }
 
 function redraw() {
@@ -143,25 +150,25 @@ function ownersOfCoordinates(response) {
 
 function statusLine(response, comparison, yours) {
   if (comparison) {
-    const mode = comparison.failure_mode;
+    const mode = modes.get(comparison.failure_mode.id) || comparison.failure_mode; // the registry's words, translated
     const first = comparison.divergence.first;
     if (first) {
-      return `Compared with “${mode.name}” (${mode.description}): the first stage that differs is ${STAGE_NAMES[first]}; ` +
-        "the stages after it that differ show the broken numbers beside the correct ones (Δ marks the cells).";
+      return t("Compared with “{name}” ({description}): the first stage that differs is {stage}; the stages after it that differ show the broken numbers beside the correct ones (Δ marks the cells).",
+        { name: mode.name, description: mode.description, stage: STAGE_NAMES[first] });
     }
     if (mode.id === "no_output_projection") {
-      return "Nothing differs: W_O here is the identity, so skipping it changes no number. Choose a learned-looking " +
-        "output projection to see what stopping at the concatenation loses.";
+      return t("Nothing differs: W_O here is the identity, so skipping it changes no number. Choose a learned-looking output projection to see what stopping at the concatenation loses.");
     }
-    return `Nothing differs: “${mode.name}” computes the same numbers as the correct implementation for this configuration` +
-      (response.shape.heads === 1 ? " (with one head there is one slice and one head order)." : ".");
+    return response.shape.heads === 1
+      ? t("Nothing differs: “{name}” computes the same numbers as the correct implementation for this configuration (with one head there is one slice and one head order).", { name: mode.name })
+      : t("Nothing differs: “{name}” computes the same numbers as the correct implementation for this configuration.", { name: mode.name });
   }
   if (yours) {
-    return yours.first ? `Your numbers first differ from the engine's at ${STAGE_NAMES[yours.first]} (marked “first difference”).`
-      : "Your numbers equal the engine's at every stage your function returns.";
+    return yours.first ? t("Your numbers first differ from the engine's at {stage} (marked “first difference”).", { stage: STAGE_NAMES[yours.first] })
+      : t("Your numbers equal the engine's at every stage your function returns.");
   }
   if (state.reuse && response.shape.heads > 1) {
-    return "Broken: every head reads dimensions 1–2 (head 1's features); dimensions 3–4 are ignored.";
+    return t("Broken: every head reads dimensions 1–2 (head 1's features); dimensions 3–4 are ignored.");
   }
   return "";
 }
@@ -183,8 +190,8 @@ async function render() {
   } catch (error) {
     if (mine !== generation) return;
     document.body.classList.add("stale");
-    $("status").textContent = `Could not compute (${error.message}). The numbers shown are from before your last ` +
-      "change; they update when the server answers.";
+    $("status").textContent = t("Could not compute ({reason}). The numbers shown are from before your last change; they update when the server answers.",
+      { reason: error.message });
   }
   document.documentElement.classList.add("drawn");
   await menuFilled; // ready means every control is usable, the compare menu included
@@ -192,14 +199,15 @@ async function render() {
 }
 
 function drawControls() {
-  $("tokens").replaceChildren(tokenEditor(state.tokens, (t, d, v) =>
-    update((s) => { s.tokens[t][d] = v; }, "token", { token: t + 1, dimension: d + 1, value: v })));
+  $("tokens").replaceChildren(tokenEditor(state.tokens, (k, d, v) =>
+    update((s) => { s.tokens[k][d] = v; }, "token", { token: k + 1, dimension: d + 1, value: v })));
   $("causal").checked = state.causal;
   $("reuse").checked = state.reuse;
   $("compare").value = state.compare;
   $("heads").value = String(state.heads);
   $("kv").replaceChildren(...[1, 2, 4].filter((k) => state.heads % k === 0).map((k) => el("option", { value: String(k),
-    text: k === state.heads ? `${k} (one per head)` : k === 1 ? "1 (multi-query: all heads share it)" : `${k} (grouped: ${state.heads / k} heads share each)` })));
+    text: k === state.heads ? t("{count} (one per head)", { count: k }) : k === 1 ? t("1 (multi-query: all heads share it)")
+      : t("{count} (grouped: {share} heads share each)", { count: k, share: state.heads / k }) })));
   $("kv").value = String(state.kv);
   $("rope").value = state.rope;
   $("rope").disabled = state.heads === 4;
@@ -209,9 +217,8 @@ function drawControls() {
   $("wo").value = state.wo;
   $("open-all").setAttribute("aria-pressed", String(everyStage().every((k) => open.has(k))));
   $("controls-note").textContent = [
-    state.heads === 4 ? "RoPE needs an even d_head: with 4 heads d_head is 1." : "",
-    state.rope && state.heads === 2 ? "With d_head 2 each head has one pair, rotated by position × 1 radian whatever the " +
-      "base: choose 1 head to see the base and the two pairings differ." : "",
+    state.heads === 4 ? t("RoPE needs an even d_head: with 4 heads d_head is 1.") : "",
+    state.rope && state.heads === 2 ? t("With d_head 2 each head has one pair, rotated by position × 1 radian whatever the base: choose 1 head to see the base and the two pairings differ.") : "",
   ].filter(Boolean).join(" ");
 }
 
@@ -220,7 +227,7 @@ async function saveAsTest() {
   const why = notATest(state);
   $("saved-test").hidden = false;
   if (why) {
-    $("saved-test").replaceChildren(el("p", { class: "note", text: `${why} Switch those off to save the case as a test.` }));
+    $("saved-test").replaceChildren(el("p", { class: "note", text: t("{why} Switch those off to save the case as a test.", { why }) }));
     return;
   }
   if (state.wo === "learned") await learnedProjections();
@@ -290,7 +297,7 @@ function init() {
     if (Number.isFinite(base) && base > 1) update((s) => { s.base = base; }, "rope_base", { value: base });
   });
   $("save-test").addEventListener("click", () => saveAsTest().catch((error) => {
-    $("saved-test").replaceChildren(el("p", { class: "error", text: `Could not compute the case: ${error.message}` }));
+    $("saved-test").replaceChildren(el("p", { class: "error", text: t("Could not compute the case: {reason}", { reason: error.message }) }));
   }));
   $("reset").addEventListener("click", () => {
     update((s) => { s.tokens = defaults().tokens; }, "reset", {});

@@ -4,11 +4,12 @@
 import { el } from "./dom.js";
 import { scrollRegion } from "./matrix.js";
 import { svg } from "./svg.js";
+import { t } from "../i18n.js";
 
 export { svg };
 
 // A suppressed figure (null) is never drawn as a bar or a number: it says why it is hidden.
-export const hidden = (k) => `hidden: fewer than ${k} learners`;
+export const hidden = (k) => t("hidden: fewer than {k} learners", { k });
 
 // Words of `text` in lines of at most `width` characters (a longer word gets a line of its own).
 export function wrap(text, width) {
@@ -48,8 +49,8 @@ export function barChart({ title, rows, valueLabel, id, k = 5 }) {
     y = barTop + barHeight + gap;
   });
   const table = el("table", { class: "data" }, el("caption", { text: title }),
-    el("thead", {}, el("tr", {}, el("th", { scope: "col", text: "item" }), el("th", { scope: "col", text: valueLabel }),
-      el("th", { scope: "col", text: "note" }))),
+    el("thead", {}, el("tr", {}, el("th", { scope: "col", text: t("item") }), el("th", { scope: "col", text: valueLabel }),
+      el("th", { scope: "col", text: t("note") }))),
     el("tbody", {}, rows.map((r) => el("tr", {}, el("th", { scope: "row", text: r.label }),
       el("td", { text: r.value === null ? hidden(k) : String(r.value) }), el("td", { text: r.note || "" })))));
   return el("section", { class: "chart-block", id, "aria-label": title }, el("h2", { text: title }), chart,
@@ -58,6 +59,6 @@ export function barChart({ title, rows, valueLabel, id, k = 5 }) {
 
 // A chart's own table, collapsed under the chart: Enter or Space on its summary opens it.
 export function numbers(title, table) {
-  return el("details", { class: "numbers" }, el("summary", { text: "The numbers, as a table" }),
-    scrollRegion(`${title}: the numbers`, table));
+  return el("details", { class: "numbers" }, el("summary", { text: t("The numbers, as a table") }),
+    scrollRegion(t("{chart}: the numbers", { chart: title }), table));
 }

@@ -5,6 +5,7 @@
 import { ApiError, getJSON, postJSON } from "../api.js";
 import { command as commandLine } from "./command.js";
 import { el } from "./dom.js";
+import { around, locale, t } from "../i18n.js";
 
 const CHALLENGES = "/api/v1/exercises/multi-head-attention/challenges";
 const KEPT = "exercise.open-challenge";
@@ -17,16 +18,15 @@ export function challengePanel({ verification, onVerdict, command }) {
   const expires = el("span");
   const pasted = el("textarea", { id: "pasted-answers", spellcheck: "false" });
   const details = el("div", { id: "challenge", hidden: true },
-    el("p", {}, "Run this in the unpacked folder, with your file in place of the starter (valid until ", expires, "):"),
+    el("p", {}, ...around(t("Run this in the unpacked folder, with your file in place of the starter (valid until {time}):"), "{time}", expires)),
     line.node,
-    el("p", { class: "hint", text: "From another language: GET that link (its cases), compute each case, and POST " +
-      "{\"answers\": [...]} to its answers_url; the exercise's README shows the request." }),
-    el("details", {}, el("summary", { text: "No terminal connection to this server? Paste the answers instead" }),
-      el("p", { text: "Add --print to the command above and paste the JSON it prints here." }),
+    el("p", { class: "hint", text: t("From another language: GET that link (its cases), compute each case, and POST {body} to its answers_url; the exercise's README shows the request.", { body: '{"answers": [...]}' }) }),
+    el("details", {}, el("summary", { text: t("No terminal connection to this server? Paste the answers instead") }),
+      el("p", { text: t("Add {flag} to the command above and paste the JSON it prints here.", { flag: "--print" }) }),
       el("form", { onsubmit: (e) => { e.preventDefault(); submitPasted(); } },
-        el("label", { for: "pasted-answers", text: "Answers printed by the submit script with --print" }), pasted,
-        el("p", {}, el("button", { type: "submit", text: "Check pasted answers" })))));
-  const button = el("button", { type: "button", id: "new-challenge", text: "Get a challenge", onclick: () => start() });
+        el("label", { for: "pasted-answers", text: t("Answers printed by the submit script with {flag}", { flag: "--print" }) }), pasted,
+        el("p", {}, el("button", { type: "submit", text: t("Check pasted answers") })))));
+  const button = el("button", { type: "button", id: "new-challenge", text: t("Get a challenge"), onclick: () => start() });
   let challenge = null;
   let timer = null;
   let seen = 0;
@@ -39,12 +39,13 @@ export function challengePanel({ verification, onVerdict, command }) {
   function verdict(result) {
     onVerdict(result);
     if (result.correct) {
-      show(`Verified: ${result.message}`, "correct");
+      show(t("Verified: {message}", { message: result.message }), "correct");
       stop();
       forget();
     } else {
-      const named = result.mistakes.length ? ` (${result.mistakes.join(", ")})` : "";
-      show(`Not yet${named}: ${result.message} Fix it and run the command again.`, "wrong");
+      show(result.mistakes.length
+        ? t("Not yet ({mistakes}): {message} Fix it and run the command again.", { mistakes: result.mistakes.join(", "), message: result.message })
+        : t("Not yet: {message} Fix it and run the command again.", { message: result.message }), "wrong");
     }
   }
 
@@ -57,9 +58,9 @@ export function challengePanel({ verification, onVerdict, command }) {
       // private mode: the challenge lasts for this page
     }
     redraw();
-    expires.textContent = new Date(body.expires_at).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    expires.textContent = new Date(body.expires_at).toLocaleTimeString(locale, { hour: "2-digit", minute: "2-digit" });
     details.hidden = false;
-    button.textContent = "Get new cases";
+    button.textContent = t("Get new cases");
     timer = setInterval(poll, POLL_MS);
   }
 
@@ -69,16 +70,16 @@ export function challengePanel({ verification, onVerdict, command }) {
 
   async function start() {
     stop();
-    show("Asking the server for fresh cases…");
+    show(t("Asking the server for fresh cases…"));
     try {
       open(await postJSON(CHALLENGES, {}));
     } catch (error) {
       show(error instanceof ApiError && error.status === 0
-        ? "The server is not reachable; a challenge needs it. Try again when it answers."
-        : `Could not get a challenge: ${error.message}`, "wrong");
+        ? t("The server is not reachable; a challenge needs it. Try again when it answers.")
+        : t("Could not get a challenge: {reason}", { reason: error.message }), "wrong");
       return;
     }
-    show("Waiting for your answers…");
+    show(t("Waiting for your answers…"));
   }
 
   // The challenge this device had open before a reload, if it can still be answered.
@@ -95,7 +96,7 @@ export function challengePanel({ verification, onVerdict, command }) {
       if (body.status !== "open") return forget();
       open(body);
       if (body.result) verdict({ ...body.result, completed: false });
-      else show("Waiting for your answers…");
+      else show(t("Waiting for your answers…"));
     } catch (error) {
       if (error instanceof ApiError && error.status === 404) forget();
     }
@@ -123,7 +124,7 @@ export function challengePanel({ verification, onVerdict, command }) {
         verdict({ ...now.result, completed: now.status === "solved" });
       }
       if (now.status === "expired") {
-        show("This challenge has expired; get a new one.", "wrong");
+        show(t("This challenge has expired; get a new one."), "wrong");
         stop();
         forget();
       }
@@ -138,11 +139,11 @@ export function challengePanel({ verification, onVerdict, command }) {
     try {
       body = JSON.parse(pasted.value);
     } catch {
-      show("That is not the JSON the command prints: copy all of it, from { to }.", "wrong");
+      show(t("That is not the JSON the command prints: copy all of it, from {open} to {close}.", { open: "{", close: "}" }), "wrong");
       return;
     }
     if (body && body.challenge && body.challenge !== challenge.id) {
-      show("Those answers are for another challenge: run the command shown above.", "wrong");
+      show(t("Those answers are for another challenge: run the command shown above."), "wrong");
       return;
     }
     try {
@@ -150,21 +151,19 @@ export function challengePanel({ verification, onVerdict, command }) {
       seen += 1;
       verdict(result);
     } catch (error) {
-      show(`The server refused the answers: ${error.message}`, "wrong");
+      show(t("The server refused the answers: {reason}", { reason: error.message }), "wrong");
     }
   }
 
   if (verification) {
     show(verification === "verified"
-      ? "Verified: your implementation passed a challenge."
-      : "Completed: your course platform reported your passing tests.", "correct");
+      ? t("Verified: your implementation passed a challenge.")
+      : t("Completed: your course platform reported your passing tests."), "correct");
   } else {
     resume();
   }
   const node = el("div", { class: "challenge-panel" },
-    el("p", { text: "The checkpoint completes when the numbers you send for random cases the server picks match its " +
-      "engine's: your code runs on your machine, only its numbers are sent. The server checks the numbers, not whose code " +
-      "made them; cases also sent to the API's own attention endpoint are recorded as such." }),
+    el("p", { text: t("The checkpoint completes when the numbers you send for random cases the server picks match its engine's: your code runs on your machine, only its numbers are sent. The server checks the numbers, not whose code made them; cases also sent to the API's own attention endpoint are recorded as such.") }),
     el("p", {}, button), details, status);
   return { node, redraw };
 }

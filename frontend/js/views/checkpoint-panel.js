@@ -2,24 +2,28 @@
 // learner's progress is: on the server, or saved on this device waiting to be sent.
 
 import { el } from "./dom.js";
+import { locale, t, tn } from "../i18n.js";
 
 export function progressBar(list, checkpoints) {
   list.replaceChildren(...checkpoints.map((c) => el("li", {
     class: c.completed ? "done" : "", dataset: { checkpoint: c.id, completed: String(c.completed) },
-  }, `${c.title}${c.completed ? " (done)" : ""}`)));
+  }, c.completed ? t("{title} (done)", { title: c.title }) : c.title)));
 }
 
-const clock = (date) => date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+const clock = (date) => date.toLocaleTimeString(locale, { hour: "2-digit", minute: "2-digit", second: "2-digit" });
 
 export function syncLine(node, { pending, deliveredAt, unreachable }) {
   node.dataset.pending = String(pending);
   if (pending) {
-    node.textContent = `${pending} ${pending === 1 ? "event is" : "events are"} saved on this device and will be ` +
-      `sent when the server answers${unreachable ? " (the server is not reachable right now)" : ""}.`;
+    node.textContent = unreachable
+      ? tn("{count} event is saved on this device and will be sent when the server answers (the server is not reachable right now).",
+        "{count} events are saved on this device and will be sent when the server answers (the server is not reachable right now).", pending)
+      : tn("{count} event is saved on this device and will be sent when the server answers.",
+        "{count} events are saved on this device and will be sent when the server answers.", pending);
   } else {
     node.textContent = deliveredAt
-      ? `All your progress is on the server (last sent at ${clock(deliveredAt)}).`
-      : "All your progress is on the server.";
+      ? t("All your progress is on the server (last sent at {time}).", { time: clock(deliveredAt) })
+      : t("All your progress is on the server.");
   }
 }
 
@@ -27,7 +31,7 @@ export function syncLine(node, { pending, deliveredAt, unreachable }) {
 export function textForm({ id, label, button, text = "", done, onSubmit }) {
   const area = el("textarea", { id, required: true });
   area.value = text;
-  const note = el("p", { class: "done-note", role: "status", hidden: !done, text: done ? "Recorded on the server." : "" });
+  const note = el("p", { class: "done-note", role: "status", hidden: !done, text: done ? t("Recorded on the server.") : "" });
   const form = el("form", { class: "checkpoint-form", onsubmit: (e) => {
     e.preventDefault();
     const value = area.value.trim();
@@ -38,8 +42,8 @@ export function textForm({ id, label, button, text = "", done, onSubmit }) {
     note.hidden = false;
     note.classList.toggle("queued", !delivered);
     note.textContent = delivered
-      ? "Recorded on the server."
-      : "Saved on this device; it will be sent when the server answers.";
+      ? t("Recorded on the server.")
+      : t("Saved on this device; it will be sent when the server answers.");
   };
   return form;
 }

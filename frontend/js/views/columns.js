@@ -5,6 +5,7 @@
 
 import { el } from "./dom.js";
 import { hidden, numbers, svg } from "./bars.js";
+import { t } from "../i18n.js";
 
 // Round tick steps (1, 2, 5 x 10^n) giving at most `count` ticks up to `max`.
 export function ticks(max, count = 4) {
@@ -55,14 +56,15 @@ export function columnChart({ title, days, valueLabel, id, k = 5, openDay = "" }
     }
   });
   chart.append(svg("line", { x1: left, x2: width - 8, y1: y(0), y2: y(0), class: "axis" }));
-  const legend = `${valueLabel} per UTC day` + (days.some((d) => d.day === openDay) ? "; outlined: today, still counting" : "") +
-    (days.some((d) => d.value === null) ? `; hatched: ${hidden(k)}` : "");
+  const legend = [t("{what} per UTC day", { what: valueLabel }),
+    days.some((d) => d.day === openDay) ? t("outlined: today, still counting") : "",
+    days.some((d) => d.value === null) ? t("hatched: {why}", { why: hidden(k) }) : ""].filter(Boolean).join("; ");
   const table = el("table", { class: "data" }, el("caption", { text: title }),
-    el("thead", {}, el("tr", {}, el("th", { scope: "col", text: "day" }), el("th", { scope: "col", text: valueLabel }),
-      el("th", { scope: "col", text: "note" }))),
+    el("thead", {}, el("tr", {}, el("th", { scope: "col", text: t("day") }), el("th", { scope: "col", text: valueLabel }),
+      el("th", { scope: "col", text: t("note") }))),
     el("tbody", {}, days.map((d) => el("tr", {}, el("th", { scope: "row", text: d.day }),
       el("td", { text: d.value === null ? hidden(k) : String(d.value) }),
-      el("td", { text: d.day === openDay ? "today: still counting" : "" })))));
+      el("td", { text: d.day === openDay ? t("today: still counting") : "" })))));
   return el("section", { class: "chart-block", id, "aria-label": title }, el("h2", { text: title }),
     el("figure", { class: "columns-figure" }, chart, el("figcaption", { class: "note", text: legend })), numbers(title, table));
 }

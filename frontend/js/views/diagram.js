@@ -9,6 +9,7 @@ import { heatmap } from "./heatmap.js";
 import { changes } from "./marks.js";
 import { differs, shapeLabel, stage, VARIANT_NAMES } from "./stage.js";
 import { svg } from "./svg.js";
+import { locale, t, tn } from "../i18n.js";
 
 const SUB = "₀₁₂₃₄₅₆₇₈₉";
 const sub = (n) => String(n).split("").map((c) => SUB[c]).join("");
@@ -67,36 +68,38 @@ function lane(view, head) {
   const kvFeatures = head.feature_indices.map((f, c) => (state.reuse ? f : head.kv_head * d + c));
   const shapeHead = `[n][d_head] = [${n}][${d}]`;
   const before = (part, letter) => (head[part] ? el("div", { class: "before-rope", dataset: { part } },
-    el("p", { class: "note", text: `${letter}${sub(h + 1)} before RoPE; the table below is after the rotation.` }),
+    el("p", { class: "note", text: t("{matrix} before RoPE; the table below is after the rotation.", { matrix: `${letter}${sub(h + 1)}` }) }),
     glyph({ rows: head[part] })) : null);
   const qkv = el("div", { class: "qkv-group" }, el("div", { class: "qkv" },
     common("q", ["Q", el("sub", { text: h + 1 }), rope && el("span", { class: "rope-mark", text: "↻" })], "", head.query,
-      { caption: `Q, head ${h + 1}${rope}: [n][d_head]`, colLabels: dims(head.feature_indices) }, {}, before("query_before_rope", "Q")),
+      { caption: t("Q, head {head}{rope}: [n][d_head]", { head: h + 1, rope }), colLabels: dims(head.feature_indices) }, {}, before("query_before_rope", "Q")),
     common("k", ["K", el("sub", { text: h + 1 }), rope && el("span", { class: "rope-mark", text: "↻" })], "", head.key,
-      { caption: `K, head ${h + 1}${rope}: [n][d_head]`, colLabels: dims(kvFeatures) }, {}, before("key_before_rope", "K")),
-    common("v", ["V", el("sub", { text: h + 1 })], "", head.value, { caption: `V, head ${h + 1}: [n][d_head]`, colLabels: dims(kvFeatures) })),
-  shapeLabel(shapeHead), rope ? el("span", { class: "shape", text: `RoPE ↻ on Q, K` }) : null);
+      { caption: t("K, head {head}{rope}: [n][d_head]", { head: h + 1, rope }), colLabels: dims(kvFeatures) }, {}, before("key_before_rope", "K")),
+    common("v", ["V", el("sub", { text: h + 1 })], "", head.value, { caption: t("V, head {head}: [n][d_head]", { head: h + 1 }), colLabels: dims(kvFeatures) })),
+  shapeLabel(shapeHead), rope ? el("span", { class: "shape", text: t("RoPE ↻ on Q, K") }) : null);
   const masked = masks(head);
   const keyCols = Array.from({ length: n }, (_, j) => `k${j + 1}`);
   const scores = common("scores", ["S", el("sub", { text: h + 1 })], `[n][n] = [${n}][${n}]`, head.scores,
-    { caption: `Scores Q K^T / √${d}, head ${h + 1} (masked cells: −∞ before the softmax)`, colLabels: keyCols,
+    { caption: t("Scores Q K^T / √{d}, head {head} (masked cells: −∞ before the softmax)", { d, head: h + 1 }), colLabels: keyCols,
       rowLabel: (i) => `q${i + 1}`, masked }, { masked });
   const weights = weightsStage(view, head, masked);
   const output = common("head-output", ["O", el("sub", { text: h + 1 })], shapeHead, head.output,
-    { caption: `Output of head ${h + 1} (weights × V)`, colLabels: dims(kvFeatures) });
+    { caption: t("Output of head {head} (weights × V)", { head: h + 1 }), colLabels: dims(kvFeatures) });
   const shares = state.kv < state.heads
-    ? ` · K, V from K/V head ${head.kv_head + 1}, shared with ${sharers(response, head).join(" and ")}` : "";
+    ? " · " + t("K, V from K/V head {kv}, shared with {heads}",
+      { kv: head.kv_head + 1, heads: new Intl.ListFormat(locale).format(sharers(response, head)) }) : "";
   const list = head.feature_indices.map((f) => f + 1);
-  const features = list.length === 1 ? `feature ${list[0]}`
-    : head.features ? `features ${head.features[0] + 1}–${head.features[1]}` : `features ${list.join(", ")}`;
+  const features = list.length === 1 ? t("reads feature {feature}", { feature: list[0] })
+    : head.features ? t("reads features {first}–{last}", { first: head.features[0] + 1, last: head.features[1] })
+      : t("reads features {list}", { list: list.join(", ") });
   return el("section", { class: "lane", dataset: { head: String(h), owner: String(h) }, "aria-labelledby": `lane-${h}` },
-    el("h3", { class: "lane-title", id: `lane-${h}` }, `Head ${h + 1} `, el("span", { class: "muted", text: `reads ${features}${shares}` })),
+    el("h3", { class: "lane-title", id: `lane-${h}` }, t("Head {head}", { head: h + 1 }), " ", el("span", { class: "muted", text: `${features}${shares}` })),
     el("div", { class: "lane-flow" }, qkv, arrow(`QKᵀ ÷ √${d}`), scores,
-      arrow(state.causal ? "mask, softmax" : "softmax", true), weights, arrow("A·V", true), output));
+      arrow(state.causal ? t("mask, softmax") : "softmax", true), weights, arrow("A·V", true), output));
 }
 
 function sharers(response, head) {
-  return response.heads.filter((other) => other.kv_head === head.kv_head && other.index !== head.index).map((o) => `head ${o.index + 1}`);
+  return response.heads.filter((other) => other.kv_head === head.kv_head && other.index !== head.index).map((o) => t("head {head}", { head: o.index + 1 }));
 }
 
 function weightsStage(view, head, masked) {
@@ -107,14 +110,15 @@ function weightsStage(view, head, masked) {
   const tables = variants.map((v) => el("div", { class: "variant", dataset: { variant: v.name } }, heatmap({
     head: h, weights: v.rows, masked: v.name === "main" ? masked : masks(view.broken && v.name === "broken" ? view.broken.heads[h] : head),
     id: v.name === "main" ? `heatmap-${h}` : `heatmap-${v.name}-${h}`,
-    title: `Weights, head ${h + 1}${variants.length > 1 ? ` (${VARIANT_NAMES[v.name]})` : ""}`,
+    title: variants.length > 1 ? t("Weights, head {head} ({variant})", { head: h + 1, variant: VARIANT_NAMES[v.name] })
+      : t("Weights, head {head}", { head: h + 1 }),
     marks: v.marks || (before && v.name === "main" ? changes(before.weights, head.weights) : null),
     pick: v.name === "main" ? (i, j) => view.pick(h, i, j) : null, picked: v.name === "main" ? picked : null,
   })));
   const divergence = divergenceOf(view, "weights");
   return el("figure", { class: "stage weights-stage", dataset: { stage: "weights", head: String(h), owner: String(h), ...(divergence ? { divergence } : {}) } },
-    divergence === "first" ? el("p", { class: "divergence-badge", text: "first difference" }) : null,
-    el("div", { class: "stage-label" }, el("span", { class: "stage-title" }, "A", el("sub", { text: h + 1 }), " weights"),
+    divergence === "first" ? el("p", { class: "divergence-badge", text: t("first difference") }) : null,
+    el("div", { class: "stage-label" }, el("span", { class: "stage-title" }, "A", el("sub", { text: h + 1 }), " ", t("weights")),
       shapeLabel(`[n][n] = [${head.weights.length}][${head.weights.length}]`)),
     el("div", { class: "weights-tables" }, tables));
 }
@@ -136,14 +140,17 @@ function projectionsBlock(view) {
       onclick: () => view.onToggle("projections") },
     el("span", { class: "glyphs" }, matrices.map(([, m]) => glyph({ rows: m, cell: 7 }))),
     el("span", { class: "stage-label" }, el("span", { class: "stage-title", text: "W_Q, W_K, W_V" }),
-      el("span", { class: "shape", text: learned ? "learned-looking: every feature mixes every coordinate" : "identity: Q = K = V = X" }),
-      el("span", { class: "visually-hidden", text: open ? ": hide the matrices" : ": show the matrices" }))),
+      el("span", { class: "shape", text: learned ? t("learned-looking: every feature mixes every coordinate") : t("identity: Q = K = V = X") }),
+      el("span", { class: "visually-hidden", text: open ? t(": hide the matrices") : t(": show the matrices") }))),
     el("div", { class: "stage-numbers", id: "numbers-projections", hidden: !open },
-      matrices.map(([label, m]) => el("table", {}, el("caption", { text: `${label} [d_model][${label === "W_Q" ? "d_model" : "kv·d_head"}] (row: input coordinate)` }),
+      matrices.map(([label, m]) => el("table", {}, el("caption", { text: t("{matrix} (row: input coordinate)", { matrix: `${label} [d_model][${label === "W_Q" ? "d_model" : "kv·d_head"}]` }) }),
         matrixRows(m, owners(label))))),
-    el("p", { class: "block-note" }, `Q = X W_Q: [n][d_model] = [${n}][${dm}]; split into ${heads} head${heads > 1 ? "s" : ""}: ` +
-      `[n][H][d_head] = [${n}][${heads}][${d}]${kv < heads ? `; K and V into ${kv} K/V head${kv > 1 ? "s" : ""} (grouped-query)` : ""}` +
-      `${state.rope ? `; RoPE rotates each head's Q and K pairs by position (${state.rope}, base ${state.base})` : ""}.`));
+    el("p", { class: "block-note" }, [
+      tn("Q = X W_Q: [n][d_model] = [{n}][{dm}]; split into {count} head: [n][H][d_head] = [{n}][{count}][{d}]",
+        "Q = X W_Q: [n][d_model] = [{n}][{dm}]; split into {count} heads: [n][H][d_head] = [{n}][{count}][{d}]", heads, { n, dm, d }),
+      kv < heads ? tn("K and V into {count} K/V head (grouped-query)", "K and V into {count} K/V heads (grouped-query)", kv) : "",
+      state.rope ? t("RoPE rotates each head's Q and K pairs by position ({kind}, base {base})", { kind: state.rope, base: state.base }) : "",
+    ].filter(Boolean).join("; ") + "."));
 }
 
 function matrixRows(m, owners) {
@@ -162,17 +169,17 @@ function mergeRow(view) {
   const parts = Array.from({ length: heads }, (_, h) => `O${sub(h + 1)}`).join(" | ");
   return el("div", { class: "merge-row" },
     global("concat", `concat [${parts}]`, `[n][d_model] = [${n}][${dm}]`, response.concat,
-      { caption: `Concatenation [${parts}], in head order`, owners }, { owners }),
+      { caption: t("Concatenation [{parts}], in head order", { parts }), owners }, { owners }),
     arrow("× W_O"),
-    global("wo", state.wo === "learned" ? "W_O (mixes heads)" : "W_O (identity)", `[d_model][d_model] = [${dm}][${dm}]`, view.wo,
-      { caption: "W_O (row: concatenated feature, fed by the head that owns it)", owners, byRow: true, rowLabel: (i) => `f${i + 1}` },
+    global("wo", state.wo === "learned" ? t("W_O (mixes heads)") : t("W_O (identity)"), `[d_model][d_model] = [${dm}][${dm}]`, view.wo,
+      { caption: t("W_O (row: concatenated feature, fed by the head that owns it)"), owners, byRow: true, rowLabel: (i) => `f${i + 1}` },
       { owners, byRow: true }),
     arrow("="),
-    global("output", "Y = concat W_O", `[n][d_model] = [${n}][${dm}]`, response.output, { caption: "Y, the attention block's output" }));
+    global("output", "Y = concat W_O", `[n][d_model] = [${n}][${dm}]`, response.output, { caption: t("Y, the attention block's output") }));
 }
 
 function plus() {
-  const node = svg("svg", { class: "plus", viewBox: "0 0 24 24", width: 28, height: 28, role: "img", "aria-label": "add" });
+  const node = svg("svg", { class: "plus", viewBox: "0 0 24 24", width: 28, height: 28, role: "img", "aria-label": t("add") });
   node.append(svg("circle", { cx: 12, cy: 12, r: 10.5 }), svg("path", { d: "M12 6v12M6 12h12" }));
   return node;
 }
@@ -183,15 +190,15 @@ function backbone(view) {
   const { n, d_model: dm } = response.shape;
   const residual = stage({ key: "residual", stage: "residual", title: "X + Y", shape: `[n][d_model] = [${n}][${dm}]`,
     open: view.open.has("residual"), onToggle: view.onToggle, variants: variantsOf(view, "residual", 0, response.residual),
-    table: { caption: "The residual stream after the block: X + Y" }, divergence: divergenceOf(view, "residual") });
+    table: { caption: t("The residual stream after the block: X + Y") }, divergence: divergenceOf(view, "residual") });
   return [
-    el("div", { class: "descend", "aria-hidden": "true" }, el("span", { class: "up-arrow", text: "↑ X enters the branch" }),
-      el("span", { class: "down-arrow", text: "Y is added back ↓" })),
+    el("div", { class: "descend", "aria-hidden": "true" }, el("span", { class: "up-arrow", text: t("↑ X enters the branch") }),
+      el("span", { class: "down-arrow", text: t("Y is added back ↓") })),
     el("div", { class: "stream" },
-      el("a", { class: "stream-x", href: "#tokens-title", "aria-label": "X, the residual stream: the tokens you edit" },
+      el("a", { class: "stream-x", href: "#tokens-title", "aria-label": t("X, the residual stream: the tokens you edit") },
         glyph({ rows: state.tokens, cell: 8 }), el("span", { class: "stage-title", text: "X" })),
       el("span", { class: "stream-line", "aria-hidden": "true" }),
-      el("span", { class: "shape", text: "residual stream" }),
+      el("span", { class: "shape", text: t("residual stream") }),
       el("span", { class: "stream-line", "aria-hidden": "true" }), plus(),
       el("span", { class: "stream-line short", "aria-hidden": "true" })),
     el("div", { class: "residual" }, residual),

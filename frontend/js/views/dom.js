@@ -1,5 +1,7 @@
 // Small DOM helpers shared by the views.
 
+import { number } from "../i18n.js";
+
 export function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs)) {
@@ -17,4 +19,5 @@ export function el(tag, attrs = {}, ...children) {
   return node;
 }
 
-export const fmt = (x, digits = 2) => (Object.is(x, -0) ? 0 : x).toFixed(digits);
+// Numbers people read, in the page's locale (a decimal comma in es).
+export const fmt = (x, digits = 2) => number(x, digits);

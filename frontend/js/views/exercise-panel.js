@@ -5,6 +5,7 @@
 import { challengePanel } from "./challenge-panel.js";
 import { command } from "./command.js";
 import { el } from "./dom.js";
+import { around, fillNodes, t } from "../i18n.js";
 
 const CHOSEN = "exercise.language";
 const DOWNLOADS = "/api/v1/exercises/multi-head-attention";
@@ -13,9 +14,9 @@ const DOWNLOADS = "/api/v1/exercises/multi-head-attention";
 export const TRACKS = {
   python: {
     name: "Python",
-    needs: "Python 3.10+ with numpy (and pytest for the tests)",
-    contract: "multi_head_attention(tokens, heads, causal=True, output_projection=None) returns a dict of numpy arrays " +
-      "or nested lists: weights [H][n][n], head_outputs [H][n][d_head], concatenated and output [n][d_model].",
+    needs: t("Python 3.10+ with numpy (and pytest for the tests)"),
+    contract: t("{signature} returns a dict of numpy arrays or nested lists: weights [H][n][n], head_outputs [H][n][d_head], concatenated and output [n][d_model].",
+      { signature: "multi_head_attention(tokens, heads, causal=True, output_projection=None)" }),
     file: "starter.py",
     setup: null,
     test: (block) => block.python || "pytest exercises/multi-head-attention/tests",
@@ -24,9 +25,9 @@ export const TRACKS = {
   },
   typescript: {
     name: "TypeScript",
-    needs: "Node 20 and pnpm 12 (npm install -g pnpm@12.4.2)",
-    contract: "multiHeadAttention(tokens, heads, { causal, outputProjection }) returns { weights, headOutputs, " +
-      "concatenated, output }, each a number[][][] or number[][] in the same axes as the Python track.",
+    needs: t("Node 20 and pnpm 12 ({command})", { command: "npm install -g pnpm@12.4.2" }),
+    contract: t("{signature} returns {result}, each a number[][][] or number[][] in the same axes as the Python track.",
+      { signature: "multiHeadAttention(tokens, heads, { causal, outputProjection })", result: "{ weights, headOutputs, concatenated, output }" }),
     file: "starter.ts",
     setup: "pnpm install",
     test: (block) => block.command,
@@ -66,33 +67,34 @@ export function exercisePanel({ block, verification, onVerdict, workbenchLink })
     command: (url) => TRACKS[track].submit(path, TRACKS[track].file, url),
   });
 
-  const choice = el("fieldset", { class: "track-choice" }, el("legend", { text: "Your language" }),
-    ...Object.entries(TRACKS).map(([id, t]) => el("label", {},
+  const choice = el("fieldset", { class: "track-choice" }, el("legend", { text: t("Your programming language") }),
+    ...Object.entries(TRACKS).map(([id, one]) => el("label", {},
       el("input", { type: "radio", name: "track", value: id, checked: id === track,
-        onchange: () => { track = id; keep(id); draw(); } }), ` ${t.name}`)));
+        onchange: () => { track = id; keep(id); draw(); } }), ` ${one.name}`)));
 
   function draw() {
-    const t = TRACKS[track];
-    parts.needs.textContent = t.needs;
-    parts.contract.textContent = t.contract;
+    const chosen = TRACKS[track];
+    parts.needs.textContent = chosen.needs;
+    parts.contract.textContent = chosen.contract;
     parts.download.href = `${DOWNLOADS}/${track}.zip`;
     parts.download.textContent = `multi-head-attention-${track}.zip`;
-    parts.setup.hidden = !t.setup;
-    parts.setup.replaceChildren("In the unpacked folder, install the test runner once: ", el("code", { text: t.setup || "" }));
-    parts.test.set(t.test(block));
-    parts.trace.set(t.trace(path, t.file, workbenchLink()));
+    parts.setup.hidden = !chosen.setup;
+    parts.setup.replaceChildren(...around(t("In the unpacked folder, install the test runner once: {command}"), "{command}",
+      el("code", { text: chosen.setup || "" })));
+    parts.test.set(chosen.test(block));
+    parts.trace.set(chosen.trace(path, chosen.file, workbenchLink()));
     challenge.redraw();
   }
 
   const steps = el("ol", { class: "exercise-steps" },
-    el("li", {}, "Download the whole exercise: ", parts.download, " (README, starter, tests, and the submit and trace scripts; needs ",
-      parts.needs, "). In a clone of this repository it is ", el("code", { text: `${path}/` }), "."),
+    el("li", {}, ...fillNodes(t("Download the whole exercise: {file} (README, starter, tests, and the submit and trace scripts; needs {needs}). In a clone of this repository it is {folder}."),
+      { file: parts.download, needs: parts.needs, folder: el("code", { text: `${path}/` }) })),
     parts.setup,
-    el("li", {}, "Run the tests from the unpacked folder and fix the starter until they pass; each failure names the mistake:",
+    el("li", {}, t("Run the tests from the unpacked folder and fix the starter until they pass; each failure names the mistake:"),
       parts.test.node),
-    el("li", {}, "See your numbers beside the engine's in the workbench above, stage by stage (the link is its current " +
-      "configuration; the script prints a link that draws yours beside the correct ones):", parts.trace.node),
-    el("li", {}, "Prove it on fresh cases the server picks:"));
+    el("li", {}, t("See your numbers beside the engine's in the workbench above, stage by stage (the link is its current configuration; the script prints a link that draws yours beside the correct ones):"),
+      parts.trace.node),
+    el("li", {}, t("Prove it on fresh cases the server picks:")));
   draw();
   const node = el("div", { class: "exercise-panel" }, choice, parts.contract, steps, challenge.node);
   // refresh(): the workbench changed, so the trace command's link follows it.

@@ -3,6 +3,7 @@
 
 import { diverging, viridis } from "./color.js";
 import { el } from "./dom.js";
+import { t } from "../i18n.js";
 
 function scaleBar(colour, stops) {
   const bar = el("span", { class: "legend-bar", "aria-hidden": "true" });
@@ -12,14 +13,14 @@ function scaleBar(colour, stops) {
 }
 
 export function legend({ compact = false, signed = false } = {}) {
-  return el("div", { class: "legend", role: "note", "aria-label": "How to read the colours" },
+  return el("div", { class: "legend", role: "note", "aria-label": t("How to read the colours") },
     el("span", { class: "legend-scale" }, el("span", { text: "0" }), scaleBar(viridis, (t) => t), el("span", { text: "1" }),
-      el("span", { class: "legend-label", text: "weight (colour-blind-safe scale)" })),
+      el("span", { class: "legend-label", text: t("weight (colour-blind-safe scale)") })),
     signed ? el("span", { class: "legend-scale" }, el("span", { text: "−" }), scaleBar(diverging, (t) => 2 * t - 1),
-      el("span", { text: "+" }), el("span", { class: "legend-label", text: "other numbers, to each matrix's largest" })) : null,
+      el("span", { text: "+" }), el("span", { class: "legend-label", text: t("other numbers, to each matrix's largest") })) : null,
     compact
-      ? el("span", { class: "for-bytes" }, el("span", { class: "legend-masked-grey", "aria-hidden": "true" }), " masked: a future key")
-      : el("span", {}, el("span", { class: "legend-masked", "aria-hidden": "true", text: "·" }), " masked: a future key"),
-    compact ? el("span", {}, " rows: each token as a query; outlined: the chosen one")
-      : el("span", {}, el("span", { class: "legend-changed", "aria-hidden": "true", text: "▲▼" }), " changed by your last edit"));
+      ? el("span", { class: "for-bytes" }, el("span", { class: "legend-masked-grey", "aria-hidden": "true" }), " ", t("masked: a future key"))
+      : el("span", {}, el("span", { class: "legend-masked", "aria-hidden": "true", text: "·" }), " ", t("masked: a future key")),
+    compact ? el("span", {}, " ", t("rows: each token as a query; outlined: the chosen one"))
+      : el("span", {}, el("span", { class: "legend-changed", "aria-hidden": "true", text: "▲▼" }), " ", t("changed by your last edit")));
 }

@@ -4,8 +4,9 @@
 // their sum are the engine's Q and K multiplied here; every other number is the API's.
 
 import { el, fmt } from "./dom.js";
+import { separator, t } from "../i18n.js";
 
-const vec = (v) => `[${v.map((x) => fmt(x)).join(", ")}]`;
+const vec = (v) => `[${v.map((x) => fmt(x)).join(separator)}]`;
 
 function steps({ response, h, i, j, causal, wo, tokens }) {
   const head = response.heads[h];
@@ -22,26 +23,27 @@ function steps({ response, h, i, j, causal, wo, tokens }) {
   const fromHead = wo[0].map((_, c) => part.reduce((sum, x, r) => sum + x * wo[start + r][c], 0));
   const row = head.masked_scores[i];
   return [
-    ...products.map((p, c) => ({ step: "product", dim: c, value: p, title: `Feature ${c + 1}: q${i + 1} × k${j + 1}`,
+    ...products.map((p, c) => ({ step: "product", dim: c, value: p, title: t("Feature {feature}: q{query} × k{key}", { feature: c + 1, query: i + 1, key: j + 1 }),
       text: `${fmt(q[c])} × ${fmt(k[c])} = ${fmt(p, 3)}` })),
-    { step: "dot", value: dot, title: "Their sum: the dot product q·k", text: `${products.map((p) => fmt(p, 3)).join(" + ")} = ${fmt(dot, 3)}` },
-    { step: "scaled", value: scaled, title: `Scaled: ÷ √d_head = ÷ √${d}`,
-      text: `${fmt(dot, 3)} ÷ ${fmt(Math.sqrt(d), 3)} = ${fmt(scaled, 3)} (the engine's score)` },
-    { step: "mask", value: masked ? "-Infinity" : scaled, title: masked ? "Masked: a future key" : "Not masked",
-      text: masked ? `key ${j + 1} comes after query ${i + 1}: the score becomes −∞ before the softmax, so its weight is exactly 0.`
-        : causal ? `key ${j + 1} is not after query ${i + 1}: the score stays ${fmt(scaled, 3)}.` : "The causal mask is off: every key is visible." },
-    { step: "softmax", value: weight, title: `Softmax over row ${i + 1}`,
-      text: `scores [${row.map((v) => (v === null ? "−∞" : fmt(v))).join(", ")}] → ` +
-        `weights ${vec(head.weights[i])}: exp(s − max) ÷ Σ exp(s − max), so the row sums to 1.` },
-    { step: "weight", value: weight, title: `The weight: head ${h + 1}, query ${i + 1}, key ${j + 1}`, text: `A = ${fmt(weight, 4)}` },
-    { step: "mix", value: JSON.stringify(mix), title: `The weight times V${j + 1}`, text: `${fmt(weight)} × ${vec(head.value[j])} = ${vec(mix)}` },
-    { step: "head-output", value: JSON.stringify(head.output[i]), title: `Head ${h + 1}'s output for query ${i + 1}`,
-      text: `Σ over keys of weight × V = ${vec(head.output[i])} (this key's share: ${vec(mix)})` },
-    { step: "concat", value: JSON.stringify(response.concat[i]), title: "Its place in the concatenation",
-      text: `features ${start + 1}–${end} of row ${i + 1}: ${vec(response.concat[i])}` },
-    { step: "wo", value: JSON.stringify(response.output[i]), title: "W_O mixes every head's features",
-      text: `head ${h + 1}'s part × its rows of W_O = ${vec(fromHead)}; with every head, Y = ${vec(response.output[i])}` },
-    { step: "residual", value: JSON.stringify(response.residual[i]), title: "⊕ the residual add",
+    { step: "dot", value: dot, title: t("Their sum: the dot product q·k"), text: `${products.map((p) => fmt(p, 3)).join(" + ")} = ${fmt(dot, 3)}` },
+    { step: "scaled", value: scaled, title: t("Scaled: ÷ √d_head = ÷ √{d}", { d }),
+      text: t("{dot} ÷ {root} = {score} (the engine's score)", { dot: fmt(dot, 3), root: fmt(Math.sqrt(d), 3), score: fmt(scaled, 3) }) },
+    { step: "mask", value: masked ? "-Infinity" : scaled, title: masked ? t("Masked: a future key") : t("Not masked"),
+      text: masked ? t("key {key} comes after query {query}: the score becomes −∞ before the softmax, so its weight is exactly 0.", { key: j + 1, query: i + 1 })
+        : causal ? t("key {key} is not after query {query}: the score stays {score}.", { key: j + 1, query: i + 1, score: fmt(scaled, 3) })
+          : t("The causal mask is off: every key is visible.") },
+    { step: "softmax", value: weight, title: t("Softmax over row {row}", { row: i + 1 }),
+      text: t("scores {scores} → weights {weights}: exp(s − max) ÷ Σ exp(s − max), so the row sums to 1.", {
+        scores: `[${row.map((v) => (v === null ? "−∞" : fmt(v))).join(separator)}]`, weights: vec(head.weights[i]) }) },
+    { step: "weight", value: weight, title: t("The weight: head {head}, query {query}, key {key}", { head: h + 1, query: i + 1, key: j + 1 }), text: `A = ${fmt(weight, 4)}` },
+    { step: "mix", value: JSON.stringify(mix), title: t("The weight times V{key}", { key: j + 1 }), text: `${fmt(weight)} × ${vec(head.value[j])} = ${vec(mix)}` },
+    { step: "head-output", value: JSON.stringify(head.output[i]), title: t("Head {head}'s output for query {query}", { head: h + 1, query: i + 1 }),
+      text: t("Σ over keys of weight × V = {output} (this key's share: {share})", { output: vec(head.output[i]), share: vec(mix) }) },
+    { step: "concat", value: JSON.stringify(response.concat[i]), title: t("Its place in the concatenation"),
+      text: t("features {first}–{last} of row {row}: {values}", { first: start + 1, last: end, row: i + 1, values: vec(response.concat[i]) }) },
+    { step: "wo", value: JSON.stringify(response.output[i]), title: t("W_O mixes every head's features"),
+      text: t("head {head}'s part × its rows of W_O = {part}; with every head, Y = {output}", { head: h + 1, part: vec(fromHead), output: vec(response.output[i]) }) },
+    { step: "residual", value: JSON.stringify(response.residual[i]), title: t("⊕ the residual add"),
       text: `X${i + 1} + Y${i + 1} = ${vec(tokens[i])} + ${vec(response.output[i])} = ${vec(response.residual[i])}` },
   ];
 }
@@ -63,14 +65,14 @@ export function replay({ response, cell, causal, wo, tokens, at, onStep, onClose
       if (e.key in moves && !e.target.closest("select, input")) { e.preventDefault(); go(moves[e.key]); }
       if (e.key === "Escape") onClose();
     } },
-  el("h2", { id: "replay-title", text: `Replay: head ${h + 1}, query ${i + 1}, key ${j + 1}` }),
-  el("p", { class: "note", text: "Step through with Next and Back (or the arrow keys). Choose another weight to replay it." }),
+  el("h2", { id: "replay-title", text: t("Replay: head {head}, query {query}, key {key}", { head: h + 1, query: i + 1, key: j + 1 }) }),
+  el("p", { class: "note", text: t("Step through with Next and Back (or the arrow keys). Choose another weight to replay it.") }),
   el("ol", { class: "replay-steps" }, items),
   el("div", { class: "replay-nav" },
-    el("button", { type: "button", class: "secondary", text: "Back", disabled: last === 0, onclick: () => go(last - 1) }),
-    el("span", { class: "replay-count", text: `step ${last + 1} of ${list.length}` }),
-    el("button", { type: "button", text: "Next", disabled: last === list.length - 1, onclick: () => go(last + 1) }),
-    el("button", { type: "button", class: "secondary", text: "All steps", onclick: () => go(list.length - 1) }),
-    el("button", { type: "button", class: "secondary", text: "Close replay", onclick: onClose })));
+    el("button", { type: "button", class: "secondary", text: t("Back"), disabled: last === 0, onclick: () => go(last - 1) }),
+    el("span", { class: "replay-count", text: t("step {step} of {steps}", { step: last + 1, steps: list.length }) }),
+    el("button", { type: "button", text: t("Next"), disabled: last === list.length - 1, onclick: () => go(last + 1) }),
+    el("button", { type: "button", class: "secondary", text: t("All steps"), onclick: () => go(list.length - 1) }),
+    el("button", { type: "button", class: "secondary", text: t("Close replay"), onclick: onClose })));
   return section;
 }

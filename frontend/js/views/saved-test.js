@@ -4,15 +4,17 @@
 
 import { command } from "./command.js";
 import { el } from "./dom.js";
+import { locale, t } from "../i18n.js";
 
 // Why the case is beyond the exercise's function, or "" when it can be a test.
 export function notATest(state) {
   const reasons = [];
-  if (state.rope) reasons.push("RoPE is on");
-  if (state.kv !== state.heads) reasons.push("there are fewer K/V heads than heads");
-  if (state.qkv !== "identity") reasons.push("Q, K and V are learned projections");
+  if (state.rope) reasons.push(t("RoPE is on"));
+  if (state.kv !== state.heads) reasons.push(t("there are fewer K/V heads than heads"));
+  if (state.qkv !== "identity") reasons.push(t("Q, K and V are learned projections"));
   return reasons.length
-    ? `The exercise's function computes Q = K = V = the tokens, one K/V head per head, no RoPE; here ${reasons.join(", ")}.`
+    ? t("The exercise's function computes Q = K = V = the tokens, one K/V head per head, no RoPE; here {reasons}.",
+      { reasons: new Intl.ListFormat(locale).format(reasons) })
     : "";
 }
 
@@ -63,6 +65,6 @@ export function savedTestsView(tests) {
   python.set(tests.python);
   typescript.set(tests.typescript);
   return el("div", { class: "saved-tests" },
-    el("h3", { text: "pytest: paste at the end of tests/test_multi_head_attention.py" }), python.node,
-    el("h3", { text: "vitest: paste at the end of tests/multi-head-attention.test.ts" }), typescript.node);
+    el("h3", { text: t("pytest: paste at the end of {file}", { file: "tests/test_multi_head_attention.py" }) }), python.node,
+    el("h3", { text: t("vitest: paste at the end of {file}", { file: "tests/multi-head-attention.test.ts" }) }), typescript.node);
 }

@@ -6,8 +6,9 @@
 import { el } from "./dom.js";
 import { glyph } from "./glyph.js";
 import { matrix } from "./matrix.js";
+import { t } from "../i18n.js";
 
-export const VARIANT_NAMES = { main: "correct", broken: "broken", yours: "yours" };
+export const VARIANT_NAMES = { main: t("correct"), broken: t("broken"), yours: t("yours") };
 
 // variants: [{name, rows, marks}]; table: matrix() options shared by every variant's table.
 export function stage({ key, stage, head = null, title, shape, variants, open, onToggle, glyphOf = {}, table = {},
@@ -20,7 +21,7 @@ export function stage({ key, stage, head = null, title, shape, variants, open, o
     "aria-controls": id, onclick: () => onToggle(key) },
   el("span", { class: "glyphs" }, glyphs),
   el("span", { class: "stage-label" }, el("span", { class: "stage-title" }, title), shape ? shapeLabel(shape) : null,
-    el("span", { class: "visually-hidden", text: open ? ": hide its numbers" : ": show its numbers" })));
+    el("span", { class: "visually-hidden", text: open ? t(": hide its numbers") : t(": show its numbers") })));
   const numbers = el("div", { class: "stage-numbers", id, hidden: !open },
     extra, variants.map((v) => el("div", { class: "variant", dataset: { variant: v.name } },
       matrix({ ...table, rows: v.rows, marks: v.marks || null, caption: `${table.caption}${several ? ` (${VARIANT_NAMES[v.name]})` : ""}` }))));
@@ -28,7 +29,7 @@ export function stage({ key, stage, head = null, title, shape, variants, open, o
   if (head !== null) Object.assign(dataset, { head: String(head), owner: String(head) });
   if (divergence) dataset.divergence = divergence;
   return el("figure", { class: `stage${open ? " open" : ""}`, dataset },
-    divergence === "first" ? el("p", { class: "divergence-badge", text: "first difference" }) : null, button, numbers);
+    divergence === "first" ? el("p", { class: "divergence-badge", text: t("first difference") }) : null, button, numbers);
 }
 
 // "[n][d_head] = [3][2]": the lesson's symbolic shape, then the numbers (hidden on a phone).

@@ -1,0 +1,77 @@
+// The interface's words in the page's language. The server renders each page in the learner's
+// locale (<html lang>); the words the scripts write come from the same gettext catalogs, compiled
+// by `make i18n` into /static/i18n/<locale>.json. In English the msgid is the text. Placeholders
+// are {name}; numbers people read go through `number` (a decimal comma in es), never into JSON.
+
+export const locale = document.documentElement.lang || "en";
+
+async function load() {
+  if (locale === "en") return { messages: {} };
+  try {
+    const response = await fetch(`/static/i18n/${locale}.json`);
+    return response.ok ? await response.json() : { messages: {} };
+  } catch {
+    return { messages: {} }; // offline before the catalog came: English rather than nothing
+  }
+}
+
+const catalog = await load();
+const plurals = new Intl.PluralRules(locale);
+
+const fill = (text, values) => text.replace(/\{(\w+)\}/g, (whole, key) => (key in values ? String(values[key]) : whole));
+
+export function t(msgid, values = {}) {
+  const found = catalog.messages[msgid];
+  return fill(typeof found === "string" && found ? found : msgid, values);
+}
+
+// The form for `count`: gettext's forms are in CLDR's order of categories for the locale
+// (es: one, many, other; zh-CN: other), the catalog lists them, Intl.PluralRules names one.
+export function tn(singular, plural, count, values = {}) {
+  const forms = catalog.messages[singular];
+  let text = count === 1 ? singular : plural;
+  if (Array.isArray(forms) && forms.every(Boolean)) {
+    const at = catalog.plural_categories.indexOf(plurals.select(count));
+    text = forms[at >= 0 ? at : forms.length - 1];
+  }
+  return fill(text, { count, ...values });
+}
+
+const formats = new Map();
+
+// x with `digits` decimals as people read it here: "0.50" in English, "0,50" in Spanish.
+export function number(x, digits = 2) {
+  if (!formats.has(digits)) {
+    formats.set(digits, new Intl.NumberFormat(locale, { minimumFractionDigits: digits, maximumFractionDigits: digits,
+      useGrouping: false }));
+  }
+  return formats.get(digits).format(Object.is(x, -0) ? 0 : x);
+}
+
+// The language menu (every page): the server keeps the choice (?lang= sets the cookie); the
+// page's hash, a workbench's state, is kept across the reload.
+const menu = document.getElementById("lang");
+if (menu) {
+  menu.addEventListener("change", () => {
+    const url = new URL(location.href);
+    url.searchParams.set("lang", menu.value);
+    location.assign(url);
+  });
+}
+
+// Between numbers in a vector: ", " unless the decimal mark is a comma ("[0,50; 1,20]").
+export const separator = number(0.5).includes(",") ? "; " : ", ";
+
+// A translated sentence with a node in place of one placeholder: [before, node, after].
+export function around(text, placeholder, node) {
+  const [before, after = ""] = text.split(placeholder);
+  return [before, node, after];
+}
+
+// A translated sentence with nodes in place of its placeholders, in the translation's order.
+export function fillNodes(text, nodes) {
+  return text.split(/(\{\w+\})/).filter(Boolean).map((part) => {
+    const key = part.slice(1, -1);
+    return part.startsWith("{") && key in nodes ? nodes[key] : part;
+  });
+}
