@@ -7,12 +7,13 @@ from __future__ import annotations
 import datetime as dt
 import random
 import uuid
+import zlib
 from collections.abc import Callable, Iterator
 
 from sqlalchemy import select
 
 from .compute.failure_modes import FAILURE_MODES
-from .db import Database
+from .db import Database, locales
 from .db.challenges import add_check
 from .db.events import NewEvent, record_events
 from .db.platforms import ensure_platform
@@ -21,6 +22,7 @@ from .lessons import Lesson
 LESSON = "multi-head-attention"
 NAMESPACE = uuid.UUID("6f1c1c2e-5b0e-4f55-9d7e-3f0b2a9c4d11")
 PARAMETERS = [("token", 0.62), ("causal", 0.18), ("reuse_first_slice", 0.14), ("failure_mode", 0.06)]
+DEMO_LANGUAGES = ("en",) * 6 + ("es",) * 3 + ("zh-CN",)  # of ten demo learners, by their id's CRC
 VERIFIED_SHARE = 0.85  # of demo learners who complete `implement`, the share who do it by a challenge
 COMMON_MISTAKES = [
     "interleaved_split",
@@ -162,6 +164,9 @@ def load(
         created += len(result.created)
         replayed += len(result.replayed)
         checks += _store_checks(db, platform_id, pending, pending_checks, set(result.created))
+        with db.write() as session:  # each demo learner reads in a language: most English
+            for learner in sorted({e.learner for e in pending}):
+                locales.keep(session, platform_id, learner, DEMO_LANGUAGES[zlib.crc32(learner.encode()) % 10], now)
         pending.clear()
         pending_checks.clear()
 

@@ -148,3 +148,26 @@ def test_the_failure_modes_and_models_speak_the_readers_language(client):
 def test_the_spanish_lesson_names_the_failure_modes_in_spanish(client):
     html = client.get("/api/v1/lessons/multi-head-attention?lang=es").json["html"]
     assert ">Sin proyección de salida</a>" in html and ">No output projection</a>" not in html
+
+
+def test_the_learners_language_is_kept_with_their_progress_and_erased_with_them(app, client):
+    """Pages start with POST /session: the language the learner reads in is kept then (once per
+    change), shows in their progress, follows their next choice, and goes when they are erased."""
+    from sqlalchemy import select
+
+    from service.db.tables import LearnerLocale
+
+    learner = client.post("/api/v1/session?lang=es").json["learner"]
+    predicted = {"id": "00000000-0000-4000-8000-0000000000e6", "learner": learner, "lesson": "multi-head-attention",
+                 "checkpoint": "predict", "event": "completed", "occurred_at": "2026-12-01T10:00:00Z",
+                 "data": {"text": "Cada cabeza ve dos características."}}  # fmt: skip
+    assert client.post("/api/v1/events", json=predicted).status_code == 201
+    progress = f"/api/v1/learners/{learner}/progress"
+    assert client.get(progress).json["locale"] == "es"
+    client.post("/api/v1/session", headers={"Accept-Language": "zh-CN"})  # the cookie still says es
+    assert client.get(progress).json["locale"] == "es"
+    client.post("/api/v1/session?lang=zh-CN")
+    assert client.get(progress).json["locale"] == "zh-CN"
+    assert client.delete(f"/api/v1/learners/{learner}").status_code == 200
+    with app.extensions["db"].read() as session:
+        assert session.scalars(select(LearnerLocale).where(LearnerLocale.learner == learner)).all() == []

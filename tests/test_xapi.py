@@ -253,3 +253,20 @@ def test_statements_tell_verified_results_from_reported_ones(client, acme, analy
         "ralph.models.xapi.base.statements", reason="Ralph (ralph-malph) is installed by .ci/run"
     )
     models.BaseXapiStatement(**verified)
+
+
+def test_a_statements_language_is_the_one_its_learner_reads_in(client, db, stored, analyst):
+    """context.language: the learner's language where the service knows it (en-US otherwise, as
+    before), and the statement still validates with it."""
+    from service.db import locales
+    from service.db.platforms import ensure_platform
+
+    with db.write() as session:
+        locales.keep(session, ensure_platform(session, "acme").id, "ada", "zh-CN", dt.datetime.now(dt.UTC))
+    said = {s["actor"]["account"]["name"]: s["context"]["language"] for s in statements(client, analyst)["statements"]}
+    assert said == {"ada": "zh-CN", "bob": "en-US"}
+    models = pytest.importorskip(
+        "ralph.models.xapi.base.statements", reason="Ralph (ralph-malph) is installed by .ci/run"
+    )
+    for statement in statements(client, analyst)["statements"]:
+        models.BaseXapiStatement(**statement)

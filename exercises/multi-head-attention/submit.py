@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from learner import LearnerError, call, describe, load  # noqa: E402
+from learner import LearnerError, call, describe, language, load  # noqa: E402
 
 TIMEOUT = 30  # seconds for each request
 
@@ -38,7 +38,9 @@ class Unreachable(SubmitError):
 def fetch_json(url: str, body: dict | None = None) -> dict:
     """GET (or POST `body` to) `url`; a refusal becomes its problem detail, never a traceback."""
     data = None if body is None else json.dumps(body, allow_nan=False).encode()
-    request = urllib.request.Request(url, data=data, headers={"Accept": "application/json"})
+    # The server's verdict in the messages' language (MHA_LANG, else the locale), as the tests speak.
+    headers = {"Accept": "application/json", "Accept-Language": language()}
+    request = urllib.request.Request(url, data=data, headers=headers)
     if data is not None:
         request.add_header("Content-Type", "application/json")
     try:

@@ -9,7 +9,7 @@
 
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { call, type Case, describe, type Implementation, LearnerError, load } from "./learner.ts";
+import { call, type Case, describe, type Implementation, language, LearnerError, load } from "./learner.ts";
 
 export class SubmitError extends Error {
   name = "SubmitError";
@@ -31,7 +31,9 @@ export async function fetchJson(url: string, body?: unknown): Promise<Record<str
   try {
     response = await fetch(url, {
       method: body === undefined ? "GET" : "POST",
-      headers: { Accept: "application/json", ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
+      // the server's verdict in the messages' language (MHA_LANG, else the locale), as the tests speak
+      headers: { Accept: "application/json", "Accept-Language": language(),
+        ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
       body: body === undefined ? undefined : JSON.stringify(body),
       signal: AbortSignal.timeout(30_000),
     });

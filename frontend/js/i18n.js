@@ -62,12 +62,6 @@ if (menu) {
 // Between numbers in a vector: ", " unless the decimal mark is a comma ("[0,50; 1,20]").
 export const separator = number(0.5).includes(",") ? "; " : ", ";
 
-// A translated sentence with a node in place of one placeholder: [before, node, after].
-export function around(text, placeholder, node) {
-  const [before, after = ""] = text.split(placeholder);
-  return [before, node, after];
-}
-
 // A translated sentence with nodes in place of its placeholders, in the translation's order.
 export function fillNodes(text, nodes) {
   return text.split(/(\{\w+\})/).filter(Boolean).map((part) => {

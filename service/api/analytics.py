@@ -278,7 +278,7 @@ class Learners(MethodView):
             # Rows about individuals: only for a group of at least k, like every other figure here.
             if not q.has_learners(conn, principal.platform_id, lesson.id, _k()):
                 return {"lesson": lesson.id, "k": _k(), "learners": [], "next": None, "suppressed": True}
-            rows = q.learners_page(conn, principal.platform_id, lesson.id, after, args["limit"] + 1)
+            rows = q.learners_page(conn, principal.platform_id, lesson.id, after, args["limit"] + 1, args["locale"])
         page = rows[: args["limit"]]
         more = len(rows) > args["limit"]
         next_cursor = cursors.encode(page[-1]["learner"]) if more else None

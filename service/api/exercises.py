@@ -42,6 +42,8 @@ BUNDLES: dict[str, tuple[str, ...]] = {
         _HERE + name
         for name in (
             "README.md",
+            "README.es.md",
+            "README.zh-CN.md",
             "starter.py",
             "learner.py",
             "submit.py",
@@ -65,6 +67,8 @@ BUNDLES: dict[str, tuple[str, ...]] = {
             _HERE + name
             for name in (
                 "README.md",
+                "README.es.md",
+                "README.zh-CN.md",
                 "starter.ts",
                 "learner.ts",
                 "submit.ts",

@@ -13,6 +13,7 @@ from flask import Response, current_app, stream_with_context
 from flask.views import MethodView
 
 from ..db import analytics as q
+from ..db import locales
 from ..db.progress import event_json
 from . import cursors
 from .auth import authorized, needs
@@ -34,6 +35,7 @@ EXPORT_FIELDS = (
     "event",
     "instance_id",
     "data",
+    "learner_locale",  # the language the learner last read in (their current one, not the event's)
     "occurred_at",
     "stored_at",
     "cursor",
@@ -80,8 +82,9 @@ class Export(MethodView):
                 size = PAGE if left is None else min(PAGE, left)
                 with db.read() as conn:
                     batch = q.export_page(conn, principal.platform_id, cursor, through, size)
+                    languages = locales.of(conn, principal.platform_id, (row.learner for row in batch))
                 for row in batch:
-                    record = _export_record(row)
+                    record = _export_record(row, languages.get(row.learner))
                     yield (
                         _csv_line(
                             [record[f] if f != "data" else orjson.dumps(record[f]).decode() for f in EXPORT_FIELDS]
@@ -106,9 +109,11 @@ class Export(MethodView):
         )
 
 
-def _export_record(row: Any) -> dict[str, Any]:
-    """The learner-events shape, with text timestamps (CSV needs them) and the row's resume cursor."""
+def _export_record(row: Any, locale: str | None) -> dict[str, Any]:
+    """The learner-events shape, with the learner's language, text timestamps (CSV needs them) and
+    the row's resume cursor."""
     record = event_json(row)
+    record["learner_locale"] = locale
     record["occurred_at"] = row.occurred_at.isoformat()
     record["stored_at"] = row.stored_at.isoformat()
     record["cursor"] = cursors.encode(f"{row.stored_at.isoformat()}|{row.id}")

@@ -7,6 +7,7 @@ import datetime as dt
 from flask import current_app
 from flask.views import MethodView
 
+from ..db import locales
 from ..db import sessions as sessions_db
 from ..db.erasure import erase_learner
 from ..db.progress import event_json, learner_events, learner_exists, learner_progress
@@ -57,7 +58,9 @@ class Progress(MethodView):
         _visible(principal, learner)
         chosen = [lessons[args["lesson"]]] if args["lesson"] else list(lessons.values())
         with current_app.extensions["db"].read() as session:
-            return {"learner": learner, "lessons": learner_progress(session, principal.platform_id, learner, chosen)}
+            progress = learner_progress(session, principal.platform_id, learner, chosen)
+            locale = locales.of(session, principal.platform_id, [learner]).get(learner)
+        return {"learner": learner, "locale": locale, "lessons": progress}
 
 
 @blp.route("/<string:learner>/events")

@@ -11,9 +11,11 @@ from flask import session as cookie
 from flask.views import MethodView
 
 from ..compute.text import N_
+from ..db import locales
 from ..db import sessions as sessions_db
 from ..edge.caller import CALLER, Caller, web_platform_id
 from ..edge.problems import Problem
+from ..i18n import current
 from ..identity import WEB_PLATFORM, new_learner_id
 from .auth import browser_learner
 from .schemas.learners import SessionSchema
@@ -36,6 +38,18 @@ def _described() -> dict:
         "platform": cookie.get("platform", WEB_PLATFORM),
         "course": bool(launched.get("course")),
     }
+
+
+def _keep_language() -> None:
+    """Remember the language this learner reads in (pages start here), when it changed: their
+    progress and the instructors' views show it."""
+    locale = current()
+    if cookie.get("locale") == locale:
+        return
+    platform_id = cookie.get("platform_id") or web_platform_id(current_app)
+    with current_app.extensions["db"].write() as session:
+        locales.keep(session, platform_id, cookie["learner"], locale, dt.datetime.now(dt.UTC))
+    cookie["locale"] = locale
 
 
 ROTATE_SECONDS = 3600  # a resumed session's id older than this is replaced when a page loads
@@ -86,6 +100,7 @@ class BrowserSession(MethodView):
             cookie["sid_at"] = int(time.time())
         elif time.time() - cookie.get("sid_at", 0) > ROTATE_SECONDS:
             _rotate()
+        _keep_language()
         cookie.modified = True  # renewed (a new expiry) whenever a page starts: pages call this on load
         return current_app.response_class(
             current_app.json.dumps(_described()), status=status, mimetype="application/json"

@@ -20,6 +20,7 @@ from .tables import (
     ExerciseChallenge,
     ExerciseCheck,
     LearnerLesson,
+    LearnerLocale,
     LearnerManipulation,
 )
 
@@ -36,6 +37,7 @@ def erase_learner(db: Database, platform_id: int, learner: str) -> dict[str, int
             _delete_of(session, model, platform_id, learner)
             for model in (CheckpointProgress, ExerciseCheck, ExerciseChallenge, LtiGradeLink)
         )
+        _delete_of(session, LearnerLocale, platform_id, learner)  # even for a learner who wrote nothing
         if not event_ids and not progress and not checks and not challenges and not grade_links:
             return None
         _delete_of(session, Event, platform_id, learner)

@@ -92,6 +92,18 @@ class LearnerLesson(Base):
     first_event_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
 
 
+class LearnerLocale(Base):
+    """The language a learner last read the service in (their browser's or their platform's
+    choice, as `service/i18n.py` picks it), for instructors: progress, exports, the dashboard."""
+
+    __tablename__ = "learner_locales"
+
+    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"), primary_key=True)
+    learner: Mapped[str] = mapped_column(String(128), primary_key=True)
+    locale: Mapped[str] = mapped_column(String(16))
+    updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
 class XapiForwarding(Base):
     """Where a platform's statements go, and how far forwarding has got (survives restarts)."""
 

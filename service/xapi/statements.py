@@ -67,8 +67,11 @@ def activity_id(base: str, lesson: str, checkpoint: str | None = None) -> str:
     return f"{lesson_iri}/checkpoints/{checkpoint}" if checkpoint else lesson_iri
 
 
-def statement(row: Any, home_page: str, base: str, lessons: dict[str, Lesson]) -> dict[str, Any]:
-    """`row` has event_id, learner, lesson, checkpoint, event, instance_id, data, occurred_at."""
+def statement(
+    row: Any, home_page: str, base: str, lessons: dict[str, Lesson], locale: str | None = None
+) -> dict[str, Any]:
+    """`row` has event_id, learner, lesson, checkpoint, event, instance_id, data, occurred_at;
+    `locale`: the language the learner reads the service in, when known (service/db/locales.py)."""
     lesson = lessons.get(row.lesson)
     checkpoint = lesson.checkpoint(row.checkpoint) if (lesson and row.checkpoint) else None
     data = row.data or {}
@@ -78,7 +81,7 @@ def statement(row: Any, home_page: str, base: str, lessons: dict[str, Lesson]) -
         "actor": {"objectType": "Agent", "account": {"homePage": home_page, "name": row.learner}},
         "verb": {"id": VERBS[verb], "display": VERB_DISPLAY[verb]},
         "object": _target(row, lesson, checkpoint, base),
-        "context": _context(row, base),
+        "context": _context(row, base, locale),
         "timestamp": timestamp(row.occurred_at),
         "version": VERSION,
     }
@@ -133,8 +136,9 @@ def _result(event: str, data: dict[str, Any], checkpoint: Checkpoint | None) -> 
     return result
 
 
-def _context(row: Any, base: str) -> dict[str, Any]:
-    context: dict[str, Any] = {"platform": "attention-workbench", "language": "en-US"}
+def _context(row: Any, base: str, locale: str | None) -> dict[str, Any]:
+    language = "en-US" if locale in (None, "en") else locale  # RFC 5646, as the language maps spell it
+    context: dict[str, Any] = {"platform": "attention-workbench", "language": language}
     if row.checkpoint:
         context["contextActivities"] = {
             "parent": [

@@ -358,3 +358,29 @@ def test_a_date_range_that_ends_before_it_starts_is_422(client, analyst, endpoin
     query = "from=2026-11-21T00:00:00Z&to=2026-11-20T00:00:00Z"
     response = client.get(f"{A}/lessons/{LESSON}/{endpoint}?{query}", headers=analyst)
     assert response.status_code == 422 and response.json["errors"] == {"from": ["must be before 'to'"]}
+
+
+def test_the_learners_language_is_in_their_rows_and_the_rows_filter_by_it(client, db, analyst):
+    """Each learner row says the language the learner last read in (null if never seen); with
+    `locale=` only those rows come, still a page at a time; the export says it on every event."""
+    from service.db import locales
+
+    with db.write() as session:
+        acme = ensure_platform(session, "acme").id
+        for learner, locale in (("L1", "es"), ("L2", "zh-CN"), ("L3", "es"), ("L5", "en")):
+            locales.keep(session, acme, learner, locale, dt.datetime.now(dt.UTC))
+    rows = client.get(f"{A}/learners?lesson={LESSON}", headers=analyst).json["learners"]
+    assert {r["learner"]: r["locale"] for r in rows} == {
+        "L1": "es", "L2": "zh-CN", "L3": "es", "L4": None, "L5": "en", "L6": None, "L7": None,
+    }  # fmt: skip
+    spanish = client.get(f"{A}/learners?lesson={LESSON}&locale=es&limit=1", headers=analyst).json
+    assert [r["learner"] for r in spanish["learners"]] == ["L1"] and spanish["next"]
+    rest = client.get(f"{A}/learners?lesson={LESSON}&locale=es&cursor={spanish['next']}", headers=analyst).json
+    assert [r["learner"] for r in rest["learners"]] == ["L3"] and rest["next"] is None
+    refused = client.get(f"{A}/learners?lesson={LESSON}&locale=klingon", headers=analyst)
+    assert refused.status_code == 422 and "query.locale" in refused.json["errors"]
+    export = client.get(f"{A}/events/export?format=ndjson", headers=analyst).get_data(as_text=True).splitlines()
+    by_learner = {(e := orjson.loads(line))["learner"]: e["learner_locale"] for line in export}
+    assert by_learner["L2"] == "zh-CN" and by_learner["L4"] is None
+    header = client.get(f"{A}/events/export?format=csv", headers=analyst).get_data(as_text=True).splitlines()[0]
+    assert "learner_locale" in header.split(",")

@@ -76,6 +76,7 @@ def live(tmp_path_factory, host_site):
             "WORKBENCH_RATELIMIT_ENABLED": "0",
             "WORKBENCH_FRAME_ANCESTORS": host_site.url,
             "WORKBENCH_EXPORT_SETTLE_SECONDS": "0",  # exports include what the test just stored
+            "WORKBENCH_PSEUDO_LOCALE": "1",  # ?lang=en-XA, for the layout checks (test_locales.py)
         },
         workers=2,
     ).start()

@@ -218,3 +218,19 @@ def test_a_key_without_progress_read_says_what_reading_texts_needs(page, live):
     _show(page, live, token)
     page.locator("#learners tbody tr").first.get_by_role("button").click()
     expect(page.locator("tr.learner-texts")).to_contain_text("needs the progress:read scope")
+
+
+def test_the_learners_table_shows_each_learners_language_and_filters_by_it(page, live):
+    (token,) = demo_cohort(live, 30, 5, "polyglot-school")
+    _show(page, live, token)
+    reader = {"Authorization": f"Bearer {token}"}
+    api = requests.get(f"{live.url}/api/v1/analytics/learners?lesson=multi-head-attention&locale=es&limit=100",
+                       headers=reader).json()["learners"]  # fmt: skip
+    assert 0 < len(api) < 30  # the demo cohort reads in three languages
+    language = page.locator("#learners tbody tr td:nth-child(2)")
+    assert {"English", "Español"} <= set(language.all_text_contents())
+    page.get_by_label("Learners' language").select_option("es")
+    expect(page.locator("#learners tbody tr")).to_have_count(len(api))
+    assert set(page.locator("#learners tbody tr td:nth-child(2)").all_text_contents()) == {"Español"}
+    assert page.locator("#learners tbody tr th").all_text_contents() == [r["learner"] for r in api]
+    assert "locale=es" in page.evaluate("location.hash")

@@ -5,6 +5,7 @@ item holds 2/4, and restarting the service in between loses no score."""
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 
 import requests
 from click.testing import CliRunner
@@ -46,7 +47,10 @@ def send_grades(url, monkeypatch) -> str:
     return CliRunner().invoke(main, ["lti", "grades"]).output.strip()
 
 
-def test_from_the_course_page_to_two_of_four_in_the_gradebook(browser, tmp_path, monkeypatch):
+@contextmanager
+def course_and_tool(tmp_path):
+    """A course platform (tests/lti/lms_server.py) and this tool, registered with each other:
+    (lms, tool, the tool's database URL); the tool stops afterwards."""
     url = f"sqlite:///{tmp_path / 'tool.db'}"
     upgrade(url)
     with LmsServer(Platform()) as lms:
@@ -60,39 +64,44 @@ def test_from_the_course_page_to_two_of_four_in_the_gradebook(browser, tmp_path,
         try:
             lms.tool = tool.url
             lms.tool_jwks = requests.get(tool.url + "/lti/jwks", timeout=10).json()
-            context = browser.new_context(viewport={"width": 1280, "height": 1000})
-            page = watched_page(context)
-            page.goto(lms.url + "/course")
-            frame = lesson_frame(page)
-            frame.get_by_label("Your prediction").fill("Each head is 2 wide; reusing slice 0 loses features 3-4.")
-            frame.get_by_role("button", name="Record prediction").click()
-            wait_done(frame, "predict")
-            assert send_grades(url, monkeypatch) == "sent 1 scores, 0 failed (retried later)"
-
-            tool.stop()  # a restart between the two checkpoints
-            tool.start()
-            frame.get_by_label("Your explanation").fill("Only head 2 changed; swapping heads breaks W_O.")
-            frame.get_by_role("button", name="Record explanation").click()
-            wait_done(frame, "explain")
-            assert send_grades(url, monkeypatch) == "sent 1 scores, 0 failed (retried later)"
-            assert send_grades(url, monkeypatch) == "sent 0 scores, 0 failed (retried later)"
-
-            scores = lms.scores["/lineitems/1"]
-            assert [(s["scoreGiven"], s["scoreMaximum"]) for s in scores] == [(1, 4), (2, 4)]
-            assert scores[-1]["userId"] == "user-42" and scores[-1]["activityProgress"] == "InProgress"
-            assert not page.errors, page.errors
-            context.close()
-
-            lms.members = [{"user_id": "user-42", "roles": [LEARNER], "status": "Active", "name": "Ada L."}]
-            teacher = browser.new_context(viewport={"width": 1280, "height": 1000})
-            page = watched_page(teacher)
-            page.goto(lms.url + "/teach")  # the instructor opens the dashboard from the course
-            frame = next_frame(page, "/dashboard")
-            wait_until(frame, "!document.getElementById('course').hidden")
-            text = frame.locator("#course").inner_text()
-            assert "Your course: Attention, week 3" in text and "hidden: fewer than 5 learners" in text
-            assert "Ada" not in text
-            assert not page.errors, page.errors
-            teacher.close()
+            yield lms, tool, url
         finally:
             tool.stop()
+
+
+def test_from_the_course_page_to_two_of_four_in_the_gradebook(browser, tmp_path, monkeypatch):
+    with course_and_tool(tmp_path) as (lms, tool, url):
+        context = browser.new_context(viewport={"width": 1280, "height": 1000})
+        page = watched_page(context)
+        page.goto(lms.url + "/course")
+        frame = lesson_frame(page)
+        frame.get_by_label("Your prediction").fill("Each head is 2 wide; reusing slice 0 loses features 3-4.")
+        frame.get_by_role("button", name="Record prediction").click()
+        wait_done(frame, "predict")
+        assert send_grades(url, monkeypatch) == "sent 1 scores, 0 failed (retried later)"
+
+        tool.stop()  # a restart between the two checkpoints
+        tool.start()
+        frame.get_by_label("Your explanation").fill("Only head 2 changed; swapping heads breaks W_O.")
+        frame.get_by_role("button", name="Record explanation").click()
+        wait_done(frame, "explain")
+        assert send_grades(url, monkeypatch) == "sent 1 scores, 0 failed (retried later)"
+        assert send_grades(url, monkeypatch) == "sent 0 scores, 0 failed (retried later)"
+
+        scores = lms.scores["/lineitems/1"]
+        assert [(s["scoreGiven"], s["scoreMaximum"]) for s in scores] == [(1, 4), (2, 4)]
+        assert scores[-1]["userId"] == "user-42" and scores[-1]["activityProgress"] == "InProgress"
+        assert not page.errors, page.errors
+        context.close()
+
+        lms.members = [{"user_id": "user-42", "roles": [LEARNER], "status": "Active", "name": "Ada L."}]
+        teacher = browser.new_context(viewport={"width": 1280, "height": 1000})
+        page = watched_page(teacher)
+        page.goto(lms.url + "/teach")  # the instructor opens the dashboard from the course
+        frame = next_frame(page, "/dashboard")
+        wait_until(frame, "!document.getElementById('course').hidden")
+        text = frame.locator("#course").inner_text()
+        assert "Your course: Attention, week 3" in text and "hidden: fewer than 5 learners" in text
+        assert "Ada" not in text
+        assert not page.errors, page.errors
+        teacher.close()

@@ -28,6 +28,7 @@ class LmsServer:
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         platform.auth_url = self.url + "/auth"
         self.tool = ""  # the tool's base URL, for the course page
+        self.locale: str | None = None  # the learner's language, sent as launch_presentation.locale
 
     def __enter__(self) -> LmsServer:
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
@@ -103,6 +104,8 @@ class LmsServer:
         extra = self.teaching_claims() if target == "/dashboard" else self.grades_claim()
         claims = self.platform.claims(first["nonce"], sub=first["login_hint"], **extra)
         claims[CLAIM + "target_link_uri"] = self.tool + target
+        if self.locale:
+            claims[CLAIM + "launch_presentation"] = {"locale": self.locale}
         token = self.platform.id_token(claims)
         return (
             f'<!doctype html><form method="post" action="{html.escape(first["redirect_uri"])}">'

@@ -11,20 +11,24 @@ const KEY = "workbench.analyticsKey";
 const MANIPULATION_NAMES = { "last-two": t("changed only dimension 3 or 4"), "first-two": t("changed only dimension 1 or 2"),
   "causal-mask": t("toggled the causal mask"), "broken-reuse": t("enabled the broken reuse") };
 const RANGES = ["7", "30", "all"];
-// The languages this service offers, by tag, in their own names (the page's language menu).
-const LANGUAGES = Object.fromEntries([...document.querySelectorAll("#locale option")].filter((o) => o.value)
-  .map((o) => [o.value, o.textContent]));
+// The learners table's language filter (moved beside the table each time it is drawn) and the
+// languages this service offers, by tag, in their own names.
+const FILTER = document.getElementById("locale-filter");
+const LOCALE = document.getElementById("locale");
+const LANGUAGES = Object.fromEntries([...LOCALE.options].filter((o) => o.value).map((o) => [o.value, o.textContent]));
 const LEARNERS_PAGE = 20;
 const $ = (id) => document.getElementById(id);
 
 function viewFromHash() {
   const params = new URLSearchParams(location.hash.replace(/^#/, ""));
   const range = params.get("range");
-  return { lesson: params.get("lesson") || "", range: RANGES.includes(range) ? range : "30" };
+  const locale = params.get("locale") || "";
+  return { lesson: params.get("lesson") || "", range: RANGES.includes(range) ? range : "30",
+    locale: locale in LANGUAGES ? locale : "" };
 }
 
 function viewToHash(view) {
-  return "#" + new URLSearchParams({ lesson: view.lesson, range: view.range }).toString();
+  return "#" + new URLSearchParams({ lesson: view.lesson, range: view.range, ...(view.locale ? { locale: view.locale } : {}) });
 }
 
 // Whole days back from the start of today (UTC), or null for all time.
@@ -97,7 +101,7 @@ async function show(key) {
         s.checkpoint === parameters.manipulations.checkpoint) || {}).learners ?? null, note: t("learners who started in the range") }] })] : []),
     barChart({ k, id: "mistakes", title: during(t("Mistakes found by the exercise checker")), valueLabel: t("checks"),
       rows: mistakes.mistakes.map((m) => ({ label: m.name || m.id, value: m.times, note: m.learners === null ? "" : t("{count} learners", { count: m.learners }) })) })),
-    await learnersTable(base, headers, view.lesson, summary, k),
+    await learnersTable(base, headers, view, summary, k),
     exportButtons(headers),
   );
   $("status").textContent = "";
@@ -135,12 +139,14 @@ function everyDay(start, end) {
 const firstDay = (perDay, today) => [...perDay.keys()].sort()[0] || today;
 
 // The lesson's learners, a page at a time (the API returns rows only for a group of at least k).
-async function learnersTable(base, headers, lesson, summary, k) {
+async function learnersTable(base, headers, view, summary, k) {
+  const lesson = view.lesson;
   const total = summary && summary.checkpoints ? summary.checkpoints.length : null;
   const body = el("tbody");
   const more = el("button", { type: "button", class: "secondary", id: "learners-more", text: t("More learners"), hidden: true });
   const section = el("section", { class: "chart-block", id: "learners", "aria-label": t("Learners") },
     el("h2", { text: t("Learners") }),
+    localeFilter(view.locale),
     el("table", { class: "data" }, el("caption", { text: t("Each learner's progress in this lesson (pseudonymous ids)") }),
       el("thead", {}, el("tr", {}, ...[t("learner"), t("language"), t("started (UTC)"), t("checkpoints done"), t("last completion (UTC)"), t("their words")]
         .map((text) => el("th", { scope: "col", text })))), body),
@@ -149,7 +155,8 @@ async function learnersTable(base, headers, lesson, summary, k) {
   let cursor = null;
   const load = async () => {
     const page = await getJSON(`${base}/learners?lesson=${encodeURIComponent(lesson)}&limit=${LEARNERS_PAGE}` +
-      (cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""), headers);
+      (view.locale ? `&locale=${encodeURIComponent(view.locale)}` : "") + (cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""),
+    headers);
     if (page.suppressed) {
       body.replaceChildren(el("tr", {}, el("td", { colspan: "6", text: hidden(k) })));
       return;
@@ -171,6 +178,13 @@ async function learnersTable(base, headers, lesson, summary, k) {
   more.addEventListener("click", () => load().catch((error) => { $("status").textContent = t("Could not load learners: {reason}", { reason: error.message }); }));
   await load();
   return section;
+}
+
+// The learners table's language filter (the page's menu of languages, moved beside the table).
+function localeFilter(locale) {
+  FILTER.hidden = false;
+  LOCALE.value = locale;
+  return FILTER;
 }
 
 // A learner's own words (their prediction, their explanation), from the progress API: the key
@@ -268,10 +282,12 @@ function init() {
     const key = sessionStorage.getItem(KEY);
     if (key) show(key).catch((error) => { $("status").textContent = t("Could not load analytics: {reason}", { reason: error.message }); });
   };
-  $("view-form").addEventListener("change", () => {
-    history.replaceState(null, "", viewToHash({ lesson: $("lesson").value, range: $("range").value }));
+  const changed = () => {
+    history.replaceState(null, "", viewToHash({ lesson: $("lesson").value, range: $("range").value, locale: LOCALE.value }));
     refresh();
-  });
+  };
+  $("view-form").addEventListener("change", changed);
+  LOCALE.addEventListener("change", changed);
   window.addEventListener("hashchange", refresh);
   if (stored) {
     $("api-key").value = stored;

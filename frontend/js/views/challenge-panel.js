@@ -5,7 +5,7 @@
 import { ApiError, getJSON, postJSON } from "../api.js";
 import { command as commandLine } from "./command.js";
 import { el } from "./dom.js";
-import { around, locale, t } from "../i18n.js";
+import { fillNodes, locale, t } from "../i18n.js";
 
 const CHALLENGES = "/api/v1/exercises/multi-head-attention/challenges";
 const KEPT = "exercise.open-challenge";
@@ -18,7 +18,8 @@ export function challengePanel({ verification, onVerdict, command }) {
   const expires = el("span");
   const pasted = el("textarea", { id: "pasted-answers", spellcheck: "false" });
   const details = el("div", { id: "challenge", hidden: true },
-    el("p", {}, ...around(t("Run this in the unpacked folder, with your file in place of the starter (valid until {time}):"), "{time}", expires)),
+    el("p", {}, ...fillNodes(t("Run this in the unpacked folder, with your file in place of the starter (valid until {time}):"),
+      { time: expires })),
     line.node,
     el("p", { class: "hint", text: t("From another language: GET that link (its cases), compute each case, and POST {body} to its answers_url; the exercise's README shows the request.", { body: '{"answers": [...]}' }) }),
     el("details", {}, el("summary", { text: t("No terminal connection to this server? Paste the answers instead") }),

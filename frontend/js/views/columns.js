@@ -51,8 +51,9 @@ export function columnChart({ title, days, valueLabel, id, k = 5, openDay = "" }
     }
     const last = i === days.length - 1;
     if ((i % labelEvery === 0 && days.length - 1 - i >= labelEvery) || last) {  // the last day always, uncrowded
-      chart.append(svg("text", { x: last ? x + w : x + w / 2, y: height - bottom + 16,
-        "text-anchor": last ? "end" : "middle", class: "tick" }, d.day.slice(5)));
+      // the first day starts at its bar, clear of the axis's "0"; the last ends at its bar
+      chart.append(svg("text", { x: last ? x + w : i === 0 ? x : x + w / 2, y: height - bottom + 16,
+        "text-anchor": last ? "end" : i === 0 ? "start" : "middle", class: "tick" }, d.day.slice(5)));
     }
   });
   chart.append(svg("line", { x1: left, x2: width - 8, y1: y(0), y2: y(0), class: "axis" }));

@@ -5,9 +5,11 @@
 import { challengePanel } from "./challenge-panel.js";
 import { command } from "./command.js";
 import { el } from "./dom.js";
-import { around, fillNodes, t } from "../i18n.js";
+import { fillNodes, t } from "../i18n.js";
 
 const CHOSEN = "exercise.language";
+// Identifiers stay code in every language: {name: text} -> {name: <code>text</code>}.
+const codes = (names) => Object.fromEntries(Object.entries(names).map(([k, v]) => [k, el("code", { text: v })]));
 const DOWNLOADS = "/api/v1/exercises/multi-head-attention";
 
 // What differs between the two tracks; the tests, the messages and the server's checks are shared.
@@ -15,8 +17,9 @@ export const TRACKS = {
   python: {
     name: "Python",
     needs: t("Python 3.10+ with numpy (and pytest for the tests)"),
-    contract: t("{signature} returns a dict of numpy arrays or nested lists: weights [H][n][n], head_outputs [H][n][d_head], concatenated and output [n][d_model].",
-      { signature: "multi_head_attention(tokens, heads, causal=True, output_projection=None)" }),
+    contract: () => fillNodes(t("{signature} returns a dict of numpy arrays or nested lists: {weights} [H][n][n], {head_outputs} [H][n][d_head], {concatenated} and {output} [n][d_model]."),
+      codes({ signature: "multi_head_attention(tokens, heads, causal=True, output_projection=None)", weights: "weights",
+        head_outputs: "head_outputs", concatenated: "concatenated", output: "output" })),
     file: "starter.py",
     setup: null,
     test: (block) => block.python || "pytest exercises/multi-head-attention/tests",
@@ -26,8 +29,9 @@ export const TRACKS = {
   typescript: {
     name: "TypeScript",
     needs: t("Node 20 and pnpm 12 ({command})", { command: "npm install -g pnpm@12.4.2" }),
-    contract: t("{signature} returns {result}, each a number[][][] or number[][] in the same axes as the Python track.",
-      { signature: "multiHeadAttention(tokens, heads, { causal, outputProjection })", result: "{ weights, headOutputs, concatenated, output }" }),
+    contract: () => fillNodes(t("{signature} returns {result}, each a {three} or {two} in the same axes as the Python track."),
+      codes({ signature: "multiHeadAttention(tokens, heads, { causal, outputProjection })",
+        result: "{ weights, headOutputs, concatenated, output }", three: "number[][][]", two: "number[][]" })),
     file: "starter.ts",
     setup: "pnpm install",
     test: (block) => block.command,
@@ -75,12 +79,12 @@ export function exercisePanel({ block, verification, onVerdict, workbenchLink })
   function draw() {
     const chosen = TRACKS[track];
     parts.needs.textContent = chosen.needs;
-    parts.contract.textContent = chosen.contract;
+    parts.contract.replaceChildren(...chosen.contract());
     parts.download.href = `${DOWNLOADS}/${track}.zip`;
     parts.download.textContent = `multi-head-attention-${track}.zip`;
     parts.setup.hidden = !chosen.setup;
-    parts.setup.replaceChildren(...around(t("In the unpacked folder, install the test runner once: {command}"), "{command}",
-      el("code", { text: chosen.setup || "" })));
+    parts.setup.replaceChildren(...fillNodes(t("In the unpacked folder, install the test runner once: {command}"),
+      { command: el("code", { text: chosen.setup || "" }) }));
     parts.test.set(chosen.test(block));
     parts.trace.set(chosen.trace(path, chosen.file, workbenchLink()));
     challenge.redraw();

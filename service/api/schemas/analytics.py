@@ -5,6 +5,7 @@ from __future__ import annotations
 from marshmallow import Schema, fields, validate
 
 from ...db import analytics as q
+from ...i18n import LOCALES, PSEUDO
 from .event import name
 from .fields import SafeString, UTCDateTime
 
@@ -134,10 +135,16 @@ class LearnersArgs(Schema):
     lesson = SafeString(required=True, validate=name(64))
     limit = fields.Integer(load_default=100, validate=validate.Range(1, 1000))
     cursor = SafeString(load_default=None, validate=validate.Length(1, 512))
+    locale = SafeString(
+        load_default=None,
+        validate=validate.OneOf([*LOCALES, PSEUDO]),
+        metadata={"description": "only the learners who last read the service in this language"},
+    )
 
 
 class LearnerRowSchema(Schema):
     learner = fields.String()
+    locale = fields.String(allow_none=True, metadata={"description": "the language they last read in, or null"})
     started_at = fields.DateTime()
     completed = fields.Dict(keys=fields.String(), values=fields.DateTime())
 

@@ -43,6 +43,10 @@ class LessonProgressSchema(Schema):
 
 class ProgressSchema(Schema):
     learner = fields.String()
+    locale = fields.String(
+        allow_none=True,
+        metadata={"description": "the language the learner last read the service in (BCP 47: en, es, zh-CN), or null"},
+    )
     lessons = fields.List(fields.Nested(LessonProgressSchema))
 
 

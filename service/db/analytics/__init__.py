@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from ..tables import CheckpointProgress, Event, ExerciseCheck, LearnerLesson
+from ..tables import CheckpointProgress, Event, ExerciseCheck, LearnerLesson, LearnerLocale
 from . import mistake_rollups, rollups
 
 BUCKETS = rollups.GRAINS
@@ -158,13 +158,22 @@ def has_learners(conn: Session, platform_id: int, lesson: str, at_least: int) ->
     return conn.execute(select(func.count()).select_from(first)).scalar_one() >= at_least
 
 
-def learners_page(conn: Session, platform_id: int, lesson: str, after: str, limit: int) -> list[dict[str, Any]]:
-    visits = conn.execute(
-        select(LearnerLesson.learner, LearnerLesson.first_event_at)
+def learners_page(
+    conn: Session, platform_id: int, lesson: str, after: str, limit: int, locale: str | None = None
+) -> list[dict[str, Any]]:
+    """A page of the lesson's learners after `after` (by id), each with the language they last
+    read in; with `locale`, only those who read in it."""
+    language = (LearnerLocale.platform_id == LearnerLesson.platform_id) & (
+        LearnerLocale.learner == LearnerLesson.learner
+    )
+    query = (
+        select(LearnerLesson.learner, LearnerLesson.first_event_at, LearnerLocale.locale)
+        .outerjoin(LearnerLocale, language)
         .where(LearnerLesson.platform_id == platform_id, LearnerLesson.lesson == lesson, LearnerLesson.learner > after)
-        .order_by(LearnerLesson.learner)
-        .limit(limit)
-    ).all()
+    )
+    if locale is not None:
+        query = query.where(LearnerLocale.locale == locale)
+    visits = conn.execute(query.order_by(LearnerLesson.learner).limit(limit)).all()
     if not visits:
         return []
     done: dict[str, dict[str, Any]] = defaultdict(dict)
@@ -176,7 +185,10 @@ def learners_page(conn: Session, platform_id: int, lesson: str, after: str, limi
         )
     ):
         done[learner][checkpoint] = at
-    return [{"learner": learner, "started_at": first, "completed": done[learner]} for learner, first in visits]
+    return [
+        {"learner": learner, "locale": language, "started_at": first, "completed": done[learner]}
+        for learner, first, language in visits
+    ]
 
 
 def export_page(
