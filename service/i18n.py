@@ -8,7 +8,7 @@ Flask-Babel asks `select` for the locale of each request, so the gettext catalog
 
 The catalogs are gettext `.po` files; `make i18n` extracts the strings (pages, scripts, problem
 details), updates the catalogs, writes the pseudo-locale and compiles each catalog twice: `.mo`
-for the server, `frontend/i18n/<locale>.json` for the scripts (service/i18n_catalogs.py).
+for the server, `frontend/i18n/<locale>/<page>.json` for each page's scripts (service/i18n_catalogs.py).
 """
 
 from __future__ import annotations

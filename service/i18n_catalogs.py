@@ -3,7 +3,7 @@
 One template (`service/translations/messages.pot`) holds every string a learner reads: the pages'
 templates (`_()`), the scripts' (`t()`, `tn()`) and the server's problem details (`N_()`,
 `gettext()`). Each locale has its `.po`, compiled twice: `.mo` for the server (Flask-Babel) and
-`frontend/i18n/<locale>.json` for the scripts (only the scripts' strings), both committed, so
+`frontend/i18n/<locale>/<page>.json` for the scripts (each page: its module graph's strings), all committed, so
 nothing is built at run time. The pseudo-locale's `.po` is written from the template.
 """
 
@@ -28,7 +28,6 @@ from .i18n import DEFAULT, LOCALES, PSEUDO, TRANSLATIONS, babel_name
 
 TEMPLATE = TRANSLATIONS / "messages.pot"
 FRONTEND_CATALOGS = ROOT / "frontend" / "i18n"
-SCRIPTS = "frontend/js/"
 TRANSLATED = [tag for tag in LOCALES if tag != DEFAULT]  # translators' catalogs
 EVERY = [*TRANSLATED, PSEUDO]  # every compiled catalog
 FIXED_DATE = datetime(2026, 1, 1, tzinfo=UTC)  # headers that do not change on every run
@@ -127,11 +126,35 @@ def mo_bytes(catalog: Catalog) -> bytes:
     return out.getvalue()
 
 
-def json_bytes(catalog: Catalog, locale: str) -> bytes:
-    """The scripts' strings: msgid -> text (a plural: its forms, in CLDR's order for the locale)."""
+PAGE_SCRIPTS = ROOT / "frontend" / "js" / "pages"
+IMPORT = re.compile(r"""from\s*["'](\.{1,2}/[^"']+)["']|import\(\s*["'](\.{1,2}/[^"']+)["']""")
+
+
+def module_graph(module: Path, seen: set[Path] | None = None) -> set[Path]:
+    """`module` and every module it imports, statically or dynamically (relative paths)."""
+    seen = set() if seen is None else seen
+    if module not in seen:
+        seen.add(module)
+        for static, dynamic in IMPORT.findall(module.read_text()):
+            module_graph((module.parent / (static or dynamic)).resolve(), seen)
+    return seen
+
+
+def page_modules() -> dict[str, set[str]]:
+    """Each page's script (frontend/js/pages/<page>.js) -> the files of its module graph, as the
+    catalogs name them: a page's catalog holds only the strings its own modules show."""
+    return {
+        script.stem: {str(path.relative_to(ROOT)) for path in module_graph(script.resolve())}
+        for script in sorted(PAGE_SCRIPTS.glob("*.js"))
+    }
+
+
+def json_bytes(catalog: Catalog, locale: str, files: set[str]) -> bytes:
+    """The strings of the scripts in `files`: msgid -> text (a plural: its forms, in CLDR's order
+    for the locale), as compact JSON."""
     messages: dict[str, str | list[str]] = {}
     for message in catalog:
-        if not message.id or not any(path.startswith(SCRIPTS) for path, _ in message.locations):
+        if not message.id or not any(path in files for path, _ in message.locations):
             continue
         texts = forms(message.string)
         messages[source_key(message)] = list(texts) if isinstance(message.id, tuple) else texts[0]
@@ -140,7 +163,7 @@ def json_bytes(catalog: Catalog, locale: str) -> bytes:
         "plural_categories": plural_categories(locale),
         "messages": dict(sorted(messages.items())),
     }
-    return (json.dumps(body, ensure_ascii=False, indent=0, sort_keys=False) + "\n").encode()
+    return (json.dumps(body, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
 
 
 def plural_categories(locale: str) -> list[str]:
@@ -153,10 +176,10 @@ def plural_categories(locale: str) -> list[str]:
 
 def compiled(locale: str, catalog: Catalog) -> dict[Path, bytes]:
     """The files compiled from one locale's catalog, by path."""
-    return {
-        po_path(locale).with_suffix(".mo"): mo_bytes(catalog),
-        FRONTEND_CATALOGS / f"{locale}.json": json_bytes(catalog, locale),
-    }
+    files = {po_path(locale).with_suffix(".mo"): mo_bytes(catalog)}
+    for page, modules in page_modules().items():
+        files[FRONTEND_CATALOGS / locale / f"{page}.json"] = json_bytes(catalog, locale, modules)
+    return files
 
 
 def catalogs(template: Catalog) -> Iterator[tuple[str, Catalog]]:
@@ -178,6 +201,9 @@ def write_all() -> list[Path]:
         written[po_path(locale)] = po_bytes(catalog)
         written.update(compiled(locale, read_po(io.BytesIO(written[po_path(locale)]), locale=babel_name(locale))))
     changed = []
+    for stale in set(FRONTEND_CATALOGS.rglob("*.json")) - set(written):  # a page or locale that is gone
+        stale.unlink()
+        changed.append(stale)
     for path, data in written.items():
         if not path.exists() or path.read_bytes() != data:
             path.parent.mkdir(parents=True, exist_ok=True)

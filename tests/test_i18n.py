@@ -92,8 +92,9 @@ def test_flask_babel_reads_each_request_in_the_same_locale(app):
 
 def test_pages_are_rendered_in_the_chosen_language_with_lang_and_dir(app, client):
     page = client.get("/explorables/multi-head-attention?lang=es").get_data(as_text=True)
-    assert '<html lang="es" dir="ltr">' in page and "Máscara causal" in page and "Causal mask" not in page
-    assert 'href="/static/i18n/es.json"' in page  # the scripts' catalog, fetched early
+    assert '<html lang="es" dir="ltr" data-catalog=' in page and "Máscara causal" in page and "Causal mask" not in page
+    assert 'data-catalog="/static/i18n/es/workbench.json"' in page  # the page's scripts' words, fetched early
+    assert 'rel="preload" href="/static/i18n/es/workbench.json"' in page
     chinese = app.test_client().get("/", headers={"Accept-Language": "zh-CN"})  # no cookie kept from ?lang=es
     assert '<html lang="zh-CN"' in chinese.get_data(as_text=True) and chinese.headers["Content-Language"] == "zh-CN"
     assert "Accept-Language" in chinese.headers["Vary"]

@@ -36,12 +36,17 @@ def test_every_string_the_scripts_translate_is_in_the_catalogs():
 
 
 @pytest.mark.parametrize("tag", [tag for tag in LOCALES if tag != "en"] + [PSEUDO])
-def test_each_compiled_catalog_holds_the_scripts_strings_in_its_language(tag):
-    catalog = json.loads((FRONTEND_CATALOGS / f"{tag}.json").read_text())
-    assert catalog["locale"] == tag and catalog["plural_categories"][-1] == "other"
-    messages = catalog["messages"]
-    assert messages["Copy the command"] not in ("", "Copy the command")
-    assert "Lessons on multi-head attention" not in " ".join(map(str, messages))  # a page's, not a script's
+def test_each_page_has_a_catalog_of_its_own_scripts_strings_in_each_language(tag):
+    """A page downloads the words its modules show, not every page's: the workbench's replay is in
+    the workbench's catalog and not the lesson's (which embeds the workbench in a frame)."""
+    workbench, lesson = (
+        json.loads((FRONTEND_CATALOGS / tag / f"{p}.json").read_text()) for p in ("workbench", "lesson")
+    )
+    assert workbench["locale"] == tag and workbench["plural_categories"][-1] == "other"
+    replay = "Replay: head {head}, query {query}, key {key}"
+    assert workbench["messages"][replay] not in ("", replay) and replay not in lesson["messages"]
+    assert lesson["messages"]["Record prediction"] != "Record prediction"
+    assert "Lessons on multi-head attention" not in " ".join(map(str, lesson["messages"]))  # a template's string
 
 
 def test_the_pseudo_locale_is_accented_bracketed_about_a_third_longer_and_keeps_placeholders():

@@ -1,14 +1,16 @@
 // The interface's words in the page's language. The server renders each page in the learner's
-// locale (<html lang>); the words the scripts write come from the same gettext catalogs, compiled
-// by `make i18n` into /static/i18n/<locale>.json. In English the msgid is the text. Placeholders
-// are {name}; numbers people read go through `number` (a decimal comma in es), never into JSON.
+// locale (<html lang>) and names the page's catalog (<html data-catalog>): the words its scripts
+// write, compiled by `make i18n` from the same gettext catalogs into
+// /static/i18n/<locale>/<page>.json. In English the msgid is the text. Placeholders are {name};
+// numbers people read go through `number` (a decimal comma in es), never into JSON.
 
 export const locale = document.documentElement.lang || "en";
 
 async function load() {
-  if (locale === "en") return { messages: {} };
+  const url = document.documentElement.dataset.catalog;
+  if (!url) return { messages: {} };
   try {
-    const response = await fetch(`/static/i18n/${locale}.json`);
+    const response = await fetch(url);
     return response.ok ? await response.json() : { messages: {} };
   } catch {
     return { messages: {} }; // offline before the catalog came: English rather than nothing
