@@ -39,15 +39,15 @@ export function tn(singular, plural, count, values = {}) {
   return fill(text, { count, ...values });
 }
 
-const formats = new Map();
+// The locale's decimal mark, once: numbers are formatted by toFixed (fast: the workbench writes
+// thousands) with that mark, which is what Intl.NumberFormat gives for our locales without
+// grouping (Latin digits, "-" for minus); a locale with other digits would need Intl here.
+const DECIMAL = new Intl.NumberFormat(locale).formatToParts(0.5).find((p) => p.type === "decimal")?.value ?? ".";
 
 // x with `digits` decimals as people read it here: "0.50" in English, "0,50" in Spanish.
 export function number(x, digits = 2) {
-  if (!formats.has(digits)) {
-    formats.set(digits, new Intl.NumberFormat(locale, { minimumFractionDigits: digits, maximumFractionDigits: digits,
-      useGrouping: false }));
-  }
-  return formats.get(digits).format(Object.is(x, -0) ? 0 : x);
+  const text = (Object.is(x, -0) ? 0 : x).toFixed(digits);
+  return DECIMAL === "." ? text : text.replace(".", DECIMAL);
 }
 
 // The language menu (every page): the server keeps the choice (?lang= sets the cookie); the

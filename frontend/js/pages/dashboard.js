@@ -5,6 +5,7 @@ import { ApiError, getJSON, postJSON } from "../api.js";
 import { barChart, hidden } from "../views/bars.js";
 import { columnChart } from "../views/columns.js";
 import { el } from "../views/dom.js";
+import { scrollRegion } from "../views/matrix.js";
 import { t } from "../i18n.js";
 
 const KEY = "workbench.analyticsKey";
@@ -147,9 +148,10 @@ async function learnersTable(base, headers, view, summary, k) {
   const section = el("section", { class: "chart-block", id: "learners", "aria-label": t("Learners") },
     el("h2", { text: t("Learners") }),
     localeFilter(view.locale),
-    el("table", { class: "data" }, el("caption", { text: t("Each learner's progress in this lesson (pseudonymous ids)") }),
-      el("thead", {}, el("tr", {}, ...[t("learner"), t("language"), t("started (UTC)"), t("checkpoints done"), t("last completion (UTC)"), t("their words")]
-        .map((text) => el("th", { scope: "col", text })))), body),
+    scrollRegion(t("Learners"), el("table", { class: "data learners-table" },
+      el("caption", { text: t("Each learner's progress in this lesson (pseudonymous ids)") }),
+      el("thead", {}, el("tr", {}, ...[t("learner"), t("language"), t("started (UTC)"), t("checkpoints done"),
+        t("last completion (UTC)"), t("their words")].map((text) => el("th", { scope: "col", text })))), body)),
     more);
   const when = (iso) => (iso ? iso.replace("T", " ").slice(0, 16) : "");
   let cursor = null;
