@@ -5,15 +5,14 @@ done and no English interface string left; and every page in the pseudo-locale (
 
 from __future__ import annotations
 
-import io
 import re
 from pathlib import Path
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from babel.messages.pofile import read_po
 
 from service.i18n import babel_name
+from service.i18n_catalogs import PLACEHOLDER, TEMPLATE, forms, po_path, read
 
 from .conftest import demo_cohort, open_page, wait_until, watched_page
 from .test_layout import SIZES, overflow
@@ -92,15 +91,11 @@ TEXT_ON_TEXT = """() => {
 def english_words(locale: str) -> set[str]:
     """Words of the English interface that the locale's catalog and lesson never use: any of
     them on the page is English left untranslated."""
-    template = read_po(io.BytesIO((ROOT / "service" / "translations" / "messages.pot").read_bytes()))
-    words = {w.lower() for m in template if m.id for text in (m.id if isinstance(m.id, tuple) else (m.id,))
-             for w in re.findall(r"[A-Za-z]{3,}", re.sub(r"\{\w+\}|%\(\w+\)[sd]|<[^>]+>", " ", text))}  # fmt: skip
-    po = ROOT / "service" / "translations" / babel_name(locale) / "LC_MESSAGES" / "messages.po"
-    theirs = " ".join(
-        " ".join(m.string) if isinstance(m.string, tuple) else m.string for m in read_po(io.BytesIO(po.read_bytes()))
-    )
+    words = lambda text: {w.lower() for w in re.findall(r"[A-Za-z]{3,}", PLACEHOLDER.sub(" ", text))}  # noqa: E731
+    english = set().union(*(words(t) for m in read(TEMPLATE) if m.id for t in forms(m.id)))
+    theirs = " ".join(t for m in read(po_path(locale), babel_name(locale)) for t in forms(m.string))
     theirs += (ROOT / "content" / "lessons" / locale / "multi-head-attention.md").read_text()
-    return words - {w.lower() for w in re.findall(r"[A-Za-z]{3,}", theirs)} - NAMES
+    return english - words(theirs) - NAMES
 
 
 def english_left(target, locale: str) -> list[str]:
