@@ -61,7 +61,7 @@ def child_exit(server, worker):
 
 
 def post_worker_init(worker):
-    from service import large_traces as heavy
+    from service.api.attention import offload as heavy
 
     heavy.warm_up(worker.wsgi)  # the low-priority process for large traces starts with the worker
 

@@ -26,8 +26,8 @@ import requests
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from bench.common import Gunicorn, emit, migrated_sqlite, wrk_post  # noqa: E402
+from service.api.attention.allocator import retain_freed_memory  # noqa: E402
 from service.compute import multi_head_attention  # noqa: E402
-from service.compute.allocator import retain_freed_memory  # noqa: E402
 from service.presets import presets  # noqa: E402
 
 

@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from service.api.attention.allocator import retain_freed_memory  # noqa: E402
 from service.compute import multi_head_attention  # noqa: E402
-from service.compute.allocator import retain_freed_memory  # noqa: E402
 
 N, D_MODEL, HEADS = 512, 768, 12
 BUDGET = 1.0

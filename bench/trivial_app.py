@@ -5,9 +5,9 @@ without validation, limits, metrics or the service's headers) to show what the m
 import numpy as np
 from flask import Flask, Response, jsonify, request
 
-from service.api.traces import trace_json
 from service.compute import multi_head_attention
 from service.edge.json_codec import dumps_bytes
+from service.trace_json import trace_json
 
 app = Flask(__name__)
 

@@ -85,8 +85,42 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_import_graph_is_read_from_the_code():
     edges = graph()
-    assert "service.api.traces" in edges["service.api.attention"]
+    assert "service.api.attention.traces" in edges["service.api.attention.views"]
     assert "service.compute.engine" in edges["service.compute"]
+
+
+def test_nothing_below_the_api_imports_it():
+    """Imports run down: only the app that wires everything (and the API itself) imports service.api."""
+    upward = {
+        (module, dep)
+        for module, deps in graph().items()
+        for dep in deps
+        if dep.startswith("service.api") and not module.startswith("service.api") and module != "service.app"
+    }
+    assert upward == set()
+
+
+def test_the_edge_knows_no_resource():
+    """The edge counts requests and budgets; a resource's caps, cost and stores are the resource's own."""
+    for module, deps in graph().items():
+        if module.startswith("service.edge"):
+            rooms = {d for d in deps if d.split(".")[1] in ("api", "compute", "models", "exercise", "lessons", "lti")}
+            assert rooms == set(), module
+    words = ("max_tokens", "max_heads", "max_d_model", "max_score_cells", "refuse_over_caps", "def mark", "marked(")
+    for path in (SERVICE / "edge").rglob("*.py"):
+        assert not [w for w in words if w in path.read_text()], path
+
+
+# The lesson's maths, and nothing else (docs/architecture.md): models, the exercise's checker and
+# the process tuning have rooms of their own.
+COMPUTE = {
+    "__init__", "cache_memory", "checks", "config", "conventions", "decode", "divergence", "engine", "errors",
+    "failure_modes", "fused", "latent", "parallel", "pipeline", "reference", "steps",
+}  # fmt: skip
+
+
+def test_compute_holds_only_the_maths():
+    assert {p.stem for p in (SERVICE / "compute").glob("*.py")} <= COMPUTE
 
 
 def test_no_import_cycle_inside_service():
@@ -129,7 +163,7 @@ def test_modules_and_functions_stay_small():
 
 
 def test_a_workbench_post_touches_few_files_and_crosses_between_them_rarely(tmp_path):
-    """What one edit of the workbench runs, from the edge to the engine and back: at most 10
+    """What one edit of the workbench runs, from the edge to the engine and back: at most 13
     files of service/, at most 30 calls from one file into another (rate limits on, as served)."""
     import json
     import sys
@@ -160,7 +194,7 @@ def test_a_workbench_post_touches_few_files_and_crosses_between_them_rarely(tmp_
     assert answer.status_code == 200
     files = {f for f, _ in calls}
     crossings = sum(1 for f, caller in calls if caller != f)
-    assert len(files) <= 10, sorted(Path(f).relative_to(SERVICE).as_posix() for f in files)
+    assert len(files) <= 13, sorted(Path(f).relative_to(SERVICE).as_posix() for f in files)
     assert crossings <= 30, crossings
     app.extensions["db"].dispose()
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from service.compute.model import PRINTABLE
+from service.models.byte_model import PRINTABLE
 
 TEXT_ROOT = Path("/usr/share/doc/python3.11-doc/html/_sources")
 

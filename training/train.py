@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from safetensors.torch import save_file
 
-from service.compute.model import PATTERNS, SCORE_SEED, SCORE_SEQUENCES, Model, pattern_scores, repeated_sequences
+from service.models.byte_model import PATTERNS, SCORE_SEED, SCORE_SEQUENCES, Model, pattern_scores, repeated_sequences
 
 from .data import TEXT_ROOT, batch, corpus, text_files
 from .model import AttentionOnly

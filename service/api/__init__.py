@@ -3,49 +3,40 @@ document. The edge in front of it (service/edge) identifies, counts and reads ea
 
 from __future__ import annotations
 
+from typing import Any
+
 from flask import Flask
 
 from ..edge import problems
 from ..edge.json_codec import OrjsonProvider
-from . import (
-    analytics,
-    attention,
-    auth,
-    challenges,
-    docs,
-    events,
-    exercises,
-    exports,
-    failure_modes,
-    health,
-    learners,
-    lessons,
-    models,
-    presets,
-    session,
-    xapi,
-)
-from .smorest import Api
-
-# One blueprint per resource, in the order the OpenAPI document lists them.
-RESOURCES = (
-    attention,
-    presets,
-    failure_modes,
-    models,
-    lessons,
-    events,
-    learners,
-    session,
-    exercises,
-    challenges,
-    analytics,
-    exports,
-    xapi,
-)
 
 
-def init_app(app: Flask) -> Api:
+def resources() -> tuple:
+    """One blueprint per resource, in the order the OpenAPI document lists them. Imported when the
+    app is made, not with this package: the background compute process imports
+    service.api.attention.offload and must not load every resource (and numpy) before it has
+    become a background one."""
+    from . import (
+        analytics,
+        challenges,
+        events,
+        exercises,
+        exports,
+        failure_modes,
+        learners,
+        lessons,
+        models,
+        presets,
+        session,
+        xapi,
+    )
+    from .attention import views as attention
+
+    return (attention, presets, failure_modes, models, lessons, events, learners, session, exercises, challenges,
+            analytics, exports, xapi)  # fmt: skip
+
+
+def init_app(app: Flask) -> Any:
     app.json_provider_class = OrjsonProvider
     app.json = OrjsonProvider(app)
     app.config.update(
@@ -62,11 +53,14 @@ def init_app(app: Flask) -> Api:
             },
         },
     )
+    from . import auth, docs, health, models
+    from .smorest import Api
+
     api = Api(app)
     for name, scheme in auth.SCHEMES.items():
         api.spec.components.security_scheme(name, scheme)
     problems.init_app(app)
-    for module in RESOURCES:
+    for module in resources():
         api.register_blueprint(module.blp)
     app.register_blueprint(health.blp)
     app.register_blueprint(docs.blp)

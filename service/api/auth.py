@@ -11,7 +11,7 @@ from typing import Any
 
 from flask import request
 
-from ..edge.caller import CALLER, Caller
+from ..edge.caller import CALLER, Caller, browser_learner
 from ..edge.problems import Problem
 from ..identity import Principal
 
@@ -106,20 +106,6 @@ def current_principal(scope: str, *, allow_web: bool = True, allow_basic: bool =
     if scope not in principal.scopes:
         raise Problem(403, f"this key lacks the {scope!r} scope", slug="forbidden")
     return principal
-
-
-def browser_learner() -> str | None:
-    """The browser session's learner (not logged out), if the request carries one."""
-    who = caller()
-    return who.learner if "HTTP_AUTHORIZATION" not in request.environ else _session_learner(who)
-
-
-def _session_learner(who: Caller) -> str | None:
-    from flask import current_app
-
-    from ..edge.caller import session_learner
-
-    return session_learner(current_app, who.session)
 
 
 def optional_principal(scope: str) -> Principal | None:

@@ -18,16 +18,16 @@ from flask import current_app, url_for
 from flask.views import MethodView
 
 from ..compute import AttentionInputError
-from ..compute.challenge import Verdict, check_answers, new_cases
-from ..compute.diagnose import traces_per_diagnosis
-from ..compute.text import N_
 from ..db import challenges as challenges_db
 from ..db.events import NewEvent
 from ..db.tables import ExerciseChallenge
 from ..edge import EdgeRequest, costs
 from ..edge.problems import Problem
+from ..exercise.challenge import Verdict, check_answers, new_cases
+from ..exercise.diagnose import traces_per_diagnosis
 from ..i18n import speaker
-from . import shortcut
+from ..text import N_
+from .attention import shortcut
 from .auth import authorized, needs
 from .schemas.exercises import AnswersSchema, ChallengeSchema, NewChallengeSchema, VerdictSchema
 from .smorest import JSON_BODY_ERRORS, Blueprint
@@ -174,7 +174,7 @@ def _record(challenge: ExerciseChallenge, result: dict[str, Any], now: dt.dateti
     when solved). Two answers racing to solve: the first wins, the second is a 409."""
     data: dict[str, Any] = {"verification": "verified", "challenge": challenge.id, "cases": len(challenge.cases)}
     if engine_seen:
-        data["engine_seen"] = True  # the shortcut, visible (service/api/shortcut.py)
+        data["engine_seen"] = True  # the shortcut, visible (service/api/attention/shortcut.py)
     if not result["correct"]:
         data["mistakes"] = result["mistakes"]
     event = NewEvent(

@@ -13,13 +13,13 @@ from flask import current_app, request, send_from_directory
 from flask.views import MethodView
 
 from ..compute import AttentionInputError
-from ..compute.diagnose import MISTAKES, diagnose, traces_per_diagnosis
 from ..config import ROOT
 from ..db import challenges as challenges_db
 from ..edge import EdgeRequest, costs
-from ..edge.limits import cost
 from ..edge.problems import Problem
+from ..exercise.diagnose import MISTAKES, diagnose, traces_per_diagnosis
 from ..i18n import speaker
+from .attention.caps import cost
 from .auth import authorized, needs
 from .schemas.exercises import CheckResultSchema, CheckSchema, MistakesSchema
 from .smorest import JSON_BODY_ERRORS, Blueprint

@@ -5,9 +5,9 @@ from __future__ import annotations
 from flask import current_app, request
 from flask.views import MethodView
 
-from ..compute.text import N_
 from ..edge.problems import Problem
 from ..i18n import choose
+from ..text import N_
 from .schemas.lessons import LessonListSchema, LessonSchema
 from .smorest import Blueprint
 

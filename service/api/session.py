@@ -10,14 +10,13 @@ from flask import current_app, request
 from flask import session as cookie
 from flask.views import MethodView
 
-from ..compute.text import N_
 from ..db import locales
 from ..db import sessions as sessions_db
-from ..edge.caller import CALLER, Caller, web_platform_id
+from ..edge.caller import CALLER, Caller, browser_learner, web_platform_id
 from ..edge.problems import Problem
 from ..i18n import current
 from ..identity import WEB_PLATFORM, new_learner_id
-from .auth import browser_learner
+from ..text import N_
 from .schemas.learners import SessionSchema
 from .smorest import Blueprint
 

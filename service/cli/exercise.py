@@ -40,8 +40,8 @@ def exercise_check(path: str) -> None:
     """Run PATH's multi_head_attention on several cases and name any known mistake."""
     import numpy as np
 
-    from ..compute.challenge import describe, new_cases
-    from ..compute.diagnose import diagnose
+    from ..exercise.challenge import describe, new_cases
+    from ..exercise.diagnose import diagnose
 
     learner = script("learner")
     workbench = [[1.0, 0.5, -0.5, 1.0], [0.2, 1.0, 1.5, -0.3], [-1.0, 0.3, 0.8, 0.6]]

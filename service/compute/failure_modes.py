@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .text import N_
+from ..text import N_
 
 
 @dataclass(frozen=True)

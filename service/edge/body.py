@@ -23,7 +23,7 @@ from urllib.parse import unquote_plus
 
 import orjson
 
-from ..compute.text import N_
+from ..text import N_
 from .problems import Problem
 
 CHUNK = 65536

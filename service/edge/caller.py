@@ -191,3 +191,14 @@ def init_app(app: Flask) -> None:
     settings = app.extensions["settings"]
     app.extensions["key_cache"] = TTLCache(settings.auth_cache_seconds)
     app.extensions["session_cache"] = TTLCache(settings.auth_cache_seconds)
+
+
+def browser_learner() -> str | None:
+    """The browser session's learner (not logged out), if this request carries one (for views: the
+    API's and LTI's)."""
+    from flask import current_app, request
+
+    who = request.environ.get(CALLER) or Caller("", "")
+    if "HTTP_AUTHORIZATION" not in request.environ:
+        return who.learner
+    return session_learner(current_app, who.session)

@@ -4,9 +4,9 @@ windows) in a store every worker shares when one is configured (Redis), else in 
 - Requests: every /api/v1 and /lti request counts against its caller's limit (per key, per
   browser learner, per address: caller.py), and against any limit its route adds
   (`rate_limit(...)` on a view or a fast handler). Over one: 429 with Retry-After.
-- Compute: a request over a cap (max_tokens, max_d_model, max_heads, max_score_cells) is a 413
-  naming it; under them it costs cells (the score tensor plus the activations, which its time and
-  the size of its answer grow with). Under `compute_free_cells` it is never charged; above, it
+- Compute: a route declares what a request costs in cells (`@costs`: the attention resource counts
+  its score tensor plus its activations, which its time and the size of its answer grow with, and
+  refuses one over its caps with a 413 itself). Under `compute_free_cells` it is never charged; above, it
   is charged before anything is computed to its client, against `compute_budget_client` cells
   in the shared store (429 over it), for browser sessions and anonymous callers to their
   address as well, against `compute_budget_address` (sessions are free to make: minting more
@@ -30,8 +30,8 @@ from limits import RateLimitItem, parse
 from limits.storage import MemoryStorage, storage_from_string
 from limits.strategies import FixedWindowRateLimiter, MovingWindowRateLimiter
 
-from ..compute.text import N_
 from ..observability import RATELIMIT_STORAGE_TROUBLE
+from ..text import N_
 from .caller import Caller
 from .problems import Problem
 
@@ -48,80 +48,6 @@ def rate_limit(*limits: str) -> Callable:
         return func
 
     return decorator
-
-
-# -- the caps of a compute request, checked on the raw JSON before any element is validated or
-# any array made (the attention schemas' first step, and the edge's before it charges)
-
-
-def _len(value: Any) -> int | None:
-    return len(value) if isinstance(value, list) else None
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def refuse_over_caps(raw: Any, settings: Any) -> None:
-    """413 naming the cap when n, d_model, heads or heads*n*n exceed the configured limits."""
-    over = caps_exceeded(raw, settings)
-    if over:
-        _refuse(over)
-
-
-def caps_exceeded(raw: Any, settings: Any) -> list[tuple[str, str, int, int]]:
-    """(field, cap, value, limit) for every cap the raw JSON body exceeds; [] within them all.
-    Read on the raw JSON, before any element is validated or any array made."""
-    if not isinstance(raw, dict):
-        return []
-    tokens = raw.get("tokens")
-    n = _len(tokens)
-    d_model = _len(tokens[0]) if n and isinstance(tokens, list) else None
-    heads = _int(raw.get("heads"))
-    over: list[tuple[str, str, int, int]] = []
-    if n is not None and n > settings.max_tokens:
-        over.append(("tokens", "max_tokens", n, settings.max_tokens))
-    if d_model is not None and d_model > settings.max_d_model:
-        over.append(("tokens", "max_d_model", d_model, settings.max_d_model))
-    if heads is not None and heads > settings.max_heads:
-        over.append(("heads", "max_heads", heads, settings.max_heads))
-    if n and heads and heads * n * n > settings.max_score_cells:
-        over.append(("heads", "max_score_cells", heads * n * n, settings.max_score_cells))
-    projections = raw.get("projections")
-    if isinstance(projections, dict):
-        for name, matrix in projections.items():
-            rows = _len(matrix)
-            cols = _len(matrix[0]) if rows else None
-            for size in (rows, cols):
-                if size is not None and size > settings.max_d_model:
-                    over.append((f"projections.{name}", "max_d_model", size, settings.max_d_model))
-                    break
-    return over
-
-
-def _refuse(over: list[tuple[str, str, int, int]]) -> None:
-    what = {
-        "max_tokens": "n (tokens)",
-        "max_d_model": "d_model (numbers per row)",
-        "max_heads": "heads",
-        "max_score_cells": "heads * n * n (the score tensor)",
-    }
-    details = [f"{what[cap]} is {value}, over the cap {cap} = {limit}" for _, cap, value, limit in over]
-    raise Problem(
-        413,
-        "the request is larger than this service computes: " + "; ".join(details),
-        title="Content Too Large",
-        errors={field: [f"{what[cap]} {value} exceeds {cap} = {limit}"] for field, cap, value, limit in over},
-        slug="over-limit",
-        extra={"limits": {cap: limit for _, cap, _, limit in over}},
-    )
-
-
-def cost(tokens: list, heads: int, compare: bool = False) -> int:
-    """What an attention request costs, in cells: the score tensor (heads x n x n) plus the
-    activations (n x d_model); a comparison is two traces."""
-    n, d_model = len(tokens), len(tokens[0])
-    return (heads * n * n + n * d_model) * (2 if compare else 1)
 
 
 class Limits:
@@ -247,19 +173,6 @@ class Limits:
                     headers={"Retry-After": _seconds(reset)},
                     slug="busy",
                 )
-
-    def mark(self, key: str, seconds: int) -> None:
-        """Remember `key` for `seconds`, where every worker sees it (the shared store), else here."""
-        try:
-            self.storage.incr(f"{PREFIX}/{key}", seconds)
-        except Exception:  # the store's errors: remembered in this worker only
-            self.local.incr(f"{PREFIX}/{key}", seconds)
-
-    def marked(self, key: str) -> bool:
-        try:
-            return bool(self.storage.get(f"{PREFIX}/{key}")) or bool(self.local.get(f"{PREFIX}/{key}"))
-        except Exception:  # the store's errors: what this worker remembers
-            return bool(self.local.get(f"{PREFIX}/{key}"))
 
     def storage_ok(self) -> bool:
         """Whether the shared store answers (always true for the in-memory store)."""

@@ -14,8 +14,8 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.http import HTTP_STATUS_CODES
 
 from .. import i18n
-from ..compute.text import N_
 from ..db import DatabaseUnavailable
+from ..text import N_
 
 PROBLEM_MIMETYPE = "application/problem+json"
 TYPE_BASE = "https://attention-workbench.invalid/problems/"

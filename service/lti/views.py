@@ -16,9 +16,9 @@ from flask import session as cookie
 from pylti1p3.contrib.flask import FlaskCookieService, FlaskOIDCLogin
 from pylti1p3.exception import LtiException
 
-from ..api.auth import browser_learner
 from ..db import sessions as sessions_db
 from ..db.tables import Platform
+from ..edge.caller import browser_learner
 from ..edge.problems import Problem
 from ..i18n import keep, supported
 from . import grades, keys

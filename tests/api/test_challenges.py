@@ -295,7 +295,7 @@ def test_a_verdict_is_kept_as_data_and_read_in_the_readers_language(client, brow
     and reads the verdict in Spanish: the case, the mistake's advice, the numbers unchanged."""
     from babel.messages.pofile import read_po
 
-    from service.compute.diagnose import MISTAKES
+    from service.exercise.diagnose import MISTAKES
 
     body = client.post(CHALLENGES, json={}).json
     answers = handwritten_answers(body["cases"], "no_scaling", monkeypatch)

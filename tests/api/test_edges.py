@@ -10,8 +10,8 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service.api.traces import INCLUDE_CHOICES
 from service.compute import FAILURE_MODES
+from service.trace_json import INCLUDE_CHOICES
 
 LAYOUTS = [
     (d_model, heads, kv)

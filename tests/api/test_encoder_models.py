@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from service.compute import encoder as enc
+from service.models import encoder as enc
 
 URL = "/api/v1/models/all-minilm-l6-v2/attention"
 FRESH = [  # not in content/encoders/all-minilm-l6-v2/sentences.json

@@ -11,7 +11,7 @@ import numpy as np
 import orjson
 import pytest
 
-from service import large_traces as heavy
+from service.api.attention import offload as heavy
 from service.app import create_app
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,7 +59,7 @@ def test_a_slot_held_by_a_killed_process_is_free_again():
         [
             sys.executable,
             "-c",
-            "from service import large_traces as heavy; import time\nwith heavy.slot(1) as h:\n"
+            "from service.api.attention import offload as heavy; import time\nwith heavy.slot(1) as h:\n"
             "    print(h, flush=True); time.sleep(60)",
         ],
         stdout=subprocess.PIPE,
@@ -158,8 +158,8 @@ def test_the_machine_keeps_a_core_for_requests_by_default(monkeypatch):
     ],
 )
 def test_mid_size_requests_by_cost_leave_the_request_threads(app_config, monkeypatch, body, compare):
-    from service import large_traces as heavy
-    from service.api import attention
+    from service.api.attention import offload as heavy
+    from service.api.attention import views as attention
 
     app = create_app(app_config)
     calls = []
@@ -172,7 +172,7 @@ def test_mid_size_requests_by_cost_leave_the_request_threads(app_config, monkeyp
 
 
 def test_the_workbench_case_stays_in_the_request_thread(app_config, monkeypatch):
-    from service.api import attention
+    from service.api.attention import views as attention
 
     app = create_app(app_config)
     monkeypatch.setattr(
@@ -222,7 +222,7 @@ def test_a_large_body_never_reaches_the_request_threads_parser(app_config, monke
 
 
 def test_a_measured_body_is_computed_from_its_own_arguments_never_another_bodys(app, monkeypatch):
-    from service import large_traces as heavy_child
+    from service.api.attention import offload as heavy_child
 
     settings = app.extensions["settings"]
     parses = []

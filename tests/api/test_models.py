@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from service.compute.model import held_out_sequences
+from service.models.byte_model import held_out_sequences
 
 URL = "/api/v1/models/bytes-2l-attn/attention"
 
@@ -218,7 +218,7 @@ def test_the_lesson_links_the_page_and_cites_the_papers(client):
 
 def test_without_the_extra_only_the_byte_model_is_listed(tmp_path, monkeypatch):
     from service.app import create_app
-    from service.compute import encoder as enc
+    from service.models import encoder as enc
 
     monkeypatch.setattr(enc, "weights_path", lambda: None)
     app = create_app({"env": "testing", "database_url": f"sqlite:///{tmp_path / 'x.db'}"})

@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from service.compute import encoder
+from service.models import encoder
 
 from .conftest import open_page, wait_until
 

@@ -149,7 +149,7 @@ def test_an_address_starts_only_so_many_sessions_an_hour(app_config):
 
 
 def test_a_diagnosis_is_charged_for_every_trace_it_tries(app_config):
-    from service.compute.diagnose import traces_per_diagnosis
+    from service.exercise.diagnose import traces_per_diagnosis
 
     app = budget_app(app_config, client="100000/minute")
     client, acme = app.test_client(), key_for(app)

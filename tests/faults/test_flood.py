@@ -37,7 +37,7 @@ import orjson
 import pytest
 import requests
 
-from service.large_traces import become_background
+from service.api.attention.offload import become_background
 
 from ..api.helpers import event
 from ..live import LiveServer

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from service.large_traces import SHARED
+from service.api.attention.offload import SHARED
 
 from ..live import LiveServer
 

@@ -6,8 +6,8 @@ from flask import current_app
 from marshmallow import Schema, fields, pre_load, validate
 
 from ...compute import FAILURE_MODES, ROPE_STYLES
-from ...edge.limits import refuse_over_caps
-from ..traces import INCLUDE_CHOICES
+from ...trace_json import INCLUDE_CHOICES
+from ..attention.caps import refuse_over_caps
 from .fields import Matrix, SafeString, StrictBoolean, StrictFloat, StrictInteger
 
 

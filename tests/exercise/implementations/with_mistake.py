@@ -5,7 +5,7 @@ import os
 import numpy as np
 
 from service.compute import multi_head_attention as engine
-from service.compute.diagnose import expected_outputs
+from service.exercise.diagnose import expected_outputs
 
 MISTAKE = os.environ["MHA_MISTAKE"]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from service.compute import encoder as enc
+from service.models import encoder as enc
 
 CARDS = Path(__file__).resolve().parents[2] / "content" / "encoders"
 needs_extra = pytest.mark.skipif(

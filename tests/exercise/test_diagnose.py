@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from service.compute import FAILURE_MODES, multi_head_attention
-from service.compute.diagnose import MISTAKES, diagnose, expected_outputs
+from service.exercise.diagnose import MISTAKES, diagnose, expected_outputs
 
 TOKENS = [[1.0, 0.5, -0.5, 1.0], [0.2, 1.0, 1.5, -0.3], [-1.0, 0.3, 0.8, 0.6]]
 VISIBLE = sorted(set(FAILURE_MODES) - {"no_output_projection"})  # the exercise case has no W_O

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from .engine import AttentionTrace, multi_head_attention
-from .steps import merge_heads
+from ..compute.engine import AttentionTrace, multi_head_attention
+from ..compute.steps import merge_heads
 
 PRINTABLE = np.arange(32, 127, dtype=np.uint8)
 SCORE_SEED = 20251130  # held-out sequences: training draws from its own seed

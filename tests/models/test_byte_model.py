@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from service.compute import multi_head_attention
-from service.compute.model import (
+from service.models.byte_model import (
     PATTERNS,
     Model,
     byte_text,

@@ -33,8 +33,8 @@ from typing import Any
 
 from flask import current_app
 
-from .deployment import spawn_is_safe
-from .edge.problems import Problem
+from ...deployment import spawn_is_safe
+from ...edge.problems import Problem
 
 SHARED = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
 
@@ -213,7 +213,7 @@ def warm_up(app) -> None:
 
 
 def _ready() -> bool:
-    from .api import traces  # noqa: F401  (imports numpy and the engine in the child)
+    from . import traces  # noqa: F401  (imports numpy and the engine in the child)
 
     return True
 
@@ -240,10 +240,10 @@ def _parse(raw: bytes, compare: bool, settings) -> tuple[dict[str, Any] | None, 
     would (strict JSON, caps first, the same schema, the same 4xx), with its cost."""
     from marshmallow import ValidationError
 
-    from .api.schemas.attention import AttentionRequestSchema, CompareRequestSchema
-    from .edge.body import parse_json
-    from .edge.limits import cost
-    from .edge.problems import flatten_errors, invalid_fields
+    from ...edge.body import parse_json
+    from ...edge.problems import flatten_errors, invalid_fields
+    from ..schemas.attention import AttentionRequestSchema, CompareRequestSchema
+    from .caps import cost
 
     try:
         with _settings_context(settings):
@@ -265,7 +265,7 @@ def release_memory_when_idle() -> None:
     """In the background process: once no trace has started for a while, hand the memory the
     last ones used back to the kernel (each new trace postpones it)."""
     global _release_timer
-    from .compute.allocator import release_freed_memory
+    from .allocator import release_freed_memory
 
     if _release_timer is not None:
         _release_timer.cancel()
@@ -313,7 +313,7 @@ def compute_to_file(
     """In the background process: compute, encode, write to shared memory; errors come back as
     data. A large body comes `raw` and is parsed here again: cheaper than carrying its arrays
     through the worker twice."""
-    from .api import traces
+    from . import traces
 
     if raw is not None:
         args, error = _parsed(raw, compare, settings)
@@ -376,8 +376,8 @@ def start_compute_process(retain_memory: bool = True, threads: int = 1) -> None:
     """The initializer of the background pool's processes. `threads`: how many cores the
     engine may spread one trace over (heavy.compute_threads: the compute processes together
     never take the core kept for the request path)."""
-    from .compute import parallel
-    from .compute.allocator import retain_freed_memory
+    from ...compute import parallel
+    from .allocator import retain_freed_memory
 
     die_with_parent()
     become_background()

@@ -8,25 +8,23 @@ charged at the edge (`cells`); a body the fast loader is sure of is answered the
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
-import numpy as np
 from flask import current_app, request, send_file
 from flask.views import MethodView
 
-from .. import large_traces as heavy
-from ..compute.challenge import SHAPES
-from ..edge import Answer, EdgeRequest, answer_fast, costs
-from ..edge.limits import cost, refuse_over_caps
-from .schemas.attention import (
+from ...edge import Answer, EdgeRequest, answer_fast, costs
+from ..schemas.attention import (
     AttentionRequestSchema,
     AttentionResponseSchema,
     CompareRequestSchema,
     CompareResponseSchema,
 )
-from .schemas.fields import Doubt, loader
-from .smorest import JSON_BODY_ERRORS, Blueprint
+from ..schemas.fields import Doubt, loader
+from ..smorest import JSON_BODY_ERRORS, Blueprint
+from . import offload as heavy
+from .caps import cost, refuse_over_caps
+from .shortcut import note
 from .traces import BINARY, compare_body, encode, respond, trace_body, wants_binary
 
 blp = Blueprint(
@@ -92,33 +90,6 @@ def fast(compare: bool):
         return Answer(200, encode(body, binary), BINARY if binary else "application/json")
 
     return handle
-
-
-# The challenge shortcut made visible (service/api/shortcut.py): a trace of exactly an open
-# challenge's case marks it seen. Only the shapes challenges make are looked up.
-MAX_N, WIDTHS = 6, {d for d, _ in SHAPES}
-
-
-def fingerprint(tokens: Any, heads: int, causal: bool, w_o: Any = None) -> str:
-    """The same case, however its numbers were written (rounded as the challenge writes them)."""
-    parts = [np.round(np.asarray(tokens, dtype=float), 6).tobytes(), str(heads).encode(), b"c" if causal else b"n"]
-    if w_o is not None:
-        parts.append(np.round(np.asarray(w_o, dtype=float), 6).tobytes())
-    return hashlib.blake2b(b"|".join(parts), digest_size=16).hexdigest()
-
-
-def note(args: dict[str, Any]) -> None:
-    """A trace the API computes: when it is exactly an open challenge's case, mark the case seen."""
-    tokens = args["tokens"]
-    if not (len(tokens) <= MAX_N and len(tokens[0]) in WIDTHS) or args.get("failure_mode") or args.get("rope"):
-        return
-    projections = args.get("projections") or {}
-    if any(projections.get(p) is not None for p in ("query", "key", "value")) or args.get("kv_heads"):
-        return
-    key = fingerprint(tokens, args["heads"], args.get("causal", True), projections.get("output"))
-    limits = current_app.extensions["limits"]
-    if limits.marked(f"case/{key}"):
-        limits.mark(f"seen/{key}", current_app.extensions["settings"].challenge_ttl_seconds)
 
 
 def _file(handle: Any, binary: str | None) -> Answer:

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .engine import with_mistakes
-from .errors import AttentionInputError
-from .failure_modes import GROUPS, REGISTRY
-from .text import N_
+from ..compute.engine import with_mistakes
+from ..compute.errors import AttentionInputError
+from ..compute.failure_modes import GROUPS, REGISTRY
+from ..text import N_
 
 Say = Callable[..., str]  # say(msgid, **values): the words in some language (service/i18n.py)
 

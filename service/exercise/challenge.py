@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from ..compute.errors import AttentionInputError
+from ..text import N_
 from .diagnose import PARTS, Diagnosis, Say, diagnose, english
-from .errors import AttentionInputError
-from .text import N_
 
 # (d_model, heads): every case has at least two heads of width at least two, so each known
 # mistake (interleaving, reuse, scale, concatenation order) changes the numbers.

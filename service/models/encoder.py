@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from .engine import AttentionTrace, multi_head_attention
-from .model import Shaped, label, read_safetensors, remembered, switched_off
+from ..compute.engine import AttentionTrace, multi_head_attention
+from .byte_model import Shaped, label, read_safetensors, remembered, switched_off
 
 ENCODER_PATTERNS = {
     "previous_token": "previous token",
@@ -262,7 +262,7 @@ def write_card(card_dir: Path) -> None:
     path.write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n")
 
 
-if __name__ == "__main__":  # python -m service.compute.encoder content/encoders/all-minilm-l6-v2
+if __name__ == "__main__":  # python -m service.models.encoder content/encoders/all-minilm-l6-v2
     import sys
 
     write_card(Path(sys.argv[1]))
