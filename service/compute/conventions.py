@@ -14,10 +14,15 @@ from .failure_modes import FAILURE_MODES
 def conventions(cfg: AttentionConfig) -> dict[str, Any]:
     """The conventions of `cfg` (one dict per config, shared: read it, do not change it)."""
     mode = cfg.failure_mode or ""
+    width = (
+        f"sqrt(d_head + d_rope) = sqrt({cfg.d_head + cfg.d_rope})"
+        if cfg.d_rope
+        else f"sqrt(d_head) = sqrt({cfg.d_head})"
+    )
     scale_text = {
         "no_scaling": "scores are not scaled (failure mode no_scaling)",
         "scale_by_d_model": f"scores divided by sqrt(d_model) = sqrt({cfg.d_model}) (failure mode scale_by_d_model)",
-    }.get(mode, f"scores divided by sqrt(d_head) = sqrt({cfg.d_head})")
+    }.get(mode, f"scores divided by {width}")
     split = {
         "reuse_first_slice": "every head reads features [0, d_head) (failure mode reuse_first_slice)",
         "interleaved_split": "head h reads features h, h+H, h+2H, ... (failure mode interleaved_split)",
@@ -25,7 +30,11 @@ def conventions(cfg: AttentionConfig) -> dict[str, Any]:
     if mode == "mask_after_softmax" and cfg.causal:
         mask = "softmax over every position, then future weights set to 0 (failure mode mask_after_softmax)"
     elif cfg.causal:
-        mask = "causal, top-left aligned: query i sees keys j <= i; future scores set to -inf before the softmax"
+        mask = (
+            "causal, aligned bottom-right (for a square score matrix the same as top-left): query i sees keys "
+            "j <= i; a query block shorter than its keys, as in decoding, sees every cached position up to its "
+            "own; future scores set to -inf before the softmax"
+        )
     else:
         mask = "none: every query sees every key"
     return {
@@ -55,7 +64,25 @@ def conventions(cfg: AttentionConfig) -> dict[str, Any]:
         },
         "grouped_query": None
         if cfg.kv_heads == cfg.heads
-        else (f"{cfg.kv_heads} key/value heads; query head h uses kv head h // {cfg.group_size}"),
+        else (
+            f"{cfg.kv_heads} key/value heads; query head h uses kv head h % {cfg.kv_heads} (failure mode gqa_tiled)"
+            if mode == "gqa_tiled"
+            else f"{cfg.kv_heads} key/value heads; query head h uses kv head h // {cfg.group_size} (repeat-interleave)"
+        ),
+        "latent": None if cfg.latent is None else _latent(cfg),
         "failure_mode": None if not mode else {"id": mode, "description": FAILURE_MODES[mode]},
         "entropy_unit": f"nats (a uniform row over k keys has entropy ln k; ln {cfg.n} = {math.log(cfg.n):.4f})",
+    }
+
+
+def _latent(cfg: AttentionConfig) -> dict[str, Any]:
+    assert cfg.latent is not None
+    return {
+        "form": "absorbed: W_UK folded into the query, scores taken against the latent, W_UV after the mix"
+        if cfg.latent.absorbed
+        else "naive: K = C W_UK and V = C W_UV made for every head",
+        "d_c": cfg.latent.d_c,
+        "d_rope": cfg.latent.d_rope,
+        "cached_per_token": f"d_c + d_rope = {cfg.latent.d_c + cfg.latent.d_rope} numbers (arXiv:2405.04434)",
+        "rope": "turns only the decoupled parts q_R and k_R (one k_R shared by every head)" if cfg.d_rope else None,
     }

@@ -20,7 +20,7 @@ def stage_arrays(trace: AttentionTrace, w_o: np.ndarray | None = None) -> dict[s
     d_model = trace.config.d_model
     skipped = trace.config.steps.output == "skip"
     applied = np.eye(d_model) if w_o is None or skipped else np.asarray(w_o, dtype=np.float64)
-    return {
+    arrays: dict[str, np.ndarray | None] = {
         "x": trace.tokens,  # [n, d_model]
         "q": trace.query,  # [H, n, d_head]
         "k": trace.key,
@@ -33,6 +33,7 @@ def stage_arrays(trace: AttentionTrace, w_o: np.ndarray | None = None) -> dict[s
         "output": trace.output,
         "residual": trace.residual,
     }
+    return {stage: array for stage, array in arrays.items() if array is not None}  # absorbed latent: no K, no V
 
 
 def differing(expected: Mapping[str, np.ndarray], other: Mapping[str, np.ndarray]) -> list[str]:

@@ -1,7 +1,9 @@
 """Every known way to get multi-head attention wrong: one registry, and how each changes a step.
 
-The engine computes the seven failure modes of the contract (`engine=True`) exactly as the
-broken code would; the exercise checker also knows five slips of the masking step. Each entry
+The engine computes the failure modes of the contract (`engine=True`) exactly as the broken code
+would: seven of one forward pass, grouped-query heads tiled, and three that only decoding with a
+cache can make (`decoding=True`: decode.py); the exercise checker also knows five slips of the
+masking step. Each entry
 is data: which pipeline step it changes and how (`Steps`). The engine, the conventions block,
 the checker, analytics, the front end (`GET /api/v1/failure-modes`) and the lesson's names all
 read this table; nothing else spells a mistake's name or description.
@@ -24,6 +26,17 @@ class Steps:
     mask: str = "before_softmax"
     order: str = "stable"  # 8. stable | reversed
     output: str = "project"  # 9. project | skip
+    kv_order: str = "repeat"  # 2. the kv head of query head h: repeat (h // group) | tile (h % kv_heads)
+    # Decoding (decode.py): how a query block shorter than its keys is masked, where each new token is
+    # rotated, and whether its own key and value join the cache before it attends.
+    decode_mask: str = "bottom_right"  # 5. bottom_right | top_left
+    positions: str = "absolute"  # 3. absolute | reset (each decoded token rotated as position 0)
+    append: str = "before"  # before | after (the new token attends over the cache without itself)
+
+    @property
+    def decoding(self) -> bool:
+        """Whether these are a way of going wrong that only decoding with a cache has (decode.py)."""
+        return (self.decode_mask, self.positions, self.append) != ("bottom_right", "absolute", "before")
 
 
 @dataclass(frozen=True)
@@ -32,9 +45,11 @@ class FailureMode:
     name: str  # short, for people: a select option, a chart label
     description: str  # what the broken code does (the contract's table)
     advice: str  # what the checker tells a learner who made it
-    step: str  # the pipeline step it breaks: split, scale, mask, concat, output
+    step: str  # the pipeline step it breaks: split, kv, rope, scale, mask, cache, concat, output
     change: dict[str, str]  # the Steps fields it changes
     engine: bool = True  # the engine computes it (`failure_mode=`); else the checker only
+    decoding: bool = False  # it happens only while decoding with a cache (a full pass cannot make it)
+    exercise: bool = True  # the exercise's checker looks for it (its cases have Q = K = V = X, no cache)
 
 
 _MODES = (
@@ -107,6 +122,63 @@ _MODES = (
         {"output": "skip"},
     ),
     FailureMode(
+        "gqa_tiled",
+        N_("Key/value heads tiled"),
+        N_(
+            "grouped-query attention with kv heads tiled: query head h reads kv head h mod kv_heads instead of "
+            "h // (H / kv_heads)"
+        ),
+        N_(
+            "The key/value heads were tiled (repeat) instead of repeated in place (repeat_interleave): query head h "
+            "reads kv head h // (H / kv_heads), so neighbouring query heads share one."
+        ),
+        "kv",
+        {"kv_order": "tile"},
+        exercise=False,
+    ),
+    FailureMode(
+        "decode_mask_top_left",
+        N_("Decode mask aligned top-left"),
+        N_(
+            "a query block shorter than its keys is masked from the top-left: a single decoded token sees only "
+            "position 1"
+        ),
+        N_(
+            "The causal mask was aligned top-left for a query block shorter than its keys: align it bottom-right, so "
+            "the newest query sees every cached position up to its own."
+        ),
+        "mask",
+        {"decode_mask": "top_left"},
+        decoding=True,
+        exercise=False,
+    ),
+    FailureMode(
+        "decode_position_reset",
+        N_("Decoded tokens at position 1"),
+        N_("each decoded token's query and key are rotated as position 1 (the first), not at its own position"),
+        N_(
+            "Each decoded token was rotated as the first position: RoPE must turn it by its own position in the "
+            "sequence."
+        ),
+        "rope",
+        {"positions": "reset"},
+        decoding=True,
+        exercise=False,
+    ),
+    FailureMode(
+        "cache_not_appended",
+        N_("Attends before appending"),
+        N_("the new token attends over the cache before its own key and value are added: it never sees itself"),
+        N_(
+            "The new token attended over the cache before its own key and value were appended: append first, "
+            "then attend."
+        ),
+        "cache",
+        {"append": "after"},
+        decoding=True,
+        exercise=False,
+    ),
+    FailureMode(
         "no_mask",
         N_("No causal mask"),
         N_("no causal mask: queries attend to later tokens"),
@@ -159,7 +231,8 @@ CORRECT = Steps()
 
 # Mistakes that can happen together: one from each step (None: that step is right).
 GROUPS: tuple[tuple[str | None, ...], ...] = tuple(
-    (None, *(m.id for m in _MODES if m.step == step)) for step in ("split", "scale", "mask", "concat", "output")
+    (None, *(m.id for m in _MODES if m.step == step and m.exercise))
+    for step in ("split", "scale", "mask", "concat", "output")
 )
 
 
@@ -182,6 +255,7 @@ def as_json() -> list[dict[str, object]]:
             "advice": m.advice,
             "step": m.step,
             "engine": m.engine,
+            "decoding": m.decoding,
         }
         for m in _MODES
     ]

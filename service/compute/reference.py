@@ -1,12 +1,13 @@
 """The spec of the engine: multi-head attention as the lesson writes it, one head at a time, in
 picoGPT's shape (numpy, no blocking, no fused kernels, no shortcuts). `multi_head_attention(...,
-reference=True)` computes with this instead of steps.py; the tests hold the two together, and
-both to an independent pure-Python loop (tests/compute/reference.py) and to PyTorch.
+reference=True)` computes with this instead of pipeline.py; the tests hold the two together, and
+both to an independent pure-Python loop (tests/compute/plain_python.py) and to PyTorch. Latent
+attention is spelled out naively here (every head's K and V made from the latent); an overflow
+names the same input the engine names.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -33,7 +34,7 @@ def rotate(m: np.ndarray, style: str, base: float) -> np.ndarray:
         theta = np.arange(n) * base ** (-2 * i / d)
         out[:, a] = m[:, a] * np.cos(theta) - m[:, b] * np.sin(theta)
         out[:, b] = m[:, b] * np.cos(theta) + m[:, a] * np.sin(theta)
-    return out
+    return check(out, "rope")
 
 
 def weights_of(s: np.ndarray, future: np.ndarray, how: str) -> np.ndarray:
@@ -53,41 +54,82 @@ def weights_of(s: np.ndarray, future: np.ndarray, how: str) -> np.ndarray:
     return softmax(np.where(future, -np.inf, s)).T  # transposed
 
 
+def check(a: np.ndarray, field: str) -> np.ndarray:
+    if not np.isfinite(a).all():
+        raise AttentionInputError(f"{field} overflowed float64; the inputs are too large to compute", field=field)
+    return a
+
+
+def projected(x: np.ndarray, weight, bias, width: int, name: str) -> np.ndarray:
+    """Step 1 for one projection (the identity's first `width` columns when `weight` is None)."""
+    eye = np.eye(x.shape[1])[:, :width]
+    y = x @ (eye if weight is None else weight) + (0.0 if bias is None else bias)
+    return check(y, f"projections.{name}" if weight is not None or bias is None else f"biases.{name}")
+
+
 def plain_loop(x: np.ndarray, cfg: Any, w: Any, how: Any, features: np.ndarray, kv_features: np.ndarray) -> dict:
     """The ten steps, head after head (`how`: the failure mode's way of doing them)."""
-    n, d_model, d = cfg.n, cfg.d_model, cfg.d_head
-    eye = np.eye(d_model)
-    widths = (d_model, cfg.kv_width, cfg.kv_width, d_model)
-    b_q, b_k, b_v, b_o = (np.zeros(m) if b is None else b for b, m in zip(w.biases, widths, strict=True))  # [out] each
-    q = x @ (eye if w.query is None else w.query) + b_q  # 1. [n, d_model]
-    k = x @ (eye[:, : cfg.kv_width] if w.key is None else w.key) + b_k  # 1. [n, kv * d_head]
-    v = x @ (eye[:, : cfg.kv_width] if w.value is None else w.value) + b_v
+    n, d_model = cfg.n, cfg.d_model
+    b_q, b_k, b_v, b_o = w.biases
+    q = projected(x, w.query, b_q, d_model, "query")  # 1. [n, d_model]
+    if cfg.latent is None:
+        k = projected(x, w.key, b_k, cfg.kv_width, "key")  # 1. [n, kv * d_head]
+        v = projected(x, w.value, b_v, cfg.kv_width, "value")
+    else:
+        lat = w.latent
+        c = check(x @ lat.down, "latent.down")  # [n, d_c]
+        k = check(c @ lat.up_key, "latent.up_key")  # [n, H * d_head]: every head has its own
+        v = check(c @ lat.up_value, "latent.up_value")
     future = np.triu(np.ones((n, n), dtype=bool), k=1) if cfg.causal else np.zeros((n, n), dtype=bool)
     masking = how.mask if cfg.causal or how.mask in ("wrong_axis", "transposed") else "before_softmax"
-    scale = {"d_head": 1 / math.sqrt(d), "none": 1.0, "d_model": 1 / math.sqrt(d_model)}[how.scale]
-    parts: dict[str, list] = {name: [] for name in ("query", "key", "value", "plain_q", "plain_k", "scores",
-                                                     "weights", "head_outputs")}  # fmt: skip
+    scale = cfg.scale_with(how)
+    names = ("query", "key", "value", "plain_q", "plain_k", "scores", "weights", "head_outputs")
+    parts: dict[str, list] = {name: [] for name in names}
+    score_field = "projections.query" if w.query is not None else "projections.key" if w.key is not None else "tokens"
     for h in range(cfg.heads):
-        kv = 0 if how.split == "first" else h // cfg.group_size  # the key/value head it reads
-        q_h, k_h, v_h = q[:, features[h]], k[:, kv_features[kv]], v[:, kv_features[kv]]  # 2. [n, d_head] each
+        kv = kv_of(h, cfg, how)  # the key/value head it reads
+        cols = features[h] if cfg.latent is not None else kv_features[kv]
+        q_h, k_h, v_h = q[:, features[h]], k[:, cols], v[:, cols]  # 2. [n, d_head] each
         parts["plain_q"].append(q_h)
         parts["plain_k"].append(k_h)
-        if cfg.rope is not None:
+        if cfg.latent is not None and cfg.d_rope:
+            q_h, k_h = with_rope_parts(x, q_h, k_h, h, cfg, w.latent)  # [n, d_head + d_rope] each
+        elif cfg.rope is not None:
             q_h, k_h = rotate(q_h, cfg.rope.style, cfg.rope.base), rotate(k_h, cfg.rope.style, cfg.rope.base)  # 3.
-        s_h = (q_h @ k_h.T) * scale  # 4. [n, n]
+        s_h = check((q_h @ k_h.T) * scale, score_field)  # 4. [n, n]
         a_h = weights_of(s_h, future, masking)  # 5-6. [n, n]
         for name, value in (("query", q_h), ("key", k_h), ("value", v_h), ("scores", s_h), ("weights", a_h),
                             ("head_outputs", a_h @ v_h)):  # 7. [n, d_head]  # fmt: skip
             parts[name].append(value)
     outputs = parts["head_outputs"][::-1] if how.order == "reversed" else parts["head_outputs"]
     concat = np.hstack(outputs)  # 8. [n, d_model]
-    output = concat if how.output == "skip" else concat @ (eye if w.output is None else w.output) + b_o  # 9.
-    names = ("query", "key", "value", "scores", "weights", "head_outputs")
-    trace: dict[str, np.ndarray | None] = {name: np.array(parts[name]) for name in names}
-    trace.update(mask=future, concat=concat, output=output, residual=x + output)  # 10.
-    trace["query_before_rope"] = np.array(parts["plain_q"]) if cfg.rope is not None else None
-    trace["key_before_rope"] = np.array(parts["plain_k"]) if cfg.rope is not None else None
-    for name, value in trace.items():
-        if value is not None and value.dtype != np.bool_ and not np.isfinite(value).all():
-            raise AttentionInputError(f"{name} overflowed float64; the inputs are too large to compute", field="tokens")
+    output = concat if how.output == "skip" else concat @ (np.eye(d_model) if w.output is None else w.output)  # 9.
+    out_field = "projections.output" if w.output is not None or b_o is None else "biases.output"
+    output = check(output + (0.0 if b_o is None or how.output == "skip" else b_o), out_field)
+    trace: dict[str, np.ndarray | None] = {name: np.array(parts[name]) for name in names[:3] + names[5:]}
+    trace.update(mask=future, concat=concat, output=output, residual=check(x + output, "tokens"))  # 10.
+    rotated = cfg.rope is not None and cfg.latent is None
+    trace["query_before_rope"] = np.array(parts["plain_q"]) if rotated else None
+    trace["key_before_rope"] = np.array(parts["plain_k"]) if rotated else None
+    if cfg.latent is not None:
+        trace["latent"] = c
+        trace["rope_key"] = rotate(x @ w.latent.rope_key, cfg.rope.style, cfg.rope.base) if cfg.d_rope else None
+        trace["query_before_rope"] = None
     return trace
+
+
+def kv_of(h: int, cfg: Any, how: Any) -> int:
+    """The key/value head query head h reads: repeated in place (h // group), or tiled (the bug)."""
+    if how.split == "first":
+        return 0
+    return h % cfg.kv_heads if how.kv_order == "tile" else h // cfg.group_size
+
+
+def with_rope_parts(x, q_h, k_h, h, cfg, lat) -> tuple[np.ndarray, np.ndarray]:
+    """Latent attention's decoupled RoPE: head h's query and key grow by their rotated RoPE parts."""
+    dr = cfg.d_rope
+    q_r = rotate(
+        check(x @ lat.rope_query, "latent.rope_query")[:, h * dr : (h + 1) * dr], cfg.rope.style, cfg.rope.base
+    )
+    k_r = rotate(check(x @ lat.rope_key, "latent.rope_key"), cfg.rope.style, cfg.rope.base)  # one for every head
+    return np.hstack([q_h, q_r]), np.hstack([k_h, k_r])

@@ -2,24 +2,18 @@
 function (numpy only, row vectors), and `run`, which does them in that order. `how` (a failure
 mode's Steps) says how a broken implementation does the steps it gets wrong; large inputs done
 right take the fused, row-blocked kernels (fused.py) for steps 4 to 7. Every number in and out
-is checked finite; an error names the input at fault and the first bad cell, counting from 1.
+is checked finite (checks.py). pipeline.py runs them in order.
 
 Shapes: n positions, d_model model width, H heads, d_head = d_model / H.
 """
 
 from __future__ import annotations
 
-import math
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import AttentionInputError
-from .fused import ROW_BLOCK, attention_heads, causal_mask, causal_softmax
-
-SAFE_BOUND = 1e300  # any |score| bound below this cannot have overflowed on the way (float64 max 1.8e308)
-SCAN_DIRECTLY = 4096  # cells below which a direct scan beats computing a bound
-
+from .fused import ROW_BLOCK, causal_mask, causal_softmax  # noqa: F401  (causal_mask: step 5, from the kernels)
 
 # 1. project: Q = X W_Q, K = X W_K, V = X W_V
 
@@ -62,23 +56,37 @@ def gather_heads(x: np.ndarray, features: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x[:, features].transpose(1, 0, 2))  # [n, width] -> [H, n, d_head]
 
 
-def repeat_kv(x: np.ndarray, group_size: int) -> np.ndarray:
-    """Grouped-query attention: kv head j serves query heads j*g .. (j+1)*g - 1."""
-    return x if group_size == 1 else np.repeat(x, group_size, axis=0)  # [kv, n, d] -> [H, n, d]
+def repeat_kv(x: np.ndarray, group_size: int, order: str = "repeat") -> np.ndarray:
+    """Grouped-query attention: kv head j serves query heads j*g .. (j+1)*g - 1 (PyTorch's
+    `enable_gqa`, Llama's `repeat_kv`: repeat_interleave). `order="tile"` is the common bug:
+    query head h reads kv head h % kv_heads (failure mode gqa_tiled)."""
+    if group_size == 1:
+        return x
+    if order == "tile":
+        return np.tile(x, (group_size, 1, 1))  # [kv, n, d] -> [H, n, d]: kv heads 0, 1, .., 0, 1, ..
+    return np.repeat(x, group_size, axis=0)  # [kv, n, d] -> [H, n, d]: kv heads 0, 0, .., 1, 1, ..
+
+
+def kv_head_of(heads: int, group_size: int, order: str = "repeat") -> np.ndarray:
+    """The kv head each query head reads [H], as `repeat_kv` spreads them."""
+    h = np.arange(heads)
+    return h % (heads // group_size) if order == "tile" else h // group_size
 
 
 # 3. RoPE: rotate Q_h and K_h by position
 
 
-def rope(x: np.ndarray, style: str, base: float) -> np.ndarray:
-    """Rotate each position's pairs by angle position * base^(-2i/d_head).
+def rope(x: np.ndarray, style: str, base: float, positions: np.ndarray | None = None) -> np.ndarray:
+    """Rotate each row's pairs by angle position * base^(-2i/d_head); row r is at `positions[r]`
+    (by default its index: a decoded block passes where its rows are in the sequence).
 
     "half" pairs feature i with i + d_head/2 (GPT-NeoX, Llama); "interleaved" pairs 2i with
     2i+1 (GPT-J, RoFormer). Same angles, different pairing, different numbers.
     """
     *_, n, d_head = x.shape
     inv_freq = base ** (-np.arange(0, d_head, 2, dtype=np.float64) / d_head)  # [d_head/2]
-    theta = np.arange(n, dtype=np.float64)[:, None] * inv_freq[None, :]  # [n, d_head/2]
+    at = np.arange(n, dtype=np.float64) if positions is None else np.asarray(positions, dtype=np.float64)
+    theta = at[:, None] * inv_freq[None, :]  # [n, d_head/2]
     cos, sin = np.cos(theta), np.sin(theta)
     if style == "half":
         x1, x2 = x[..., : d_head // 2], x[..., d_head // 2 :]
@@ -160,151 +168,15 @@ def attend(weights: np.ndarray, v: np.ndarray, causal: bool = False, block: int 
     return out
 
 
-# The pipeline
+# What steps 1-3 give for some rows (pipeline.project_heads)
 
 
-def run(x: np.ndarray, cfg: Any, w: Any, how: Any, features: np.ndarray, kv_features: np.ndarray) -> dict[str, Any]:
-    """The ten steps on tokens `x` [n, d_model] (checked finite), as `how` does them."""
-    d, kv = cfg.d_head, cfg.kv_width
-    b_q, b_k, b_v, b_o = w.biases  # each [out] or None
-    q = finite(
-        project(x, w.query, None, b_q), "the query projection X @ W_Q", "projections.query", w.query
-    )  # 1. [n, d_model]
-    k = finite(project(x, w.key, kv, b_k), "the key projection X @ W_K", "projections.key", w.key)  # 1. [n, kv*d]
-    v = finite(
-        project(x, w.value, kv, b_v), "the value projection X @ W_V", "projections.value", w.value
-    )  # 1. [n, kv*d]
-    qh = _split(q, features, how.split)  # 2. [n, d_model] -> [H, n, d]
-    kh = qh if k is q and kv_features is features else _split(k, kv_features, how.split)  # 2. -> [kv, n, d]
-    vh = kh if v is k else _split(v, kv_features, how.split)  # 2. -> [kv, n, d]
-    plain = (qh, repeat_kv(kh, cfg.group_size)) if cfg.rope is not None else (None, None)  # kept to draw RoPE
-    if cfg.rope is not None:
-        qh, kh = rope(qh, cfg.rope.style, cfg.rope.base), rope(kh, cfg.rope.style, cfg.rope.base)  # 3.
-    kh, vh = repeat_kv(kh, cfg.group_size), repeat_kv(vh, cfg.group_size)  # [kv, n, d] -> [H, n, d]
-    masking = how.mask if cfg.causal or how.mask in ("wrong_axis", "transposed") else "before_softmax"
-    mask = causal_mask(cfg.n) if cfg.causal else np.zeros((cfg.n, cfg.n), dtype=bool)  # 5. [n, n] the future
-    masks = cfg.causal and cfg.n > 1  # a causal mask over one position masks nothing
-    scale = {"d_head": 1.0 / math.sqrt(d), "none": 1.0, "d_model": 1.0 / math.sqrt(cfg.d_model)}[how.scale]
-    s, a, o = _attend(qh, kh, vh, float(scale), mask, masking, masks)  # 4-7. [H, n, n], [H, n, n], [H, n, d]
-    concat = merge_heads(o[::-1] if how.order == "reversed" else o)  # 8. [n, d_model]
-    out = concat if how.output == "skip" or (w.output is None and b_o is None) else _out(concat, w.output, b_o)  # 9.
-    residual = finite(x + out, "the residual X + output", "tokens")  # 10. X + output: [n, d_model]
-    return {"query": qh, "key": kh, "value": vh, "scores": s, "mask": mask, "weights": a, "head_outputs": o,
-            "concat": concat, "output": out, "residual": residual, "query_before_rope": plain[0],
-            "key_before_rope": plain[1]}  # fmt: skip
+@dataclass(frozen=True)
+class Heads:
+    """Steps 1-3 for some rows of X: each query head's queries, and what a cache keeps of the
+    same rows (keys and values per kv head, or under latent attention the latent and the RoPE key)."""
 
-
-def _split(m: np.ndarray, features: np.ndarray, split: str) -> np.ndarray:
-    """[n, heads*d_head] -> [heads, n, d_head]: a reshape when the slices are contiguous, else a gather."""
-    return split_heads(m, features.shape[0]) if split == "contiguous" else gather_heads(m, features)
-
-
-def _attend(q, k, v, scale: float, mask: np.ndarray, masking: str, masks: bool):
-    """Steps 4-7. Done right on more than one block of rows, the fused kernels run them a block
-    at a time (fused.attention_heads); else they run as whole-array steps, in fewer numpy calls."""
-    bound = scores_bound(q, k, scale)
-    if masking == "before_softmax" and q.shape[1] > ROW_BLOCK:
-        s, a, o = attention_heads(q, k, v, scale, masks, bound)
-        check_scores(s, bound)
-        return s, a, o
-    s = scores(q, k, scale)  # 4. [H, n, d] @ [H, d, n] -> [H, n, n]
-    check_scores(s, bound)
-    a = NORMALISE[masking](s, mask)  # 5-6. [H, n, n]
-    lower = masks and masking in ("before_softmax", "after_softmax", "diagonal")  # zero above the diagonal
-    return s, a, attend(a, v, causal=lower)  # 7. [H, n, d]
-
-
-def _out(concat: np.ndarray, w_o: np.ndarray | None, b_o: np.ndarray | None = None) -> np.ndarray:
-    return finite(project(concat, w_o, None, b_o), "the output projection concat @ W_O", "projections.output", w_o)
-
-
-# Checks: every number in, and every number out, is finite
-
-
-def as_matrix(value, field: str) -> np.ndarray:
-    """A finite 2-D float64 array (a copy: the trace freezes it), or an error naming the field and the cell."""
-    try:
-        raw = np.asarray(value)
-    except ValueError as exc:  # ragged nesting
-        raise AttentionInputError(f"{field} must be a rectangular matrix of numbers ({exc})", field=field) from None
-    if raw.dtype.kind not in "iuf":
-        raise AttentionInputError(
-            f"{field} must be a rectangular matrix of numbers, got elements of type {raw.dtype}", field=field
-        )
-    if raw.ndim != 2 or 0 in raw.shape:
-        raise AttentionInputError(f"{field} must be a non-empty 2-D matrix, got shape {list(raw.shape)}", field=field)
-    matrix = np.array(raw, dtype=np.float64)
-    if not all_finite(matrix):
-        i, j = (int(a) for a in np.argwhere(~np.isfinite(matrix))[0])
-        raise AttentionInputError(
-            f"{field} row {i + 1}, column {j + 1} (counting from 1) is {matrix[i, j]}; every number must be finite",
-            field=field,
-        )
-    return matrix
-
-
-def as_weight(value, shape: tuple[int, int], field: str) -> np.ndarray | None:
-    if value is None:
-        return None
-    w = as_matrix(value, field)
-    if w.shape != shape:
-        raise AttentionInputError(
-            f"{field} must have shape [{shape[0]}][{shape[1]}] (d_in x d_out, row vectors), "
-            f"got [{w.shape[0]}][{w.shape[1]}]",
-            field=field,
-        )
-    return w
-
-
-def as_bias(value, width: int, field: str) -> np.ndarray | None:
-    if value is None:
-        return None
-    b = np.asarray(value, dtype=np.float64).reshape(-1) if np.ndim(value) == 1 else as_matrix(value, field)
-    if b.ndim != 1 or b.shape[0] != width or not np.isfinite(b).all():
-        raise AttentionInputError(f"{field} must be {width} finite numbers (one per output column)", field=field)
-    return b.copy()
-
-
-def finite(a: np.ndarray, what: str, field: str, weight: object = True) -> np.ndarray:
-    """`a`, or an error naming the step and the first cell that overflowed (1-based); the identity
-    (`weight` None) of finite input is finite, so it is not scanned."""
-    if weight is not None and not all_finite(a):
-        i, j = (int(t) for t in np.argwhere(~np.isfinite(a))[0])
-        raise AttentionInputError(
-            f"{what} overflowed float64 at row {i + 1}, column {j + 1} (counting from 1); "
-            "the inputs are too large to compute",
-            field=field,
-        )
-    return a
-
-
-def scores_bound(q: np.ndarray, k: np.ndarray, scale: float) -> float:
-    """An upper bound on every |score| (Cauchy-Schwarz: |q_i . k_j| <= |q_i| |k_j|), or inf when
-    the scores are few: scanning them is cheaper than bounding."""
-    if q.shape[0] * q.shape[1] * k.shape[1] <= SCAN_DIRECTLY:
-        return np.inf
-    with np.errstate(over="ignore"):
-        q_norm = np.sqrt(np.einsum("hnd,hnd->hn", q, q).max())
-        bound = scale * q_norm * (q_norm if k is q else np.sqrt(np.einsum("hnd,hnd->hn", k, k).max()))
-    return float(bound) if np.isfinite(bound) else np.inf
-
-
-def check_scores(s: np.ndarray, bound: float) -> None:
-    """A full scan only when the bound does not already prove every score finite."""
-    if bound < SAFE_BOUND or all_finite(s):
-        return
-    h, i, j = (int(t) for t in np.argwhere(~np.isfinite(s))[0])
-    raise AttentionInputError(
-        f"scores overflowed float64 in head {h + 1} at query {i + 1}, key {j + 1} (counting from 1); "
-        "the inputs or projections are too large to compute",
-        field="tokens",
-    )
-
-
-def all_finite(a: np.ndarray) -> bool:
-    """No inf or NaN in `a`. A finite sum proves it in one pass without a temporary (inf and NaN
-    propagate); only a sum that overflowed needs the cell-by-cell look."""
-    if a.size <= SCAN_DIRECTLY:  # small: the plain scan, without the error-state context's cost
-        return bool(np.isfinite(a).all())
-    with np.errstate(over="ignore", invalid="ignore"):
-        return bool(np.isfinite(np.add.reduce(a, axis=None))) or bool(np.isfinite(a).all())
+    query: np.ndarray  # [H, m, d_q] after RoPE
+    cache: tuple[np.ndarray, np.ndarray]  # ([kv, m, d_k], [kv, m, d_v]), or latent ([m, d_c], [m, d_rope])
+    query_before_rope: np.ndarray | None = None  # [H, m, d_q] with RoPE on
+    key_before_rope: np.ndarray | None = None  # [kv, m, d_k] with RoPE on (None under latent attention)

@@ -1,5 +1,5 @@
 """The implement checkpoint is earned: fresh random cases, answered by the learner's own code,
-checked by the server. Correct answers come from the plain-loop reference (tests/compute/reference.py);
+checked by the server. Correct answers come from the pure-Python loop (tests/compute/plain_python.py);
 wrong ones from a hand-written implementation making each classic slip."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from sqlalchemy import select, update
 from service.cli.exercise import script
 from service.db.tables import CheckpointProgress, Event, ExerciseChallenge, ExerciseCheck
 
-from ..compute.reference import reference_mha
+from ..compute.plain_python import reference_mha
 from ..exercise.slips import HANDWRITTEN_SLIPS
 from .helpers import LESSON, completed, event
 

@@ -5,7 +5,7 @@ import pytest
 
 from service.compute import FAILURE_MODES, AttentionInputError, multi_head_attention
 
-from .reference import reference_mha
+from .plain_python import reference_mha
 
 WORKBENCH_TOKENS = [[1.0, 0.5, -0.5, 1.0], [0.2, 1.0, 1.5, -0.3], [-1.0, 0.3, 0.8, 0.6]]
 
@@ -215,3 +215,22 @@ def test_a_bias_of_the_wrong_width_is_refused_by_name():
 
     with pytest.raises(AttentionInputError, match=r"biases\.key must be 4 finite numbers"):
         multi_head_attention(np.eye(3, 4), 2, b_k=np.zeros(3))
+
+
+@pytest.mark.parametrize("reference", [False, True], ids=["engine", "spec"])
+@pytest.mark.parametrize(
+    "tokens, kwargs, field",
+    [
+        ([[1e200, 1e200, 1.0, 1.0]] * 2, {"w_q": np.eye(4) * 1e150}, "projections.query"),
+        ([[1e200, 1e200, 1.0, 1.0]] * 2, {"w_v": np.eye(4) * 1e150}, "projections.value"),
+        ([[1e308, 1.0, 1.0, 1.0]], {"b_q": [1e308] * 4}, "biases.query"),
+        ([[1.5e308, 1.5e308, 1.0, 1.0]] * 2, {"rope": "half"}, "rope"),
+        ([[1e150, 1e150, 1.0, 1.0]] * 2, {"w_q": np.eye(4) * 1e60}, "projections.query"),  # Q K^T overflows
+    ],
+    ids=["projection", "value projection", "bias", "rope", "scores of a projection"],
+)
+def test_an_overflow_names_the_input_that_made_it(reference, tokens, kwargs, field):
+    """An overflow in a projection, a bias or RoPE names that input, in the engine and its spec alike."""
+    with pytest.raises(AttentionInputError) as info:
+        multi_head_attention(tokens, 2, reference=reference, **kwargs)
+    assert info.value.field == field

@@ -15,11 +15,20 @@ def run(mode=None, **kwargs):
     return multi_head_attention(X, 2, failure_mode=mode, **{**W, **kwargs})
 
 
-def test_every_mode_changes_the_result():
-    correct = run()
+def test_every_mode_changes_the_result_where_its_step_exists():
+    """Grouped-query heads to tile and RoPE to turn at the wrong position: every mode has its step."""
+    x = RNG.normal(size=(6, 8))
+    w = {"w_q": W["w_q"], "w_k": W["w_k"][:, :4], "w_v": W["w_v"][:, :4], "w_o": W["w_o"]}
+    correct = multi_head_attention(x, 4, kv_heads=2, rope="half", **w)
     for mode in FAILURE_MODES:
-        broken = run(mode)
+        broken = multi_head_attention(x, 4, kv_heads=2, rope="half", failure_mode=mode, **w)
         assert not np.allclose(broken.output, correct.output), mode
+
+
+@pytest.mark.parametrize("mode", ["gqa_tiled", "decode_position_reset"])
+def test_a_mode_whose_step_is_absent_changes_nothing(mode):
+    """Tiling kv heads needs 1 < kv_heads < heads; a wrong RoPE position needs RoPE."""
+    np.testing.assert_allclose(run(mode).output, run().output, rtol=0, atol=1e-15)
 
 
 def test_reuse_first_slice_reads_slice_zero_in_every_head():

@@ -120,3 +120,69 @@ def test_scale_conventions_match_sdpa_scale_argument():
         trace = multi_head_attention(x, 2, failure_mode=mode)
         out = F.scaled_dot_product_attention(q, q, q, is_causal=True, scale=scale)
         np.testing.assert_allclose(trace.head_outputs, out.numpy(), rtol=0, atol=TOL)
+
+
+def _kv_problem(seed, n, d_model, heads, kv_heads):
+    rng = np.random.default_rng(seed)
+    d_head = d_model // heads
+    return rng.normal(size=(n, d_model)), _weights(rng, d_model, kv_heads * d_head), d_head
+
+
+@pytest.mark.parametrize("n, d_model, heads, kv_heads, prefill", [(6, 16, 4, 2, 1), (7, 24, 6, 3, 3), (5, 8, 2, 1, 5)])
+def test_decode_steps_match_sdpa_over_a_growing_cache(n, d_model, heads, kv_heads, prefill):
+    """Generation as PyTorch code writes it: the prefill block causal, then each new query over the
+    whole cache with no mask (a single query may see everything cached)."""
+    from service.compute.decode import decode_attention
+
+    x, w, d_head = _kv_problem(n, n, d_model, heads, kv_heads)
+    trace = decode_attention(x, heads, kv_heads=kv_heads, prefill=prefill, **w)
+    t = {k: torch.from_numpy(v) for k, v in w.items()}
+    tx = torch.from_numpy(x)
+    q = (tx @ t["w_q"]).view(n, heads, d_head).transpose(0, 1)  # [H, n, d]
+    k = (tx @ t["w_k"]).view(n, kv_heads, d_head).transpose(0, 1)  # [kv, n, d]
+    v = (tx @ t["w_v"]).view(n, kv_heads, d_head).transpose(0, 1)
+    gqa = kv_heads != heads
+    first = F.scaled_dot_product_attention(
+        q[:, :prefill], k[:, :prefill], v[:, :prefill], is_causal=True, enable_gqa=gqa
+    )
+    outs = [first]
+    for step in range(prefill, n):
+        cache_k, cache_v = k[:, : step + 1], v[:, : step + 1]  # the cache after appending this token
+        outs.append(F.scaled_dot_product_attention(q[:, step : step + 1], cache_k, cache_v, enable_gqa=gqa))
+    out = torch.cat(outs, dim=1)
+    np.testing.assert_allclose(trace.head_outputs, out.numpy(), rtol=0, atol=TOL)
+    np.testing.assert_allclose(trace.keys[:: heads // kv_heads] if gqa else trace.keys, k.numpy(), rtol=0, atol=TOL)
+
+
+def test_sdpa_is_causal_on_one_query_is_the_top_left_bug():
+    """PyTorch aligns `is_causal` top-left: one query over a cache sees only key 0, which is exactly
+    what the engine computes for failure mode decode_mask_top_left."""
+    from service.compute.decode import decode_attention
+
+    x, w, d_head = _kv_problem(3, 5, 8, 2, 2)
+    broken = decode_attention(x, 2, failure_mode="decode_mask_top_left", **w)
+    t = {k: torch.from_numpy(v) for k, v in w.items()}
+    tx = torch.from_numpy(x)
+    q = (tx @ t["w_q"]).view(5, 2, d_head).transpose(0, 1)
+    k = (tx @ t["w_k"]).view(5, 2, d_head).transpose(0, 1)
+    v = (tx @ t["w_v"]).view(5, 2, d_head).transpose(0, 1)
+    for step in range(1, 5):
+        out = F.scaled_dot_product_attention(q[:, step : step + 1], k[:, : step + 1], v[:, : step + 1], is_causal=True)
+        np.testing.assert_allclose(broken.head_outputs[:, step], out[:, 0].numpy(), rtol=0, atol=TOL)
+
+
+def test_gqa_tiled_is_what_repeat_gives_and_the_engine_is_what_repeat_interleave_gives():
+    x, w, d_head = _kv_problem(4, 6, 16, 4, 2)
+    t = {k: torch.from_numpy(v) for k, v in w.items()}
+    tx = torch.from_numpy(x)
+    q = (tx @ t["w_q"]).view(6, 4, d_head).transpose(0, 1)  # [H, n, d]
+    k = (tx @ t["w_k"]).view(6, 2, d_head).transpose(0, 1)  # [kv, n, d]
+    v = (tx @ t["w_v"]).view(6, 2, d_head).transpose(0, 1)
+    tiled = F.scaled_dot_product_attention(q, k.repeat(2, 1, 1), v.repeat(2, 1, 1), is_causal=True)
+    interleaved = F.scaled_dot_product_attention(
+        q, k.repeat_interleave(2, dim=0), v.repeat_interleave(2, dim=0), is_causal=True
+    )
+    broken = multi_head_attention(x, 4, kv_heads=2, failure_mode="gqa_tiled", **w)
+    correct = multi_head_attention(x, 4, kv_heads=2, **w)
+    np.testing.assert_allclose(broken.head_outputs, tiled.numpy(), rtol=0, atol=TOL)
+    np.testing.assert_allclose(correct.head_outputs, interleaved.numpy(), rtol=0, atol=TOL)

@@ -4,10 +4,19 @@ import numpy as np
 import pytest
 
 from service.compute import FAILURE_MODES, multi_head_attention
+from service.compute.failure_modes import REGISTRY
 from service.exercise.diagnose import MISTAKES, diagnose, expected_outputs
 
 TOKENS = [[1.0, 0.5, -0.5, 1.0], [0.2, 1.0, 1.5, -0.3], [-1.0, 0.3, 0.8, 0.6]]
-VISIBLE = sorted(set(FAILURE_MODES) - {"no_output_projection"})  # the exercise case has no W_O
+# The exercise case has no W_O, no grouped kv heads and no cache: those modes are not the checker's.
+VISIBLE = sorted(m for m in FAILURE_MODES if REGISTRY[m].exercise and m != "no_output_projection")
+
+
+def test_attending_before_appending_is_the_diagonal_masked_slip_of_a_decoder():
+    """With no cache to see the difference, the decoder's bug computes what masking j >= i computes."""
+    trace = multi_head_attention(TOKENS, 2, failure_mode="cache_not_appended")
+    result = diagnose(TOKENS, 2, True, {"weights": trace.weights, "concatenated": trace.concat})
+    assert result.diagnosis == "diagonal_masked"
 
 
 @pytest.mark.parametrize("mode", VISIBLE)

@@ -1,0 +1,217 @@
+"""An independent reference: multi-head attention written as plain per-head Python loops.
+
+No numpy, no shared code with the engine: lists, `math` and `cmath` only. RoPE is written as
+a complex rotation of each feature pair, a different formulation from the engine's. Decoding
+with a cache is written as the generation loop it is (a list per cache, appended position by
+position); latent attention as DeepSeek-V2 writes it, every head's key and value from the latent.
+"""
+
+from __future__ import annotations
+
+import cmath
+import math
+
+DECODING = ("decode_mask_top_left", "decode_position_reset", "cache_not_appended")
+
+
+def matmul(a, b):
+    return [[sum(a[i][t] * b[t][j] for t in range(len(b))) for j in range(len(b[0]))] for i in range(len(a))]
+
+
+def vecmat(v, m):
+    return [sum(v[t] * m[t][j] for t in range(len(m))) for j in range(len(m[0]))]
+
+
+def identity(rows, cols):
+    return [[1.0 if i == j else 0.0 for j in range(cols)] for i in range(rows)]
+
+
+def rope_pairs(d_head, style):
+    if style == "half":
+        return [(i, i + d_head // 2) for i in range(d_head // 2)]
+    return [(2 * i, 2 * i + 1) for i in range(d_head // 2)]
+
+
+def rotate_row(row, pos, style, base):
+    d_head = len(row)
+    new = list(row)
+    for i, (a, b) in enumerate(rope_pairs(d_head, style)):
+        theta = pos * base ** (-2 * i / d_head)
+        z = complex(row[a], row[b]) * cmath.exp(1j * theta)
+        new[a], new[b] = z.real, z.imag
+    return new
+
+
+def rotate(rows, style, base):
+    return [rotate_row(row, pos, style, base) for pos, row in enumerate(rows)]
+
+
+def head_columns(h, heads, d_head, failure_mode):
+    """Which projected features head h reads, as the (possibly broken) code would."""
+    if failure_mode == "reuse_first_slice":
+        return list(range(d_head))
+    if failure_mode == "interleaved_split":
+        return [h + heads * t for t in range(d_head)]
+    return list(range(h * d_head, (h + 1) * d_head))
+
+
+def kv_of(h, heads, kv, failure_mode):
+    """The kv head query head h reads: repeat-interleave (h // group), or tiled (the bug)."""
+    return h % kv if failure_mode == "gqa_tiled" else h // (heads // kv)
+
+
+def softmax_visible(row, visible):
+    """Softmax over the visible cells; a row that sees nothing is all zeros."""
+    seen = [s for s, v in zip(row, visible, strict=True) if v]
+    if not seen:
+        return [0.0] * len(row)
+    top = max(seen)
+    exps = [math.exp(s - top) if v else 0.0 for s, v in zip(row, visible, strict=True)]
+    total = sum(exps)
+    return [e / total for e in exps]
+
+
+class Token:
+    """One position's projections, as written for the lesson (per head lists)."""
+
+    def __init__(self, x_row, heads, d_head, kv, w, rope, latent, failure_mode, position):
+        d_model = len(x_row)
+        q_all = vecmat(x_row, w["q"] or identity(d_model, d_model))
+        self.q = [[q_all[c] for c in head_columns(h, heads, d_head, failure_mode)] for h in range(heads)]
+        if latent is not None:
+            self.latent = vecmat(x_row, latent["down"])
+            k_all = vecmat(self.latent, latent["up_key"])
+            v_all = vecmat(self.latent, latent["up_value"])
+            self.k = [k_all[h * d_head : (h + 1) * d_head] for h in range(heads)]
+            self.v = [v_all[h * d_head : (h + 1) * d_head] for h in range(heads)]
+            if latent.get("rope_key") is not None:
+                dr = len(latent["rope_key"][0])
+                qr = vecmat(x_row, latent["rope_query"])
+                kr = rotate_row(vecmat(x_row, latent["rope_key"]), position, rope["style"], rope.get("base", 1e4))
+                for h in range(heads):
+                    part = rotate_row(qr[h * dr : (h + 1) * dr], position, rope["style"], rope.get("base", 1e4))
+                    self.q[h] = self.q[h] + part
+                    self.k[h] = self.k[h] + kr
+            return
+        k_all = vecmat(x_row, w["k"] or identity(d_model, kv * d_head))
+        v_all = vecmat(x_row, w["v"] or identity(d_model, kv * d_head))
+        self.k = [[k_all[c] for c in head_columns(g, kv, d_head, failure_mode)] for g in range(kv)]
+        self.v = [[v_all[c] for c in head_columns(g, kv, d_head, failure_mode)] for g in range(kv)]
+        if rope is not None:
+            style, base = rope["style"], rope.get("base", 10000.0)
+            self.q = [rotate_row(row, position, style, base) for row in self.q]
+            self.k = [rotate_row(row, position, style, base) for row in self.k]
+
+
+def reference_decode(
+    x, heads, w_q=None, w_k=None, w_v=None, w_o=None, kv_heads=None, rope=None, latent=None, failure_mode=None,
+    prefill=1,
+):  # fmt: skip
+    """Generate position by position with a cache (the first `prefill` positions at once); every
+    row laid out as one pass's arrays: scores [H][n][n] (a cell no step scored is the dot product it
+    would have been), weights [H][n][n] (0 where unseen), per-head query, key and value rows."""
+    n, d_model = len(x), len(x[0])
+    d_head = d_model // heads
+    kv = heads if latent is not None else (kv_heads or heads)
+    w = {"q": w_q, "k": w_k, "v": w_v}
+    width = d_head + (len(latent["rope_key"][0]) if latent and latent.get("rope_key") else 0)
+    divisor = {"no_scaling": 1.0, "scale_by_d_model": math.sqrt(d_model)}.get(failure_mode, math.sqrt(width))
+    cache = []  # the tokens whose keys and values are cached, in order
+    tokens = [None] * n
+    steps = {}
+    blocks = [(0, prefill)] + [(t, t + 1) for t in range(prefill, n)]
+    for start, end in blocks:
+        for t in range(start, end):
+            pos = t - start if failure_mode == "decode_position_reset" and start > 0 else t
+            tokens[t] = Token(x[t], heads, d_head, kv, w, rope, latent, failure_mode, pos)
+        block = tokens[start:end]
+        if failure_mode != "cache_not_appended":
+            cache.extend(block)
+        reach = len(cache)
+        for i, t in enumerate(range(start, end)):
+            seen_to = i if failure_mode == "decode_mask_top_left" else t  # the last key the query may see
+            steps[t] = (reach, [j <= seen_to for j in range(reach)])
+        if failure_mode == "cache_not_appended":
+            cache.extend(block)
+    result = {"query": [], "key": [], "value": [], "scores": [], "weights": [], "head_outputs": [], "seen": []}
+    for h in range(heads):
+        g = h if latent is not None else kv_of(h, heads, kv, failure_mode)
+        q = [tokens[t].q[h] for t in range(n)]
+        k = [tokens[j].k[g] for j in range(n)]
+        v = [tokens[j].v[g] for j in range(n)]
+        scores, weights, out = [], [], []
+        for t in range(n):
+            reach, visible = steps[t]
+            row = [sum(a * b for a, b in zip(q[t], k[j], strict=True)) / divisor for j in range(n)]
+            visible = visible + [False] * (n - reach)
+            a = softmax_visible(row, visible)
+            scores.append(row)
+            weights.append(a)
+            out.append([sum(a[j] * v[j][c] for j in range(n)) for c in range(d_head)])
+        for name, value in (("query", q), ("key", k), ("value", v), ("scores", scores), ("weights", weights),
+                            ("head_outputs", out)):  # fmt: skip
+            result[name].append(value)
+    result["seen"] = [steps[t][1] + [False] * (n - steps[t][0]) for t in range(n)]
+    return _finish(result, x, heads, w_o, failure_mode)
+
+
+def _finish(result, x, heads, w_o, failure_mode):
+    n, d_model = len(x), len(x[0])
+    order = list(range(heads))[::-1] if failure_mode == "swapped_head_order" else list(range(heads))
+    concat = [sum((result["head_outputs"][h][i] for h in order), []) for i in range(n)]
+    if failure_mode == "no_output_projection":
+        output = [list(row) for row in concat]
+    else:
+        output = matmul(concat, w_o if w_o is not None else identity(d_model, d_model))
+    result["concat"] = concat
+    result["output"] = output
+    result["residual"] = [[x[i][j] + output[i][j] for j in range(d_model)] for i in range(n)]
+    return result
+
+
+def reference_mha(
+    x, heads, causal=True, w_q=None, w_k=None, w_v=None, w_o=None, kv_heads=None, rope=None, failure_mode=None,
+    latent=None,
+):  # fmt: skip
+    if failure_mode in DECODING:  # only decoding goes wrong this way: generate, and lay the rows out
+        return reference_decode(x, heads, w_q, w_k, w_v, w_o, kv_heads, rope, latent, failure_mode)
+    n, d_model = len(x), len(x[0])
+    d_head = d_model // heads
+    kv = heads if latent is not None else (kv_heads or heads)
+    w = {"q": w_q, "k": w_k, "v": w_v}
+    tokens = [Token(x[t], heads, d_head, kv, w, rope, latent, failure_mode, t) for t in range(n)]
+    width = len(tokens[0].q[0])
+    divisor = {"no_scaling": 1.0, "scale_by_d_model": math.sqrt(d_model)}.get(failure_mode, math.sqrt(width))
+    result = {"query": [], "key": [], "value": [], "scores": [], "weights": [], "head_outputs": []}
+    for h in range(heads):
+        g = (
+            h
+            if latent is not None
+            else (0 if failure_mode == "reuse_first_slice" else kv_of(h, heads, kv, failure_mode))
+        )
+        q = [tok.q[h] for tok in tokens]
+        k = [tok.k[g] for tok in tokens]
+        v = [tok.v[g] for tok in tokens]
+        scores, weights = [], []
+        for i in range(n):
+            row = [sum(q[i][t] * k[j][t] for t in range(width)) / divisor for j in range(n)]
+            future = [causal and j > i for j in range(n)]
+            if failure_mode == "mask_after_softmax":  # normalise over everything, then zero the future
+                top = max(row)
+                exps = [math.exp(s - top) for s in row]
+                total = sum(exps)
+                weights.append([0.0 if future[j] else exps[j] / total for j in range(n)])
+            else:
+                weights.append(softmax_visible(row, [not f for f in future]))
+            scores.append(row)
+        out = [[sum(weights[i][j] * v[j][t] for j in range(n)) for t in range(d_head)] for i in range(n)]
+        for key, value in (
+            ("query", q),
+            ("key", k),
+            ("value", v),
+            ("scores", scores),
+            ("weights", weights),
+            ("head_outputs", out),
+        ):
+            result[key].append(value)
+    return _finish(result, x, heads, w_o, failure_mode)
