@@ -75,12 +75,22 @@ def trace_json(
     for part in TOP_PARTS:
         if part in wanted["top"]:
             body[part] = rnd(residual if part == "residual" and residual is not None else getattr(trace, part))
+    body["cache"] = cache(trace.config)
+    for part in ("latent", "rope_key"):  # latent attention: what its cache holds
+        if getattr(trace, part) is not None:
+            body[part] = rnd(getattr(trace, part))
     return body
+
+
+def cache(cfg: Any) -> dict[str, Any]:
+    """What a KV cache of this attention holds per token, in one layer."""
+    return {"kind": cfg.cache_kind, "elements_per_token": cfg.cache_elements_per_token}
 
 
 def _heads(trace, wanted: set[str], head_arrays, masked, summaries, per_head) -> list[dict[str, Any]]:
     """Each head's item: its index, features, kv head and the parts asked for."""
-    parts = [part for part in (*HEAD_ARRAYS, "query_before_rope", "key_before_rope") if part in wanted]
+    extra = ("query_before_rope", "key_before_rope", "latent_query", "latent_output")
+    parts = [part for part in (*HEAD_ARRAYS, *extra) if part in wanted or part.startswith("latent_")]
     parts = [part for part in parts if part in head_arrays]
     heads = []
     for h, (features, kv_head) in enumerate(zip(trace.feature_ranges, trace.kv_head.tolist(), strict=True)):
@@ -107,10 +117,12 @@ def _head_arrays(trace: AttentionTrace, wanted: set[str], rnd: Callable) -> dict
     arrays: list[tuple[str, np.ndarray | None]] = [("query", trace.query), ("key", trace.key), ("value", trace.value)]
     arrays += [("scores", trace.scores), ("weights", trace.weights), ("output", trace.head_outputs)]
     arrays += [("query_before_rope", trace.query_before_rope), ("key_before_rope", trace.key_before_rope)]
+    arrays += [("latent_query", trace.latent_query), ("latent_output", trace.latent_output)]
     return {
         part: rnd(array)
         for part, array in arrays
-        if array is not None and (part in wanted or (part == "scores" and "masked_scores" in wanted))
+        if array is not None
+        and (part in wanted or part.startswith("latent_") or (part == "scores" and "masked_scores" in wanted))
     }
 
 

@@ -23,6 +23,7 @@ def resources() -> tuple:
         exercises,
         exports,
         failure_modes,
+        kv_cache,
         learners,
         lessons,
         models,
@@ -32,8 +33,8 @@ def resources() -> tuple:
     )
     from .attention import views as attention
 
-    return (attention, presets, failure_modes, models, lessons, events, learners, session, exercises, challenges,
-            analytics, exports, xapi)  # fmt: skip
+    return (attention, kv_cache, presets, failure_modes, models, lessons, events, learners, session, exercises,
+            challenges, analytics, exports, xapi)  # fmt: skip
 
 
 def init_app(app: Flask) -> Any:

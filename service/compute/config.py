@@ -76,6 +76,10 @@ class AttentionConfig:
     kv_width: int = field(init=False, compare=False)  # K and V's width: kv_heads * d_head
     group_size: int = field(init=False, compare=False)  # how many query heads share one key/value head
     steps: Steps = field(init=False, compare=False)  # how the failure mode (if any) does the pipeline
+    scale: float = field(init=False, compare=False)  # what the scores are multiplied by (`scale_with` steps)
+    decoding: bool = field(init=False, compare=False)  # the failure mode only decoding makes (decode.py)
+    cache_kind: str = field(init=False, compare=False)  # what a KV cache of it holds: mha, gqa, mqa or mla
+    cache_elements_per_token: int = field(init=False, compare=False)  # one layer's: 2 * kv * d_head, or d_c + d_rope
 
     def __post_init__(self) -> None:
         for name in ("n", "d_model", "heads", "kv_heads"):
@@ -107,8 +111,13 @@ class AttentionConfig:
                 "set causal to true",
                 field="failure_mode",
             )
+        steps = steps_of(self.failure_mode)
         derived = {"d_head": d_head, "kv_width": self.kv_heads * d_head, "group_size": self.heads // self.kv_heads,
-                   "steps": steps_of(self.failure_mode)}  # fmt: skip
+                   "steps": steps, "decoding": steps.decoding}  # fmt: skip
+        for name, value in derived.items():
+            object.__setattr__(self, name, value)  # frozen: set once, here
+        kind, per_token = self._cache()
+        derived = {"scale": self.scale_with(steps), "cache_kind": kind, "cache_elements_per_token": per_token}
         for name, value in derived.items():
             object.__setattr__(self, name, value)  # frozen: set once, here
 
@@ -117,32 +126,19 @@ class AttentionConfig:
         """The decoupled RoPE width of latent attention (0 without it)."""
         return 0 if self.latent is None else self.latent.d_rope
 
-    @property
-    def scale(self) -> float:
-        """What the scores are multiplied by (`scale_with` this config's own steps)."""
-        return self.scale_with(self.steps)
-
     def scale_with(self, how: Steps) -> float:
         """1/sqrt(d_head) (under latent attention with decoupled RoPE 1/sqrt(d_head + d_rope): each
         score is a dot product that long), unless `how` scales otherwise (no_scaling, scale_by_d_model)."""
         width = self.d_head + self.d_rope
         return {"none": 1.0, "d_model": 1.0 / math.sqrt(self.d_model)}.get(how.scale, 1.0 / math.sqrt(width))
 
-    @property
-    def cache_kind(self) -> str:
-        """What a KV cache of this attention holds: mha, gqa, mqa (keys and values per kv head) or mla (the latent)."""
+    def _cache(self) -> tuple[str, int]:
+        """What a KV cache of this attention holds per token in one layer: keys and values per kv head
+        (mha, gqa, mqa: 2 * kv_heads * d_head numbers), or the latent (mla: d_c + d_rope)."""
         if self.latent is not None:
-            return "mla"
-        if self.kv_heads == self.heads:
-            return "mha"
-        return "mqa" if self.kv_heads == 1 else "gqa"
-
-    @property
-    def cache_elements_per_token(self) -> int:
-        """Numbers one layer's cache keeps per token: 2 * kv_heads * d_head, or d_c + d_rope under latent attention."""
-        if self.latent is not None:
-            return self.latent.d_c + self.latent.d_rope
-        return 2 * self.kv_heads * (self.d_model // self.heads)
+            return "mla", self.latent.d_c + self.latent.d_rope
+        kind = "mha" if self.kv_heads == self.heads else "mqa" if self.kv_heads == 1 else "gqa"
+        return kind, 2 * self.kv_heads * (self.d_model // self.heads)
 
     def _check_latent(self) -> None:
         """Latent attention makes every head's keys and values from the latent: no kv heads to share,

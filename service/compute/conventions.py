@@ -14,29 +14,7 @@ from .failure_modes import FAILURE_MODES
 def conventions(cfg: AttentionConfig) -> dict[str, Any]:
     """The conventions of `cfg` (one dict per config, shared: read it, do not change it)."""
     mode = cfg.failure_mode or ""
-    width = (
-        f"sqrt(d_head + d_rope) = sqrt({cfg.d_head + cfg.d_rope})"
-        if cfg.d_rope
-        else f"sqrt(d_head) = sqrt({cfg.d_head})"
-    )
-    scale_text = {
-        "no_scaling": "scores are not scaled (failure mode no_scaling)",
-        "scale_by_d_model": f"scores divided by sqrt(d_model) = sqrt({cfg.d_model}) (failure mode scale_by_d_model)",
-    }.get(mode, f"scores divided by {width}")
-    split = {
-        "reuse_first_slice": "every head reads features [0, d_head) (failure mode reuse_first_slice)",
-        "interleaved_split": "head h reads features h, h+H, h+2H, ... (failure mode interleaved_split)",
-    }.get(mode, "contiguous: head h owns features [h*d_head, (h+1)*d_head)")
-    if mode == "mask_after_softmax" and cfg.causal:
-        mask = "softmax over every position, then future weights set to 0 (failure mode mask_after_softmax)"
-    elif cfg.causal:
-        mask = (
-            "causal, aligned bottom-right (for a square score matrix the same as top-left): query i sees keys "
-            "j <= i; a query block shorter than its keys, as in decoding, sees every cached position up to its "
-            "own; future scores set to -inf before the softmax"
-        )
-    else:
-        mask = "none: every query sees every key"
+    scale_text, split, mask = _scale(cfg, mode), _split(mode), _mask(cfg, mode)
     return {
         "vectors": "row vectors: Q = X @ W_Q; weights are [in][out]",
         "dtype": "float64",
@@ -62,13 +40,7 @@ def conventions(cfg: AttentionConfig) -> dict[str, Any]:
             "base": cfg.rope.base,
             "applied_to": "query and key, after the head split; position = token index",
         },
-        "grouped_query": None
-        if cfg.kv_heads == cfg.heads
-        else (
-            f"{cfg.kv_heads} key/value heads; query head h uses kv head h % {cfg.kv_heads} (failure mode gqa_tiled)"
-            if mode == "gqa_tiled"
-            else f"{cfg.kv_heads} key/value heads; query head h uses kv head h // {cfg.group_size} (repeat-interleave)"
-        ),
+        "grouped_query": _grouped(cfg, mode),
         "latent": None if cfg.latent is None else _latent(cfg),
         "failure_mode": None if not mode else {"id": mode, "description": FAILURE_MODES[mode]},
         "entropy_unit": f"nats (a uniform row over k keys has entropy ln k; ln {cfg.n} = {math.log(cfg.n):.4f})",
@@ -86,3 +58,46 @@ def _latent(cfg: AttentionConfig) -> dict[str, Any]:
         "cached_per_token": f"d_c + d_rope = {cfg.latent.d_c + cfg.latent.d_rope} numbers (arXiv:2405.04434)",
         "rope": "turns only the decoupled parts q_R and k_R (one k_R shared by every head)" if cfg.d_rope else None,
     }
+
+
+def _heads(count: int) -> str:
+    return f"{count} key/value head" + ("" if count == 1 else "s")
+
+
+def _scale(cfg: AttentionConfig, mode: str) -> str:
+    width = (
+        f"sqrt(d_head + d_rope) = sqrt({cfg.d_head + cfg.d_rope})"
+        if cfg.d_rope
+        else f"sqrt(d_head) = sqrt({cfg.d_head})"
+    )
+    return {
+        "no_scaling": "scores are not scaled (failure mode no_scaling)",
+        "scale_by_d_model": f"scores divided by sqrt(d_model) = sqrt({cfg.d_model}) (failure mode scale_by_d_model)",
+    }.get(mode, f"scores divided by {width}")
+
+
+def _split(mode: str) -> str:
+    return {
+        "reuse_first_slice": "every head reads features [0, d_head) (failure mode reuse_first_slice)",
+        "interleaved_split": "head h reads features h, h+H, h+2H, ... (failure mode interleaved_split)",
+    }.get(mode, "contiguous: head h owns features [h*d_head, (h+1)*d_head)")
+
+
+def _mask(cfg: AttentionConfig, mode: str) -> str:
+    if mode == "mask_after_softmax" and cfg.causal:
+        return "softmax over every position, then future weights set to 0 (failure mode mask_after_softmax)"
+    if not cfg.causal:
+        return "none: every query sees every key"
+    return (
+        "causal, aligned bottom-right (for a square score matrix the same as top-left): query i sees keys "
+        "j <= i; a query block shorter than its keys, as in decoding, sees every cached position up to its "
+        "own; future scores set to -inf before the softmax"
+    )
+
+
+def _grouped(cfg: AttentionConfig, mode: str) -> str | None:
+    if cfg.kv_heads == cfg.heads:
+        return None
+    if mode == "gqa_tiled":
+        return f"{_heads(cfg.kv_heads)}; query head h uses kv head h % {cfg.kv_heads} (failure mode gqa_tiled)"
+    return f"{_heads(cfg.kv_heads)}; query head h uses kv head h // {cfg.group_size} (repeat-interleave)"

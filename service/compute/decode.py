@@ -22,11 +22,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import latent
-from .checks import check_scores
 from .config import AttentionConfig
-from .engine import AttentionTrace, Projections, head_features, kv_heads_of, prepare
+from .inputs import Projections, head_features, kv_heads_of, layout, prepare
 from .pipeline import finish, keys_values, project_heads, scores_field
-from .steps import scores, softmax
+from .steps import check_scores, scores, softmax
+from .trace import AttentionTrace
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,7 +69,7 @@ class DecodeTrace:
         cfg = self.config
         later = np.arange(cfg.n)[None, :] >= self.reach[:, None]  # [n, n] never scored by the row's step
         full = _all_scores(self)  # [H, n, n]
-        features, kv_features = head_features(cfg, cfg.steps.split)
+        features, kv_features, ranges = layout(cfg, cfg.steps.split)
         arrays = {"scores": np.where(later, full, self.scores), "mask": ~self.seen}
         for array in arrays.values():
             array.setflags(write=False)
@@ -77,6 +77,7 @@ class DecodeTrace:
             config=cfg, tokens=self.tokens, query=self.query, key=self.keys, value=self.values,
             weights=self.weights, head_outputs=self.head_outputs, concat=self.concat, output=self.output,
             residual=self.residual, features=features, kv_features=kv_features, kv_head=self.kv_head,
+            feature_ranges=ranges,
             latent=self.cache[0] if cfg.latent is not None else None,
             rope_key=self.cache[1] if cfg.latent is not None and cfg.d_rope else None,
             latent_query=self.latent_query, latent_output=self.latent_output, **arrays,
@@ -192,7 +193,9 @@ class _Decoder:
         self.seen[start:end, :reach] = _visible(end - start, start, reach, self.how.decode_mask)
         self.reach[start:end] = reach
         for name, part in finish(self.x[start:end], o, self.w, self.how).items():  # 8-10. [m, d_model] each
-            self.rows.setdefault(name, np.zeros((self.cfg.n, part.shape[1])))[start:end] = part
+            if name not in self.rows:
+                self.rows[name] = np.zeros((self.cfg.n, part.shape[1]))
+            self.rows[name][start:end] = part
 
     def trace(self, blocks) -> DecodeTrace:
         cfg, rows = self.cfg, self.rows

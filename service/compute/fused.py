@@ -82,7 +82,7 @@ def attention_heads(
     The same operations as `scores`, `mask_then_softmax` and `attend`, so the same numbers (to
     rounding), but each block's scores and weights are still in cache for the next step; large
     inputs go a head at a time and spread the heads over the cores (parallel.over_heads).
-    `bound`: a proven upper bound on every |score| (checks.scores_bound).
+    `bound`: a proven upper bound on every |score| (steps.scores_bound).
     """
     heads, n, _ = q.shape
     s = np.empty((heads, n, n))  # [H, n, n] scaled scores

@@ -27,9 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from .checks import as_matrix, finite
 from .errors import AttentionInputError
-from .steps import Heads, rope, split_heads
+from .steps import Heads, as_matrix, finite, rope, split_heads
 
 PARTS = ("down", "up_key", "up_value", "rope_key", "rope_query")
 

@@ -1,7 +1,7 @@
 """The pipeline: the ten steps (steps.py) in order on every row of X, as a failure mode's `how` does
 them; decode.py runs the same steps a block of rows at a time. Large inputs done right take the
 fused, row-blocked kernels (fused.py) for steps 4 to 7. Every number in and out is checked finite
-(checks.py); an error names the input at fault and the first bad cell, counting from 1.
+(steps.py); an error names the input at fault and the first bad cell, counting from 1.
 
 Shapes: n positions, d_model model width, H heads, d_head = d_model / H.
 """
@@ -13,9 +13,22 @@ from typing import Any
 import numpy as np
 
 from . import latent
-from .checks import check_scores, finite, scores_bound
 from .fused import ROW_BLOCK, attention_heads, causal_mask
-from .steps import NORMALISE, Heads, attend, gather_heads, merge_heads, project, repeat_kv, rope, scores, split_heads
+from .steps import (
+    NORMALISE,
+    Heads,
+    attend,
+    check_scores,
+    finite,
+    gather_heads,
+    merge_heads,
+    project,
+    repeat_kv,
+    rope,
+    scores,
+    scores_bound,
+    split_heads,
+)
 
 
 def project_heads(x: np.ndarray, cfg: Any, w: Any, how: Any, features, kv_features, positions) -> Heads:
@@ -26,7 +39,8 @@ def project_heads(x: np.ndarray, cfg: Any, w: Any, how: Any, features, kv_featur
     if cfg.latent is not None:
         return latent.project(x, qh, cfg, w.latent, positions)  # 1-3: the latent and the decoupled RoPE parts
     plain_k = w.key is None and b_k is None  # K = X (or its first kv_width columns): nothing to compute
-    k = project(x, None, cfg.kv_width) if plain_k else _projected(x, w.key, cfg.kv_width, b_k, "key")  # 1.
+    kv_x = x if cfg.kv_width == cfg.d_model else x[:, : cfg.kv_width]  # the identity's first kv_width columns
+    k = kv_x if plain_k else _projected(x, w.key, cfg.kv_width, b_k, "key")  # 1.
     v = k if plain_k and w.value is None and b_v is None else _projected(x, w.value, cfg.kv_width, b_v, "value")
     kh = qh if k is q and kv_features is features else _split(k, kv_features, how.split)  # 2. -> [kv, m, d]
     vh = kh if v is k else _split(v, kv_features, how.split)  # 2. -> [kv, m, d]
@@ -47,6 +61,8 @@ def keys_values(cache: tuple[np.ndarray, np.ndarray], cfg: Any, w: Any, how: Any
     the latent ([L, d_c] -> [H, L, d_head + d_rope] and [H, L, d_head])."""
     if cfg.latent is not None:
         return latent.keys_values(*cache, cfg, w.latent)
+    if cfg.group_size == 1:
+        return cache  # one key/value head per query head: nothing to repeat
     return repeat_kv(cache[0], cfg.group_size, how.kv_order), repeat_kv(cache[1], cfg.group_size, how.kv_order)
 
 
@@ -59,12 +75,12 @@ def run(x: np.ndarray, cfg: Any, w: Any, how: Any, features: np.ndarray, kv_feat
     extra: dict[str, Any] = {}
     if cfg.latent is not None and cfg.latent.absorbed:  # 4-7. against the latent itself
         s, a, o, extra = latent.attend_absorbed(
-            heads.query, heads.cache, cfg, w.latent, cfg.scale_with(how), lambda s: NORMALISE[masking](s, mask)
+            heads.query, heads.cache, cfg, w.latent, _scale(cfg, how), lambda s: NORMALISE[masking](s, mask)
         )
         kh = vh = None
     else:
         kh, vh = keys_values(heads.cache, cfg, w, how)  # [H, n, d]
-        s, a, o = _attend(heads.query, kh, vh, cfg.scale_with(how), mask, masking, masks, scores_field(w))  # 4-7.
+        s, a, o = _attend(heads.query, kh, vh, _scale(cfg, how), mask, masking, masks, scores_field(w))  # 4-7.
     plain_k = heads.key_before_rope
     if plain_k is not None:
         plain_k = keys_values((plain_k, plain_k), cfg, w, how)[0]
@@ -86,10 +102,16 @@ def finish(x: np.ndarray, o: np.ndarray, w: Any, how: Any) -> dict[str, np.ndarr
 
 def _projected(x: np.ndarray, weight, width: int | None, bias, name: str) -> np.ndarray:
     """Step 1 for one of Q, K, V, checked: an overflow names the projection (or its bias, when the
-    projection is the identity)."""
+    projection is the identity). The identity of checked tokens is the tokens: nothing to compute."""
+    if weight is None and bias is None and (width is None or width == x.shape[1]):
+        return x
     field = f"projections.{name}" if weight is not None or bias is None else f"biases.{name}"
     what = f"the {name} projection X @ W_{name[0].upper()}" + (" + b" if bias is not None else "")
     return finite(project(x, weight, width, bias), what, field, None if weight is None and bias is None else True)
+
+
+def _scale(cfg: Any, how: Any) -> float:
+    return cfg.scale if how is cfg.steps else cfg.scale_with(how)  # the checker's mistakes bring their own steps
 
 
 def scores_field(w: Any) -> str:

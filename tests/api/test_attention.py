@@ -129,7 +129,7 @@ def test_a_row_that_sees_one_key_has_entropy_zero_not_negative_zero(client):
 
 def test_include_and_precision_shape_the_response(client):
     body = post(client, {"tokens": X.tolist(), "heads": 2, "include": ["weights", "concat"], "precision": 3})
-    assert set(body) == {"shape", "conventions", "heads", "concat"}
+    assert set(body) == {"shape", "conventions", "cache", "heads", "concat"}
     assert set(body["heads"][0]) == {"index", "features", "feature_indices", "kv_head", "weights"}
     full = post(client, {"tokens": X.tolist(), "heads": 2})
     np.testing.assert_allclose(body["heads"][1]["weights"], np.round(full["heads"][1]["weights"], 3))

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from service.compute import FAILURE_MODES
+from service.compute.failure_modes import REGISTRY
 from service.trace_json import INCLUDE_CHOICES
 
 LAYOUTS = [
@@ -44,6 +45,8 @@ def requests(draw):
     mode = draw(st.sampled_from([None, *sorted(FAILURE_MODES)]))
     if mode and not (mode == "reuse_first_slice" and kv_heads != heads):
         body["failure_mode"] = mode
+        if REGISTRY[mode].decoding:  # only decoding makes it, and decoding is causal (else a 422 naming it)
+            body["causal"] = True
     return body
 
 
@@ -70,6 +73,8 @@ def test_every_small_valid_request_computes(client, body):
 def test_every_small_valid_comparison_computes(client, body, mode):
     if mode == "reuse_first_slice" and body.get("kv_heads", body["heads"]) != body["heads"]:
         mode = "no_scaling"
+    if REGISTRY[mode].decoding:
+        body = {**body, "causal": True}
     response = client.post("/api/v1/attention/compare", json={**body, "failure_mode": mode})
     assert response.status_code == 200, (body, response.data[:300])
     assert finite_everywhere(orjson.loads(response.data))

@@ -17,7 +17,7 @@ def test_seed_vector_splits_into_contiguous_halves():
     trace = multi_head_attention([[1, 2, 10, 20]], heads=2)
     assert trace.query[0].tolist() == [[1, 2]]
     assert trace.query[1].tolist() == [[10, 20]]
-    assert trace.feature_ranges == [(0, 2), (2, 4)]
+    assert trace.feature_ranges == ((0, 2), (2, 4))
 
 
 def test_one_token_concat_restores_the_width_in_head_order():

@@ -42,7 +42,7 @@ def test_reuse_first_slice_reads_slice_zero_in_every_head():
 def test_interleaved_split_takes_every_hth_feature():
     broken = run("interleaved_split")
     assert broken.features.tolist() == [[0, 2, 4, 6], [1, 3, 5, 7]]
-    assert broken.feature_ranges == [None, None]
+    assert broken.feature_ranges == (None, None)
     q_full = X @ W["w_q"]
     np.testing.assert_array_equal(broken.query[1], q_full[:, 1::2])
 

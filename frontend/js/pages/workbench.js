@@ -247,7 +247,7 @@ function drawChecklist() {
 async function fillComparisons(select) {
   // Names come from the one registry the engine, the checker and the dashboard share.
   const { failure_modes: all } = await getJSON("/api/v1/failure-modes");
-  modes = new Map(all.filter((m) => m.engine).map((m) => [m.id, m]));
+  modes = new Map(all.filter((m) => m.engine && !m.decoding).map((m) => [m.id, m])); // decoding modes: the KV cache page
   for (const mode of modes.values()) select.append(el("option", { value: mode.id, text: mode.name, title: mode.description }));
   select.value = state.compare;
 }

@@ -43,16 +43,47 @@ def caps_exceeded(raw: Any, settings: Any) -> list[tuple[str, str, int, int]]:
         over.append(("heads", "max_heads", heads, settings.max_heads))
     if n and heads and heads * n * n > settings.max_score_cells:
         over.append(("heads", "max_score_cells", heads * n * n, settings.max_score_cells))
-    projections = raw.get("projections")
-    if isinstance(projections, dict):
-        for name, matrix in projections.items():
-            rows = _len(matrix)
-            cols = _len(matrix[0]) if rows else None
-            for size in (rows, cols):
-                if size is not None and size > settings.max_d_model:
-                    over.append((f"projections.{name}", "max_d_model", size, settings.max_d_model))
-                    break
+    for group in ("projections", "latent"):
+        matrices = raw.get(group)
+        if isinstance(matrices, dict):
+            for name, matrix in matrices.items():
+                rows = _len(matrix)
+                cols = _len(matrix[0]) if rows else None
+                for size in (rows, cols):
+                    if size is not None and size > settings.max_d_model:
+                        over.append((f"{group}.{name}", "max_d_model", size, settings.max_d_model))
+                        break
     return over
+
+
+def decode_cells(raw: Any) -> int | None:
+    """The numbers a decode's answer holds (every step's row, and its cache of position + 1 rows),
+    from the raw JSON; None when the body is not a decode's shape (the schema says why)."""
+    if not isinstance(raw, dict):
+        return None
+    tokens, heads = raw.get("tokens"), _int(raw.get("heads"))
+    n = _len(tokens)
+    d_model = _len(tokens[0]) if n and isinstance(tokens, list) else None
+    if not (n and d_model and heads) or d_model % heads:
+        return None
+    kv = _int(raw.get("kv_heads")) or heads
+    latent = raw.get("latent")
+    if isinstance(latent, dict):
+        d_c = _len((latent.get("down") or [[]])[0]) or 0
+        key = latent.get("rope_key")
+        per_token = d_c + ((_len(key[0]) or 0) if isinstance(key, list) and key else 0)
+    else:
+        per_token = 2 * kv * (d_model // heads)
+    cached = n * (n + 1) // 2  # positions in the cache, summed over the steps
+    return cached * (per_token + 2 * heads) + n * 4 * d_model
+
+
+def refuse_over_decode_cap(raw: Any, settings: Any) -> int | None:
+    """413 naming max_decode_cells when a decode's answer would hold more numbers; else its size."""
+    cells = decode_cells(raw)
+    if cells is not None and cells > settings.max_decode_cells:
+        _refuse([("tokens", "max_decode_cells", cells, settings.max_decode_cells)])
+    return cells
 
 
 def _refuse(over: list[tuple[str, str, int, int]]) -> None:
@@ -61,6 +92,7 @@ def _refuse(over: list[tuple[str, str, int, int]]) -> None:
         "max_d_model": "d_model (numbers per row)",
         "max_heads": "heads",
         "max_score_cells": "heads * n * n (the score tensor)",
+        "max_decode_cells": "the numbers in the decode's answer (every step's row and its cache)",
     }
     details = [f"{what[cap]} is {value}, over the cap {cap} = {limit}" for _, cap, value, limit in over]
     raise Problem(

@@ -5,6 +5,8 @@ computes large traces (offload.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -12,11 +14,13 @@ import orjson
 from flask import current_app, request
 
 from ...compute import AttentionInputError, AttentionTrace, multi_head_attention
+from ...compute.conventions import conventions
+from ...compute.decode import DecodeTrace, decode_attention, max_difference
 from ...compute.divergence import differing, stage_arrays
 from ...compute.failure_modes import REGISTRY
 from ...edge.json_codec import dumps_bytes
 from ...edge.problems import Problem
-from ...trace_json import MaskedScores, trace_json
+from ...trace_json import MaskedScores, cache, rounded, trace_json
 from . import safetensors_codec
 
 
@@ -26,25 +30,41 @@ def respond(body: dict) -> Any:
     return current_app.response_class(encode(body, binary), mimetype=BINARY if binary else "application/json")
 
 
-def compute(args: dict[str, Any], failure_mode: str | None) -> AttentionTrace:
+def engine_arguments(args: dict[str, Any]) -> dict[str, Any]:
+    """A request's arguments as the engine takes them (every one but the tokens, heads and failure mode)."""
     projections = args.get("projections") or {}
     rope = args.get("rope")
+    return {
+        "causal": args.get("causal", True),
+        "w_q": projections.get("query"),
+        "w_k": projections.get("key"),
+        "w_v": projections.get("value"),
+        "w_o": projections.get("output"),
+        "kv_heads": args.get("kv_heads"),
+        "rope": None if rope is None else {"style": rope["style"], "base": rope.get("base", 10000.0)},
+        "latent": args.get("latent"),
+    }
+
+
+def compute(args: dict[str, Any], failure_mode: str | None) -> AttentionTrace:
     try:
-        return multi_head_attention(
-            args["tokens"],
-            args["heads"],
-            causal=args.get("causal", True),
-            w_q=projections.get("query"),
-            w_k=projections.get("key"),
-            w_v=projections.get("value"),
-            w_o=projections.get("output"),
-            kv_heads=args.get("kv_heads"),
-            rope=None if rope is None else {"style": rope["style"], "base": rope.get("base", 10000.0)},
-            failure_mode=failure_mode,
-        )
+        return multi_head_attention(args["tokens"], args["heads"], failure_mode=failure_mode, **engine_arguments(args))
     except AttentionInputError as exc:
-        field = exc.field or "tokens"
-        raise Problem(422, str(exc), errors={field: [str(exc)]}, slug="invalid-attention-input") from None
+        raise refused(exc) from None
+
+
+@contextmanager
+def engine_errors() -> Iterator[None]:
+    """The engine's refusals as 422 problems naming the input at fault."""
+    try:
+        yield
+    except AttentionInputError as exc:
+        raise refused(exc) from None
+
+
+def refused(exc: AttentionInputError) -> Problem:
+    field = exc.field or "tokens"
+    return Problem(422, str(exc), errors={field: [str(exc)]}, slug="invalid-attention-input")
 
 
 def trace_body(args: dict[str, Any], failure_mode: str | None) -> dict:
@@ -76,6 +96,74 @@ def compare_body(args: dict[str, Any]) -> dict:
         "broken": trace_json(broken, include, precision),
         "differences": {**diffs, "max_abs": max_abs},
         "divergence": {"first": stages[0] if stages else None, "stages": stages},
+    }
+
+
+def decode_body(args: dict[str, Any]) -> dict:
+    """`POST /attention/decode`: each position generated with the cache, and how far the decode is
+    from the full causal pass computed right (0 up to rounding unless a failure mode breaks it)."""
+    kwargs = engine_arguments(args)
+    with engine_errors():
+        trace = decode_attention(args["tokens"], args["heads"], prefill=args.get("prefill", 1),
+                                 failure_mode=args.get("failure_mode"), **kwargs)  # fmt: skip
+        full = multi_head_attention(args["tokens"], args["heads"], **kwargs)
+    cfg, precision = trace.config, args.get("precision")
+    return {
+        "shape": {
+            "n": cfg.n,
+            "d_model": cfg.d_model,
+            "heads": cfg.heads,
+            "d_head": cfg.d_head,
+            "kv_heads": cfg.kv_heads,
+        },
+        "conventions": conventions(cfg),
+        "cache": cache(cfg),
+        "prefill": trace.prefill,
+        "steps": [decode_step(trace, t, precision) for t in range(cfg.n)],
+        "max_difference_from_full_pass": max_difference(trace.as_pass(), full),
+    }
+
+
+def decode_step(trace: DecodeTrace, t: int, precision: int | None) -> dict[str, Any]:
+    """Step t's own numbers: the new row of every head over positions 0..t, and the cache then."""
+    cfg = trace.config
+
+    def rnd(a: np.ndarray) -> np.ndarray:
+        return rounded(a, precision)
+
+    seen = trace.seen[t, : t + 1]
+    heads = []
+    for h, g in enumerate(trace.kv_head.tolist()):
+        item: dict[str, Any] = {
+            "index": h,
+            "kv_head": g if cfg.latent is None else h,
+            "query": rnd(trace.query[h, t]),
+            "scores": np.where(seen, rnd(trace.scores[h, t, : t + 1]), np.nan),  # null where not attended
+            "weights": rnd(trace.weights[h, t, : t + 1]),
+            "output": rnd(trace.head_outputs[h, t]),
+        }
+        if cfg.latent is None:
+            item.update(key=rnd(trace.cache[0][g, t]), value=rnd(trace.cache[1][g, t]))
+        elif trace.keys is not None and trace.values is not None:
+            item.update(key=rnd(trace.keys[h, t]), value=rnd(trace.values[h, t]))
+        if trace.latent_query is not None:
+            item["latent_query"] = rnd(trace.latent_query[h, t])
+        heads.append(item)
+    if cfg.latent is None:
+        held = {"key": rnd(trace.cache[0][:, : t + 1]), "value": rnd(trace.cache[1][:, : t + 1])}
+    else:
+        held = {"latent": rnd(trace.cache[0][: t + 1])}
+        if cfg.d_rope:
+            held["rope_key"] = rnd(trace.cache[1][: t + 1])
+    return {
+        "position": t,
+        "prefill": t < trace.prefill,
+        "heads": heads,
+        "concat": rnd(trace.concat[t]),
+        "output": rnd(trace.output[t]),
+        "residual": rnd(trace.residual[t]),
+        "cache": held,
+        "cache_elements": trace.cache_elements(t),
     }
 
 

@@ -19,13 +19,15 @@ from ..schemas.attention import (
     AttentionResponseSchema,
     CompareRequestSchema,
     CompareResponseSchema,
+    DecodeRequestSchema,
+    DecodeResponseSchema,
 )
 from ..schemas.fields import Doubt, loader
 from ..smorest import JSON_BODY_ERRORS, Blueprint
 from . import offload as heavy
-from .caps import cost, refuse_over_caps
+from .caps import cost, decode_cells, refuse_over_caps
 from .shortcut import note
-from .traces import BINARY, compare_body, encode, respond, trace_body, wants_binary
+from .traces import BINARY, compare_body, decode_body, encode, respond, trace_body, wants_binary
 
 blp = Blueprint(
     "attention",
@@ -36,6 +38,21 @@ blp = Blueprint(
 
 # The request example the docs page offers ("Try it out"): the workbench's three tokens, two heads.
 EXAMPLE = {"tokens": [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]], "heads": 2, "causal": True}
+# Latent attention on the same tokens: a 2-wide latent per token (what its cache keeps), two heads.
+LATENT_EXAMPLE = {
+    **EXAMPLE,
+    "latent": {
+        "down": [[1, 0], [0, 1], [1, 0], [0, 1]],
+        "up_key": [[1, 0, 0.5, 0], [0, 1, 0, 0.5]],
+        "up_value": [[1, 0, 0, 1], [0, 1, 1, 0]],
+        "absorbed": True,
+    },
+}
+DECODE_EXAMPLES = {
+    "grouped-query attention, a position a step": {"value": {**EXAMPLE, "kv_heads": 1, "prefill": 1}},
+    "the mask aligned top-left (a failure mode)": {"value": {**EXAMPLE, "failure_mode": "decode_mask_top_left"}},
+    "latent attention": {"value": LATENT_EXAMPLE},
+}
 BINARY_RESPONSE = {
     "content": {
         BINARY: {
@@ -118,7 +135,10 @@ def answer(args: dict[str, Any], compare: bool) -> Any:
 class Attention(MethodView):
     @costs(cells(False))
     @answer_fast(fast(False))
-    @blp.arguments(AttentionRequestSchema(), example=EXAMPLE)
+    @blp.arguments(
+        AttentionRequestSchema(),
+        examples={"the workbench's tokens": {"value": EXAMPLE}, "latent attention": {"value": LATENT_EXAMPLE}},
+    )
     @blp.response(200, AttentionResponseSchema)
     @blp.doc(responses={200: BINARY_RESPONSE})
     @blp.problems(503, *JSON_BODY_ERRORS)
@@ -138,3 +158,34 @@ class Compare(MethodView):
     def post(self, args):
         """Compute the correct and a broken implementation side by side, with per-cell differences"""
         return answer(args, True)
+
+
+def decode_cost(req: EdgeRequest) -> int | None:
+    """A decode charges its answer's numbers (413 over max_decode_cells) and the full pass it is held to."""
+    if not req.parsed or not isinstance(req.data, dict):
+        return None
+    refuse_over_caps(req.data, req.app.extensions["settings"])
+    cells = decode_cells(req.data)
+    if cells is not None and cells > req.app.extensions["settings"].max_decode_cells:
+        return None  # the schema refuses it, naming the cap
+    measured = cells_of(req.data)
+    return None if cells is None or measured is None else cells + measured
+
+
+def cells_of(data: dict[str, Any]) -> int | None:
+    tokens, heads = data.get("tokens"), data.get("heads")
+    if type(heads) is int and isinstance(tokens, list) and tokens and type(tokens[0]) is list and tokens[0]:
+        return cost(tokens, heads)
+    return None
+
+
+@blp.route("/decode")
+class Decode(MethodView):
+    @costs(decode_cost)
+    @blp.arguments(DecodeRequestSchema(), examples=DECODE_EXAMPLES)
+    @blp.response(200, DecodeResponseSchema)
+    @blp.problems(*JSON_BODY_ERRORS)
+    def post(self, args):
+        """Generate position by position with a KV cache: each step's new query row, the cache after it, and the
+        largest difference from recomputing the full causal pass"""
+        return respond(decode_body(args))

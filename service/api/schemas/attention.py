@@ -7,7 +7,7 @@ from marshmallow import Schema, fields, pre_load, validate
 
 from ...compute import FAILURE_MODES, ROPE_STYLES
 from ...trace_json import INCLUDE_CHOICES
-from ..attention.caps import refuse_over_caps
+from ..attention.caps import refuse_over_caps, refuse_over_decode_cap
 from .fields import Matrix, SafeString, StrictBoolean, StrictFloat, StrictInteger
 
 
@@ -16,6 +16,24 @@ class ProjectionsSchema(Schema):
     key = Matrix(metadata={"description": "W_K [d_model][kv_heads*d_head]"})
     value = Matrix(metadata={"description": "W_V [d_model][kv_heads*d_head]"})
     output = Matrix(metadata={"description": "W_O [d_model][d_model]"})
+
+
+class LatentSchema(Schema):
+    """Multi-head latent attention (DeepSeek-V2): keys and values come from a latent per token."""
+
+    down = Matrix(required=True, metadata={"description": "W_DKV [d_model][d_c]: C = X @ W_DKV, what a cache keeps"})
+    up_key = Matrix(required=True, metadata={"description": "W_UK [d_c][heads*d_head]: K = C @ W_UK"})
+    up_value = Matrix(required=True, metadata={"description": "W_UV [d_c][heads*d_head]: V = C @ W_UV"})
+    rope_key = Matrix(
+        metadata={
+            "description": "W_KR [d_model][d_rope]: the decoupled RoPE key k_R = RoPE(X @ W_KR), one for every head"
+        }
+    )
+    rope_query = Matrix(metadata={"description": "W_QR [d_model][heads*d_rope]: each head's decoupled RoPE query part"})
+    absorbed = StrictBoolean(
+        load_default=False,
+        metadata={"description": "fold W_UK into the query and take the scores against the latent (the same numbers)"},
+    )
 
 
 class RopeSchema(Schema):
@@ -50,6 +68,11 @@ class AttentionRequestSchema(TraceOptionsSchema):
         metadata={"description": "grouped-query attention: key/value heads (divides heads)"},
     )
     rope = fields.Nested(RopeSchema, allow_none=True)
+    latent = fields.Nested(
+        LatentSchema,
+        metadata={"description": "multi-head latent attention: keys and values from a latent (leave projections.key "
+                  "and projections.value out); rope then turns only the decoupled parts"},
+    )  # fmt: skip
     failure_mode = SafeString(
         allow_none=True,
         validate=validate.OneOf(sorted(FAILURE_MODES)),
@@ -59,6 +82,20 @@ class AttentionRequestSchema(TraceOptionsSchema):
     @pre_load
     def _caps_first(self, data, **kwargs):
         refuse_over_caps(data, current_app.extensions["settings"])  # before any element is parsed or array made
+        return data
+
+
+class DecodeRequestSchema(AttentionRequestSchema):
+    prefill = StrictInteger(
+        load_default=1,
+        validate=validate.Range(min=1),
+        metadata={"description": "how many first positions are computed at once (a prefill block), at most n; "
+                  "then one position a step"},
+    )  # fmt: skip
+
+    @pre_load
+    def _decode_cap_first(self, data, **kwargs):
+        refuse_over_decode_cap(data, current_app.extensions["settings"])
         return data
 
 
@@ -112,6 +149,21 @@ class HeadSchema(Schema):
     weights = Grid
     output = Grid
     summary = fields.Nested(SummarySchema)
+    latent_query = fields.List(
+        fields.List(fields.Float()),
+        metadata={"description": "absorbed latent attention: the head's content query times W_UK,h^T [n][d_c]"},
+    )
+    latent_output = fields.List(
+        fields.List(fields.Float()),
+        metadata={"description": "absorbed latent attention: the head's weights times the latent, before W_UV,h"},
+    )
+
+
+class CacheSchema(Schema):
+    kind = fields.String(metadata={"description": "mha, gqa, mqa or mla: what a KV cache of this attention holds"})
+    elements_per_token = fields.Integer(
+        metadata={"description": "numbers one layer's cache keeps per token: 2 * kv_heads * d_head, or d_c + d_rope"}
+    )
 
 
 class AttentionResponseSchema(Schema):
@@ -121,6 +173,64 @@ class AttentionResponseSchema(Schema):
     concat = Grid
     output = Grid
     residual = Grid
+    cache = fields.Nested(CacheSchema)
+    latent = fields.List(
+        fields.List(fields.Float()), metadata={"description": "latent attention: C = X W_DKV [n][d_c]"}
+    )
+    rope_key = fields.List(
+        fields.List(fields.Float()), metadata={"description": "latent attention: k_R after RoPE [n][d_rope]"}
+    )
+
+
+class DecodeHeadSchema(Schema):
+    index = fields.Integer()
+    kv_head = fields.Integer(metadata={"description": "the key/value head it reads (its own under latent attention)"})
+    query = fields.List(fields.Float(), metadata={"description": "the new query (after RoPE at its position)"})
+    key = fields.List(
+        fields.Float(), metadata={"description": "the new key appended for its kv head (absent when absorbed)"}
+    )
+    value = fields.List(fields.Float())
+    scores = fields.List(
+        fields.Float(allow_none=True),
+        metadata={"description": "over positions 0..position, scaled; null where this step did not attend"},
+    )
+    weights = fields.List(fields.Float(), metadata={"description": "over positions 0..position (position + 1 entries)"})
+    output = fields.List(fields.Float())
+    latent_query = fields.List(fields.Float(), metadata={"description": "absorbed latent attention: q W_UK,h^T"})
+
+
+class DecodeCacheSchema(Schema):
+    key = fields.List(Grid, metadata={"description": "[kv_heads][position + 1][d_head] after RoPE"})
+    value = fields.List(Grid, metadata={"description": "[kv_heads][position + 1][d_head]"})
+    latent = Grid
+    rope_key = Grid
+
+
+class DecodeStepSchema(Schema):
+    position = fields.Integer()
+    prefill = fields.Boolean(metadata={"description": "computed in the prefill block, with the positions before it"})
+    heads = fields.List(fields.Nested(DecodeHeadSchema))
+    concat = fields.List(fields.Float())
+    output = fields.List(fields.Float())
+    residual = fields.List(fields.Float())
+    cache = fields.Nested(
+        DecodeCacheSchema,
+        metadata={"description": "what the cache holds once this position is in it: keys and values per kv head, "
+                  "or the latent (and RoPE key) under latent attention"},
+    )  # fmt: skip
+    cache_elements = fields.Integer(metadata={"description": "numbers in that cache (one layer)"})
+
+
+class DecodeResponseSchema(Schema):
+    shape = fields.Nested(ShapeSchema)
+    conventions = fields.Dict(keys=fields.String(), values=fields.Raw())
+    cache = fields.Nested(CacheSchema)
+    prefill = fields.Integer()
+    steps = fields.List(fields.Nested(DecodeStepSchema))
+    max_difference_from_full_pass = fields.Float(
+        metadata={"description": "the largest difference between the decode and the full causal pass computed "
+                  "right, over every number both hold: 0 up to float64 rounding unless a failure mode breaks it"}
+    )  # fmt: skip
 
 
 class DifferencesSchema(Schema):

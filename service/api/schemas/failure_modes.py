@@ -10,8 +10,13 @@ class FailureModeSchema(Schema):
     name = fields.String(metadata={"description": "short, for people"})
     description = fields.String(metadata={"description": "what the broken code does"})
     advice = fields.String(metadata={"description": "what the checker tells a learner who made it"})
-    step = fields.String(metadata={"description": "the pipeline step it breaks: split, scale, mask, concat, output"})
+    step = fields.String(
+        metadata={"description": "the pipeline step it breaks: split, kv, rope, scale, mask, cache, concat, output"}
+    )
     engine = fields.Boolean(metadata={"description": "POST /attention computes it as failure_mode"})
+    decoding = fields.Boolean(
+        metadata={"description": "only decoding with a KV cache makes it (POST /attention/decode computes it)"}
+    )
 
 
 class FailureModesSchema(Schema):

@@ -1,0 +1,128 @@
+"""A call's inputs, checked once: the tokens as a finite matrix, the validated configuration (cached:
+the same switches give the same immutable config), the weights with their shapes checked, and which
+features and key/value head each query head reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from . import latent as mla
+from . import steps
+from .config import AttentionConfig, LatentShape, RopeConfig
+from .errors import AttentionInputError
+from .failure_modes import Steps
+from .steps import as_bias, as_matrix, as_weight
+
+
+def prepare(x, heads, causal, weights, biases, kv_heads, rope, latent, failure_mode):
+    """The call's tokens as a checked matrix, its validated config and its checked weights."""
+    x = as_matrix(x, "tokens")
+    lw = None if latent is None else mla.weights(latent, x.shape[1], heads)
+    rope_cfg = None if rope is None else RopeConfig.coerce(rope)
+    if lw is not None and lw.d_rope and rope_cfg is None:
+        rope_cfg = RopeConfig()  # the decoupled RoPE parts turn "half" (GPT-NeoX style) at base 10000 unless told
+    shape = None if lw is None else LatentShape(lw.d_c, lw.d_rope, lw.absorbed)
+    cfg = _config(x.shape[0], x.shape[1], heads, heads if kv_heads is None else kv_heads, bool(causal), rope_cfg,
+                  failure_mode, shape)  # fmt: skip
+    if lw is not None and (weights[1] is not None or weights[2] is not None):
+        part = "key" if weights[1] is not None else "value"
+        raise AttentionInputError(
+            "latent attention makes keys and values from the latent (latent.up_key, latent.up_value): "
+            f"leave projections.{part} out",
+            field=f"projections.{part}",
+        )
+    w_q, w_k, w_v, w_o = weights
+    return x, cfg, Projections.of(cfg, w_q, w_k, w_v, w_o, biases, latent=lw)
+
+
+def _config(n, d_model, heads, kv_heads, causal, rope, failure_mode, latent=None) -> AttentionConfig:
+    """The call's validated config; the same switches give the same (immutable) config."""
+    try:
+        return _known_config(n, d_model, heads, kv_heads, causal, rope, failure_mode, latent)
+    except TypeError:  # an unhashable argument: validation says what is wrong with it
+        return AttentionConfig(n, d_model, heads, kv_heads, causal, rope, failure_mode, latent)
+
+
+@lru_cache(maxsize=1024, typed=True)  # typed: heads=True is not heads=1, validation sees each
+def _known_config(n, d_model, heads, kv_heads, causal, rope, failure_mode, latent) -> AttentionConfig:
+    return AttentionConfig(n, d_model, heads, kv_heads, causal, rope, failure_mode, latent)
+
+
+@dataclass(frozen=True)
+class Projections:
+    """W_Q, W_K, W_V, W_O as `[in][out]` float64 arrays, or None for the identity; each one's
+    bias `[out]`, or None for none."""
+
+    query: np.ndarray | None
+    key: np.ndarray | None
+    value: np.ndarray | None
+    output: np.ndarray | None
+    biases: tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None, np.ndarray | None] = (None,) * 4
+    latent: mla.LatentWeights | None = None  # latent attention's weights (keys and values come from them)
+
+    @classmethod
+    def of(cls, cfg: AttentionConfig, w_q, w_k, w_v, w_o, biases=(None,) * 4, latent=None) -> Projections:
+        nothing = w_q is None and w_k is None and w_v is None and w_o is None and all(b is None for b in biases)
+        if nothing and latent is None:
+            return IDENTITY  # the workbench's case: nothing to check
+        d, kv = cfg.d_model, cfg.kv_width
+        widths = (d, kv, kv, d)
+        names = ("query", "key", "value", "output")
+        return cls(
+            as_weight(w_q, (d, d), "projections.query"),
+            as_weight(w_k, (d, kv), "projections.key"),
+            as_weight(w_v, (d, kv), "projections.value"),
+            as_weight(w_o, (d, d), "projections.output"),
+            tuple(as_bias(b, width, f"biases.{name}") for b, width, name in zip(biases, widths, names, strict=True)),  # type: ignore[arg-type]
+            latent,
+        )
+
+
+IDENTITY = Projections(None, None, None, None)
+
+
+def head_features(cfg: AttentionConfig, split: str = "contiguous") -> tuple[np.ndarray, np.ndarray]:
+    """Feature index per query head `[H, d_head]` and per kv head `[kv_heads, d_head]` (read-only)."""
+    return _layouts(cfg.heads, cfg.kv_heads, cfg.d_head, split)[:2]
+
+
+def layout(cfg: AttentionConfig, split: str) -> Layout:
+    """`head_features`, and each head's features as [start, end) when contiguous, else None."""
+    return _layouts(cfg.heads, cfg.kv_heads, cfg.d_head, split)
+
+
+Layout = tuple[np.ndarray, np.ndarray, tuple[tuple[int, int] | None, ...]]
+
+
+@lru_cache(maxsize=256)
+def _layouts(heads: int, kv_heads: int, d_head: int, split: str) -> Layout:
+    """The same shapes always read the same features: made once, shared read-only."""
+    if split == "first":
+        layout = lambda count: np.tile(np.arange(d_head), (count, 1))  # noqa: E731
+    elif split == "interleaved":
+        layout = lambda count: steps.interleaved_features(count, d_head)  # noqa: E731
+    else:
+        layout = lambda count: steps.contiguous_features(count, d_head)  # noqa: E731
+    features = layout(heads)
+    kv_features = features if kv_heads == heads else layout(kv_heads)  # one array when alike
+    for array in (features, kv_features):
+        array.setflags(write=False)
+    rows = features.tolist()
+    ranges = tuple((row[0], row[0] + d_head) if row == list(range(row[0], row[0] + d_head)) else None for row in rows)
+    return features, kv_features, ranges
+
+
+def kv_heads_of(cfg: AttentionConfig, how: Steps) -> np.ndarray:
+    """The kv head each query head reads under `how` [H] (read-only, shared)."""
+    return _kv_head(cfg.heads, cfg.group_size, how.split, how.kv_order)
+
+
+@lru_cache(maxsize=256)
+def _kv_head(heads: int, group_size: int, split: str, order: str = "repeat") -> np.ndarray:
+    """The kv head each query head uses (read-only, shared)."""
+    kv_head = np.zeros(heads, dtype=np.int64) if split == "first" else steps.kv_head_of(heads, group_size, order)
+    kv_head.setflags(write=False)
+    return kv_head
