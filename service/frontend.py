@@ -3,11 +3,14 @@ catalogs, frontend/pages/), static ES modules and their compiled catalogs, no bu
 
 from __future__ import annotations
 
+import json
+
 from flask import Blueprint, abort, current_app, render_template, send_from_directory
 from markupsafe import Markup
 
 from .config import ROOT
 from .i18n import page_context
+from .presets import presets
 
 FRONTEND = ROOT / "frontend"
 blp = Blueprint("frontend", __name__, template_folder=str(FRONTEND / "pages"))
@@ -22,12 +25,21 @@ PAGES = {
 }
 
 
+def _workbench_data() -> dict[str, object]:
+    """The workbench reads its tokens' shape and defaults from the preset, not from literals."""
+    tokens = presets()["workbench"]["request"]["tokens"]
+    return {"preset_tokens": json.dumps(tokens), "preset_shape": (len(tokens), len(tokens[0]))}
+
+
+PAGE_DATA = {"workbench.html": _workbench_data, "lesson.html": _workbench_data}  # the lesson embeds the workbench
+
+
 def _page(filename: str):
     def view(**kwargs):
         lesson_id = kwargs.get("lesson_id")
         if lesson_id is not None and lesson_id not in current_app.extensions["lessons"]:
             abort(404)
-        context = page_context()
+        context = {**page_context(), **PAGE_DATA.get(filename, dict)()}
         html = render_template(filename, Markup=Markup, **context)
         return (
             html,

@@ -2,6 +2,7 @@
 // What it shows (lesson, date range) lives in the URL hash, so a link reproduces the view.
 
 import { ApiError, getJSON, postJSON } from "../api.js";
+import { HashState } from "../hash-state.js";
 import { barChart, hidden } from "../views/bars.js";
 import { columnChart } from "../views/columns.js";
 import { el } from "../views/dom.js";
@@ -20,17 +21,14 @@ const LANGUAGES = Object.fromEntries([...LOCALE.options].filter((o) => o.value).
 const LEARNERS_PAGE = 20;
 const $ = (id) => document.getElementById(id);
 
-function viewFromHash() {
-  const params = new URLSearchParams(location.hash.replace(/^#/, ""));
-  const range = params.get("range");
-  const locale = params.get("locale") || "";
-  return { lesson: params.get("lesson") || "", range: RANGES.includes(range) ? range : "30",
-    locale: locale in LANGUAGES ? locale : "" };
-}
-
-function viewToHash(view) {
-  return "#" + new URLSearchParams({ lesson: view.lesson, range: view.range, ...(view.locale ? { locale: view.locale } : {}) });
-}
+// What the dashboard shows, in the URL hash (hash-state.js).
+const VIEW = new HashState([
+  { name: "lesson", type: "string", default: "", kept: true },
+  { name: "range", type: "string", default: "30", values: RANGES, kept: true },
+  { name: "locale", type: "string", default: "", check: (v) => v in LANGUAGES },
+]);
+const viewFromHash = () => VIEW.read();
+const viewToHash = (view) => VIEW.write(view);
 
 // Whole days back from the start of today (UTC), or null for all time.
 function since(range) {

@@ -2,6 +2,7 @@
 // Progress is honest about where it is: on the server, or saved on this device until it answers.
 
 import { ApiError, ensureSession, flush, getJSON, isPending, pendingEvents, queued, queueEvent, startOutbox } from "../api.js";
+import { defaults, toHash } from "../state.js";
 import { progressBar, syncLine, textForm } from "../views/checkpoint-panel.js";
 import { el } from "../views/dom.js";
 import { exercisePanel } from "../views/exercise-panel.js";
@@ -27,7 +28,7 @@ function workbenchLink() {
   } catch {
     // not loaded yet
   }
-  return `${location.origin}/explorables/multi-head-attention${hash || "#t=1,0.5,-0.5,1;0.2,1,1.5,-0.3;-1,0.3,0.8,0.6&causal=1&reuse=0"}`;
+  return `${location.origin}/explorables/multi-head-attention${hash || toHash(defaults())}`;
 }
 
 const byId = (id) => checkpoints.find((c) => c.id === id) || {};

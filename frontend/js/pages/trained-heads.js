@@ -3,8 +3,10 @@
 // view draws where each head of a layer sends the chosen token. Choosing a token (hover, click,
 // focus, arrow keys) updates both; a head can be switched off. The URL hash keeps all of it.
 
-import { getJSON, postJSON, queueEvent, startOutbox, ensureSession } from "../api.js";
-import { post, reportHeight } from "../embed.js";
+import { getJSON, postJSON, startOutbox, ensureSession } from "../api.js";
+import { HashState } from "../hash-state.js";
+import { reportHeight } from "../embed.js";
+import { parameterEvents } from "../events.js";
 import { el, fmt } from "../views/dom.js";
 import { headCanvas, strongest } from "../views/head-canvas.js";
 import { legend } from "../views/legend.js";
@@ -32,32 +34,32 @@ let models = [];
 let model = null;
 let trace = null;
 let generation = 0;
-let emitTimer = null;
 const state = { model: "", text: EXAMPLES.repeat, selected: null, off: new Set(), layer: 0 };
 
+// The view in the URL hash (hash-state.js): the model, the text, the chosen byte (1-based) and the heads off.
+const VIEW = new HashState([
+  { name: "model", type: "string", default: "", kept: true },
+  { name: "text", type: "string", default: EXAMPLES.repeat, kept: true },
+  { name: "byte", type: "integer", default: null, check: (v) => v >= 1 },
+  { name: "off", type: "string", default: "", check: (v) => v.split(",").every((k) => /^\d+\.\d+$/.test(k)) },
+]);
+
 function readHash() {
-  const params = new URLSearchParams(location.hash.slice(1));
-  if (params.has("text")) state.text = params.get("text");
-  state.model = params.get("model") ?? "";
-  const selected = Number.parseInt(params.get("byte") ?? "", 10);
-  state.selected = Number.isInteger(selected) && selected >= 1 ? selected - 1 : null; // 1-based in the URL
-  state.off = new Set((params.get("off") ?? "").split(",").filter((v) => /^\d+\.\d+$/.test(v)));
+  const view = VIEW.read();
+  Object.assign(state, { model: view.model, text: view.text, selected: view.byte === null ? null : view.byte - 1,
+    off: new Set(view.off ? view.off.split(",") : []) });
 }
 
 function writeHash() {
-  const params = new URLSearchParams({ model: model.id, text: state.text });
-  if (state.selected !== null) params.set("byte", String(state.selected + 1));
-  if (state.off.size) params.set("off", [...state.off].join(","));
-  history.replaceState(null, "", `#${params}`);
+  const view = { model: model.id, text: state.text, byte: state.selected === null ? null : state.selected + 1,
+    off: [...state.off].join(",") };
+  history.replaceState(null, "", VIEW.write(view));
 }
 
+const events = parameterEvents({ lesson: LESSON, instance: INSTANCE });
+
 function emit(example) {
-  clearTimeout(emitTimer);
-  emitTimer = setTimeout(() => {
-    const data = { parameter: "model_text", model: model?.id ?? null, bytes: encoder.encode(state.text).length, example };
-    queueEvent({ lesson: LESSON, checkpoint: "experiment", event: "parameter-changed", instance_id: INSTANCE, data });
-    post({ type: "parameter-changed", instanceId: INSTANCE, data, hash: location.hash });
-  }, 400);
+  events({ parameter: "model_text", model: model?.id ?? null, bytes: encoder.encode(state.text).length, example }, "text");
 }
 
 const SHOWN = { " ": "␣", "\\x0a": "↵", "\\x09": "⇥" }; // bytes a learner could not see

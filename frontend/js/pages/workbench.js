@@ -3,10 +3,11 @@
 // the change is reported (debounced) as a parameter-changed event to the API and to a host page.
 // The lesson's four manipulations tick as they are done; the server completes `experiment`.
 
-import { ensureSession, getJSON, postJSON, queued, queueEvent, startOutbox } from "../api.js";
+import { ensureSession, getJSON, postJSON, queued, startOutbox } from "../api.js";
 import { embedded, post, reportHeight } from "../embed.js";
+import { parameterEvents } from "../events.js";
 import { manipulationOf } from "../manipulations.js";
-import { consistent, defaults, fromHash, remember, requestBody, save } from "../state.js";
+import { consistent, D_MODEL, defaults, fromHash, remember, requestBody, save } from "../state.js";
 import { checklist } from "../views/checklist.js";
 import { diagram } from "../views/diagram.js";
 import { el } from "../views/dom.js";
@@ -34,18 +35,9 @@ let menuFilled = Promise.resolve(); // the compare menu, filled from the registr
 let replayAt = 0;
 const open = new Set(); // stages whose numbers are shown
 const done = new Set(); // the lesson's manipulations done
-const pending = new Map();
 
-function emit(parameter, data) {
-  // Debounced per parameter and manipulation: a burst of keystrokes is one event, a manipulation never lost.
-  const key = `${parameter}:${data.manipulation || ""}`;
-  clearTimeout(pending.get(key));
-  pending.set(key, setTimeout(() => {
-    const payload = { parameter, ...data };
-    queueEvent({ lesson: LESSON, checkpoint: "experiment", event: "parameter-changed", instance_id: INSTANCE, data: payload });
-    post({ type: "parameter-changed", instanceId: INSTANCE, data: payload, hash: location.hash });
-  }, 400));
-}
+const events = parameterEvents({ lesson: LESSON, instance: INSTANCE });
+const emit = (parameter, data) => events({ parameter, ...data }); // debounced per parameter and manipulation
 
 function update(change, parameter, data) {
   const before = structuredClone(state);
@@ -74,12 +66,12 @@ async function learnedProjections() {
 // What the diagram draws, from one response (or comparison).
 function view(response, comparison) {
   const projections = state.qkv === "learned" ? learned : {};
-  const wo = state.wo === "learned" ? learned.output : identity(4);
+  const wo = state.wo === "learned" ? learned.output : identity(D_MODEL);
   const skipped = comparison && comparison.failure_mode.id === "no_output_projection";
   return {
     state, response, previous, projections, wo, open, picked: state.cell,
     broken: comparison ? comparison.broken : null, divergence: comparison ? comparison.divergence : null,
-    brokenWo: skipped ? identity(4) : wo, yours: state.yours, yoursDivergence: state.yours ? yoursDivergence(response) : null,
+    brokenWo: skipped ? identity(D_MODEL) : wo, yours: state.yours, yoursDivergence: state.yours ? yoursDivergence(response) : null,
     onToggle: (key) => { if (open.has(key)) open.delete(key); else open.add(key); redraw(); },
     pick: (h, i, j) => { state.cell = [h, i, j]; replayAt = 0; save(state); redraw(); focusReplay(); },
   };

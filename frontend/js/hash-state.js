@@ -1,0 +1,78 @@
+// One URL-hash codec for every page, as tensorflow/playground's State.PROPS: a page declares its
+// properties (the key in the URL, a type, a default, and what is valid), reads its state from the
+// hash and writes it back, so any configuration is a shareable link. A value the hash does not hold,
+// or holds wrongly, is the default; writing leaves out what equals the default unless it is `kept`.
+
+// Each type says how a value looks in the URL and whether one read from it is valid.
+export const Types = {
+  number: { read: (text) => (text.trim() === "" ? null : Number(text)), write: String, valid: Number.isFinite },
+  integer: { read: (text) => (/^-?\d+$/.test(text) ? Number(text) : null), write: String, valid: Number.isInteger },
+  boolean: { read: (text) => (text === "1" ? true : text === "0" ? false : null), write: (v) => (v ? "1" : "0"),
+    valid: (v) => typeof v === "boolean" },
+  string: { read: (text) => text, write: String, valid: (v) => typeof v === "string" },
+  // Numbers separated by commas: "1,2,3".
+  numbers: { read: (text) => text.split(",").map((v) => (v.trim() === "" ? NaN : Number(v))), write: (v) => v.join(","),
+    valid: (v) => Array.isArray(v) && v.every(Number.isFinite) },
+  // Rows of numbers: "1,2;3,4".
+  matrix: { read: (text) => text.split(";").map((row) => Types.numbers.read(row)), write: (v) => v.map((row) => row.join(",")).join(";"),
+    valid: (v) => Array.isArray(v) && v.length > 0 && v.every((row) => Types.numbers.valid(row) && row.length === v[0].length) },
+  // Any JSON object: {"a": 1}.
+  object: { read: (text) => { try { return JSON.parse(text); } catch { return null; } }, write: JSON.stringify,
+    valid: (v) => v !== null && typeof v === "object" && !Array.isArray(v) },
+};
+
+// A property: {name, key?, type, default, values? (the only valid values), check? (value, state) -> valid,
+// kept? (written even when it is the default)}. `default` may be a function of the state read so far.
+export class HashState {
+  constructor(props) {
+    this.props = props.map((p) => ({ key: p.name, ...p, type: Types[p.type] }));
+    for (const p of this.props) if (!p.type) throw new Error(`unknown type for ${p.name}`);
+  }
+
+  defaults() {
+    const state = {};
+    for (const p of this.props) state[p.name] = fallback(p, state);
+    return state;
+  }
+
+  // The state a hash describes, property by property in the declared order (a check may read earlier ones).
+  read(hash = location.hash) {
+    const params = new URLSearchParams(String(hash).replace(/^#/, ""));
+    const state = {};
+    for (const p of this.props) {
+      const value = params.has(p.key) ? p.type.read(params.get(p.key)) : null;
+      state[p.name] = this.accepts(p, value, state) ? value : fallback(p, state);
+    }
+    return state;
+  }
+
+  // Whether `value` is valid for `p`, given the state so far (every property before it).
+  accepts(p, value, state) {
+    if (value === null || value === undefined || !p.type.valid(value)) return false;
+    if (p.values && !p.values.includes(value)) return false;
+    return !p.check || p.check(value, state);
+  }
+
+  // Correct a state in place (each property checked against the ones before it) and return it.
+  settle(state) {
+    for (const p of this.props) if (!this.accepts(p, state[p.name], state)) state[p.name] = fallback(p, state);
+    return state;
+  }
+
+  write(state) {
+    const params = new URLSearchParams();
+    for (const p of this.props) {
+      const value = state[p.name];
+      if (value === null || value === undefined) continue;
+      const text = p.type.write(value);
+      if (p.kept || text !== p.type.write(fallback(p, state) ?? "")) params.set(p.key, text);
+    }
+    // Commas and semicolons are safe in a fragment: a link people can read.
+    return "#" + params.toString().replace(/%2C/gi, ",").replace(/%3B/gi, ";");
+  }
+}
+
+function fallback(p, state) {
+  const value = typeof p.default === "function" ? p.default(state) : p.default;
+  return Array.isArray(value) ? structuredClone(value) : value;
+}
