@@ -131,8 +131,9 @@ def test_inputs_and_controls_are_found_by_their_names(page, live):
     assert page.get_by_label("RoPE", exact=False).first.is_visible()
     assert page.get_by_label("output projection", exact=False).count() == 1
     options = page.eval_on_selector_all("#compare option", "os => os.map(o => o.value).filter(Boolean)")
-    modes = [m["id"] for m in requests.get(live.url + "/api/v1/failure-modes").json()["failure_modes"] if m["engine"]]
-    assert options == modes and "no_output_projection" in options
+    registry = requests.get(live.url + "/api/v1/failure-modes").json()["failure_modes"]
+    modes = [m["id"] for m in registry if m["engine"] and not m["decoding"]]  # decoding: the KV cache page's
+    assert options == modes and "no_output_projection" in options and "gqa_tiled" in options
 
 
 def test_changing_the_last_two_coordinates_changes_only_head_2(page, live):
