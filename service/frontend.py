@@ -21,6 +21,7 @@ PAGES = {
     "/explorables/multi-head-attention": "workbench.html",
     "/figures/four-heads": "four-heads.html",
     "/explorables/trained-heads": "trained-heads.html",
+    "/explorables/kv-cache": "kv-cache.html",
     "/dashboard": "dashboard.html",
 }
 

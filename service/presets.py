@@ -67,6 +67,30 @@ def _workbench_learned() -> dict[str, Any]:
     return {"tokens": WORKBENCH_TOKENS, "heads": 2, "causal": True, "projections": mixed}
 
 
+def _kv_cache() -> dict[str, Any]:
+    """The KV cache page's case: six 8-d tokens, four query heads of width 2, RoPE; and a latent of
+    width 4 with a decoupled RoPE part of width 2 for multi-head latent attention (seeded, two
+    decimals: learned-looking, not tuned). Its cache keeps 4 + 2 = 6 numbers a token, against 16 for
+    the same heads with keys and values of their own."""
+    rng = np.random.default_rng(12)
+    d_model, heads, d_c, d_rope = 8, 4, 4, 2
+    x = np.round(rng.normal(size=(6, d_model)) * 0.8, 2)
+    latent = {
+        "down": np.round(rng.normal(size=(d_model, d_c)) * 0.6, 2),
+        "up_key": np.round(rng.normal(size=(d_c, d_model)) * 0.7, 2),
+        "up_value": np.round(rng.normal(size=(d_c, d_model)) * 0.7, 2),
+        "rope_key": np.round(rng.normal(size=(d_model, d_rope)) * 0.6, 2),
+        "rope_query": np.round(rng.normal(size=(d_model, heads * d_rope)) * 0.6, 2),
+    }
+    return {
+        "tokens": (x + 0.0).tolist(),
+        "heads": heads,
+        "causal": True,
+        "rope": {"style": "half", "base": 10000.0},
+        "latent": {name: (w + 0.0).tolist() for name, w in latent.items()},
+    }
+
+
 @lru_cache(maxsize=1)
 def presets() -> dict[str, dict[str, Any]]:
     return {
@@ -99,5 +123,13 @@ def presets() -> dict[str, dict[str, Any]]:
             "position), head 1 first-token bias, head 2 diffuse, head 3 bimodal (first and latest).",
             "patterns": ["recency", "first-token", "diffuse", "bimodal"],
             "request": _four_heads(),
+        },
+        "kv-cache": {
+            "id": "kv-cache",
+            "title": "A decode with a KV cache, shared or compressed",
+            "description": "Six 8-d tokens, four query heads of width 2 with RoPE, for POST /attention/decode: as "
+            "they are (MHA), with kv_heads 2 (GQA) or 1 (MQA), or with the latent weights given (MLA: a 4-wide "
+            "latent and a 2-wide decoupled RoPE key per token).",
+            "request": _kv_cache(),
         },
     }

@@ -65,7 +65,8 @@ export class HashState {
       const value = state[p.name];
       if (value === null || value === undefined) continue;
       const text = p.type.write(value);
-      if (p.kept || text !== p.type.write(fallback(p, state) ?? "")) params.set(p.key, text);
+      const base = fallback(p, state);
+      if (p.kept || base === null || base === undefined || text !== p.type.write(base)) params.set(p.key, text);
     }
     // Commas and semicolons are safe in a fragment: a link people can read.
     return "#" + params.toString().replace(/%2C/gi, ",").replace(/%3B/gi, ";");

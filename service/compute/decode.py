@@ -25,7 +25,7 @@ from . import latent
 from .config import AttentionConfig
 from .inputs import Projections, head_features, kv_heads_of, layout, prepare
 from .pipeline import finish, keys_values, project_heads, scores_field
-from .steps import check_scores, scores, softmax
+from .steps import attend, check_scores, dot, scores, softmax
 from .trace import AttentionTrace
 
 
@@ -178,7 +178,7 @@ class _Decoder:
         s = scores(q, k, cfg.scale_with(how))  # 4. [H, m, d_q] @ [H, d_q, reach] -> [H, m, reach]
         check_scores(s, np.inf, scores_field(self.w))
         a = normalise(s)  # 5-6. [H, m, reach]
-        return s, a, a @ v, {}  # 7. [H, m, reach] @ [H, reach, d_v] -> [H, m, d_v]
+        return s, a, attend(a, v), {}  # 7. [H, m, reach] @ [H, reach, d_v] -> [H, m, d_v]
 
     def keep(self, start, end, reach, q, s, a, o, extra) -> None:
         """Store the block's rows (steps 8-10 done on them here)."""
@@ -251,9 +251,9 @@ def _all_scores(trace: DecodeTrace) -> np.ndarray:
     c, k_r = trace.cache
     d = cfg.d_head
     assert trace.latent_query is not None
-    s = trace.latent_query @ c.T  # [H, n, d_c] @ [d_c, n]
+    s = dot(trace.latent_query, c.T)  # [H, n, d_c] @ [d_c, n]
     if k_r.shape[-1]:
-        s = s + trace.query[..., d:] @ k_r.T
+        s = s + dot(trace.query[..., d:], k_r.T)
     return s * scale
 
 

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from .errors import AttentionInputError
-from .steps import Heads, as_matrix, finite, rope, split_heads
+from .steps import Heads, as_matrix, dot, finite, rope, split_heads
 
 PARTS = ("down", "up_key", "up_value", "rope_key", "rope_query")
 
@@ -87,13 +87,15 @@ def weights(latent: Any, d_model: int, heads: int) -> LatentWeights:
 def project(x: np.ndarray, qh: np.ndarray, cfg: Any, lw: LatentWeights, positions: np.ndarray | None) -> Heads:
     """Steps 1-3 under latent attention for rows `x` [m, d_model] with their content queries `qh`
     [H, m, d_head]: the latent and RoPE key rows a cache keeps, and each head's whole query."""
-    c = finite(x @ lw.down, "the latent X @ W_DKV", "latent.down")  # [m, d_model] @ [d_model, d_c] -> [m, d_c]
+    c = finite(dot(x, lw.down), "the latent X @ W_DKV", "latent.down")  # [m, d_model] @ [d_model, d_c] -> [m, d_c]
     if lw.rope_key is None:
         return Heads(qh, (c, np.empty((x.shape[0], 0))))
     q_r = split_heads(
-        finite(x @ lw.rope_query, "the RoPE query X @ W_QR", "latent.rope_query"), cfg.heads
+        finite(dot(x, lw.rope_query), "the RoPE query X @ W_QR", "latent.rope_query"), cfg.heads
     )  # [H, m, dr]
-    k_r = finite(x @ lw.rope_key, "the RoPE key X @ W_KR", "latent.rope_key")  # [m, d_model] @ [d_model, dr] -> [m, dr]
+    k_r = finite(
+        dot(x, lw.rope_key), "the RoPE key X @ W_KR", "latent.rope_key"
+    )  # [m, d_model] @ [d_model, dr] -> [m, dr]
     style, base = cfg.rope.style, cfg.rope.base
     q_rot = finite(rope(q_r, style, base, positions), "RoPE on the queries", "rope")  # [H, m, dr]
     k_rot = finite(rope(k_r, style, base, positions), "RoPE on the keys", "rope")  # [m, dr]
@@ -104,8 +106,8 @@ def project(x: np.ndarray, qh: np.ndarray, cfg: Any, lw: LatentWeights, position
 def keys_values(c: np.ndarray, k_r: np.ndarray, cfg: Any, lw: LatentWeights) -> tuple[np.ndarray, np.ndarray]:
     """Every head's keys [H, L, d_head + d_rope] and values [H, L, d_head] from the cached latent
     `c` [L, d_c] and RoPE key `k_r` [L, d_rope] (the naive form: K and V made in full)."""
-    k = split_heads(finite(c @ lw.up_key, "the keys C @ W_UK", "latent.up_key"), cfg.heads)  # [L, d_c] -> [H, L, d]
-    v = split_heads(finite(c @ lw.up_value, "the values C @ W_UV", "latent.up_value"), cfg.heads)  # [H, L, d]
+    k = split_heads(finite(dot(c, lw.up_key), "the keys C @ W_UK", "latent.up_key"), cfg.heads)  # [L, d_c] -> [H, L, d]
+    v = split_heads(finite(dot(c, lw.up_value), "the values C @ W_UV", "latent.up_value"), cfg.heads)  # [H, L, d]
     if not k_r.shape[-1]:
         return k, v
     shared = np.broadcast_to(k_r, (cfg.heads, *k_r.shape))  # [L, dr] -> [H, L, dr], one RoPE key for every head
@@ -131,12 +133,12 @@ def attend_absorbed(
     c, k_r = cache
     d = cfg.d_head
     up_key, up_value = per_head(lw.up_key, cfg.heads), per_head(lw.up_value, cfg.heads)  # [H, d_c, d] each
-    q_latent = query[..., :d] @ up_key.transpose(0, 2, 1)  # [H, m, d] @ [H, d, d_c] -> [H, m, d_c]: W_UK folded in
-    s = q_latent @ c.T  # [H, m, d_c] @ [d_c, L] -> [H, m, L]
+    q_latent = dot(query[..., :d], up_key.transpose(0, 2, 1))  # [H, m, d] @ [H, d, d_c] -> [H, m, d_c]: W_UK folded in
+    s = dot(q_latent, c.T)  # [H, m, d_c] @ [d_c, L] -> [H, m, L]
     if k_r.shape[-1]:
-        s = s + query[..., d:] @ k_r.T  # + [H, m, dr] @ [dr, L]
+        s = s + dot(query[..., d:], k_r.T)  # + [H, m, dr] @ [dr, L]
     s = finite(s * scale, "the scores", "latent.up_key")  # 4.
     a = normalise(s)  # 5-6. [H, m, L]
-    o_latent = a @ c  # 7. [H, m, L] @ [L, d_c] -> [H, m, d_c]: values mixed in latent space
-    o = o_latent @ up_value  # [H, m, d_c] @ [H, d_c, d] -> [H, m, d]: W_UV after the mix
+    o_latent = dot(a, c)  # 7. [H, m, L] @ [L, d_c] -> [H, m, d_c]: values mixed in latent space
+    o = dot(o_latent, up_value)  # [H, m, d_c] @ [H, d_c, d] -> [H, m, d]: W_UV after the mix
     return s, a, o, {"latent_query": q_latent, "latent_output": o_latent}

@@ -26,8 +26,21 @@ def project(x: np.ndarray, w: np.ndarray | None, width: int | None = None, b: np
     if w is None:
         y = x if width is None or width == x.shape[1] else x[:, :width]  # [n, d_model] -> [n, width]
     else:
-        y = x @ w  # [n, d_in] @ [d_in, d_out] -> [n, d_out]
+        y = dot(x, w)  # [n, d_in] @ [d_in, d_out] -> [n, d_out]
     return y if b is None else y + b  # [n, d_out] + [d_out]
+
+
+# Up to this many multiply-adds a product is summed in one fixed order (einsum) rather than by BLAS,
+# whose kernels round by the shape they are given: a decode step's [1, L] row then equals its row of
+# the full pass bit for bit, where BLAS differed by an ulp (the KV cache page shows max difference 0).
+EXACT_PRODUCTS = 1 << 16
+
+
+def dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`a @ b` (batched over leading axes): summed in one order when small, by BLAS when large."""
+    if a.size * b.shape[-1] * (b.shape[0] if b.ndim > a.ndim else 1) <= EXACT_PRODUCTS:
+        return np.einsum("...ik,...kj->...ij", a, b)
+    return np.matmul(a, b)
 
 
 # 2. split: head h takes its slice of the features
@@ -106,7 +119,7 @@ def rope(x: np.ndarray, style: str, base: float, positions: np.ndarray | None = 
 
 def scores(q: np.ndarray, k: np.ndarray, scale: float) -> np.ndarray:
     """Scaled dot products; the scale is folded into q (n*d multiplies instead of n*n)."""
-    return np.matmul(q * scale, k.transpose(0, 2, 1))  # [H, n, d] @ [H, d, n] -> [H, n, n]
+    return dot(q * scale, k.transpose(0, 2, 1))  # [H, n, d] @ [H, d, n] -> [H, n, n]
 
 
 # 5-6. mask (-inf before the softmax), then the row softmax
@@ -163,7 +176,7 @@ def attend(weights: np.ndarray, v: np.ndarray, causal: bool = False, block: int 
     """Mix values by the weights; under a causal mask skip the all-zero upper blocks."""
     heads, n, _ = weights.shape
     if not causal or n <= block:
-        return np.matmul(weights, v)  # [H, n, n] @ [H, n, d] -> [H, n, d]
+        return dot(weights, v)  # [H, n, n] @ [H, n, d] -> [H, n, d]
     out = np.empty((heads, n, v.shape[-1]))  # [H, n, d]
     for r0 in range(0, n, block):
         r1 = min(n, r0 + block)

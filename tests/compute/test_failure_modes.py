@@ -44,7 +44,7 @@ def test_interleaved_split_takes_every_hth_feature():
     assert broken.features.tolist() == [[0, 2, 4, 6], [1, 3, 5, 7]]
     assert broken.feature_ranges == (None, None)
     q_full = X @ W["w_q"]
-    np.testing.assert_array_equal(broken.query[1], q_full[:, 1::2])
+    np.testing.assert_allclose(broken.query[1], q_full[:, 1::2], rtol=0, atol=1e-14)
 
 
 def test_no_scaling_multiplies_scores_by_sqrt_d_head():

@@ -6,7 +6,7 @@
 import { ensureSession, getJSON, postJSON, queued, startOutbox } from "../api.js";
 import { embedded, post, reportHeight } from "../embed.js";
 import { parameterEvents } from "../events.js";
-import { manipulationOf } from "../manipulations.js";
+import { MANIPULATIONS, manipulationOf } from "../manipulations.js";
 import { consistent, D_MODEL, defaults, fromHash, remember, requestBody, save } from "../state.js";
 import { checklist } from "../views/checklist.js";
 import { diagram } from "../views/diagram.js";
@@ -233,7 +233,7 @@ const everyStage = () => ["projections", "concat", "wo", "output", "residual",
   ...Array.from({ length: state.heads }, (_, h) => ["q", "k", "v", "scores", "head-output"].map((s) => `${s}:${h}`)).flat()];
 
 function drawChecklist() {
-  $("checklist").replaceChildren(...checklist(done));
+  $("checklist").replaceChildren(...checklist(done, MANIPULATIONS));
 }
 
 async function fillComparisons(select) {

@@ -1,10 +1,11 @@
-// The lesson's four manipulations as a checklist: each item ticks when done (data-done).
+// An explorable's manipulations as a checklist: each item ticks when done (data-done).
 
-import { MANIPULATIONS } from "../manipulations.js";
 import { el } from "./dom.js";
 import { t } from "../i18n.js";
 
-export function checklist(done) {
+// `manipulations`: [{id, text}] in the lesson's order (text marked for translation).
+export function checklist(done, manipulations) {
+  const MANIPULATIONS = manipulations;
   const items = MANIPULATIONS.map((m, k) => el("li", { dataset: { manipulation: m.id, done: String(done.has(m.id)) } },
     el("span", { class: "tick", "aria-hidden": "true", text: done.has(m.id) ? "✓" : String(k + 1) }),
     el("span", {}, t(m.text), el("span", { class: "visually-hidden", text: done.has(m.id) ? t(" (done)") : t(" (not done yet)") }))));

@@ -1,0 +1,130 @@
+// The KV cache page's views, each from one decode step of POST /api/v1/attention/decode (or one
+// answer of POST /api/v1/kv-cache): the cache as it stands (data-stage="cache", a data-row per cached
+// position), which key/value head each query head reads (lines), the new query's weights over the
+// cache (data-stage="weights"), and a model's cache in bytes (bars with units). Every number drawn
+// is the API's; cells carry data-row, data-col and data-value (0-based, unrounded).
+
+import { paint } from "./color.js";
+import { el, fmt } from "./dom.js";
+import { scrollRegion } from "./matrix.js";
+import { svg } from "./svg.js";
+import { locale, t } from "../i18n.js";
+
+const grouped = new Intl.NumberFormat(locale);
+export const whole = (x) => grouped.format(x);
+
+function cells(values, row, variant = null, colour = false) {
+  return values.map((v, j) => {
+    const cell = el("td", { dataset: { row: String(row), col: String(j), value: v === null ? "" : String(v), ...(variant ? { variant } : {}) } },
+      v === null ? "—" : fmt(v));
+    if (colour && v !== null) paint(cell, v);
+    return cell;
+  });
+}
+
+// The cache after this step: per kv head its keys and values, or under MLA the latent and RoPE key.
+export function cacheView(step, kind) {
+  const t1 = step.position + 1;
+  const tables = [];
+  if (kind === "mla") {
+    const { latent, rope_key: rope = null } = step.cache;
+    const head = [...latent[0].map((_, j) => `c${j + 1}`), ...(rope ? rope[0].map((_, j) => `k_R${j + 1}`) : [])];
+    tables.push(cacheTable(t("The latent C (and the RoPE key k_R): what the cache keeps"), head,
+      latent.map((row, j) => [...row, ...(rope ? rope[j] : [])]), step.position, {}));
+  } else {
+    step.cache.key.forEach((keys, g) => {
+      const values = step.cache.value[g];
+      const head = [...keys[0].map((_, j) => `k${j + 1}`), ...values[0].map((_, j) => `v${j + 1}`)];
+      tables.push(cacheTable(t("Key/value head {head}: keys and values", { head: g + 1 }), head,
+        keys.map((row, j) => [...row, ...values[j]]), step.position, { head: String(g) }));
+    });
+  }
+  return el("div", {},
+    el("h3", { text: t("The cache") }),
+    el("p", { class: "note", text: t("{positions} positions × {per} numbers = {total} numbers in one layer's cache", {
+      positions: t1, per: whole(step.cache_elements / t1), total: whole(step.cache_elements) }) }),
+    ...tables);
+}
+
+function cacheTable(caption, head, rows, newest, dataset) {
+  const table = el("table", { class: "matrix kv-table", dataset: { stage: "cache", ...dataset } },
+    el("caption", { text: caption }),
+    el("thead", {}, el("tr", {}, el("th", { scope: "col", text: t("position") }), ...head.map((h) => el("th", { scope: "col", text: h })))),
+    el("tbody", {}, rows.map((row, j) => el("tr", { class: j === newest ? "newest" : "", dataset: { row: String(j) } },
+      el("th", { scope: "row", text: j === newest ? t("{position} (new)", { position: j + 1 }) : String(j + 1) }),
+      ...cells(row, j)))));
+  return scrollRegion(caption, table);
+}
+
+// Which key/value head (or the latent) each query head reads: one line each.
+export function mappingView(heads, kind) {
+  const count = heads.length;
+  const targets = kind === "mla" ? 1 : Math.max(...heads.map((h) => h.kv_head)) + 1;
+  const rowHeight = 30, height = count * rowHeight + 10, width = 220;
+  const y = (i, n) => 20 + (i + 0.5) * ((height - 20) / n) - rowHeight / 2 + 5;
+  const drawing = svg("svg", { viewBox: `0 0 ${width} ${height + 10}`, class: "kv-lines", role: "img", "data-stage": "mapping",
+    "aria-label": kind === "mla" ? t("Every query head reads the one latent")
+      : heads.map((h) => t("query head {head} reads key/value head {kv}", { head: h.index + 1, kv: h.kv_head + 1 })).join("; ") });
+  drawing.append(svg("text", { x: 4, y: 12, class: "kv-axis" }, t("query heads")));
+  drawing.append(svg("text", { x: width - 4, y: 12, class: "kv-axis", "text-anchor": "end" }, kind === "mla" ? t("latent") : t("key/value heads")));
+  heads.forEach((h, i) => {
+    const target = kind === "mla" ? 0 : h.kv_head;
+    drawing.append(svg("line", { x1: 44, y1: y(i, count) + 10, x2: width - 44, y2: y(target, targets) + 10, class: "kv-link",
+      "data-query-head": String(h.index), "data-kv-head": String(target) }));
+    drawing.append(svg("text", { x: 4, y: y(i, count) + 14, class: "kv-node" }, `Q${h.index + 1}`));
+  });
+  for (let g = 0; g < targets; g++) {
+    drawing.append(svg("text", { x: width - 4, y: y(g, targets) + 14, class: "kv-node", "text-anchor": "end" }, kind === "mla" ? "C" : `KV${g + 1}`));
+  }
+  return el("div", {}, el("h3", { text: t("Which keys and values each head reads") }), drawing);
+}
+
+// The new query's weights over every cached position, head by head (and the correct decode's beside a broken one).
+export function queryView(step, correct) {
+  const rows = step.heads.map((head, h) => {
+    const right = correct ? correct.heads[h].weights : null;
+    const differs = right && head.weights.some((w, j) => Math.abs(w - right[j]) > 1e-12);
+    return el("tbody", { dataset: { stage: "weights", head: String(h) } },
+      el("tr", {}, el("th", { scope: "row", text: t("head {head}", { head: h + 1 }) }), ...cells(head.weights, step.position, correct ? "broken" : "main", true)),
+      right ? el("tr", { class: "correct-row" }, el("th", { scope: "row", text: differs ? t("done right") : t("done right (identical)") }),
+        ...cells(right, step.position, "correct", true)) : null);
+  });
+  const positions = step.heads[0].weights.map((_, j) => el("th", { scope: "col", text: String(j + 1) }));
+  const caption = t("The new query (position {position}) weights every cached position", { position: step.position + 1 });
+  return el("div", {}, el("h3", { text: t("The new query's weights") }),
+    scrollRegion(caption, el("table", { class: "matrix kv-table kv-weights" }, el("caption", { text: caption }),
+      el("thead", {}, el("tr", {}, el("th", { scope: "col", text: t("key position") }), ...positions)), ...rows)));
+}
+
+// Bytes as people read them: binary units (a KiB is 1,024 bytes).
+export function bytes(value) {
+  const units = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB"];
+  let i = 0, x = value;
+  while (x >= 1024 && i < units.length - 1) { x /= 1024; i++; }
+  return i === 0 ? `${whole(x)} ${t("bytes")}` : `${fmt(x, x >= 100 ? 0 : 1)} ${units[i]}`;
+}
+
+// A model's cache for its context beside the MHA equivalent: two bars with units, and the numbers.
+export function memoryView(answer, model, tokens) {
+  const rows = [
+    { label: t("{model}'s cache ({kind})", { model: model.name, kind: answer.kind.toUpperCase() }), value: answer.bytes_total, stage: "memory" },
+    { label: t("the same heads with their own keys and values (MHA)"), value: answer.mha_equivalent.bytes_total, stage: "memory-mha" },
+  ];
+  const max = Math.max(...rows.map((r) => r.value)), width = 340;
+  const chart = svg("svg", { viewBox: `0 0 ${width} 92`, class: "chart kv-bars", role: "img",
+    "aria-label": rows.map((r) => `${r.label}: ${bytes(r.value)}`).join("; ") });
+  rows.forEach((r, i) => {
+    const top = i * 46;
+    chart.append(svg("text", { x: 0, y: top + 12 }, r.label));
+    const length = Math.max(2, (r.value / max) * (width - 110));
+    chart.append(svg("rect", { x: 0, y: top + 17, width: length, height: 16, class: i ? "bar bar-muted" : "bar", "data-stage": r.stage,
+      "data-value": String(r.value) }));
+    chart.append(svg("text", { x: length + 4, y: top + 30 }, bytes(r.value)));
+  });
+  const cached = answer.positions_cached < tokens ? t(" (a sliding window keeps {window})", { window: whole(answer.positions_cached) }) : "";
+  return el("div", {}, chart,
+    el("p", { class: "kv-figures" }, t("{elements} numbers a token ({bytes} a token) over {layers} layers; {tokens} tokens{cached}: {total}, {ratio} % of the MHA equivalent.", {
+      elements: whole(answer.elements_per_token), bytes: bytes(answer.bytes_per_token), layers: model.request.layers,
+      tokens: whole(tokens), cached, total: bytes(answer.bytes_total), ratio: fmt(answer.ratio_to_mha * 100, 1) })),
+    el("p", { class: "note" }, t("Source: {source}", { source: model.source })));
+}
