@@ -42,7 +42,7 @@ def run(edits: int) -> dict:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = browser.new_page()
         page.goto(app.url + "/explorables/multi-head-attention")
-        page.wait_for_selector("body[data-ready=true]")
+        page.wait_for_selector("main[aria-busy=false]")
         measured = "performance.getEntriesByName('workbench-render').map((e) => e.duration)"
         first = page.evaluate(measured)[0]
         for i in range(edits):

@@ -138,7 +138,7 @@ def do_the_four_manipulations(frame):
 
 def open_page(page, live, path: str):
     page.goto(live.url + path)
-    page.wait_for_selector("body[data-ready=true]", timeout=15000)
+    page.wait_for_selector("main[aria-busy=false]", timeout=15000)
     return page
 
 

@@ -21,6 +21,8 @@ PAGES = {
     "workbench": "/explorables/multi-head-attention",
     "four-heads": "/figures/four-heads",
     "trained-heads": "/explorables/trained-heads",
+    "kv-cache": "/explorables/kv-cache",
+    "kv-lesson": "/lessons/kv-cache-and-latent-attention",
     "dashboard": "/dashboard",
     "api-docs": "/api/docs",
     "api-console": "/api/docs/try",
@@ -83,7 +85,7 @@ def test_no_sideways_scrolling_no_overlap_and_a_screenshot(page, live, shots, an
     assert not overlapping(heatmap_boxes(page))
     if name == "lesson":
         frame = page.frame_locator("#workbench-frame")
-        frame.locator("body[data-ready=true]").wait_for()
+        frame.locator("main[aria-busy=false]").wait_for()
         assert overflow(page.frame("workbench")) == 0
     path = shots / f"{name}-{size}.png"
     page.screenshot(path=str(path), full_page=name not in ("lesson", "api-docs", "api-console"))
@@ -111,7 +113,7 @@ def test_in_the_lesson_the_edited_input_and_both_heads_share_the_screen(page, li
     frame_element = page.locator("#workbench-frame")
     frame_element.scroll_into_view_if_needed()
     frame = page.frame_locator("#workbench-frame")
-    frame.locator("body[data-ready=true]").wait_for()
+    frame.locator("main[aria-busy=false]").wait_for()
     inner = page.frame("workbench")
     before = int(inner.evaluate("Number(document.body.dataset.renders)"))
     frame.get_by_label("Token 2 dimension 3", exact=True).fill("2.5")
@@ -177,7 +179,7 @@ def stage_boxes(target):
 def test_in_the_lesson_no_two_stage_panels_overlap(page, live, size):
     page.set_viewport_size(dict(zip(("width", "height"), SIZES[size], strict=True)))
     open_page(page, live, "/lessons/multi-head-attention")
-    page.frame_locator("#workbench-frame").locator("body[data-ready=true]").wait_for()
+    page.frame_locator("#workbench-frame").locator("main[aria-busy=false]").wait_for()
     inner = page.frame("workbench")
     inner.get_by_role("button", name="Show every number").click()
     wait_until(inner, "document.querySelectorAll('.stage.open').length > 10")

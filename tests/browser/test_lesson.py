@@ -57,7 +57,7 @@ def test_all_four_checkpoints_with_the_mouse_and_kept_after_reload(page, live, m
     assert page.locator(".directive-answer").is_visible()
 
     frame = page.frame_locator("#workbench-frame")
-    frame.locator("body[data-ready=true]").wait_for()
+    frame.locator("main[aria-busy=false]").wait_for()
     frame.get_by_label("Token 1 dimension 3", exact=True).fill("2")
     page.wait_for_timeout(1500)  # one edit is sent, and does not complete the experiment
     assert "experiment" not in done(page)
@@ -77,11 +77,11 @@ def test_all_four_checkpoints_with_the_mouse_and_kept_after_reload(page, live, m
     assert done(page) == {"predict", "experiment", "implement", "explain"}
 
     page.reload()
-    page.wait_for_selector("body[data-ready=true]")
+    page.wait_for_selector("main[aria-busy=false]")
     assert done(page) == {"predict", "experiment", "implement", "explain"}
     assert page.locator("#progress li.done").count() == 4
     page.goto(live.url + "/")
-    page.wait_for_selector("body[data-ready=true]")
+    page.wait_for_selector("main[aria-busy=false]")
     assert page.locator("[data-lesson=multi-head-attention]").get_attribute("data-completed") == "4"
 
 
@@ -93,7 +93,7 @@ def test_a_wrong_implementation_is_named_and_does_not_complete(page, live, monke
     assert result.exit_code == 1 and "[interleaved_split]" in result.output
     page.get_by_text("Not yet (interleaved_split)").wait_for()
     page.reload()
-    page.wait_for_selector("body[data-ready=true]")
+    page.wait_for_selector("main[aria-busy=false]")
     assert "implement" not in done(page)
 
 
@@ -137,7 +137,7 @@ def test_an_open_challenge_survives_a_reload_and_the_command_follows_the_languag
     assert "/explorables/multi-head-attention#t=" in trace
 
     page.reload()
-    page.wait_for_selector("body[data-ready=true]")
+    page.wait_for_selector("main[aria-busy=false]")
     page.locator("#challenge-command").wait_for()
     assert page.get_by_label("TypeScript").is_checked()  # the choice is kept, and so is the challenge
     assert page.locator("#challenge-command").inner_text() == typescript
@@ -151,7 +151,7 @@ def test_an_open_challenge_survives_a_reload_and_the_command_follows_the_languag
 def test_the_trace_command_follows_the_embedded_workbench(page, live):
     open_page(page, live, LESSON)
     frame = page.frame_locator("#workbench-frame")
-    frame.locator("body[data-ready=true]").wait_for()
+    frame.locator("main[aria-busy=false]").wait_for()
     frame.get_by_label("Token 1 dimension 3", exact=True).fill("2")
     wait_until(page, "document.getElementById('exercise-trace').textContent.includes('t=1,0.5,2,1')")
 
@@ -166,7 +166,7 @@ def test_reported_test_counts_from_the_browser_do_not_complete_implement(page, l
     )
     assert status == 422
     page.reload()
-    page.wait_for_selector("body[data-ready=true]")
+    page.wait_for_selector("main[aria-busy=false]")
     assert "implement" not in done(page)
 
 
@@ -187,7 +187,7 @@ def test_keyboard_only_walk_through_the_lesson(page, live, monkeypatch):
     wait_done(page, "predict")
     # Tab enters the embedded workbench once it has drawn (before that, focus passes it by):
     # entering the frame focuses its first control, and Tab goes on from there.
-    page.frame_locator("#workbench-frame").locator("body[data-ready=true]").wait_for()
+    page.frame_locator("#workbench-frame").locator("main[aria-busy=false]").wait_for()
     tab_to("#workbench-frame")
     frame = page.frame("workbench") or page.frames[1]
     for _ in range(10):
@@ -235,7 +235,7 @@ def test_a_host_page_receives_the_workbench_events(page, live, host_site):
     )
     page.goto(host_site.url + "/course.html")
     frame = page.frame_locator("#wb")
-    frame.locator("body[data-ready=true]").wait_for()
+    frame.locator("main[aria-busy=false]").wait_for()
     frame.get_by_label("Token 2 dimension 1", exact=True).fill("1.5")
     changed = "window.received.filter(m => m.type === 'parameter-changed')"
     wait_until(page, f"{changed}.length > 0", timeout=10.0)
@@ -304,7 +304,7 @@ def test_a_prerequisite_in_the_catalog_is_a_link_to_it(page, live, tmp_path):
     server = sqlite_server(tmp_path, WORKBENCH_CONTENT_DIR=str(content))
     try:
         page.goto(server.url + "/lessons/heads-in-practice")
-        page.wait_for_selector("body[data-ready=true]", timeout=15000)
+        page.wait_for_selector("main[aria-busy=false]", timeout=15000)
         link = page.locator("#lesson-header a[href='/lessons/multi-head-attention']")
         assert link.inner_text() == "Multi-head attention"
         assert "Rotary embeddings (not in this catalog yet)" in page.locator("#lesson-header").inner_text()

@@ -21,7 +21,7 @@ from .test_lti import course_and_tool, lesson_frame
 ROOT = Path(__file__).resolve().parents[2]
 LESSON = "/lessons/multi-head-attention"
 PAGES = ["/", LESSON, "/explorables/multi-head-attention", "/figures/four-heads", "/explorables/trained-heads",
-         "/dashboard"]  # fmt: skip
+         "/explorables/kv-cache", "/dashboard"]  # fmt: skip
 # What each locale calls the prediction form's parts (its catalog's words, written out here).
 PREDICT = {"es": ("Tu predicción", "Guardar la predicción"), "zh-CN": ("你的预测", "保存预测")}
 # Names, symbols and identifiers that are the same in every language.
@@ -118,7 +118,7 @@ def serious(page) -> list[str]:
 
 
 def workbench_drawn(page) -> None:
-    page.frame_locator("#workbench-frame").locator("body[data-ready=true]").wait_for()
+    page.frame_locator("#workbench-frame").locator("main[aria-busy=false]").wait_for()
     assert page.frame("workbench").evaluate("document.documentElement.lang") == page.evaluate(
         "document.documentElement.lang"
     )
@@ -143,7 +143,7 @@ def test_the_language_menu_translates_the_lesson_and_the_choice_is_kept(page, li
     assert page.locator("html").get_attribute("lang") == "en"
     page.get_by_label("Language").select_option(locale)
     page.wait_for_url(f"**lang={locale}")
-    page.wait_for_selector("body[data-ready=true]")
+    page.wait_for_selector("main[aria-busy=false]")
     open_page(page, live, LESSON)  # the next visit, without ?lang=: the cookie
     assert page.locator("html").get_attribute("lang") == locale and page.locator("#lang").input_value() == locale
     workbench_drawn(page)
@@ -196,7 +196,7 @@ def test_every_page_in_the_pseudo_locale_fits_without_sideways_scroll_or_text_on
         assert page.locator(drawn[path]).count() >= 4, page.locator("#status").inner_text()
     frames = [page] + ([page.frame("workbench")] if path == LESSON else [])
     if path == LESSON:
-        page.frame_locator("#workbench-frame").locator("body[data-ready=true]").wait_for()
+        page.frame_locator("#workbench-frame").locator("main[aria-busy=false]").wait_for()
     for target in frames:
         assert overflow(target) == 0, f"{path} scrolls sideways by {overflow(target)} px at {width} px"
         found = target.evaluate(TEXT_ON_TEXT)

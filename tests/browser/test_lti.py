@@ -30,7 +30,7 @@ def next_frame(page, path: str):
         assert time.monotonic() < deadline, [f.url for f in page.frames]
         page.wait_for_timeout(50)
     frame = next(f for f in page.frames if f.url.endswith(path))
-    wait_until(frame, "document.body.dataset.ready === 'true'")
+    wait_until(frame, "document.querySelector('main').getAttribute('aria-busy') === 'false'")
     return frame
 
 

@@ -45,7 +45,7 @@ def test_a_prediction_made_while_the_server_is_down_is_kept_then_delivered_live(
     tab.get_by_text("Recorded on the server.").wait_for()
     assert "All your progress is on the server" in tab.locator("#sync").inner_text()
     tab.reload()
-    tab.wait_for_selector("body[data-ready=true]")
+    tab.wait_for_selector("main[aria-busy=false]")
     assert tab.get_by_label("Your prediction").input_value() == "Two features each; reuse loses dimensions 3-4."
     assert "predict" in progress(tab)
 
@@ -53,7 +53,7 @@ def test_a_prediction_made_while_the_server_is_down_is_kept_then_delivered_live(
 def test_the_embedded_workbench_keeps_its_state_and_chips_follow_its_queue(tab, server):
     open_page(tab, server, LESSON)
     frame = tab.frame_locator("#workbench-frame")
-    frame.locator("body[data-ready=true]").wait_for()
+    frame.locator("main[aria-busy=false]").wait_for()
     server.stop()
     frame.get_by_label("Token 1 dimension 4", exact=True).fill("1.7")
     wait_until(tab.frame("workbench"), "document.body.classList.contains('stale')")
@@ -69,8 +69,8 @@ def test_the_embedded_workbench_keeps_its_state_and_chips_follow_its_queue(tab, 
     server.start()
     wait_until(tab, "(document.body.dataset.progress || '').split(',').includes('experiment')", timeout=20)
     tab.reload()
-    tab.wait_for_selector("body[data-ready=true]")
-    frame.locator("body[data-ready=true]").wait_for()
+    tab.wait_for_selector("main[aria-busy=false]")
+    frame.locator("main[aria-busy=false]").wait_for()
     assert frame.get_by_label("Token 1 dimension 4", exact=True).input_value() == "1.7"
     assert not tab.frame("workbench").evaluate("document.body.classList.contains('stale')")
 
@@ -82,5 +82,5 @@ def test_an_explanation_comes_back_after_a_reload_from_the_server(tab, server):
     tab.get_by_text("Recorded on the server.").wait_for()
     tab.evaluate("localStorage.clear()")  # the words must come from the server, not from this device
     tab.reload()
-    tab.wait_for_selector("body[data-ready=true]")
+    tab.wait_for_selector("main[aria-busy=false]")
     assert tab.get_by_label("Your explanation").input_value() == "Only head 2 moved."

@@ -146,7 +146,7 @@ def test_switching_off_the_previous_token_head_breaks_the_induction_heads_on_the
         )
         assert after <= before / 2, caption
     page.reload()  # the URL keeps it
-    page.wait_for_selector("body[data-ready=true]")
+    page.wait_for_selector("main[aria-busy=false]")
     assert page.get_by_label(name, exact=True).is_checked()
 
 

@@ -210,7 +210,7 @@ def test_every_control_changes_the_request_and_stays_in_the_link(page, live, con
     after(page, lambda: page.get_by_label("Q, K, V projections").select_option("learned"))
     other = context.new_page()
     other.goto(live.url + PATH + page.evaluate("location.hash"))
-    other.wait_for_selector("body[data-ready=true]")
+    other.wait_for_selector("main[aria-busy=false]")
     body = {**body_of(live, heads=1, qkv=True, wo=True), "rope": {"style": "interleaved", "base": 100}}
     trace = requests.post(live.url + "/api/v1/attention", json=body).json()
     assert_every_stage_equals(other, trace, learned(live)["output"])
@@ -329,7 +329,7 @@ def test_one_edit_does_not_complete_the_experiment_the_four_manipulations_do(pag
     page.wait_for_timeout(600)
     sent(page)
     page.reload()  # midway: the ticks come back from the server
-    page.wait_for_selector("body[data-ready=true]")
+    page.wait_for_selector("main[aria-busy=false]")
     wait_until(page, "document.querySelector('[data-manipulation=\"first-two\"]').dataset.done === 'true'")
     toggle(page, "Causal mask")
     toggle(page, "Reuse head 1 features for both heads (broken)")
@@ -351,7 +351,7 @@ def test_the_url_hash_reproduces_the_state(page, live, context):
     toggle(page, "Causal mask")
     other = context.new_page()
     other.goto(page.url)
-    other.wait_for_selector("body[data-ready=true]")
+    other.wait_for_selector("main[aria-busy=false]")
     assert other.get_by_label("Token 2 dimension 4", exact=True).input_value() == "3.5"
     assert other.get_by_label("Causal mask", exact=True).is_checked() is False
     assert stage(other, "weights", 1) == stage(page, "weights", 1)
@@ -380,7 +380,7 @@ def traced_link(live, mistake: str, wo: bool = True) -> str:
 def test_the_trace_link_shows_yours_beside_correct_from_the_first_difference(page, live, mistake):
     result = traced_link(live, mistake)
     page.goto(result["link"])
-    page.wait_for_selector("body[data-ready=true]")
+    page.wait_for_selector("main[aria-busy=false]")
     marked = page.eval_on_selector_all("[data-divergence=first]", "els => [...new Set(els.map(e => e.dataset.stage))]")
     assert marked == [result["first_divergence"]]
     assert "Your numbers first differ from the engine's at" in page.locator("#status").inner_text()
@@ -402,7 +402,7 @@ def test_a_correct_trace_says_your_numbers_equal_the_engines(page, live):
     result = traced_link(live, "")
     assert result["first_divergence"] == "identical"
     page.goto(result["link"])
-    page.wait_for_selector("body[data-ready=true]")
+    page.wait_for_selector("main[aria-busy=false]")
     assert (
         page.locator("#status").inner_text() == "Your numbers equal the engine's at every stage your function returns."
     )

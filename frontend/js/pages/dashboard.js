@@ -5,7 +5,7 @@ import { ApiError, getJSON, postJSON } from "../api.js";
 import { HashState } from "../hash-state.js";
 import { barChart, hidden } from "../views/bars.js";
 import { columnChart } from "../views/columns.js";
-import { el } from "../views/dom.js";
+import { drawn, el } from "../views/dom.js";
 import { scrollRegion } from "../views/matrix.js";
 import { t } from "../i18n.js";
 
@@ -294,7 +294,7 @@ function init() {
     refresh();
   }
   showCourse().catch((error) => { $("status").textContent = t("Could not load your course: {reason}", { reason: error.message }); })
-    .finally(() => { document.body.dataset.ready = "true"; });
+    .finally(() => { drawn(); });
 }
 
 init();

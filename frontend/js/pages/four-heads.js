@@ -1,7 +1,7 @@
 // The four-heads figure: the preset computed by the API, each head captioned from its data.
 
 import { getJSON, postJSON } from "../api.js";
-import { el, fmt } from "../views/dom.js";
+import { drawn, el, fmt } from "../views/dom.js";
 import { heatmap } from "../views/heatmap.js";
 import { scrollRegion } from "../views/matrix.js";
 import { t } from "../i18n.js";
@@ -44,7 +44,7 @@ async function init() {
         text: t("Head {head}: {pattern}.", { head: number, pattern: describe(head.weights) }) }));
     return figure;
   }));
-  document.body.dataset.ready = "true";
+  drawn();
 }
 
 init().catch((error) => {

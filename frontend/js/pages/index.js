@@ -1,7 +1,7 @@
 // The lesson list with the learner's progress in each.
 
 import { ApiError, ensureSession, getJSON } from "../api.js";
-import { el } from "../views/dom.js";
+import { drawn, el } from "../views/dom.js";
 import { t } from "../i18n.js";
 
 async function init() {
@@ -21,7 +21,7 @@ async function init() {
       el("p", { class: "progress-line", dataset: { lesson: lesson.id, completed: String(count) } },
         t("{done} of {all} checkpoints done", { done: count, all: lesson.checkpoints.length })));
   }));
-  document.body.dataset.ready = "true";
+  drawn();
 }
 
 init().catch((error) => {

@@ -9,7 +9,7 @@ import { embedded, reportHeight } from "../embed.js";
 import { parameterEvents } from "../events.js";
 import { HashState } from "../hash-state.js";
 import { checklist } from "../views/checklist.js";
-import { el } from "../views/dom.js";
+import { drawn, el } from "../views/dom.js";
 import { cacheView, mappingView, memoryView, queryView } from "../views/kv-cache.js";
 import { t } from "../i18n.js";
 
@@ -94,9 +94,8 @@ async function render() {
   $("query").replaceChildren(queryView(step, correct ? correct.steps[t0] : null));
   drawEquality(answer.max_difference_from_full_pass, broken);
   await drawMemory();
-  const main = document.querySelector("main");
-  main.classList.remove("awaits-data");
-  main.setAttribute("aria-busy", "false");
+  document.querySelector("main").classList.remove("awaits-data");
+  drawn();
 }
 
 function drawEquality(difference, broken) {

@@ -4,7 +4,7 @@
 import { ApiError, ensureSession, flush, getJSON, isPending, pendingEvents, queued, queueEvent, startOutbox } from "../api.js";
 import { defaults, toHash } from "../state.js";
 import { progressBar, syncLine, textForm } from "../views/checkpoint-panel.js";
-import { el } from "../views/dom.js";
+import { drawn, el } from "../views/dom.js";
 import { exercisePanel } from "../views/exercise-panel.js";
 import { t } from "../i18n.js";
 
@@ -216,7 +216,7 @@ async function init() {
   listen();
   startOutbox();
   document.documentElement.classList.add("drawn");
-  document.body.dataset.ready = "true";
+  drawn();
 }
 
 init().catch((error) => {

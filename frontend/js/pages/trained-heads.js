@@ -7,7 +7,7 @@ import { getJSON, postJSON, startOutbox, ensureSession } from "../api.js";
 import { HashState } from "../hash-state.js";
 import { reportHeight } from "../embed.js";
 import { parameterEvents } from "../events.js";
-import { el, fmt } from "../views/dom.js";
+import { drawn, el, fmt } from "../views/dom.js";
 import { headCanvas, strongest } from "../views/head-canvas.js";
 import { legend } from "../views/legend.js";
 import { scrollRegion } from "../views/matrix.js";
@@ -218,12 +218,12 @@ async function render() {
     drawTokens();
     drawSelection(false);
     document.documentElement.classList.add("drawn");
-    document.body.dataset.ready = "true";
+    drawn();
   } catch (error) {
     if (mine !== generation) return;
     $("status").textContent = t("Could not compute ({reason}).", { reason: error.message });
     document.documentElement.classList.add("drawn");
-    document.body.dataset.ready = "true";
+    drawn();
   }
 }
 
@@ -268,5 +268,5 @@ async function init() {
 init().catch((error) => {
   $("status").textContent = t("Could not load the model ({reason}).", { reason: error.message });
   document.documentElement.classList.add("drawn");
-  document.body.dataset.ready = "true";
+  drawn();
 });

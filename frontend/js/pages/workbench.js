@@ -10,7 +10,7 @@ import { MANIPULATIONS, manipulationOf } from "../manipulations.js";
 import { consistent, D_MODEL, defaults, fromHash, remember, requestBody, save } from "../state.js";
 import { checklist } from "../views/checklist.js";
 import { diagram } from "../views/diagram.js";
-import { el } from "../views/dom.js";
+import { drawn, el } from "../views/dom.js";
 import { legend } from "../views/legend.js";
 import { replay } from "../views/replay.js";
 import { notATest, savedTests, savedTestsView } from "../views/saved-test.js";
@@ -187,7 +187,7 @@ async function render() {
   }
   document.documentElement.classList.add("drawn");
   await menuFilled; // ready means every control is usable, the compare menu included
-  document.body.dataset.ready = "true";
+  drawn();
 }
 
 function drawControls() {

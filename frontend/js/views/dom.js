@@ -21,3 +21,8 @@ export function el(tag, attrs = {}, ...children) {
 
 // Numbers people read, in the page's locale (a decimal comma in es).
 export const fmt = (x, digits = 2) => number(x, digits);
+
+// The page's main region is drawn: screen readers (and anything waiting for the page) learn it is no longer busy.
+export function drawn() {
+  document.querySelector("main")?.setAttribute("aria-busy", "false");
+}

@@ -1,0 +1,160 @@
+"""The KV cache explorable and its lesson, as a learner uses them: every number drawn is the API's
+(the cache row by row, the new query's weights, the kv head each query head reads, the equality with
+the full pass, a released model's bytes), the URL keeps the view, and the case-study lesson's three
+checkpoints complete in a browser at both sizes and in all three languages."""
+
+from __future__ import annotations
+
+import pytest
+import requests
+
+from .conftest import open_page, wait_until
+from .test_layout import SIZES, overflow
+
+PATH = "/explorables/kv-cache"
+LESSON = "/lessons/kv-cache-and-latent-attention"
+KV_HEADS = {"mha": 4, "gqa": 2, "mqa": 1}
+
+
+def decode_body(live, kind, rope=True, failure_mode=None):
+    preset = requests.get(live.url + "/api/v1/presets/kv-cache").json()["request"]
+    body = {"tokens": preset["tokens"], "heads": preset["heads"], "causal": True}
+    if rope:
+        body["rope"] = preset["rope"]
+    if kind == "mla":
+        latent = dict(preset["latent"], absorbed=False)
+        if not rope:
+            latent.pop("rope_key"), latent.pop("rope_query")
+        body["latent"] = latent
+    elif KV_HEADS[kind] != preset["heads"]:
+        body["kv_heads"] = KV_HEADS[kind]
+    if failure_mode:
+        body["failure_mode"] = failure_mode
+    response = requests.post(live.url + "/api/v1/attention/decode", json=body)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def values(locator):
+    return [float(v) for v in locator.evaluate_all("cells => cells.map(c => c.dataset.value)")]
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("kind", ["mha", "gqa", "mqa", "mla"])
+def test_the_drawn_cache_weights_and_mapping_are_the_apis_numbers(page, live, kind, size):
+    page.set_viewport_size(dict(zip(("width", "height"), SIZES[size], strict=True)))
+    open_page(page, live, f"{PATH}#kind={kind}&position=4")
+    step = decode_body(live, kind)["steps"][3]
+    rows = page.locator("[data-stage=cache] tbody tr")
+    tables = page.locator("table[data-stage=cache]")
+    if kind == "mla":
+        assert tables.count() == 1
+        expected = [a + b for a, b in zip(step["cache"]["latent"], step["cache"]["rope_key"], strict=True)]
+        assert [values(row.locator("td")) for row in rows.all()] == expected
+    else:
+        assert tables.count() == KV_HEADS[kind]
+        for g in range(KV_HEADS[kind]):
+            drawn = [
+                values(r.locator("td"))
+                for r in page.locator(f"table[data-stage=cache][data-head='{g}'] tbody tr").all()
+            ]
+            keys, vals = step["cache"]["key"][g], step["cache"]["value"][g]
+            assert drawn == [k + v for k, v in zip(keys, vals, strict=True)]
+    assert rows.nth(0).get_attribute("data-row") == "0" and rows.count() == 4 * max(
+        1, tables.count() if kind != "mla" else 1
+    )
+    for head in step["heads"]:
+        drawn = values(page.locator(f"[data-stage=weights][data-head='{head['index']}'] td[data-variant=main]"))
+        assert drawn == head["weights"] and len(drawn) == 4
+        line = page.locator(f"[data-stage=mapping] line[data-query-head='{head['index']}']")
+        assert line.get_attribute("data-kv-head") == str(0 if kind == "mla" else head["kv_head"])
+    equality = page.locator("[data-stage=equality]")
+    assert equality.get_attribute("data-value") == "0" and "max difference 0." in equality.inner_text()
+    assert overflow(page) == 0
+
+
+def test_a_failure_mode_draws_the_broken_row_beside_the_right_one(page, live):
+    open_page(page, live, f"{PATH}#position=3&compare=decode_mask_top_left")
+    wait_until(page, "document.querySelector('[data-stage=equality]').classList.contains('differs')")
+    broken = decode_body(live, "mha", failure_mode="decode_mask_top_left")["steps"][2]
+    right = decode_body(live, "mha")["steps"][2]
+    for h in range(4):
+        weights = page.locator(f"[data-stage=weights][data-head='{h}']")
+        assert values(weights.locator("td[data-variant=broken]")) == broken["heads"][h]["weights"] == [1.0, 0.0, 0.0]
+        assert values(weights.locator("td[data-variant=correct]")) == right["heads"][h]["weights"]
+    assert float(page.locator("[data-stage=equality]").get_attribute("data-value")) > 0.01
+
+
+def test_a_tiling_link_opens_grouped_query_attention_and_draws_the_tiled_lines(page, live):
+    open_page(page, live, f"{PATH}#compare=gqa_tiled")
+    assert page.get_by_label("Keys and values", exact=True).input_value() == "gqa"
+    lines = page.locator("[data-stage=mapping] line")
+    assert [lines.nth(h).get_attribute("data-kv-head") for h in range(4)] == ["0", "1", "0", "1"]  # h mod 2
+
+
+def test_a_released_models_cache_is_drawn_in_bytes_with_its_source(page, live):
+    open_page(page, live, PATH)
+    memory = page.locator("[data-stage=memory]")
+    assert int(memory.get_attribute("data-value")) == 34_560 * 2 * 163_840  # DeepSeek-V2 at its whole context
+    assert (
+        "34,560" in page.locator(".kv-figures").inner_text() and "2405.04434" in page.locator(".kv-memory").inner_text()
+    )
+    page.get_by_label("Model", exact=True).select_option("llama-3-8b")
+    page.get_by_label("Context (tokens)").fill("8192")
+    page.get_by_label("Context (tokens)").dispatch_event("change")
+    wait_until(page, "document.querySelector('[data-stage=memory]').dataset.value === String(1024 ** 3)")
+    assert "1.0 GiB" in page.locator(".kv-bars").text_content()
+    assert "context=8192" in page.url and "model=llama-3-8b" in page.url
+
+
+def test_stepping_with_the_keyboard_grows_the_cache_and_the_link_keeps_the_view(page, live):
+    open_page(page, live, f"{PATH}#kind=mqa")
+    assert page.locator("table[data-stage=cache] tbody tr").count() == 1
+    page.get_by_role("button", name="Decode the next position").focus()
+    for _ in range(2):
+        page.keyboard.press("Enter")
+    wait_until(page, "document.querySelectorAll('table[data-stage=cache] tbody tr').length === 3")
+    assert page.locator("tr.newest").get_attribute("data-row") == "2"
+    again = page.context.new_page()
+    again.goto(page.url)
+    again.wait_for_selector("main[aria-busy=false]")
+    assert again.locator("table[data-stage=cache] tbody tr").count() == 3
+    again.close()
+
+
+def done(page):
+    return set(filter(None, (page.evaluate("document.body.dataset.progress") or "").split(",")))
+
+
+WORDS = {
+    "en": ("Your prediction", "Record prediction", "Your explanation", "Record explanation"),
+    "es": ("Tu predicción", "Guardar la predicción", "Tu explicación", "Guardar la explicación"),
+    "zh-CN": ("你的预测", "保存预测", "你的解释", "保存解释"),
+}
+KINDS = {"en": "MLA: a latent per token (DeepSeek-V2)", "es": "MLA: un latente por token (DeepSeek-V2)",
+         "zh-CN": "MLA：每个词元一个潜在向量（DeepSeek-V2）"}  # fmt: skip
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("locale", ["en", "es", "zh-CN"])
+def test_a_new_learner_completes_the_case_study(page, live, locale, size):
+    page.set_viewport_size(dict(zip(("width", "height"), SIZES[size], strict=True)))
+    open_page(page, live, f"{LESSON}?lang={locale}")
+    assert page.evaluate("document.documentElement.lang") == locale
+    prediction, record, explanation, record_explanation = WORDS[locale]
+    page.get_by_label(prediction).fill("128 KiB a token, 1 GiB for 8,192 tokens, 4 GiB as MHA.")
+    page.get_by_role("button", name=record).click()
+    wait_until(page, "(document.body.dataset.progress || '').includes('predict')")
+    frame = page.frame_locator("#workbench-frame")
+    frame.locator("main[aria-busy=false]").wait_for()
+    frame.locator("#step").click()  # step the decode
+    frame.locator("#kind").select_option(label=KINDS[locale])  # switch to MLA
+    frame.locator("#model").select_option("llama-3-8b")  # a released model
+    frame.locator("#compare").select_option("cache_not_appended")  # break it
+    wait_until(page, "(document.body.dataset.progress || '').includes('experiment')", timeout=20)
+    assert frame.locator("[data-manipulation][data-done=true]").count() == 4
+    page.get_by_label(explanation).fill("The cache holds the same keys and values; MLA keeps the latent and k_R.")
+    page.get_by_role("button", name=record_explanation).click()
+    wait_until(page, "(document.body.dataset.progress || '').includes('explain')")
+    assert done(page) == {"predict", "experiment", "explain"}
+    assert overflow(page) == 0
