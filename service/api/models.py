@@ -10,7 +10,7 @@ from flask.views import MethodView
 from ..edge import EdgeRequest, costs
 from ..edge.problems import Problem
 from ..models import AnyModel, load
-from ..models.present import describe, run
+from ..models.present import ModelRequestError, describe, run
 from ..text import N_
 from .attention.traces import respond
 from .schemas.models import ModelAttentionRequestSchema, ModelListSchema, ModelTraceSchema
@@ -69,7 +69,17 @@ class ModelAttention(MethodView):
     @blp.problems(404, *JSON_BODY_ERRORS)
     def post(self, args, model_id):
         """Run a text through a model: every layer's trace with each head's label (and the byte model's next bytes)"""
-        return respond(run(find(model_id), args))
+        try:
+            return respond(run(find(model_id), args))
+        except ModelRequestError as refused:
+            raise problem(refused) from None
+
+
+def problem(refused: ModelRequestError) -> Problem:
+    over = refused.status == 413
+    return Problem(refused.status, refused.message, args=refused.values, errors={refused.field: [str(refused)]},
+                   title="Content Too Large" if over else None, slug="over-limit" if over else None,
+                   extra={"limits": refused.limits} if refused.limits else None)  # fmt: skip
 
 
 def init_app(app) -> None:

@@ -88,14 +88,11 @@ def project(x: np.ndarray, qh: np.ndarray, cfg: Any, lw: LatentWeights, position
     """Steps 1-3 under latent attention for rows `x` [m, d_model] with their content queries `qh`
     [H, m, d_head]: the latent and RoPE key rows a cache keeps, and each head's whole query."""
     c = finite(dot(x, lw.down), "the latent X @ W_DKV", "latent.down")  # [m, d_model] @ [d_model, d_c] -> [m, d_c]
-    if lw.rope_key is None:
+    if lw.rope_key is None or lw.rope_query is None:
         return Heads(qh, (c, np.empty((x.shape[0], 0))))
-    q_r = split_heads(
-        finite(dot(x, lw.rope_query), "the RoPE query X @ W_QR", "latent.rope_query"), cfg.heads
-    )  # [H, m, dr]
-    k_r = finite(
-        dot(x, lw.rope_key), "the RoPE key X @ W_KR", "latent.rope_key"
-    )  # [m, d_model] @ [d_model, dr] -> [m, dr]
+    q_r = finite(dot(x, lw.rope_query), "the RoPE query X @ W_QR", "latent.rope_query")  # [m, H * dr]
+    q_r = split_heads(q_r, cfg.heads)  # [m, H * dr] -> [H, m, dr]
+    k_r = finite(dot(x, lw.rope_key), "the RoPE key X @ W_KR", "latent.rope_key")  # [m, dr]
     style, base = cfg.rope.style, cfg.rope.base
     q_rot = finite(rope(q_r, style, base, positions), "RoPE on the queries", "rope")  # [H, m, dr]
     k_rot = finite(rope(k_r, style, base, positions), "RoPE on the keys", "rope")  # [m, dr]

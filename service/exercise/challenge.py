@@ -62,7 +62,7 @@ class Verdict:
     def message(self, cases: list[dict[str, Any]], say: Say = english) -> str:
         if self.correct:
             return say(
-                N_("All %(count)d cases match the reference: your implementation is verified."), count=len(cases)
+                N_("All %(count)d cases match the engine's numbers: your implementation is verified."), count=len(cases)
             )
         i, wrong = next((i, d) for i, d in enumerate(self.cases) if not d.correct)
         return say(N_("Case %(case)d (%(about)s): %(message)s"), case=i + 1, about=describe(cases[i], say),

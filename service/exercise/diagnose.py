@@ -58,7 +58,7 @@ class Diagnosis:
         """What the learner reads, in the language `say` speaks."""
         if self.correct:
             return say(
-                N_("Correct: every number matches the reference within %(tolerance)s."), tolerance=f"{TOLERANCE:g}"
+                N_("Correct: every number matches the engine's within %(tolerance)s."), tolerance=f"{TOLERANCE:g}"
             )
         prefix = ""
         if self.nan:

@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 
-from ..edge.problems import Problem
 from ..i18n import current
 from ..text import N_
 from ..trace_json import trace_json
@@ -60,7 +59,7 @@ def ablated_heads(model: AnyModel, ablate: list[dict[str, int]]) -> frozenset[tu
                 f"layer {ref['layer']}, head {ref['head']} is not in {model.id}: it has layers 0 to "
                 f"{model.layers - 1} and heads 0 to {model.heads - 1} (0-based)"
             )
-            raise Problem(422, message, errors={f"ablate.{i}": [message]})
+            raise ModelRequestError(422, message, field=f"ablate.{i}")
     return frozenset((ref["layer"], ref["head"]) for ref in ablate)
 
 
@@ -153,16 +152,19 @@ def encoder_body(model: Encoder, text: str, args: dict[str, Any]) -> dict[str, A
     }
 
 
-def over_context(model: AnyModel, message: str, args: dict[str, Any]) -> Problem:
-    return Problem(
-        413,
-        message,
-        args=args,
-        title="Content Too Large",
-        errors={"text": [message % args]},
-        slug="over-limit",
-        extra={"limits": {"context": model.context}},
-    )
+def over_context(model: AnyModel, message: str, args: dict[str, Any]) -> ModelRequestError:
+    return ModelRequestError(413, message, args, limits={"context": model.context})
+
+
+class ModelRequestError(ValueError):
+    """What a model cannot answer: 413 (a text longer than it reads) or 422 (a head it does not
+    have), with the message (a catalog msgid with `%(name)s` placeholders), its args, the field at
+    fault and, over a limit, the limit. The API answers it as a problem (service/api/models.py)."""
+
+    def __init__(self, status: int, message: str, args: dict[str, Any] | None = None, *, field: str = "text",
+                 limits: dict[str, int] | None = None):  # fmt: skip
+        super().__init__(message % args if args else message)
+        self.status, self.message, self.values, self.field, self.limits = status, message, args, field, limits
 
 
 def likeliest(probabilities: np.ndarray, index: int, top: int) -> list[dict[str, Any]]:

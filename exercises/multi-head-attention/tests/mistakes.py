@@ -1,4 +1,4 @@
-"""A plain reference and the classic mistakes, so a failing test can say which one you made.
+"""A plain correct implementation and the classic mistakes, so a failing test can say which one you made.
 
 Reading this file gives the answer away; try the exercise first.
 """
@@ -85,7 +85,7 @@ def run(mha, tokens, heads, causal=True, output_projection=None):
     return arrays
 
 
-# Every mistake the reference can make, in the order the pipeline meets them.
+# Every mistake the correct implementation can be turned into, in the order the pipeline meets them.
 ALL = (
     "interleaved_split",
     "reuse_first_slice",

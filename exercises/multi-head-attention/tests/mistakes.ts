@@ -1,4 +1,4 @@
-// A plain reference and the classic mistakes, so a failing test can say which one you made
+// A plain correct implementation and the classic mistakes, so a failing test can say which one you made
 // (the same as mistakes.py). Reading this file gives the answer away; try the exercise first.
 
 import { call, type Case, type Implementation, LearnerError, type Matrix, nanProblem, type Result, say } from "../learner.ts";
@@ -93,7 +93,7 @@ const allClose = (a: unknown, b: unknown, atol = 1e-9): boolean =>
 
 export { allClose };
 
-// Every mistake the reference can make, in the order the pipeline meets them (as mistakes.py).
+// Every mistake the correct implementation can be turned into, in the order the pipeline meets them (as mistakes.py).
 export const ALL = [
   "interleaved_split", "reuse_first_slice", "no_scaling", "scale_by_d_model", "no_mask", "mask_after_softmax",
   "diagonal_masked", "zero_mask", "softmax_wrong_axis", "weights_transposed", "swapped_head_order", "no_output_projection",
