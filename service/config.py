@@ -53,7 +53,7 @@ class Settings:
     # Connections one address may hold in one worker (trusted proxies, WORKBENCH_FORWARDED_ALLOW_IPS, exempt)
     connections_per_address: int = 128
     background_parse_bytes: int = 262144  # compute bodies this large are parsed in the background process
-    # Compute budgets in cells (service/api/budgets.py): per client (shared store) and per worker.
+    # Compute budgets in cells (service/edge/limits.py): per client (shared store) and per worker.
     compute_free_cells: int = 4096  # the workbench's requests cost a few dozen: never charged
     compute_budget_client: str = "30000000/minute"  # about 19 maximum-size traces a minute
     compute_budget_address: str = "60000000/minute"  # every browser session of one address, together
@@ -86,7 +86,7 @@ class Settings:
     public_url: str = ""
     proxy_hops: int = 0
     log_json: bool = False
-    retain_freed_memory: bool = True  # glibc malloc thresholds, see service/compute/allocator.py
+    retain_freed_memory: bool = True  # glibc malloc thresholds, see service/api/attention/allocator.py
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod

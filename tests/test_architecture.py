@@ -4,6 +4,7 @@ and modules and functions small enough to read in one sitting (docs/architecture
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 SERVICE = Path(__file__).resolve().parents[1] / "service"
@@ -207,19 +208,186 @@ def test_no_view_runs_sql():
         assert "from sqlalchemy import" not in text and ".execute(" not in text, path
 
 
+FOLDERS = "service|tests|bench|frontend|migrations|exercises|content|training|deploy|docs"
+PATH_NAMED = re.compile(
+    rf"(?<![\w/.{{])((?:{FOLDERS})/[\w./-]+\.(?:py|md|sql|js|css|html|json|toml|conf|yml|txt|ts))(?![\w{{])"
+)
+EXERCISE = SERVICE.parent / "exercises" / "multi-head-attention"  # paths inside a download are relative to it
+
+
+def missing_paths(texts) -> list[str]:
+    root = SERVICE.parent
+    return sorted(
+        f"{name}: {path}"
+        for name, text in texts
+        for path in set(PATH_NAMED.findall(text))
+        if not (root / path).exists() and not (EXERCISE / path).exists()
+    )
+
+
 def test_the_docs_name_only_files_the_repository_has():
     """Every repository path the docs mention (with a file's extension) exists, so a doc cannot
-    keep pointing at a module that moved or went."""
-    import re
-
+    keep pointing at a module that moved or went; docs/decisions.md (current decisions) included."""
     root = SERVICE.parent
-    folders = "service|tests|bench|frontend|migrations|exercises|content|training|deploy|docs"
-    pattern = re.compile(
-        rf"(?<![\w/.])((?:{folders})/[\w./-]+\.(?:py|md|sql|js|css|html|json|toml|conf|yml|txt|ts))(?![\w])"
-    )
-    missing = []
-    for doc in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
-        for path in set(pattern.findall(doc.read_text())):
-            if not (root / path).exists():
-                missing.append(f"{doc.name}: {path}")
-    assert missing == []
+    docs = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    assert missing_paths((doc.name, doc.read_text()) for doc in docs if doc.name != "history.md") == []
+
+
+def test_the_codes_comments_and_docstrings_name_only_files_the_repository_has():
+    root = SERVICE.parent
+    code = [
+        path
+        for folder in ("service", "frontend", "tests", "bench", "exercises", "training", "migrations")
+        for path in (root / folder).rglob("*")
+        if path.suffix in (".py", ".js", ".ts", ".html", ".css", ".sql") and "node_modules" not in path.parts
+    ]
+    assert missing_paths((str(path.relative_to(root)), path.read_text()) for path in code) == []
+
+
+# Figures more than one of these files states: each must say the same in all of them.
+FIGURES = {
+    "MiniLM's memory per worker": r"(\d+) MB (?:more memory in each worker|per worker)",
+    "MiniLM's download": r"(\d+(?:\.\d+)?) MB (?:wheel|to download)",
+}
+
+
+def test_the_readme_the_makefile_and_the_models_doc_agree_on_every_figure_they_share():
+    root = SERVICE.parent
+    texts = {name: (root / name).read_text() for name in ("README.md", "Makefile", "docs/models.md")}
+    for figure, pattern in FIGURES.items():
+        stated = {name: set(re.findall(pattern, text)) for name, text in texts.items() if re.search(pattern, text)}
+        assert len(stated) >= 2 and len(set().union(*stated.values())) == 1, (figure, stated)
+
+
+# -- the docs' architecture is the code's (docs/architecture.md)
+
+ARCHITECTURE = (SERVICE.parent / "docs" / "architecture.md").read_text()
+
+
+def diagram_layers() -> list[list[str]]:
+    """The layers block under '## Layers': each line's paths, top line first."""
+    block = ARCHITECTURE.split("## Layers", 1)[1].split("```", 2)[1]
+    return [line.split() for line in block.strip().splitlines()]
+
+
+def layer_of(module: str, layers: list[list[str]]) -> int | None:
+    path = module.replace(".", "/")
+    for depth, paths in enumerate(layers):
+        for entry in paths:
+            room = entry.removesuffix("/").removesuffix(".py")
+            if path == room or path.startswith(room + "/"):
+                return depth
+    return None
+
+
+def test_the_diagram_names_every_room_and_no_import_runs_up_it():
+    layers = diagram_layers()
+    edges = graph()
+    unplaced = sorted(m for m in edges if m != "service" and layer_of(m, layers) is None)
+    assert unplaced == []
+    depth = {m: layer_of(m, layers) for m in edges if m != "service"}
+    upward = sorted(f"{m} -> {d}" for m, deps in edges.items() for d in deps if d in depth and depth[d] < depth[m])
+    assert upward == []
+
+
+def budget_rows() -> list[tuple[str, list[str], int]]:
+    section = ARCHITECTURE.split("## Scope budget", 1)[1].split("###", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[3].replace(",", "").isdigit():
+            rows.append((cells[0], re.findall(r"`([^`]+)`", cells[1]), int(cells[3].replace(",", ""))))
+    return rows
+
+
+def concern_files(rows) -> dict[str, set[Path]]:
+    """Each concern's Python files; `service/api/` (the rest) is what no other row claims there."""
+    claimed: dict[str, set[Path]] = {}
+    for name, paths, _ in rows:
+        files: set[Path] = set()
+        for path in paths:
+            target = SERVICE.parent / path
+            files |= set(target.rglob("*.py")) if target.is_dir() else {target}
+        claimed[name] = files
+    for name, paths, _ in rows:
+        if "service/api/" in paths:  # the rest of the API
+            others = set().union(*(f for n, f in claimed.items() if n != name))
+            claimed[name] = {f for f in claimed[name] if f not in others or not f.is_relative_to(SERVICE / "api")}
+    return claimed
+
+
+def test_every_concern_keeps_its_written_budget_and_every_file_has_one():
+    rows = budget_rows()
+    assert len(rows) == 3
+    claimed = concern_files(rows)
+    every = set(SERVICE.rglob("*.py"))
+    assert sorted(str(f.relative_to(SERVICE)) for f in every - set().union(*claimed.values())) == []
+    for name, _, budget in rows:
+        lines = sum(len(f.read_text().splitlines()) for f in claimed[name])
+        assert lines <= budget, f"{name}: {lines} lines, over its budget of {budget}"
+
+
+def third_party_names() -> set[str]:
+    """Every class of another package the service subclasses, and every module attribute it
+    replaces (marshmallow's and SQLAlchemy's declarative bases and Flask's MethodView are how
+    those libraries are used, not extensions of them)."""
+    import importlib.util
+    import sys
+
+    stdlib = set(sys.stdlib_module_names)
+    found: set[str] = set()
+    for path in SERVICE.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        names: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names.update({a.asname or a.name: f"{node.module}.{a.name}" for a in node.names})
+            elif isinstance(node, ast.Import):
+                names.update({a.asname or a.name.split(".")[0]: a.name if a.asname else a.name.split(".")[0]
+                              for a in node.names})  # fmt: skip
+
+        def resolve(expr, names: dict[str, str] = names) -> str | None:
+            if isinstance(expr, ast.Name):
+                return names.get(expr.id)
+            if isinstance(expr, ast.Attribute):
+                base = resolve(expr.value)
+                return f"{base}.{expr.attr}" if base else None
+            return resolve(expr.value) if isinstance(expr, ast.Subscript) else None
+
+        def foreign(name: str | None) -> bool:
+            return bool(name) and name.split(".")[0] not in stdlib | {"service"}
+
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                bases = [resolve(b) for b in node.bases]
+                found |= {
+                    b for b in bases if foreign(b) and not b.startswith(("marshmallow", "sqlalchemy", "flask.views"))
+                }
+            elif isinstance(node, ast.Assign):
+                for target in node.targets:
+                    module = resolve(target.value) if isinstance(target, ast.Attribute) else None
+                    if foreign(module) and importlib.util.find_spec(module) is not None:  # a module, not an object
+                        found.add(f"{module}.{target.attr}")
+    return found
+
+
+def test_every_third_party_internal_subclassed_or_patched_is_listed_with_why_and_its_test():
+    section = ARCHITECTURE.split("### Third-party internals subclassed or patched", 1)[1]
+    listed = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 5 and cells[0].startswith("`"):
+            listed[cells[0].strip("`")] = cells
+    found = third_party_names()
+    assert sorted(found - set(listed)) == [], "subclassed or patched, not listed in docs/architecture.md"
+    assert sorted(set(listed) - found) == [], "listed, but the code no longer does it"
+    for name, cells in listed.items():
+        test = re.findall(r"`(tests/[^`:]+)", cells[4])
+        assert test and all((SERVICE.parent / t).exists() for t in test), name
+
+
+def test_the_decisions_are_current_and_readable_in_one_sitting():
+    """docs/decisions.md holds the decisions that hold now (history.md keeps the rest)."""
+    text = (SERVICE.parent / "docs" / "decisions.md").read_text()
+    assert len(text.splitlines()) <= 500
+    assert "superseded" not in text.lower()

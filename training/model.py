@@ -1,6 +1,6 @@
 """A two-layer, attention-only, byte-level transformer, in torch.
 
-Written to match the service's numpy inference (service/compute/model.py) term for term:
+Written to match the service's numpy inference (service/models/byte_model.py) term for term:
 - the residual stream starts as the byte embedding: x = W_E[bytes]          [n, d_model]
 - positions enter through rotary position embedding (RoPE, "half" pairing, base 10000) on
   each head's queries and keys, exactly as the engine's `rope` option computes it;
@@ -23,7 +23,7 @@ VOCAB = 256
 
 
 def rope(x: torch.Tensor, base: float) -> torch.Tensor:
-    """[.., n, d_head]: the engine's "half" RoPE (service/compute/ops.py): feature i pairs with
+    """[.., n, d_head]: the engine's "half" RoPE (service/compute/steps.py): feature i pairs with
     i + d_head/2, rotated by position * base^(-2i/d_head)."""
     n, d_head = x.shape[-2], x.shape[-1]
     inv_freq = base ** (-torch.arange(0, d_head, 2, dtype=torch.float64) / d_head)

@@ -1,7 +1,7 @@
 """PostgreSQL: recording events is one function call, so one round trip per request.
 
 `workbench_record_events(platform, events json, now)` (events as `workbench_event_in` rows)
-does what `service/db/events.py` does on SQLite, in one statement: skip tombstoned ids,
+does what `service/db/events/sqlite.py` does on SQLite, in one statement: skip tombstoned ids,
 insert the rest once, refuse the whole call on a conflicting replay (SQLSTATE WB409, the ids in the message), keep each learner's first
 event per lesson (moving their durations when an earlier event arrives), and record each
 checkpoint's earliest completion. Python still decides which checkpoint an event completes

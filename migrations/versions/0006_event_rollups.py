@@ -1,5 +1,5 @@
 """Event rollups: events and distinct learners per lesson, key and hour, day, week (and in
-total), kept from a watermark by service/db/rollups.py; service/db/migrate.py fills them from the
+total), kept from a watermark by service/db/analytics/rollups.py; service/db/migrate.py fills them from the
 events and checks already stored once the schema is at its head.
 
 Revision ID: 0006

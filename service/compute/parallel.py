@@ -26,7 +26,7 @@ _inside = 0  # engine calls currently in a parallel section of this process
 _saved: list[int] = []
 
 
-_limit: int | None = None  # set in the background compute processes (service/background.py)
+_limit: int | None = None  # set in the background compute processes (service/api/attention/offload.py)
 
 
 def cores() -> int:

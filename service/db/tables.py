@@ -223,7 +223,7 @@ class RevokedSession(Base):
 
 class EventRollup(Base):
     """Events and distinct learners per (lesson, dimension key, time bucket), for every event
-    up to the watermark (service/db/rollups.py). `lesson` '' is every lesson together; `grain`
+    up to the watermark (service/db/analytics/rollups.py). `lesson` '' is every lesson together; `grain`
     'all' has the one bucket ''; `key` is '=' + the value, or '-' when there is none."""
 
     __tablename__ = "event_rollups"

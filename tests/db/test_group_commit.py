@@ -1,4 +1,4 @@
-"""service/db/group_commit.py: requests arriving during a write are written together next, and
+"""service/db/events/group_commit.py: requests arriving during a write are written together next, and
 each request keeps its own answer and its own failure."""
 
 from __future__ import annotations

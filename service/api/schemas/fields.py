@@ -1,7 +1,7 @@
 """Strict marshmallow fields: JSON types mean what they say (no "2" for 2, no true for 1); and
 `loader(schema)`, a schema's `load` derived from these fields, defaults and validators for the
 bodies it is sure of (the fast handlers at the edge): whatever it is not sure of raises `Doubt`,
-and marshmallow decides and words the error. tests/api/test_fields.py holds the two together."""
+and marshmallow decides and words the error. tests/api/test_event_schema.py holds the two together."""
 
 from __future__ import annotations
 

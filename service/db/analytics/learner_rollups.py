@@ -2,7 +2,7 @@
 
 A learner's standing is their start day, which checkpoints they have completed (and how each
 test result was known), and the whole seconds from their first event to each completion. The
-refresh (service/db/rollup_refresh.py) recomputes the standing of every learner its chunk of
+refresh (service/db/analytics/rollup_refresh.py) recomputes the standing of every learner its chunk of
 events touched, takes their previous standing (kept in `rolled_learners`) out of the counts
 and puts the new one in. A read adds the same correction for the learners with events after
 the watermark, so answers are exact; the counts hold one row per (start day, state), not per

@@ -1,5 +1,5 @@
 """Keeping `event_rollups` current: the refresh rolls up the events after the watermark in
-chunks (set-based SQL, the definition in service/db/rollups.py); erasure takes a learner's
+chunks (set-based SQL, the definition in service/db/analytics/rollups.py); erasure takes a learner's
 rolled-up events back out. Both hold the watermark row while they work, so they take turns.
 
 Events are rolled up by id. On PostgreSQL ids are handed out before their transactions commit,

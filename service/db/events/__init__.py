@@ -90,7 +90,7 @@ def record_events(db: Database, platform_id: int, events: list[NewEvent], lesson
     """Store new events, acknowledge identical replays, reject the whole batch on any conflict.
 
     Requests arriving while another write is under way are written together with it, next
-    (service/db/group_commit.py); each stays atomic and gets its own answer."""
+    (service/db/events/group_commit.py); each stays atomic and gets its own answer."""
     return _group_commit(db).submit(_Request(platform_id, events, lessons))
 
 
