@@ -65,8 +65,6 @@ export function mappingView(heads, kind) {
   const drawing = svg("svg", { viewBox: `0 0 ${width} ${height + 10}`, class: "kv-lines", role: "img", "data-stage": "mapping",
     "aria-label": kind === "mla" ? t("Every query head reads the one latent")
       : heads.map((h) => t("query head {head} reads key/value head {kv}", { head: h.index + 1, kv: h.kv_head + 1 })).join("; ") });
-  drawing.append(svg("text", { x: 4, y: 12, class: "kv-axis" }, t("query heads")));
-  drawing.append(svg("text", { x: width - 4, y: 12, class: "kv-axis", "text-anchor": "end" }, kind === "mla" ? t("latent") : t("key/value heads")));
   heads.forEach((h, i) => {
     const target = kind === "mla" ? 0 : h.kv_head;
     drawing.append(svg("line", { x1: 44, y1: y(i, count) + 10, x2: width - 44, y2: y(target, targets) + 10, class: "kv-link",
@@ -76,7 +74,9 @@ export function mappingView(heads, kind) {
   for (let g = 0; g < targets; g++) {
     drawing.append(svg("text", { x: width - 4, y: y(g, targets) + 14, class: "kv-node", "text-anchor": "end" }, kind === "mla" ? "C" : `KV${g + 1}`));
   }
-  return el("div", {}, el("h3", { text: t("Which keys and values each head reads") }), drawing);
+  const axes = el("p", { class: "kv-axes" }, el("span", { text: t("query heads") }),
+    el("span", { text: kind === "mla" ? t("latent") : t("key/value heads") }));
+  return el("div", {}, el("h3", { text: t("Which keys and values each head reads") }), axes, drawing);
 }
 
 // The new query's weights over every cached position, head by head (and the correct decode's beside a broken one).
@@ -101,7 +101,15 @@ export function bytes(value) {
   const units = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB"];
   let i = 0, x = value;
   while (x >= 1024 && i < units.length - 1) { x /= 1024; i++; }
-  return i === 0 ? `${whole(x)} ${t("bytes")}` : `${fmt(x, x >= 100 ? 0 : 1)} ${units[i]}`;
+  const word = t("bytes"); // outside the template literal: the extractor does not look inside one
+  return i === 0 ? `${whole(x)} ${word}` : `${fmt(x, x >= 100 ? 0 : 1)} ${units[i]}`;
+}
+
+// A bar `percent` wide (set through the CSSOM: the CSP allows no inline style attribute).
+function bar(className, percent, dataset) {
+  const node = el("span", { class: className, dataset });
+  node.style.width = `${percent}%`;
+  return node;
 }
 
 // A model's cache for its context beside the MHA equivalent: two bars with units, and the numbers.
@@ -110,17 +118,13 @@ export function memoryView(answer, model, tokens) {
     { label: t("{model}'s cache ({kind})", { model: model.name, kind: answer.kind.toUpperCase() }), value: answer.bytes_total, stage: "memory" },
     { label: t("the same heads with their own keys and values (MHA)"), value: answer.mha_equivalent.bytes_total, stage: "memory-mha" },
   ];
-  const max = Math.max(...rows.map((r) => r.value)), width = 340;
-  const chart = svg("svg", { viewBox: `0 0 ${width} 92`, class: "chart kv-bars", role: "img",
-    "aria-label": rows.map((r) => `${r.label}: ${bytes(r.value)}`).join("; ") });
-  rows.forEach((r, i) => {
-    const top = i * 46;
-    chart.append(svg("text", { x: 0, y: top + 12 }, r.label));
-    const length = Math.max(2, (r.value / max) * (width - 110));
-    chart.append(svg("rect", { x: 0, y: top + 17, width: length, height: 16, class: i ? "bar bar-muted" : "bar", "data-stage": r.stage,
-      "data-value": String(r.value) }));
-    chart.append(svg("text", { x: length + 4, y: top + 30 }, bytes(r.value)));
-  });
+  const max = Math.max(...rows.map((r) => r.value));
+  const chart = el("div", { class: "kv-bars", role: "img", "aria-label": rows.map((r) => `${r.label}: ${bytes(r.value)}`).join("; ") },
+    ...rows.map((r, i) => el("div", { class: "kv-bar-row", "aria-hidden": "true" },
+      el("span", { class: "kv-bar-label", text: r.label }),
+      el("span", { class: "kv-bar-track" },
+        bar(i ? "kv-bar kv-bar-muted" : "kv-bar", Math.max(0.5, (r.value / max) * 100), { stage: r.stage, value: String(r.value) }),
+        el("span", { class: "kv-bar-value", text: bytes(r.value) })))));
   const cached = answer.positions_cached < tokens ? t(" (a sliding window keeps {window})", { window: whole(answer.positions_cached) }) : "";
   return el("div", {}, chart,
     el("p", { class: "kv-figures" }, t("{elements} numbers a token ({bytes} a token) over {layers} layers; {tokens} tokens{cached}: {total}, {ratio} % of the MHA equivalent.", {
