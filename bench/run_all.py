@@ -28,6 +28,7 @@ PARTIAL = "<!-- bench-partial:begin -->", "<!-- bench-partial:end -->"
 BENCHMARKS = [
     ["bench/compute.py"],
     ["bench/compute.py", "--default-allocator"],
+    ["bench/decode.py"],
     ["bench/api.py"],
     ["bench/ingest.py"],
     ["bench/analytics.py"],
@@ -103,7 +104,7 @@ def write(rows: list[dict], markers: tuple[str, str] = (BEGIN, END), how: str = 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", help="comma-separated script names (compute,api,ingest,analytics,browser,memory)")
+    parser.add_argument("--only", help="comma-separated script names (compute,decode,api,ingest,analytics,browser,memory)")
     args = parser.parse_args()
     chosen = BENCHMARKS
     if args.only:
