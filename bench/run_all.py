@@ -104,7 +104,7 @@ def write(rows: list[dict], markers: tuple[str, str] = (BEGIN, END), how: str = 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", help="comma-separated script names (compute,decode,api,ingest,analytics,browser,memory)")
+    parser.add_argument("--only", help="comma-separated script names (compute, decode, api, ingest, analytics, ...)")
     args = parser.parse_args()
     chosen = BENCHMARKS
     if args.only:
