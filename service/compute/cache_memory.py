@@ -18,7 +18,8 @@ from fractions import Fraction
 
 from .errors import AttentionInputError
 
-BYTES_PER_ELEMENT = {0.5: "int4", 1: "fp8 or int8", 2: "bf16 or fp16", 4: "fp32", 8: "fp64"}
+BYTES_PER_ELEMENT = {0.5: "int4", 1.0: "fp8 or int8", 2.0: "bf16 or fp16", 4.0: "fp32", 8.0: "fp64"}  # the usual ones
+MOST_BYTES = 8.0  # any positive number up to this is accepted (a packed 6-bit format is 0.75)
 EXACT = 2**53  # the largest integer every JSON reader (JavaScript's numbers) holds exactly
 
 
@@ -109,10 +110,11 @@ def memory(shape: CacheShape, tokens: int, bytes_per_element: float) -> dict[str
 
 
 def _bytes(value: float) -> Fraction:
-    if isinstance(value, bool) or value not in BYTES_PER_ELEMENT:
+    """The bytes of one element as an exact fraction (a float is a binary fraction: 0.75 is exact)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MOST_BYTES:
+        usual = ", ".join(f"{k:g} ({v})" for k, v in BYTES_PER_ELEMENT.items())
         raise AttentionInputError(
-            f"bytes_per_element must be one of {sorted(BYTES_PER_ELEMENT)} "
-            f"({', '.join(f'{k}: {v}' for k, v in BYTES_PER_ELEMENT.items())}), got {value!r}",
+            f"bytes_per_element must be a number above 0 and at most {MOST_BYTES:g}, such as {usual}; got {value!r}",
             field="bytes_per_element",
         )
     return Fraction(value)

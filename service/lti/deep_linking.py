@@ -48,6 +48,11 @@ def choices() -> list[Choice]:
             "Trained heads: previous-token and induction heads at work",
             "What the heads of a small trained model attend to.",
         ),
+        Choice(
+            "/explorables/kv-cache",
+            "A KV cache, step by step",
+            "Decoding with a KV cache alone: MHA, GQA, MQA, latent attention, a released model's cache in bytes.",
+        ),
     ]
 
 

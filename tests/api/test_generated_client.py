@@ -115,20 +115,29 @@ def _example(spec, path: str, name: str | None = None) -> dict:
 
 
 def test_the_readmes_flows_through_the_generated_client(wbclient, spec, server, key):
-    from wbclient.api.attention import post_api_v1_attention
+    from wbclient.api.attention import post_api_v1_attention, post_api_v1_attention_decode
     from wbclient.api.events import post_api_v1_events
     from wbclient.api.exports import get_api_v1_analytics_events_export
+    from wbclient.api.kv_cache import post_api_v1_kv_cache
     from wbclient.api.learners import delete_api_v1_learners_learner, get_api_v1_learners_learner_progress
-    from wbclient.models import AttentionRequest, Event, EventBatch
+    from wbclient.models import AttentionRequest, CacheRequest, DecodeRequest, Event, EventBatch
 
     anyone = wbclient.Client(base_url=server.url)
     platform = wbclient.AuthenticatedClient(base_url=server.url, token=key)
 
     traced = post_api_v1_attention.sync_detailed(client=anyone, body=AttentionRequest.from_dict(
-        _example(spec, "/api/v1/attention")))  # fmt: skip
+        _example(spec, "/api/v1/attention", "the workbench's tokens")))  # fmt: skip
     assert traced.status_code == 200
     weights = traced.parsed.heads[0].weights
     assert len(weights) == 3 and all(abs(sum(row) - 1) < 1e-12 for row in weights)  # each row a distribution
+
+    body = DecodeRequest.from_dict(_example(spec, "/api/v1/attention/decode", "latent attention"))
+    decoded = post_api_v1_attention_decode.sync_detailed(client=anyone, body=body)
+    assert decoded.status_code == 200 and decoded.parsed.max_difference_from_full_pass < 1e-12
+    assert [len(step.heads[0].weights) for step in decoded.parsed.steps] == [1, 2, 3]  # over positions 0..t
+    v2 = _example(spec, "/api/v1/kv-cache", "DeepSeek-V2 at 4,096 tokens in bf16")
+    cache = post_api_v1_kv_cache.sync_detailed(client=anyone, body=CacheRequest.from_dict(v2))
+    assert cache.status_code == 200 and cache.parsed.elements_per_token == 34_560
 
     one = post_api_v1_events.sync_detailed(
         client=platform, body=Event.from_dict(_example(spec, "/api/v1/events", "one event"))

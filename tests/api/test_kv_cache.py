@@ -55,7 +55,7 @@ def test_a_custom_configuration_with_half_byte_elements(client):
     "body, field",
     [
         ({"layers": 1, "heads": 6, "kv_heads": 4, "d_head": 8, "tokens": 3, "bytes_per_element": 2}, "kv_heads"),
-        ({"layers": 1, "heads": 6, "d_head": 8, "tokens": 3, "bytes_per_element": 3}, "bytes_per_element"),
+        ({"layers": 1, "heads": 6, "d_head": 8, "tokens": 3, "bytes_per_element": 0}, "bytes_per_element"),
         ({"layers": 1, "heads": 6, "d_head": 8, "tokens": 0, "bytes_per_element": 2}, "tokens"),
         ({"layers": 1, "heads": 6, "d_head": 8, "bytes_per_element": 2}, "tokens"),
         ({"layers": 1.5, "heads": 6, "d_head": 8, "tokens": 1, "bytes_per_element": 2}, "layers"),

@@ -86,7 +86,7 @@ def test_a_sliding_window_caps_the_positions_cached():
         ({"layers": 1, "heads": 2, "d_head": 4, "d_rope": 8}, 1, 2, "latent.d_c"),
         ({"layers": 1, "heads": 2, "d_head": 4, "d_c": 8, "kv_heads": 1}, 1, 2, "kv_heads"),
         ({"layers": 1, "heads": 2, "d_head": 4}, 0, 2, "tokens"),
-        ({"layers": 1, "heads": 2, "d_head": 4}, 1, 3, "bytes_per_element"),
+        ({"layers": 1, "heads": 2, "d_head": 4}, 1, 9, "bytes_per_element"),
         ({"layers": 1024, "heads": 1024, "d_head": 4096}, 10**9, 8, "tokens"),  # past 2^53 bytes
     ],
 )

@@ -57,9 +57,11 @@ def test_each_choice_returns_a_response_the_platforms_library_accepts(client, lm
     _, responses = offered(client, lms)
     assert list(responses) == [
         "Multi-head attention",
+        "In real models: the KV cache, grouped-query and latent attention",
         "Two-head causal attention workbench",
         "Four heads over six positions",
         "Trained heads: previous-token and induction heads at work",
+        "A KV cache, step by step",
     ]
     platform_side = LmsSide(tool_key_set=client.get("/lti/jwks").get_json())
     platform_side.get_registration()
@@ -70,9 +72,11 @@ def test_each_choice_returns_a_response_the_platforms_library_accepts(client, lm
         urls.append(item["url"])
     assert urls == [
         "http://localhost/lessons/multi-head-attention",
+        "http://localhost/lessons/kv-cache-and-latent-attention",
         "http://localhost/explorables/multi-head-attention",
         "http://localhost/figures/four-heads",
         "http://localhost/explorables/trained-heads",
+        "http://localhost/explorables/kv-cache",
     ]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
-from ...compute.cache_memory import BYTES_PER_ELEMENT
+from ...compute.cache_memory import MOST_BYTES
 from .fields import StrictFloat, StrictInteger
 
 # Bounds that keep every answer an exact JSON number (the service checks the product too).
@@ -41,9 +41,10 @@ class CacheRequestSchema(Schema):
     )
     bytes_per_element = StrictFloat(
         required=True,
-        validate=validate.OneOf(sorted(BYTES_PER_ELEMENT)),
-        metadata={"description": "0.5 (int4), 1 (fp8, int8), 2 (bf16, fp16), 4 (fp32), 8 (fp64)"},
-    )
+        validate=validate.Range(min=0, min_inclusive=False, max=MOST_BYTES),
+        metadata={"description": "the bytes of one cached number: 0.5 (int4), 1 (fp8, int8), 2 (bf16, fp16), 4 (fp32), "
+                  "8 (fp64), or any other above 0 and up to 8"},
+    )  # fmt: skip
     tokens = StrictInteger(
         required=True,
         validate=validate.Range(min=1, max=LIMITS["tokens"]),
