@@ -115,9 +115,9 @@ def test_in_the_lesson_the_edited_input_and_both_heads_share_the_screen(page, li
     frame = page.frame_locator("#workbench-frame")
     frame.locator("main[aria-busy=false]").wait_for()
     inner = page.frame("workbench")
-    before = int(inner.evaluate("Number(document.body.dataset.renders)"))
+    before = int(inner.evaluate("performance.getEntriesByName('workbench-render').length"))
     frame.get_by_label("Token 2 dimension 3", exact=True).fill("2.5")
-    wait_until(inner, f"Number(document.body.dataset.renders) > {before}")
+    wait_until(inner, f"performance.getEntriesByName('workbench-render').length > {before}")
     page.wait_for_timeout(300)  # let the host apply the workbench's scroll request
     offset = frame_element.bounding_box()
     viewport = page.viewport_size

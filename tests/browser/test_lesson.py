@@ -40,11 +40,11 @@ LESSON = "/lessons/multi-head-attention"
 
 
 def done(page):
-    return set(filter(None, (page.locator("body").get_attribute("data-progress") or "").split(",")))
+    return set(filter(None, (page.evaluate("([...document.querySelectorAll('#progress li[data-completed=true]')].map((l) => l.dataset.checkpoint).join(','))") or "").split(",")))
 
 
 def wait_done(page, checkpoint):
-    wait_until(page, f"(document.body.dataset.progress || '').split(',').includes('{checkpoint}')", timeout=20)
+    wait_until(page, f"([...document.querySelectorAll('#progress li[data-completed=true]')].map((l) => l.dataset.checkpoint).join(',')).split(',').includes('{checkpoint}')", timeout=20)
 
 
 def test_all_four_checkpoints_with_the_mouse_and_kept_after_reload(page, live, monkeypatch):

@@ -109,7 +109,7 @@ def predict_and_check(target, locale: str) -> None:
     label, button = PREDICT[locale]
     target.get_by_label(label, exact=True).fill("Cada cabeza tiene 2 de ancho · 每个头宽 2。")
     target.get_by_role("button", name=button).click()
-    wait_until(target, "(document.body.dataset.progress || '').split(',').includes('predict')", timeout=20)
+    wait_until(target, "([...document.querySelectorAll('#progress li[data-completed=true]')].map((l) => l.dataset.checkpoint).join(',')).split(',').includes('predict')", timeout=20)
     wait_until(target, "!!document.querySelector('.done-note:not([hidden])')")
 
 

@@ -39,7 +39,7 @@ def lesson_frame(page):
 
 
 def wait_done(frame, checkpoint):
-    wait_until(frame, f"(document.body.dataset.progress || '').split(',').includes('{checkpoint}')", timeout=20)
+    wait_until(frame, f"([...document.querySelectorAll('#progress li[data-completed=true]')].map((l) => l.dataset.checkpoint).join(',')).split(',').includes('{checkpoint}')", timeout=20)
 
 
 def send_grades(url, monkeypatch) -> str:

@@ -24,13 +24,13 @@ IDENTITY = [[1.0 if i == j else 0.0 for j in range(4)] for i in range(4)]
 
 
 def renders(page):
-    return int(page.evaluate("Number(document.body.dataset.renders || 0)"))
+    return int(page.evaluate("performance.getEntriesByName('workbench-render').length"))
 
 
 def after(page, action):
     before = renders(page)
     action()
-    wait_until(page, f"Number(document.body.dataset.renders || 0) > {before}")
+    wait_until(page, f"performance.getEntriesByName('workbench-render').length > {before}")
 
 
 def edit(page, token, dimension, value):

@@ -56,7 +56,6 @@ function drawProgress() {
   const done = checkpoints.filter((c) => c.completed).map((c) => c.id);
   progressBar($("progress"), checkpoints);
   syncLine($("sync"), { pending: pendingEvents(), deliveredAt, unreachable });
-  document.body.dataset.progress = [...done].sort().join(",");
   const answer = document.querySelector(".directive-answer");
   if (answer && done.includes("predict")) answer.hidden = false;
 }
