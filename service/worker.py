@@ -36,40 +36,108 @@ CHUNKED = re.compile(rb"\r\ntransfer-encoding[ \t]*:[^\r\n]*chunked")
 EXPECT_CONTINUE = re.compile(rb"\r\nexpect[ \t]*:[ \t]*100-continue")
 READ = 1 << 20  # one recv takes what has arrived, up to this: each recv is a GIL release and re-acquire
 PIECE = 65536  # what a thread's parser is handed from the held bytes at a time (one recv's worth)
-LATE = (
-    b"HTTP/1.1 408 Request Timeout\r\nContent-Type: application/problem+json\r\nConnection: close\r\n"
-    b"Content-Length: %d\r\n\r\n%s"
-)
 
 
 def late_body(seconds: float) -> bytes:
-    detail = (
-        b'{"type":"https://attention-workbench.invalid/problems/request-timeout","title":"Request Timeout",'
-        b'"status":408,"detail":"the request did not arrive within %g s; send it whole, without pauses"}' % seconds
+    return refusal(
+        408, b"Request Timeout", b"the request did not arrive within %g s; send it whole, without pauses" % seconds
     )
-    return LATE % (len(detail), detail)
 
 
 def arrived(buffer: bytes | bytearray, body_limit: int, header_limit: int) -> bool:
-    """Whether the request in `buffer` can go to a thread: whole, or past what will be read anyway
-    (a declared body over the limit, headers over theirs: the thread refuses it without waiting),
-    or waiting for `100 Continue`, which the thread sends."""
+    """Whether the request in `buffer` can go to a thread: whole (a chunked body by its framing, not
+    by a last line that looks like one), or past what will be read anyway (a Content-Length over the
+    limit: the thread refuses it without reading). A request still waiting for `100 Continue` has
+    not arrived: the main loop answers that (`continue_now`); headers over their limit and chunked
+    bodies declared over it never go to a thread (`early_answer`)."""
     end = buffer.find(HEADERS_END)
     if end < 0:
-        return len(buffer) > header_limit
+        return False
     head = bytes(buffer[:end]).lower()
     body = len(buffer) - end - len(HEADERS_END)
-    if EXPECT_CONTINUE.search(head) and body == 0:
-        return True
     if CHUNKED.search(head):
-        rest = bytes(buffer[end + 2 :])  # from the CRLF before the first chunk's size
-        last = rest.find(b"\r\n0\r\n")
-        return body > body_limit or (last >= 0 and rest.endswith(HEADERS_END) and len(rest) >= last + 7)
+        return chunked_arrived(buffer, end + len(HEADERS_END), body_limit)
     length = CONTENT_LENGTH.search(head)
     if length:
         declared = int(length.group(1))
         return declared > body_limit or body >= declared
     return True  # no body
+
+
+CHUNK_SIZE = re.compile(rb"([0-9a-fA-F]{1,16})(?:;[^\r\n]*)?\r\n")
+
+
+def chunked_arrived(buffer: bytes | bytearray, start: int, body_limit: int) -> bool:
+    """A chunked body has arrived when its chunks, walked by their declared sizes, reach the last
+    (size 0) and its trailers end; a chunk that lies about its size waits for the bytes it declared
+    (and meets the deadline), and a size line that is not one goes to the thread (which refuses it
+    at once). One declared over the limit is answered by the main loop (`early_answer`)."""
+    at, total = start, 0
+    while True:
+        line = CHUNK_SIZE.match(buffer, at)
+        if line is None:
+            crlf = buffer.find(b"\r\n", at)
+            return crlf >= 0 or len(buffer) - at > 64  # a malformed size line: refused at once
+        size = int(line.group(1), 16)
+        total += size
+        if total > body_limit:
+            return False  # never to a thread, which would wait for bytes it will refuse
+        at = line.end()
+        if size == 0:
+            return buffer.find(b"\r\n\r\n", at - 2) >= 0  # the trailers (usually none) end with a blank line
+        if len(buffer) < at + size + 2:
+            return False  # the chunk's bytes are still coming
+        at += size + 2  # the data and its CRLF (a wrong terminator: the thread refuses at once)
+
+
+def continue_now(buffer: bytes | bytearray, body_limit: int) -> bytes | None:
+    """A request that asked for `100 Continue` and sent no body yet, with a body within the limit:
+    its headers without the Expect line (the main loop answers it, so the thread does not again),
+    else None."""
+    end = buffer.find(HEADERS_END)
+    if end < 0 or len(buffer) > end + len(HEADERS_END):
+        return None
+    head = bytes(buffer[: end + 2])
+    if not EXPECT_CONTINUE.search(head.lower()):
+        return None
+    length = CONTENT_LENGTH.search(head.lower())
+    if length and int(length.group(1)) > body_limit:
+        return None  # over the limit: the thread refuses it without asking for the body
+    lines = [line for line in head.split(b"\r\n") if not line.lower().startswith(b"expect:")]
+    return b"\r\n".join(lines) + b"\r\n"
+
+
+def early_answer(buffer: bytes | bytearray, body_limit: int, header_limit: int) -> bytes | None:
+    """What the main loop answers itself and closes, so no thread waits for bytes it would refuse:
+    headers past their limit with no end in sight (431), a chunked body declared over the limit
+    (413). None: nothing to answer yet."""
+    end = buffer.find(HEADERS_END)
+    if end < 0:
+        return refusal(431, b"Request Header Fields Too Large", b"the request's headers are over the limit this "
+                       b"server reads") if len(buffer) > header_limit else None  # fmt: skip
+    if CHUNKED.search(bytes(buffer[:end]).lower()) and chunked_total(buffer, end + len(HEADERS_END)) > body_limit:
+        return refusal(413, b"Content Too Large", b"the chunked body declares more than this server reads")
+    return None
+
+
+def chunked_total(buffer: bytes | bytearray, at: int) -> int:
+    """The bytes a chunked body's size lines declare, as far as they have arrived."""
+    total = 0
+    while (line := CHUNK_SIZE.match(buffer, at)) is not None and (size := int(line.group(1), 16)):
+        total += size
+        at = line.end() + size + 2
+    return total
+
+
+def refusal(status: int, reason: bytes, detail: bytes) -> bytes:
+    slug = reason.lower().replace(b" ", b"-")
+    body = (b'{"type":"https://attention-workbench.invalid/problems/%s","title":"%s","status":%d,"detail":"%s"}'
+            % (slug, reason, status, detail))  # fmt: skip
+    return (b"HTTP/1.1 %d %s\r\nContent-Type: application/problem+json\r\nConnection: close\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (status, reason, len(body), body))  # fmt: skip
+
+
+CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 
 
 class HeldUnreader(SocketUnreader):
@@ -201,8 +269,10 @@ class BufferingWorker(ThreadWorker):
             self._forget(conn)
 
     def _arrived(self, conn) -> bool:
+        """True when the connection needs nothing more from the main loop: its request went to a
+        thread, or the main loop answered it and closed it."""
         if not arrived(conn.buffered, self.body_limit, self.header_limit):
-            return False
+            return self._answer_early(conn)
         if conn.parser is None:
             conn.parser = http.get_parser(self.cfg, conn.sock, conn.client)
             conn.parser.unreader = HeldUnreader(conn.sock)
@@ -211,6 +281,36 @@ class BufferingWorker(ThreadWorker):
         conn.data_ready = conn.whole = True
         self.enqueue_req(conn)
         return True
+
+    def _answer_early(self, conn) -> bool:
+        """What the main loop answers itself: `100 Continue` (then it waits for the body, within the
+        same deadline), and what it refuses and closes (`early_answer`). True when it closed."""
+        answer = early_answer(conn.buffered, self.body_limit, self.header_limit)
+        if answer is not None:
+            self._close_with(conn, answer)
+            return True
+        head = continue_now(conn.buffered, self.body_limit)
+        if head is not None:
+            conn.buffered = bytearray(head)
+            try:
+                conn.sock.send(CONTINUE)
+            except OSError:
+                pass
+        return False
+
+    def _close_with(self, conn, answer: bytes) -> None:
+        """Answer `answer` from the main loop and close: the connection never reaches a thread."""
+        self._forget(conn)
+        try:
+            conn.sock.send(answer)
+        except OSError:
+            pass
+        self.nr_conns -= 1
+        try:
+            conn.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        conn.close()
 
     def _forget(self, conn):
         if conn in self.arriving:
@@ -225,14 +325,4 @@ class BufferingWorker(ThreadWorker):
         super().murder_pending()
         now = time.monotonic()
         for conn in [c for c in self.arriving if c.deadline <= now]:
-            self._forget(conn)
-            try:
-                conn.sock.send(late_body(self.body_seconds))
-            except OSError:
-                pass
-            self.nr_conns -= 1
-            try:
-                conn.sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            conn.close()
+            self._close_with(conn, late_body(self.body_seconds))

@@ -12,10 +12,9 @@ from typing import Any
 from flask import request
 
 from ..edge.caller import CALLER, Caller, browser_learner
-from ..edge.problems import Problem
+from ..edge.problems import Problem, unauthorized
 from ..identity import Principal
 
-REALM = 'realm="attention-workbench"'
 PRINCIPAL = "workbench.principal"  # the caller `needs` checked, for the view
 # The OpenAPI security schemes (registered in api/__init__.py); `needs` names them per operation.
 SCHEMES = {
@@ -41,11 +40,6 @@ SCHEMES = {
 }
 
 
-def unauthorized(detail: str, *, basic: bool = False) -> Problem:
-    offered = f"Bearer {REALM}, Basic {REALM}" if basic else f"Bearer {REALM}"
-    return Problem(401, detail, headers={"WWW-Authenticate": offered}, slug="unauthorized")
-
-
 def needs(scope: str, *, web: bool = True, basic: bool = False, optional: bool = False) -> Callable:
     """A view's caller, checked before its arguments are read (an unknown key is 401 whatever the
     body holds) and documented as the operation's `security` with the scope it needs. Put it
@@ -65,6 +59,7 @@ def needs(scope: str, *, web: bool = True, basic: bool = False, optional: bool =
             return view(*args, **kwargs)
 
         checked.__doc__ = f"{(view.__doc__ or '').rstrip()}\n\n{said}"
+        checked.edge_credentials = {"basic": basic, "optional": optional}  # type: ignore[attr-defined]  # the edge judges them first
         checked._apidoc = {  # type: ignore[attr-defined]
             **getattr(view, "_apidoc", {}),
             "manual_doc": {

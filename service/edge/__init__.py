@@ -33,10 +33,10 @@ from .. import i18n
 from ..db import DatabaseUnavailable
 from ..observability import REQUESTS, UNAVAILABLE
 from . import caller as callers
-from .body import is_json, parse_json, read_body, refuse_control_characters
+from .body import has_body, is_json, parse_json, read_body, refuse_control_characters
 from .caller import CALLER, Caller
 from .limits import Limits, rate_limit
-from .problems import PROBLEM_MIMETYPE, Problem, database_problem
+from .problems import PROBLEM_MIMETYPE, Problem, database_problem, unauthorized
 
 __all__ = ["Answer", "EdgeRequest", "answer_fast", "costs", "edge", "init_app", "rate_limit"]
 
@@ -48,6 +48,7 @@ ROUTE = "workbench.route"  # the matched rule, for metrics (never the path: path
 REQUEST_ID_FORM = re.compile(r"\A[A-Za-z0-9._-]{8,64}\Z")
 COUNTED_PREFIXES = ("/api/v1/", "/lti/")
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+NO_BODY_METHODS = frozenset({"GET", "HEAD", "DELETE", "OPTIONS"})  # an empty body here is no body, whatever its type
 EXPOSED = "Retry-After, Location, X-Request-Id"
 MATCHES_KEPT = 4096  # (method, path) matches remembered, then forgotten all at once
 log = logging.getLogger("service.requests")
@@ -108,6 +109,7 @@ class _Route:
     fast: Callable[[EdgeRequest], Answer | None] | None = None
     cost: Callable[[EdgeRequest], int | None] | None = None
     limits: tuple[str, ...] = ()
+    credentials: dict[str, bool] | None = None  # the view needs a caller (`@needs`): judged before any body
 
 
 @dataclass
@@ -172,8 +174,12 @@ class Edge:
         environ[CALLER] = who
         if counted:
             environ[COUNTED] = self.limits.hit(who, route.endpoint if route else path, route.limits if route else ())
+        if who.refused and route is not None and route.credentials is not None:
+            raise unauthorized(who.refused, basic=route.credentials.get("basic", False))  # before any body is read
         if route is None or method not in BODY_METHODS or not is_json(environ.get("CONTENT_TYPE")):
             return None
+        if method in NO_BODY_METHODS and not has_body(environ):
+            return None  # a client that sets the header on every request: no body, nothing to parse
         request = self._read(environ, who, view_args)
         with self.app.app_context():  # the settings, the database, the models: as a view sees them
             cells = route.cost(request) if route.cost else None
@@ -219,7 +225,7 @@ class Edge:
         func = getattr(getattr(view, "view_class", None), method.lower(), view)
         extra = tuple(self.app.extensions["edge_extra_limits"].get((endpoint, method), ()))
         return _Route(rule, endpoint, getattr(func, "edge_fast", None), getattr(func, "edge_cost", None),
-                      (*getattr(func, "edge_limits", ()), *extra))  # fmt: skip
+                      (*getattr(func, "edge_limits", ()), *extra), getattr(func, "edge_credentials", None))  # fmt: skip
 
     def _preflight(self, environ: dict[str, Any]) -> Answer:
         origin = environ["HTTP_ORIGIN"]

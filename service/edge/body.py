@@ -114,6 +114,14 @@ def body_deadline(seconds: float, sock: socket.socket | None) -> Iterator[Callab
             WATCHDOG.disarm(ticket)
 
 
+def has_body(environ: dict[str, Any]) -> bool:
+    """Whether the request says a body follows: a Content-Length above 0, or a chunked one."""
+    length = environ.get("CONTENT_LENGTH") or ""
+    if length.strip() and length.strip() != "0":
+        return True
+    return bool(environ.get("wsgi.input_terminated")) or "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
+
+
 def read_body(environ: dict[str, Any], limit: int, seconds: float, stall_seconds: float) -> bytes:
     """The whole body within `seconds` and `limit` bytes: 408 or 413 otherwise (and the
     connection closes). A chunked upload is read from the server's own stream, one byte past the

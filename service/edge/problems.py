@@ -246,3 +246,12 @@ def install_in_gunicorn() -> None:
     from gunicorn import util
 
     util.write_error = _write_problem
+
+
+REALM = 'realm="attention-workbench"'
+
+
+def unauthorized(detail: str, *, basic: bool = False) -> Problem:
+    """401 with the schemes this route takes in `WWW-Authenticate` (Basic only where it works)."""
+    offered = f"Bearer {REALM}, Basic {REALM}" if basic else f"Bearer {REALM}"
+    return Problem(401, detail, headers={"WWW-Authenticate": offered}, slug="unauthorized")

@@ -15,7 +15,7 @@ def run_preset(client, preset_id):
 
 def test_list_names_every_preset(client):
     body = client.get("/api/v1/presets").json
-    assert {p["id"] for p in body["presets"]} == {"workbench", "workbench-learned", "seed-split", "four-heads"}
+    assert {p["id"] for p in body["presets"]} == {"workbench", "workbench-learned", "seed-split", "four-heads", "kv-cache"}
     assert body["presets"] and all(p["title"] and p["description"] for p in body["presets"])
 
 
@@ -82,3 +82,11 @@ def test_four_heads_have_distinct_patterns(four):
     for a in range(4):
         for b in range(a + 1, 4):
             assert np.abs(four[a] - four[b]).max() > 0.3
+
+
+def test_the_kv_cache_preset_decodes_as_mha_gqa_and_mla(client):
+    request = client.get("/api/v1/presets/kv-cache").json["request"]
+    for extra in ({}, {"kv_heads": 2}, {"latent": request["latent"]}):
+        body = {k: v for k, v in request.items() if k != "latent"} | extra
+        answer = client.post("/api/v1/attention/decode", json=body)
+        assert answer.status_code == 200 and answer.json["max_difference_from_full_pass"] == 0.0
