@@ -119,7 +119,7 @@ def has_body(environ: dict[str, Any]) -> bool:
     length = environ.get("CONTENT_LENGTH") or ""
     if length.strip() and length.strip() != "0":
         return True
-    return bool(environ.get("wsgi.input_terminated")) or "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
+    return "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()  # gunicorn drops the length then
 
 
 def read_body(environ: dict[str, Any], limit: int, seconds: float, stall_seconds: float) -> bytes:

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 import requests
 
-from service.worker import PIECE, arrived
+from service.worker import PIECE, arrived, continue_now, early_answer
 
 from ..live import free_port
 
@@ -137,8 +137,87 @@ def test_a_request_that_has_not_arrived_whole_waits_in_the_main_loop():
 
 def test_what_the_thread_refuses_at_once_goes_to_it_at_once():
     assert arrived(b"POST /x HTTP/1.1\r\nContent-Length: 999999\r\n\r\n{", 1000, 8192)  # over the limit: 413
-    assert arrived(b"POST /x HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n", 100, 8192)
-    assert arrived(b"GET /" + b"a" * 9000, 100, 8192)  # headers past their limit: gunicorn's 431 or 400
+    chunked = b"POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+    assert arrived(chunked + b"zz\r\n", 100, 8192)  # not a size line: refused without reading on
+
+
+def test_the_main_loop_answers_100_continue_itself_and_waits_for_the_body():
+    head = b"POST /x HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n"
+    assert not arrived(head, 100, 8192)  # a thread would wait for the body: the main loop does
+    kept = continue_now(head, 100)
+    assert kept == b"POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n"  # the thread does not ask again
+    assert continue_now(kept, 100) is None and not arrived(kept, 100, 8192) and arrived(kept + b"{}   ", 100, 8192)
+    over = b"POST /x HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 500\r\n\r\n"
+    assert continue_now(over, 100) is None and arrived(over, 100, 8192)  # the thread refuses it: 413
+
+
+def test_a_chunked_body_arrives_by_its_framing_not_by_a_line_that_looks_like_the_end():
+    chunked = b"POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+    assert not arrived(chunked + b"3e8\r\n{}\r\n0\r\n\r\n", 10_000, 8192)  # 1,000 bytes declared, 2 sent
+    assert arrived(chunked + b"2\r\n{}\r\n1;ext=1\r\n \r\n0\r\n\r\n", 100, 8192)
+    assert not arrived(chunked + b"2\r\n{}\r\n0\r\n", 100, 8192)  # the trailers' end is still coming
+    assert early_answer(chunked + b"ffffff\r\n{", 100, 8192).startswith(b"HTTP/1.1 413 ")
+
+
+def test_headers_past_their_limit_are_answered_by_the_main_loop():
+    assert early_answer(b"GET / HTTP/1.1\r\nX: " + b"a" * 9000, 100, 8192).startswith(b"HTTP/1.1 431 ")
+    assert early_answer(b"GET / HTTP/1.1\r\nX: " + b"a" * 100, 100, 8192) is None  # still coming, within it
+
+
+# Every way of holding a connection without sending a whole request (issue 40), 32 connections at
+# once: each must wait in the main loop (and meet its deadline), never in a thread.
+HEADER_LIMIT = 8190 + 64 * 8192  # gunicorn.conf.py's request line and fields
+
+
+def hold(shape: str, port: int, source: str, stop: threading.Event) -> None:
+    head = b"POST /api/v1/attention HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    first = {
+        "100-continue": head + b"Expect: 100-continue\r\nContent-Length: 40\r\n\r\n",
+        "lying chunks": head + b"Transfer-Encoding: chunked\r\n\r\n3e8\r\n{}\r\n0\r\n\r\n",
+        "headers at the limit": b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + b"X-Pad: " + b"a" * 8000 + b"\r\n",
+        "pipelined partial": b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n" + head + b"Content-Length: 40\r\n\r\n{",
+    }[shape]
+    while not stop.is_set():
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(source, 0)) as conn:
+                conn.sendall(first)
+                sent = len(first)
+                while not stop.wait(2):
+                    if shape == "headers at the limit" and sent < HEADER_LIMIT - 9000:
+                        pad = b"X-Pad: " + b"a" * 8000 + b"\r\n"  # just under the limit, a field at a time
+                        conn.sendall(pad)
+                        sent += len(pad)
+                    else:
+                        conn.sendall(b" ")
+        except OSError:  # refused, or cut off at its deadline: come back
+            stop.wait(0.5)
+
+
+SHAPES = ["100-continue", "lying chunks", "headers at the limit", "pipelined partial"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("addresses", [1, 8], ids=["one address", "eight addresses"])
+def test_health_answers_while_32_connections_hold_every_slow_shape(tmp_path, addresses):
+    port = free_port()
+    proc = serve(SERVERS["make run (workbench serve)"](port), port, tmp_path)
+    try:
+        for shape in SHAPES:
+            stop = threading.Event()
+            sources = [f"127.0.0.{2 + k % addresses}" for k in range(32)]
+            threads = [threading.Thread(target=hold, args=(shape, port, s, stop), daemon=True) for s in sources]
+            for t in threads:
+                t.start()
+            time.sleep(1)
+            times = probe(f"http://127.0.0.1:{port}", 6)
+            stop.set()
+            for t in threads:
+                t.join(timeout=15)
+            answered = [t for t in times if t is not None]
+            assert len(answered) >= 0.95 * len(times), f"{shape}: {len(times) - len(answered)} of {len(times)} failed"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 def test_one_address_holds_only_so_many_connections(tmp_path):
