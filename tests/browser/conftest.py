@@ -128,6 +128,19 @@ def wait_until(target, expression: str, timeout: float = 15.0, interval: float =
         time.sleep(interval)
 
 
+CHECKED = "[...document.querySelectorAll('#progress li[data-completed=true]')].map((l) => l.dataset.checkpoint)"
+
+
+def completed(target) -> set[str]:
+    """The checkpoints the lesson's progress list shows as done (a page or a frame)."""
+    return set(target.evaluate(CHECKED) or [])
+
+
+def wait_for_checkpoint(target, checkpoint: str, timeout: float = 20.0) -> None:
+    """Until the lesson's progress list marks `checkpoint` done."""
+    wait_until(target, f"{CHECKED}.includes('{checkpoint}')", timeout=timeout)
+
+
 def do_the_four_manipulations(frame):
     """The lesson's four manipulations in the workbench (a page or an iframe's frame locator)."""
     frame.get_by_label("Token 1 dimension 3", exact=True).fill("2")

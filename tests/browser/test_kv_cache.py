@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import requests
 
-from .conftest import open_page, wait_until
+from .conftest import completed, open_page, wait_for_checkpoint, wait_until
 from .test_layout import SIZES, overflow
 
 PATH = "/explorables/kv-cache"
@@ -122,10 +122,6 @@ def test_stepping_with_the_keyboard_grows_the_cache_and_the_link_keeps_the_view(
     again.close()
 
 
-def done(page):
-    return set(filter(None, (page.evaluate("([...document.querySelectorAll('#progress li[data-completed=true]')].map((l) => l.dataset.checkpoint).join(','))") or "").split(",")))
-
-
 WORDS = {
     "en": ("Your prediction", "Record prediction", "Your explanation", "Record explanation"),
     "es": ("Tu predicción", "Guardar la predicción", "Tu explicación", "Guardar la explicación"),
@@ -144,17 +140,17 @@ def test_a_new_learner_completes_the_case_study(page, live, locale, size):
     prediction, record, explanation, record_explanation = WORDS[locale]
     page.get_by_label(prediction).fill("128 KiB a token, 1 GiB for 8,192 tokens, 4 GiB as MHA.")
     page.get_by_role("button", name=record).click()
-    wait_until(page, "([...document.querySelectorAll('#progress li[data-completed=true]')].map((l) => l.dataset.checkpoint).join(',')).includes('predict')")
+    wait_for_checkpoint(page, "predict")
     frame = page.frame_locator("#workbench-frame")
     frame.locator("main[aria-busy=false]").wait_for()
     frame.locator("#step").click()  # step the decode
     frame.locator("#kind").select_option(label=KINDS[locale])  # switch to MLA
     frame.locator("#model").select_option("llama-3-8b")  # a released model
     frame.locator("#compare").select_option("cache_not_appended")  # break it
-    wait_until(page, "([...document.querySelectorAll('#progress li[data-completed=true]')].map((l) => l.dataset.checkpoint).join(',')).includes('experiment')", timeout=20)
+    wait_for_checkpoint(page, "experiment")
     assert frame.locator("[data-manipulation][data-done=true]").count() == 4
     page.get_by_label(explanation).fill("The cache holds the same keys and values; MLA keeps the latent and k_R.")
     page.get_by_role("button", name=record_explanation).click()
-    wait_until(page, "([...document.querySelectorAll('#progress li[data-completed=true]')].map((l) => l.dataset.checkpoint).join(',')).includes('explain')")
-    assert done(page) == {"predict", "experiment", "explain"}
+    wait_for_checkpoint(page, "explain")
+    assert completed(page) == {"predict", "experiment", "explain"}
     assert overflow(page) == 0

@@ -13,7 +13,7 @@ import pytest
 import requests
 
 from ..exercise.test_exercise import TYPESCRIPT_READY
-from .conftest import do_the_four_manipulations, open_page, wait_until
+from .conftest import completed, do_the_four_manipulations, open_page, wait_for_checkpoint, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 IMPLEMENTATIONS = "tests/exercise/implementations"
@@ -39,46 +39,38 @@ def submit(page, monkeypatch=None, mistake="", print_only=False):
 LESSON = "/lessons/multi-head-attention"
 
 
-def done(page):
-    return set(filter(None, (page.evaluate("([...document.querySelectorAll('#progress li[data-completed=true]')].map((l) => l.dataset.checkpoint).join(','))") or "").split(",")))
-
-
-def wait_done(page, checkpoint):
-    wait_until(page, f"([...document.querySelectorAll('#progress li[data-completed=true]')].map((l) => l.dataset.checkpoint).join(',')).split(',').includes('{checkpoint}')", timeout=20)
-
-
 def test_all_four_checkpoints_with_the_mouse_and_kept_after_reload(page, live, monkeypatch):
     open_page(page, live, LESSON)
-    assert done(page) == set()
+    assert completed(page) == set()
     assert page.locator(".directive-answer").is_hidden()
     page.get_by_label("Your prediction").fill("Each head is 2 wide; reusing slice 0 loses features 3-4.")
     page.get_by_role("button", name="Record prediction").click()
-    wait_done(page, "predict")
+    wait_for_checkpoint(page, "predict")
     assert page.locator(".directive-answer").is_visible()
 
     frame = page.frame_locator("#workbench-frame")
     frame.locator("main[aria-busy=false]").wait_for()
     frame.get_by_label("Token 1 dimension 3", exact=True).fill("2")
     page.wait_for_timeout(1500)  # one edit is sent, and does not complete the experiment
-    assert "experiment" not in done(page)
+    assert "experiment" not in completed(page)
     do_the_four_manipulations(frame)
-    wait_done(page, "experiment")
+    wait_for_checkpoint(page, "experiment")
 
     page.get_by_role("button", name="Get a challenge").click()
     page.locator("#challenge-command").wait_for()
     result = submit(page, monkeypatch)
     assert result.exit_code == 0, result.output
-    wait_done(page, "implement")  # the page learns of it without a reload
+    wait_for_checkpoint(page, "implement")  # the page learns of it without a reload
     page.get_by_text("Verified:").wait_for()  # and says how: the server checked the numbers
 
     page.get_by_label("Your explanation").fill("Only head 2 changed; swapping heads breaks W_O.")
     page.get_by_role("button", name="Record explanation").click()
-    wait_done(page, "explain")
-    assert done(page) == {"predict", "experiment", "implement", "explain"}
+    wait_for_checkpoint(page, "explain")
+    assert completed(page) == {"predict", "experiment", "implement", "explain"}
 
     page.reload()
     page.wait_for_selector("main[aria-busy=false]")
-    assert done(page) == {"predict", "experiment", "implement", "explain"}
+    assert completed(page) == {"predict", "experiment", "implement", "explain"}
     assert page.locator("#progress li.done").count() == 4
     page.goto(live.url + "/")
     page.wait_for_selector("main[aria-busy=false]")
@@ -94,7 +86,7 @@ def test_a_wrong_implementation_is_named_and_does_not_complete(page, live, monke
     page.get_by_text("Not yet (interleaved_split)").wait_for()
     page.reload()
     page.wait_for_selector("main[aria-busy=false]")
-    assert "implement" not in done(page)
+    assert "implement" not in completed(page)
 
 
 def test_pasted_answers_are_checked_and_complete_implement(page, live, monkeypatch):
@@ -106,12 +98,12 @@ def test_pasted_answers_are_checked_and_complete_implement(page, live, monkeypat
     page.get_by_label("Answers printed by the submit script with --print").fill(wrong.output)
     page.get_by_role("button", name="Check pasted answers").click()
     page.get_by_text("Not yet (diagonal_masked)").wait_for()
-    assert "implement" not in done(page)
+    assert "implement" not in completed(page)
     right = submit(page, monkeypatch, print_only=True)
     assert json.loads(right.output)["answers"]
     page.get_by_label("Answers printed by the submit script with --print").fill(right.output)
     page.get_by_role("button", name="Check pasted answers").click()
-    wait_done(page, "implement")
+    wait_for_checkpoint(page, "implement")
 
 
 def test_an_open_challenge_survives_a_reload_and_the_command_follows_the_language(page, live):
@@ -145,7 +137,7 @@ def test_an_open_challenge_survives_a_reload_and_the_command_follows_the_languag
         pytest.skip("the TypeScript submit needs Node 20, pnpm and `pnpm install`")
     result = submit(page)
     assert result.exit_code == 0, result.output
-    wait_done(page, "implement")
+    wait_for_checkpoint(page, "implement")
 
 
 def test_the_trace_command_follows_the_embedded_workbench(page, live):
@@ -167,7 +159,7 @@ def test_reported_test_counts_from_the_browser_do_not_complete_implement(page, l
     assert status == 422
     page.reload()
     page.wait_for_selector("main[aria-busy=false]")
-    assert "implement" not in done(page)
+    assert "implement" not in completed(page)
 
 
 def test_keyboard_only_walk_through_the_lesson(page, live, monkeypatch):
@@ -184,7 +176,7 @@ def test_keyboard_only_walk_through_the_lesson(page, live, monkeypatch):
     page.keyboard.type("Two features per head.")
     page.keyboard.press("Tab")
     page.keyboard.press("Enter")
-    wait_done(page, "predict")
+    wait_for_checkpoint(page, "predict")
     # Tab enters the embedded workbench once it has drawn (before that, focus passes it by):
     # entering the frame focuses its first control, and Tab goes on from there.
     page.frame_locator("#workbench-frame").locator("main[aria-busy=false]").wait_for()
@@ -206,17 +198,17 @@ def test_keyboard_only_walk_through_the_lesson(page, live, monkeypatch):
                 break
             page.keyboard.press("Tab")
         page.keyboard.press("Space")
-    wait_done(page, "experiment")
+    wait_for_checkpoint(page, "experiment")
     tab_to("#new-challenge")
     page.keyboard.press("Enter")
     page.locator("#challenge-command").wait_for()
     assert submit(page, monkeypatch).exit_code == 0
-    wait_done(page, "implement")
+    wait_for_checkpoint(page, "implement")
     tab_to("#explanation")
     page.keyboard.type("Head 1 did not change.")
     page.keyboard.press("Tab")
     page.keyboard.press("Enter")
-    wait_done(page, "explain")
+    wait_for_checkpoint(page, "explain")
 
 
 def test_focus_is_visible(page, live):

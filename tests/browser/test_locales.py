@@ -14,7 +14,7 @@ from axe_playwright_python.sync_playwright import Axe
 from service.i18n import babel_name
 from service.i18n_catalogs import PLACEHOLDER, TEMPLATE, forms, po_path, read
 
-from .conftest import demo_cohort, open_page, wait_until, watched_page
+from .conftest import demo_cohort, open_page, wait_for_checkpoint, wait_until, watched_page
 from .test_layout import SIZES, overflow
 from .test_lti import course_and_tool, lesson_frame
 
@@ -109,7 +109,7 @@ def predict_and_check(target, locale: str) -> None:
     label, button = PREDICT[locale]
     target.get_by_label(label, exact=True).fill("Cada cabeza tiene 2 de ancho · 每个头宽 2。")
     target.get_by_role("button", name=button).click()
-    wait_until(target, "([...document.querySelectorAll('#progress li[data-completed=true]')].map((l) => l.dataset.checkpoint).join(',')).split(',').includes('predict')", timeout=20)
+    wait_for_checkpoint(target, "predict")
     wait_until(target, "!!document.querySelector('.done-note:not([hidden])')")
 
 

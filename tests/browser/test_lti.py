@@ -18,7 +18,7 @@ from tests.lti.lms_server import LmsServer
 from tests.lti.platform import Platform
 
 from ..live import LiveServer
-from .conftest import wait_until, watched_page
+from .conftest import wait_for_checkpoint, wait_until, watched_page
 
 LEARNER = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
 
@@ -39,7 +39,7 @@ def lesson_frame(page):
 
 
 def wait_done(frame, checkpoint):
-    wait_until(frame, f"([...document.querySelectorAll('#progress li[data-completed=true]')].map((l) => l.dataset.checkpoint).join(',')).split(',').includes('{checkpoint}')", timeout=20)
+    wait_for_checkpoint(frame, checkpoint)
 
 
 def send_grades(url, monkeypatch) -> str:

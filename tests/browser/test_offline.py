@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from ..live import sqlite_server
-from .conftest import do_the_four_manipulations, open_page, wait_until, watched_page
+from .conftest import completed, do_the_four_manipulations, open_page, wait_for_checkpoint, wait_until, watched_page
 
 LESSON = "/lessons/multi-head-attention"
 
@@ -29,7 +29,7 @@ def tab(context, server):
 
 
 def progress(page):
-    return set(filter(None, (page.evaluate("([...document.querySelectorAll('#progress li[data-completed=true]')].map((l) => l.dataset.checkpoint).join(','))") or "").split(",")))
+    return completed(page)
 
 
 def test_a_prediction_made_while_the_server_is_down_is_kept_then_delivered_live(tab, server):
@@ -41,7 +41,7 @@ def test_a_prediction_made_while_the_server_is_down_is_kept_then_delivered_live(
     assert "saved on this device" in tab.locator("#sync").inner_text()
     assert "predict" not in progress(tab)
     server.start()
-    wait_until(tab, "([...document.querySelectorAll('#progress li[data-completed=true]')].map((l) => l.dataset.checkpoint).join(',')).split(',').includes('predict')", timeout=20)
+    wait_for_checkpoint(tab, "predict")
     tab.get_by_text("Recorded on the server.").wait_for()
     assert "All your progress is on the server" in tab.locator("#sync").inner_text()
     tab.reload()
@@ -67,7 +67,7 @@ def test_the_embedded_workbench_keeps_its_state_and_chips_follow_its_queue(tab, 
     frame.get_by_label("Token 1 dimension 3", exact=True).fill("-0.5")
     frame.get_by_label("Token 2 dimension 1", exact=True).fill("0.2")
     server.start()
-    wait_until(tab, "([...document.querySelectorAll('#progress li[data-completed=true]')].map((l) => l.dataset.checkpoint).join(',')).split(',').includes('experiment')", timeout=20)
+    wait_for_checkpoint(tab, "experiment")
     tab.reload()
     tab.wait_for_selector("main[aria-busy=false]")
     frame.locator("main[aria-busy=false]").wait_for()
