@@ -10,6 +10,7 @@ from flask import Flask
 
 from . import db, observability
 from .config import Settings
+from .db.quotas import configured as configured_quotas
 
 
 class WorkbenchFlask(Flask):
@@ -55,6 +56,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         **settings.extra,
     )
     app.extensions["settings"] = settings
+    app.extensions["quotas"] = configured_quotas(settings)
     if settings.log_json:
         observability.configure_logging()
 

@@ -13,6 +13,9 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SECRET = "dev-only-insecure-secret"
 
 
+QUOTAS = tuple(f"quota_{k}_{m}" for k in ("learner", "session", "platform") for m in ("events", "bytes"))
+
+
 class ConfigError(ValueError):
     """A setting is missing, malformed or unsafe; raised at start-up, never later."""
 
@@ -59,6 +62,14 @@ class Settings:
     compute_budget_address: str = "60000000/minute"  # every browser session of one address, together
     session_mint_limit: str = "300/hour"  # new browser sessions one address may start
     compute_budget_worker: str = "20000000/10 seconds"  # about half a core of this machine's throughput
+    # Storage quotas (service/db/quotas.py): events, and bytes of them, stored per period by one
+    # learner, one browser session and one platform, as "amount/period"; "" turns one off.
+    quota_learner_events: str = "5000/day"
+    quota_learner_bytes: str = "20000000/day"
+    quota_session_events: str = "2000/hour"
+    quota_session_bytes: str = "5000000/hour"
+    quota_platform_events: str = "5000000/day"
+    quota_platform_bytes: str = "5000000000/day"
     # Platforms' origins allowed by CORS (comma separated in the environment).
     cors_origins: tuple[str, ...] = ()
     # Who may frame the workbench (CSP frame-ancestors), besides the origin itself.
@@ -140,6 +151,7 @@ class Settings:
         if self.heavy_compute_concurrency < 0 or self.heavy_compute_wait_seconds < 0:
             raise ConfigError("WORKBENCH_HEAVY_COMPUTE_CONCURRENCY and _WAIT_SECONDS cannot be negative")
         self._validate_budgets()
+        self._validate_quotas()
         if not self.database_url.startswith(("sqlite", "postgresql")):
             raise ConfigError(
                 f"WORKBENCH_DATABASE_URL must be sqlite:// or postgresql+psycopg://, got {self.database_url!r}"
@@ -176,6 +188,20 @@ class Settings:
                     f"WORKBENCH_{name.upper()} must allow at least {largest:,} cells a window "
                     "(one maximum-size comparison under the caps)"
                 )
+
+    def _validate_quotas(self) -> None:
+        from limits import parse
+
+        for name in QUOTAS:
+            value = getattr(self, name)
+            if not value:
+                continue
+            try:
+                item = parse(value)
+            except ValueError as error:
+                raise ConfigError(f"WORKBENCH_{name.upper()} must read like '5000/day', or be empty: {error}") from None
+            if item.amount < 1 or item.get_expiry() < 1:
+                raise ConfigError(f"WORKBENCH_{name.upper()} must allow at least 1 per period")
 
     @property
     def public_base(self) -> str:

@@ -27,6 +27,7 @@ REQUESTS = Histogram(
 EVENTS = Counter("workbench_events_total", "Events by outcome", ["outcome"])  # created, duplicate, erased
 CONFLICTS = Counter("workbench_event_conflicts_total", "Requests refused with 409 (same id, other content)")
 UNAVAILABLE = Counter("workbench_unavailable_total", "Responses 503: the database did not answer")
+QUOTA_REFUSALS = Counter("workbench_quota_refusals_total", "Writes refused by a storage quota (429 or 413)", ["quota"])
 RATELIMIT_STORAGE_TROUBLE = Counter(
     "workbench_ratelimit_storage_trouble_total",
     "Rate-limit store errors (limits then continue per worker, in memory)",
@@ -132,4 +133,29 @@ def _scrape() -> bytes:
             gauge.labels(platform).set(waiting)
     except Exception:  # noqa: BLE001 - a scrape still reports the rest when the database is down
         logging.getLogger(__name__).warning("outbox backlog unavailable for this scrape")
+    _quota_gauges(backlog)
     return generate_latest(registry) + generate_latest(backlog)
+
+
+def _quota_gauges(registry: CollectorRegistry) -> None:
+    """Each storage quota's size, and how full its most used subject is this period."""
+    import time
+
+    from .db.quotas import fullest
+
+    configured = current_app.extensions["quotas"]
+    limit = Gauge("workbench_quota_limit", "Storage quota per period", ["quota", "period_seconds"], registry=registry)
+    full = Gauge(
+        "workbench_quota_fullest_ratio",
+        "The most used subject's share of each storage quota this period (1: at the quota)",
+        ["quota"],
+        registry=registry,
+    )
+    for q in configured:
+        limit.labels(q.name, str(q.seconds)).set(q.amount)
+    try:
+        with current_app.extensions["db"].read() as session:
+            for name, ratio in fullest(session.connection(), configured, time.time()).items():
+                full.labels(name).set(ratio)
+    except Exception:  # noqa: BLE001 - as the backlog: the rest of the scrape still answers
+        logging.getLogger(__name__).warning("storage quota usage unavailable for this scrape")

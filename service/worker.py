@@ -36,6 +36,8 @@ CHUNKED = re.compile(rb"\r\ntransfer-encoding[ \t]*:[^\r\n]*chunked")
 EXPECT_CONTINUE = re.compile(rb"\r\nexpect[ \t]*:[ \t]*100-continue")
 READ = 1 << 20  # one recv takes what has arrived, up to this: each recv is a GIL release and re-acquire
 PIECE = 65536  # what a thread's parser is handed from the held bytes at a time (one recv's worth)
+LINGER_SECONDS = 2.0  # a connection the main loop answered and closes: how long it drains the client's bytes
+LINGER_BYTES = 1 << 20  # and how many at most
 
 
 def late_body(seconds: float) -> bytes:
@@ -116,7 +118,7 @@ def early_answer(buffer: bytes | bytearray, body_limit: int, header_limit: int) 
         return refusal(431, b"Request Header Fields Too Large", b"the request's headers are over the limit this "
                        b"server reads") if len(buffer) > header_limit else None  # fmt: skip
     if CHUNKED.search(bytes(buffer[:end]).lower()) and chunked_total(buffer, end + len(HEADERS_END)) > body_limit:
-        return refusal(413, b"Content Too Large", b"the chunked body declares more than this server reads")
+        return refusal(413, b"Content Too Large", b"the request body is larger than the limit of %d bytes" % body_limit)
     return None
 
 
@@ -207,6 +209,7 @@ class BufferingWorker(ThreadWorker):
         )
         self.places: dict[str, int] = defaultdict(int)
         self.arriving: dict[CountedConn, None] = {}  # in arrival order: the oldest deadline first
+        self.lingering: dict[CountedConn, None] = {}  # answered by the main loop, closing
         self.scratch = memoryview(bytearray(READ))  # the main loop's one receive buffer
         super().init_process()
 
@@ -261,8 +264,7 @@ class BufferingWorker(ThreadWorker):
             size = 0
         if not size:  # gone before its request arrived
             self._forget(conn)
-            self.nr_conns -= 1
-            conn.close()
+            self._close(conn)
             return
         conn.buffered += self.scratch[:size]
         if self._arrived(conn):
@@ -299,22 +301,43 @@ class BufferingWorker(ThreadWorker):
         return False
 
     def _close_with(self, conn, answer: bytes) -> None:
-        """Answer `answer` from the main loop and close: the connection never reaches a thread."""
+        """Answer `answer` from the main loop and close: the connection never reaches a thread.
+        The close lingers, as nginx's does: closing with the client's bytes unread would reset
+        the connection and could destroy the answer before the client reads it, so what still
+        comes is read and dropped (LINGER_BYTES at most) until the client closes or LINGER_SECONDS."""
         self._forget(conn)
         try:
             conn.sock.send(answer)
+            conn.sock.shutdown(socket.SHUT_WR)
         except OSError:
-            pass
-        self.nr_conns -= 1
+            self._close(conn)
+            return
+        conn.deadline = time.monotonic() + LINGER_SECONDS
+        conn.drained = 0
+        self.lingering[conn] = None
+        self.poller.register(conn.sock, selectors.EVENT_READ, partial(self.on_lingering, conn))
+
+    def on_lingering(self, conn, client):
         try:
-            conn.sock.shutdown(socket.SHUT_RDWR)
+            size = conn.sock.recv_into(self.scratch)
+        except (BlockingIOError, InterruptedError):
+            return
         except OSError:
-            pass
+            size = 0
+        conn.drained += size
+        if not size or conn.drained > LINGER_BYTES:
+            self._forget(conn, self.lingering)
+            self._close(conn)
+
+    def _close(self, conn) -> None:
+        self.nr_conns -= 1
         conn.close()
 
-    def _forget(self, conn):
-        if conn in self.arriving:
-            del self.arriving[conn]
+    def _forget(self, conn, waiting=None):
+        """No longer wait on `conn` (in `self.arriving`, or the `waiting` given)."""
+        waiting = self.arriving if waiting is None else waiting
+        if conn in waiting:
+            del waiting[conn]
             try:
                 self.poller.unregister(conn.sock)
             except (KeyError, ValueError, OSError):
@@ -326,3 +349,6 @@ class BufferingWorker(ThreadWorker):
         now = time.monotonic()
         for conn in [c for c in self.arriving if c.deadline <= now]:
             self._close_with(conn, late_body(self.body_seconds))
+        for conn in [c for c in self.lingering if c.deadline <= now]:
+            self._forget(conn, self.lingering)
+            self._close(conn)

@@ -7,16 +7,19 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from flask import current_app, request
+from flask import Flask, current_app, request
 from flask.views import MethodView
 
-from ..db.events import EventConflict, NewEvent, record_events
+from ..db.events import Counted, EventConflict, NewEvent, record_events, stored_bytes
+from ..db.quotas import Stored
 from ..edge import JSON, Answer, EdgeRequest, answer_fast
+from ..edge.caller import CALLER
 from ..edge.json_codec import dumps_bytes
 from ..edge.problems import Problem
 from ..identity import Principal
 from ..lessons import Lesson
 from ..observability import EVENTS
+from . import storage
 from .auth import authorized, needs
 from .schemas.event import EventSchema
 from .schemas.events import EventBatchSchema, EventsResultSchema
@@ -153,19 +156,19 @@ def _named(problem: Problem, alone: bool) -> Problem:
 
 
 def record(
-    principal: Principal, events: list[dict[str, Any]], lessons: dict[str, Lesson], db: Any, alone: bool = False
+    app: Flask, principal: Principal, session: dict[str, Any], events: list[dict[str, Any]], alone: bool = False
 ) -> tuple[int, dict]:
-    """Check loaded events against their lessons and the caller, store them exactly once, and
-    answer (status, body); a Problem for what is refused, before anything is stored."""
+    """Check loaded events against their lessons, the caller and the storage quotas, store them
+    exactly once, and answer (status, body); a Problem for what is refused, before anything is
+    stored."""
     try:
-        return _record(principal, events, lessons, db)
+        return _record(app, principal, events, storage.counted(app, session))
     except Problem as refused:
         raise _named(refused, alone) from None
 
 
-def _record(
-    principal: Principal, events: list[dict[str, Any]], lessons: dict[str, Lesson], db: Any
-) -> tuple[int, dict]:
+def _record(app: Flask, principal: Principal, events: list[dict[str, Any]], counting: Counted) -> tuple[int, dict]:
+    lessons = app.extensions["lessons"]
     repeated = sorted(i for i, n in Counter(e["id"] for e in events).items() if n > 1)
     if repeated:
         raise Problem(
@@ -178,7 +181,10 @@ def _record(
     if errors:
         raise Problem(422, "some events do not fit the lesson they name; nothing was stored", errors=errors)
     new_events = to_new_events(principal, events)
-    result = record_events(db, principal.platform_id, new_events, lessons)  # EventConflict: nothing stored
+    stored = [Stored(e.learner, stored_bytes(e)) for e in new_events]
+    storage.check(app, principal.platform_id, stored, counting)
+    db = app.extensions["db"]
+    result = record_events(db, principal.platform_id, new_events, lessons, counting)  # EventConflict: nothing stored
     EVENTS.labels("created").inc(len(result.created))
     EVENTS.labels("duplicate").inc(len(result.replayed))
     EVENTS.labels("erased").inc(len(result.erased))
@@ -216,9 +222,7 @@ def fast(req: EdgeRequest) -> Answer | None:
     except NOT_SURE:
         return None
     try:
-        status, body = record(
-            who.principal, events, app.extensions["lessons"], app.extensions["db"], sent_alone(req.data)
-        )
+        status, body = record(app, who.principal, who.session, events, sent_alone(req.data))
     except EventConflict as exc:
         raise conflict(exc) from None
     return Answer(status, dumps_bytes(body))
@@ -279,9 +283,8 @@ class Events(MethodView):
         principal = authorized()
         try:
             alone = sent_alone(request.environ.get(JSON))
-            status, body = record(
-                principal, args["events"], current_app.extensions["lessons"], current_app.extensions["db"], alone
-            )
+            session = request.environ[CALLER].session
+            status, body = record(current_app, principal, session, args["events"], alone)
         except EventConflict as exc:
             raise conflict(exc) from None
         return current_app.response_class(dumps_bytes(body), status=status, mimetype="application/json")

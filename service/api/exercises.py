@@ -15,10 +15,14 @@ from flask.views import MethodView
 from ..compute import AttentionInputError
 from ..config import ROOT
 from ..db import challenges as challenges_db
+from ..db.quotas import ROW_BYTES, Stored
 from ..edge import EdgeRequest, costs
+from ..edge.caller import CALLER
+from ..edge.json_codec import dumps_bytes
 from ..edge.problems import Problem
 from ..exercise.diagnose import MISTAKES, diagnose, traces_per_diagnosis
 from ..i18n import speaker
+from . import storage
 from .attention.caps import cost
 from .auth import authorized, needs
 from .schemas.exercises import CheckResultSchema, CheckSchema, MistakesSchema
@@ -141,19 +145,18 @@ class Check(MethodView):
 
 
 def _record(platform_id: int, learner: str, case: dict[str, Any], result) -> None:
-    """Keep the diagnosis for analytics. A check never completes the checkpoint: the learner chose
-    the case and could have copied the numbers; a challenge (random cases) is what verifies."""
+    """Keep the diagnosis for analytics, within the storage quotas (a check counts as one stored
+    record and its case's bytes). A check never completes the checkpoint: the learner chose the
+    case and could have copied the numbers; a challenge (random cases) is what verifies."""
+    kept = {"tokens": case["tokens"].tolist(), "heads": case["heads"], "causal": case["causal"]}
+    stored = [Stored(learner, ROW_BYTES + len(dumps_bytes(kept)))]
+    counting = storage.counted(current_app, request.environ[CALLER].session)
+    storage.check(current_app, platform_id, stored, counting)
     with current_app.extensions["db"].write() as session:
         challenges_db.add_check(
-            session,
-            platform_id,
-            learner,
-            LESSON,
-            {"tokens": case["tokens"].tolist(), "heads": case["heads"], "causal": case["causal"]},
-            result.correct,
-            result.max_abs_error,
-            list(result.mistakes),
+            session, platform_id, learner, LESSON, kept, result.correct, result.max_abs_error, list(result.mistakes)
         )
+        storage.count_in(session.connection(), platform_id, stored, counting)
 
 
 @blp.route("/multi-head-attention/mistakes")

@@ -73,7 +73,8 @@ def db_current() -> None:
 
 @db.command("maintain")
 def db_maintain() -> None:
-    """Make the event log's coming months (PostgreSQL) and apply WORKBENCH_EVENTS_RETENTION_MONTHS."""
+    """Make the event log's coming months (PostgreSQL), apply WORKBENCH_EVENTS_RETENTION_MONTHS and
+    delete the storage quotas' ended windows."""
     _maintain(_database(), _settings().events_retention_months)
 
 
@@ -91,6 +92,8 @@ def _maintain(database, keep_months: int) -> None:
         click.echo(f"deleted {done.deleted} events stored over {keep_months} months ago")
     for name in done.held:
         click.echo(f"kept {name} past retention: the rollups have not counted all of it yet")
+    if done.usage_windows:
+        click.echo(f"deleted {done.usage_windows} ended storage quota windows")
 
 
 @main.group()

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import delete, select, text
 from sqlalchemy.orm import Session
 
+from . import quotas
 from .analytics import mistake_rollups
 from .analytics.rollup_refresh import forget_learner, forget_standing
 from .engine import Database
@@ -30,6 +31,7 @@ def erase_learner(db: Database, platform_id: int, learner: str) -> dict[str, int
     with db.write() as session:
         forget_learner(session.connection(), platform_id, learner)
         mistake_rollups.forget(session.connection(), platform_id, learner)
+        quotas.forget_learner(session.connection(), platform_id, learner)
         event_ids = list(
             session.scalars(select(Event.event_id).where(Event.platform_id == platform_id, Event.learner == learner))
         )

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import delete, select, text
 from sqlalchemy.engine import Connection
 
+from . import quotas
 from .analytics.rollups import watermark
 from .engine import Database
 from .tables import Event, Platform, cast_table
@@ -36,6 +37,7 @@ class Maintenance:
     dropped: list[str] = field(default_factory=list)  # partitions dropped by retention
     deleted: int = 0  # rows deleted by retention (SQLite, or PostgreSQL's default partition)
     held: list[str] = field(default_factory=list)  # past retention but not yet rolled up: kept
+    usage_windows: int = 0  # storage quota windows that had ended, deleted
 
 
 def month_of(at: dt.datetime) -> dt.date:
@@ -125,11 +127,14 @@ def _adopt(conn: Connection, month: dt.date) -> int:
 
 
 def maintain(db: Database, keep_months: int = 0, now: dt.datetime | None = None) -> Maintenance:
-    """Make the months up to AHEAD ahead (and any the default partition has rows of), then
-    apply retention: with `keep_months` > 0, events stored before the first day of the month
-    `keep_months` before the current one go (so at least `keep_months` whole months stay)."""
+    """Delete the storage quotas' ended windows, make the months up to AHEAD ahead (and any the
+    default partition has rows of), then apply retention: with `keep_months` > 0, events stored
+    before the first day of the month `keep_months` before the current one go (so at least
+    `keep_months` whole months stay)."""
     current = month_of(now or dt.datetime.now(dt.UTC))
     done = Maintenance()
+    with db.write() as session:
+        done.usage_windows = quotas.prune(session.connection(), (now or dt.datetime.now(dt.UTC)).timestamp())
     if not db.is_sqlite:
         with db.write() as session:
             conn = session.connection()

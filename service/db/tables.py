@@ -221,6 +221,19 @@ class RevokedSession(Base):
     expires_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, index=True)
 
 
+class StorageUsage(Base):
+    """Events and bytes stored per subject (a learner, a browser session, a platform) and quota
+    window (service/db/quotas.py); windows that have ended are deleted by `db maintain`."""
+
+    __tablename__ = "storage_usage"
+
+    subject: Mapped[str] = mapped_column(String(200), primary_key=True)
+    window_seconds: Mapped[int] = mapped_column(Integer, primary_key=True)
+    window_start: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    events: Mapped[int] = mapped_column(BigInteger)
+    bytes: Mapped[int] = mapped_column(BigInteger)
+
+
 class EventRollup(Base):
     """Events and distinct learners per (lesson, dimension key, time bucket), for every event
     up to the watermark (service/db/analytics/rollups.py). `lesson` '' is every lesson together; `grain`

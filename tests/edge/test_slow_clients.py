@@ -295,3 +295,25 @@ def test_a_large_body_sent_in_pieces_and_a_request_pipelined_behind_it_are_both_
     assert json.loads(answers[1][1])["status"] == "ok"
     expected = client.post("/api/v1/attention", json={"tokens": tokens, "heads": 2}).get_json()
     assert answer["output"] == expected["output"]
+
+
+def test_an_upload_refused_while_it_is_still_sent_gets_its_answer(tmp_path):
+    """The main loop refuses a chunked upload by its first size line while the client is still
+    sending: closing on unread bytes would reset the connection, the client's next send would fail
+    (a client such as `requests` then reports a connection error and never reads the 413), so the
+    close lingers, draining what still comes, until the client is done."""
+    port = free_port()
+    proc = serve(SERVERS["make run (workbench serve)"](port), port, tmp_path)
+    try:
+        for _ in range(10):
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+                head = b"POST /api/v1/attention HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                conn.sendall(head + b"Transfer-Encoding: chunked\r\n\r\nffffff\r\n")
+                time.sleep(0.05)  # answered and shut for writing by now
+                for _ in range(16):
+                    conn.sendall(b"a" * 32768)  # half a megabyte still coming: no reset
+                answer = conn.recv(4096)
+            assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

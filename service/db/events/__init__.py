@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
 from ...lessons import Lesson
+from .. import quotas
 from ..engine import Database
 from . import postgresql, sqlite
 from .core import (
@@ -27,12 +28,14 @@ from .core import (
     described,
     dialect_insert,
     payload_rows,
+    stored_bytes,
     tombstone,
     verification,
 )
 from .group_commit import GroupCommit
 
 __all__ = [
+    "Counted",
     "EventConflict",
     "NewEvent",
     "RecordResult",
@@ -41,6 +44,7 @@ __all__ = [
     "dialect_insert",
     "record_events",
     "record_events_in",
+    "stored_bytes",
     "tombstone",
     "verification",
     "write_events",
@@ -50,26 +54,52 @@ RETRYABLE_SQLSTATES = {"40001", "40P01"}  # serialization failure, deadlock dete
 MAX_ATTEMPTS = 4
 
 
-def write_events(db: Database, platform_id: int, events: list[NewEvent], lessons: dict[str, Lesson]) -> RecordResult:
+@dataclass(frozen=True)
+class Counted:
+    """What stored events count against (service/db/quotas.py): these quotas, this session."""
+
+    quotas: tuple[quotas.Quota, ...]
+    session: str | None = None  # quotas.session_subject of the browser session that sent them
+
+
+def write_events(
+    db: Database,
+    platform_id: int,
+    events: list[NewEvent],
+    lessons: dict[str, Lesson],
+    counted: dict[str, Counted] | None = None,
+) -> RecordResult:
     """Store new events, acknowledge identical replays, reject them all on any conflict: one
-    transaction (deadlocks and serialization failures are retried). Requests go through
-    `record_events`, which groups concurrent ones."""
+    transaction (deadlocks and serialization failures are retried). The new ones are counted
+    against the quotas `counted` names per event id, in the same transaction. Requests go
+    through `record_events`, which groups concurrent ones."""
     events = sorted(events, key=lambda e: e.event_id)  # one lock order for every writer
     # The payload is made before the transaction: SQLite's writer lock (and a PostgreSQL
     # connection) is then held for the statements alone, while another worker prepares.
     rows = payload_rows(platform_id, events, lessons, sqlite=db.is_sqlite)
+    now = time.time()
+    counted = counted or {}
+    usage = {e.event_id: _usage(platform_id, e, counted[e.event_id], now) for e in events if e.event_id in counted}
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
             if db.is_sqlite:
                 with db.sqlite_transaction() as raw:
-                    return sqlite.record(raw, platform_id, events, lessons, rows)
+                    result = sqlite.record(raw, platform_id, events, lessons, rows)
+                    quotas.add_usage(raw, quotas.merged([usage[i] for i in result.created if i in usage]))
+                    return result
             with db.write_statement() as conn:
-                return postgresql.record(conn, platform_id, events, lessons, rows)
+                return postgresql.record(conn, platform_id, events, lessons, rows, usage)
         except DBAPIError as exc:
             if getattr(exc.orig, "sqlstate", None) not in RETRYABLE_SQLSTATES or attempt == MAX_ATTEMPTS:
                 raise
             time.sleep(0.01 * 2**attempt)
     raise AssertionError("unreachable")
+
+
+def _usage(platform_id: int, e: NewEvent, counted: Counted, now: float) -> list[dict[str, int | str]]:
+    """The `storage_usage` increments one event makes if it is new."""
+    wanted = quotas.demand(platform_id, [quotas.Stored(e.learner, stored_bytes(e))], counted.session)
+    return quotas.usage_rows(counted.quotas, wanted, now)
 
 
 def record_events_in(
@@ -86,12 +116,19 @@ def record_events_in(
     return sqlite.record(raw, platform_id, events, lessons, rows)
 
 
-def record_events(db: Database, platform_id: int, events: list[NewEvent], lessons: dict[str, Lesson]) -> RecordResult:
-    """Store new events, acknowledge identical replays, reject the whole batch on any conflict.
+def record_events(
+    db: Database,
+    platform_id: int,
+    events: list[NewEvent],
+    lessons: dict[str, Lesson],
+    counted: Counted | None = None,
+) -> RecordResult:
+    """Store new events, acknowledge identical replays, reject the whole batch on any conflict;
+    the new ones count against `counted`'s quotas (checked before: `quotas.check`).
 
     Requests arriving while another write is under way are written together with it, next
     (service/db/events/group_commit.py); each stays atomic and gets its own answer."""
-    return _group_commit(db).submit(_Request(platform_id, events, lessons))
+    return _group_commit(db).submit(_Request(platform_id, events, lessons, counted))
 
 
 @dataclass(frozen=True, eq=False)
@@ -99,6 +136,7 @@ class _Request:
     platform_id: int
     events: list[NewEvent]
     lessons: dict[str, Lesson]
+    counted: Counted | None = None
 
 
 GROUP_MAX_EVENTS = 5000
@@ -129,7 +167,8 @@ def _fits(group: list[_Request], request: _Request) -> bool:
 def _write_requests(db: Database, requests: list[_Request]) -> list[RecordResult]:
     """Several requests' events in one transaction; each request's part of the answer."""
     first = requests[0]
-    together = write_events(db, first.platform_id, [e for r in requests for e in r.events], first.lessons)
+    counted = {e.event_id: r.counted for r in requests if r.counted is not None for e in r.events}
+    together = write_events(db, first.platform_id, [e for r in requests for e in r.events], first.lessons, counted)
     if len(requests) == 1:
         return [together]
     created, replayed, erased = set(together.created), set(together.replayed), set(together.erased)

@@ -15,6 +15,7 @@ import orjson
 from sqlalchemy.dialects import postgresql, sqlite
 
 from ...lessons import Checkpoint, Lesson
+from ..quotas import ROW_BYTES
 
 
 class EventConflict(Exception):
@@ -46,6 +47,13 @@ class NewEvent:
     @property
     def content_hash(self) -> str:
         return hashlib.sha256(orjson.dumps(self.canonical(), option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def stored_bytes(e: NewEvent) -> int:
+    """What storing the event costs, for the storage quotas: its data and text as stored, and a
+    row's fixed share (ids, times, hashes, index entries)."""
+    texts = (e.learner, e.lesson, e.checkpoint or "", e.event, e.instance_id or "")
+    return ROW_BYTES + len(orjson.dumps(e.data)) + sum(len(t.encode()) for t in texts)
 
 
 def described(e: NewEvent | Any) -> dict[str, Any]:
