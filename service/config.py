@@ -152,6 +152,10 @@ class Settings:
             raise ConfigError("WORKBENCH_HEAVY_COMPUTE_CONCURRENCY and _WAIT_SECONDS cannot be negative")
         self._validate_budgets()
         self._validate_quotas()
+        self._validate_places()
+
+    def _validate_places(self) -> None:
+        """The database, the public address, and what production needs."""
         if not self.database_url.startswith(("sqlite", "postgresql")):
             raise ConfigError(
                 f"WORKBENCH_DATABASE_URL must be sqlite:// or postgresql+psycopg://, got {self.database_url!r}"
