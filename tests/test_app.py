@@ -41,29 +41,110 @@ def test_readyz_tells_anyone_else_only_whether_it_is_ready(client):
     assert "127.0.0.1" not in refused.get_data(as_text=True)
 
 
-def test_readyz_is_not_ready_while_writes_fail_and_ready_again_when_one_succeeds(app, client, db):
-    import sqlite3
+class Held:
+    """An app whose SQLite connections are held to a condition, set on each connection as it
+    opens: a database at its size limit (max_page_count at the pages it has, so a write that needs
+    a page fails with SQLITE_FULL, 'database or disk is full', as on a full disk), or a read-only
+    one. `impose` and `lift` start new connections, as a disk filling or the operator freeing room."""
 
-    full = {"yes": True}
+    def __init__(self, app, path):
+        import sqlite3
 
-    def execute(self, statement, *args, **kwargs):  # as a full disk answers every write
-        if full["yes"] and str(statement).startswith("UPDATE"):
-            raise sqlite3.OperationalError("database or disk is full")
-        return original(self, statement, *args, **kwargs)
+        self.app, self.pragma = app, None
+        with sqlite3.connect(path) as conn:
+            self.pages = conn.execute("PRAGMA page_count").fetchone()[0]
 
-    from sqlalchemy.orm import Session
+    def hold(self, dbapi_conn, _record):
+        if self.pragma:
+            dbapi_conn.execute(self.pragma.format(pages=self.pages))
 
-    original = Session.execute
-    with pytest.raises(sqlite3.OperationalError), db.write():
-        raise sqlite3.OperationalError("database or disk is full")  # an INSERT on a full disk
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(Session, "execute", execute)
-        failing = client.get("/readyz")  # it asks the database again: a write that changes nothing
-        assert failing.status_code == 503 and "database or disk is full" in failing.json["detail"]
-        assert client.get("/readyz", environ_base=ELSEWHERE).json["detail"] == "not ready"
-        full["yes"] = False  # the disk has room again
-        assert client.get("/readyz").status_code == 200
-    assert not db.writes_failing()
+    def impose(self, pragma):
+        self.pragma = pragma
+        self.app.extensions["db"].dispose()
+
+    def lift(self):
+        self.impose(None)
+
+
+@pytest.fixture
+def held(app, app_config, monkeypatch):
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    monkeypatch.setattr("service.db.engine.PROBE_SECONDS", 0.0)  # every /readyz asks the database
+    controlled = Held(app, app_config["database_url"].split("///", 1)[1])
+    event.listen(Engine, "connect", controlled.hold)
+    yield controlled
+    event.remove(Engine, "connect", controlled.hold)
+
+
+FULL = "PRAGMA max_page_count={pages}"
+READ_ONLY = "PRAGMA query_only=1"
+
+
+@pytest.mark.parametrize("pragma", [FULL, READ_ONLY], ids=["full", "read-only"])
+def test_readyz_is_not_ready_while_writes_fail_and_ready_again_when_they_succeed(held, client, pragma):
+    held.impose(pragma)
+    failing = client.get("/readyz")  # no write has failed in this worker yet: it asks the database itself
+    assert failing.status_code == 503 and failing.headers["Retry-After"].isdigit()
+    said = "database or disk is full" if pragma == FULL else "readonly database"
+    assert said in failing.json["detail"]  # loopback: the operator reads why
+    assert client.get("/readyz", environ_base=ELSEWHERE).json["detail"] == "not ready"
+    held.lift()
+    assert client.get("/readyz").status_code == 200
+
+
+@pytest.mark.parametrize("pragma", [FULL, READ_ONLY], ids=["full", "read-only"])
+def test_a_write_the_database_refuses_is_a_503_without_the_drivers_words_and_one_log_line(
+    held, client, make_key, pragma, caplog
+):
+    from tests.api.helpers import event
+
+    headers = make_key("acme")
+    assert client.post("/api/v1/events", json=event("warm"), headers=headers).status_code == 201
+    held.impose(pragma)
+    caplog.clear()
+    big = {"events": [event("ada", data={"note": "x" * 8000}) for _ in range(50)]}
+    refused = client.post("/api/v1/events", json=big, headers=headers)
+    assert refused.status_code == 503 and refused.mimetype == "application/problem+json"
+    detail = refused.json["detail"]
+    for driver_word in ("disk", "readonly", "Error", "sqlite", "SQL"):
+        assert driver_word not in detail, detail
+    lines = [r for r in caplog.records if r.name == "service.database"]
+    assert len(lines) == 1 and lines[0].exc_info is None, [r.getMessage() for r in caplog.records]
+    assert "\n" not in lines[0].getMessage()
+    held.lift()
+    assert client.post("/api/v1/events", json=big, headers=headers).status_code == 201  # nothing was lost on the way
+
+
+@pytest.mark.databases
+def test_a_read_only_postgresql_is_not_ready_and_its_writes_are_503(app, client, make_key, monkeypatch, database_url):
+    """A replica or `default_transaction_read_only`: SQLSTATE 25006, an expected condition, not a bug."""
+    if not database_url.startswith("postgresql"):
+        pytest.skip("SQLite's read-only database: test_readyz_is_not_ready_while_writes_fail_...")
+    from sqlalchemy import event as sa_event
+    from sqlalchemy.engine import Engine
+
+    from tests.api.helpers import event
+
+    monkeypatch.setattr("service.db.engine.PROBE_SECONDS", 0.0)
+    headers = make_key("acme")
+
+    def read_only(dbapi_conn, _record):
+        with dbapi_conn.cursor() as cursor:
+            cursor.execute("SET default_transaction_read_only = on")
+        dbapi_conn.commit()  # else the pool's reset rolls the SET back
+
+    sa_event.listen(Engine, "connect", read_only)
+    try:
+        app.extensions["db"].dispose()
+        assert client.get("/readyz").status_code == 503
+        refused = client.post("/api/v1/events", json=event("ada"), headers=headers)
+        assert refused.status_code == 503 and "read-only" not in refused.json["detail"]
+    finally:
+        sa_event.remove(Engine, "connect", read_only)
+        app.extensions["db"].dispose()
+    assert client.get("/readyz").status_code == 200
 
 
 def test_unknown_route_is_a_problem_document(client):

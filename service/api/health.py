@@ -17,15 +17,14 @@ def healthz():
 
 @blp.get("/readyz")
 def readyz():
-    """Ready: the database answers and takes writes (503 with Retry-After otherwise: it does not
-    answer, or this worker's writes have been failing, a full disk for one). An operator (the
-    metrics token, else loopback) also reads why, and whether rate limits are shared; anyone else
-    reads only whether it is ready."""
+    """Ready: the database answers and takes a write that needs room (503 with Retry-After
+    otherwise: it does not answer, its disk is full, it is read-only). An operator (the metrics
+    token, else loopback) also reads why, and whether rate limits are shared; anyone else reads
+    only whether it is ready."""
     db = current_app.extensions["db"]
     try:
         db.ping()
-        if db.writes_failing():
-            db.probe_write()  # raises while writes still fail; a success clears the mark
+        db.takes_writes()
     except DatabaseUnavailable as exc:
         detail = f"the database does not take writes: {exc}" if operator() else "not ready"
         raise Problem(503, detail, headers={"Retry-After": "2"}, slug="not-ready") from None

@@ -18,13 +18,15 @@ from pathlib import Path
 import orjson
 from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import DBAPIError, DisconnectionError, IntegrityError
+from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeout
 from sqlalchemy.orm import Session
 
 from .wal import Checkpoints
 
 PING_BUSY_MS = 250
+PROBE_SECONDS = 1.0  # /readyz's write probe, at most once this often per process
+PROBE_BYTES = 16384  # its row: more than a page, so it needs room
 SQLITE_CACHE_KIB = 65536  # page cache per connection (SQLite counts negative sizes in KiB)
 
 
@@ -42,9 +44,8 @@ class Database:
     def __init__(self, url: str, busy_timeout_ms: int = 5000):
         self.url = url
         self.busy_timeout_ms = busy_timeout_ms
-        self.write_failed_at: float | None = None
-        self.write_ok_at = 0.0
-        self.last_write_failure = ""
+        self._probed_at = -PROBE_SECONDS
+        self._probe_failure: str | None = None
         self._engine: Engine | None = None
         self._reader: Engine
         self._writer: Engine
@@ -147,38 +148,37 @@ class Database:
         """The one way to write: one transaction per user action, committed on success, else rolled
         back (`BEGIN IMMEDIATE` behind the writers' queue on SQLite). Hot paths run Core statements
         on `session.connection()` inside it."""
-        with self._noted(), self._writers_queue(), Session(self.writer, expire_on_commit=False) as session:
+        with self._writers_queue(), Session(self.writer, expire_on_commit=False) as session:
             with session.begin():
                 yield session
 
-    @contextmanager
-    def _noted(self) -> Iterator[None]:
-        """Remember whether this process's writes succeed: a database that answers reads but takes
-        no write (a full disk) is not ready (/readyz)."""
-        try:
-            yield
-        except (IntegrityError, sqlite3.IntegrityError):
-            raise  # the data's fault, not the database's
-        except (DBAPIError, DatabaseUnavailable, sqlite3.Error) as exc:
-            self.write_failed_at, self.last_write_failure = time.monotonic(), type(exc).__name__
-            raise
-        self.write_ok_at = time.monotonic()
+    def takes_writes(self) -> None:
+        """DatabaseUnavailable unless the database takes a write that needs room: a page-sized row
+        written and deleted in one committed transaction, which a full disk, a database at its size
+        limit or a read-only one refuses as it refuses events (a busy one is still ready: it takes
+        writes, in turn). Asked at most once a PROBE_SECONDS per process; between, the last answer
+        stands, so /readyz cannot be made to write more often than that."""
+        now = time.monotonic()
+        if now - self._probed_at >= PROBE_SECONDS:
+            self._probed_at = now
+            self._probe_failure = self._probe()
+        if self._probe_failure:
+            raise DatabaseUnavailable(self._probe_failure)
 
-    def writes_failing(self, within: float = 60.0) -> bool:
-        """Whether the last write in this process failed, within the last `within` seconds."""
-        failed = self.write_failed_at
-        return failed is not None and failed > self.write_ok_at and time.monotonic() - failed < within
-
-    def probe_write(self) -> None:
-        """A real write that changes nothing (alembic_version set to itself), noted as any write:
-        after failing writes, /readyz asks again rather than wait for traffic a not-ready worker
-        does not get. DatabaseUnavailable while it still fails."""
+    def _probe(self) -> str | None:
+        key = os.urandom(16).hex()
         try:
             with self.write() as session:
-                session.execute(text("UPDATE alembic_version SET version_num = version_num"))
-        except (DBAPIError, sqlite3.Error) as exc:
+                filler = os.urandom(PROBE_BYTES // 2).hex()  # not compressible away (PostgreSQL's TOAST)
+                session.execute(text("INSERT INTO write_probe (id, filler) VALUES (:id, :f)"), {"id": key, "f": filler})
+                session.execute(text("DELETE FROM write_probe WHERE id = :id"), {"id": key})
+        except (DBAPIError, sqlite3.Error, DatabaseUnavailable) as exc:
             cause = getattr(exc, "orig", None) or exc
-            raise DatabaseUnavailable(f"writes are failing ({type(cause).__name__}: {cause})") from None
+            said = (str(cause).splitlines() or [""])[0]
+            if any(m in said.lower() for m in ("locked", "busy")):
+                return None
+            return f"writes are failing ({type(cause).__name__}: {said})"
+        return None
 
     @contextmanager
     def write_statement(self) -> Iterator[Connection]:
@@ -186,7 +186,7 @@ class Database:
         action), run in autocommit: the statement its own transaction, one round trip with no
         BEGIN or COMMIT. SQLite's single-call writes use `sqlite_transaction`."""
         assert not self.is_sqlite, "SQLite writes: write() or sqlite_transaction()"
-        with self._noted(), self.reader.connect() as conn:  # autocommit
+        with self.reader.connect() as conn:  # autocommit
             yield conn
 
     @contextmanager
@@ -195,7 +195,7 @@ class Database:
         behind the writers' queue, committed on success (no SQLAlchemy connection or transaction
         objects: a third of a single event's write). A busy or failing database is
         `DatabaseUnavailable`, as it is through SQLAlchemy."""
-        with self._noted(), self._writers_queue():
+        with self._writers_queue():
             pooled = self.engine.raw_connection()
             try:
                 raw = pooled.driver_connection

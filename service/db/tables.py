@@ -5,7 +5,19 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, cast
 
-from sqlalchemy import JSON, BigInteger, Boolean, Float, ForeignKey, Index, Integer, String, Table, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from .base import Base
@@ -232,6 +244,16 @@ class StorageUsage(Base):
     window_start: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     events: Mapped[int] = mapped_column(BigInteger)
     bytes: Mapped[int] = mapped_column(BigInteger)
+
+
+class WriteProbe(Base):
+    """Empty but for a moment: /readyz writes a page-sized row here and deletes it in the same
+    transaction, to learn whether the database takes a write that needs room (service/db/engine.py)."""
+
+    __tablename__ = "write_probe"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    filler: Mapped[str] = mapped_column(Text)
 
 
 class EventRollup(Base):

@@ -4,6 +4,7 @@ database's, and the errors gunicorn answers itself before the app sees a request
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import orjson
@@ -17,6 +18,7 @@ from .. import i18n
 from ..db import DatabaseUnavailable
 from ..text import N_
 
+log = logging.getLogger("service.database")
 PROBLEM_MIMETYPE = "application/problem+json"
 TYPE_BASE = "https://attention-workbench.invalid/problems/"
 
@@ -154,20 +156,32 @@ def unavailable(detail: str, args: dict[str, Any] | None = None) -> Problem:
 
 
 def database_unavailable(error: Exception) -> Problem:
-    """The answer when the database did not answer: DatabaseUnavailable, or no free connection."""
+    """The answer when the database did not answer: DatabaseUnavailable, or no free connection.
+    The client reads what to do, never the driver's words (they name files, hosts, tables); the
+    log gets one line with them, no traceback: these are expected conditions, not bugs."""
+    log.warning("database unavailable: %s", _said(error))
     if isinstance(error, SQLAlchemyTimeout):
         return unavailable(N_("every database connection is busy, try again shortly"))
-    return unavailable(N_("the database is unavailable, try again shortly (%(error)s)"), {"error": str(error)})
+    return unavailable(N_("the database is unavailable, try again shortly"))
 
 
 def database_problem(error: Exception) -> Problem | None:
-    """The 503 for a database that did not answer (unavailable, no free connection, a lock held
-    past the busy timeout, a lost connection); None for an error that is a bug."""
+    """The 503 for a database that did not answer or took no write (unavailable, no free
+    connection, a lock held past the busy timeout, a lost connection, a full disk, a read-only
+    database); None for an error that is a bug."""
     if isinstance(error, (DatabaseUnavailable, SQLAlchemyTimeout)):
         return database_unavailable(error)
     if isinstance(error, DBAPIError) and _is_transient(error):
+        log.warning("database unavailable: %s", _said(error))
         return unavailable(BUSY)
     return None
+
+
+def _said(error: Exception) -> str:
+    """The driver's first line, for the log."""
+    cause = getattr(error, "orig", None) or error
+    first = (str(cause).splitlines() or [""])[0][:300]
+    return f"{type(cause).__name__}: {first}"
 
 
 def init_app(app: Flask) -> None:
@@ -186,15 +200,24 @@ def init_app(app: Flask) -> None:
 
     @app.errorhandler(DBAPIError)
     def _dbapi(error: DBAPIError):
-        # Locks held past the busy timeout and lost connections are transient: 503, retry.
-        if _is_transient(error):
-            app.logger.warning("database unavailable: %s", type(error.orig).__name__)
-            return unavailable(BUSY).response()
-        raise error
+        # Locks held past the busy timeout, lost connections, no room, read-only: 503, retry.
+        problem = database_problem(error)
+        if problem is None:
+            raise error
+        return problem.response()
+
+
+# PostgreSQL's SQLSTATEs for a database that cannot take the request now: connection exceptions
+# (08), insufficient resources (53: a full disk, no memory, too many connections), an operator's
+# intervention (57P: shutting down, cannot connect now), a read-only transaction (25006, a replica
+# or default_transaction_read_only), a lock not available (55P03).
+UNAVAILABLE_SQLSTATES = ("08", "53", "57P", "25006", "55P03")
 
 
 def _is_transient(error: DBAPIError) -> bool:
     if error.connection_invalidated:
+        return True
+    if (getattr(error.orig, "sqlstate", None) or "").startswith(UNAVAILABLE_SQLSTATES):
         return True
     text = str(error.orig).lower()
     markers = (
