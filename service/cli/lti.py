@@ -24,7 +24,13 @@ def lti() -> None:
 @click.option("--keyset-url", default=None, help="The platform's JWKS URL.")
 @click.option("--keyset-file", type=click.File(), default=None, help="The platform's JWKS, as a file.")
 @click.option("--platform", "platform_name", required=True, help="Our platform its learners belong to.")
-def register(keyset_file, platform_name: str, deployment_ids, **urls) -> None:
+@click.option(
+    "--return-host",
+    "return_hosts",
+    multiple=True,
+    help="A host its deep-linking return URLs may be on, besides its issuer's and URLs' hosts (repeatable).",
+)
+def register(keyset_file, platform_name: str, deployment_ids, return_hosts, **urls) -> None:
     """Register a platform (or update the registration of the same issuer and client id)."""
     from ..lti.registrations import NewRegistration, RegistrationError
     from ..lti.registrations import register as store
@@ -36,6 +42,7 @@ def register(keyset_file, platform_name: str, deployment_ids, **urls) -> None:
     new = NewRegistration(
         platform=platform_name,
         deployment_ids=tuple(deployment_ids),
+        return_hosts=tuple(return_hosts),
         keyset=keyset,
         **urls,
     )

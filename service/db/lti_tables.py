@@ -30,6 +30,9 @@ class LtiRegistration(Base):
     auth_audience: Mapped[str | None] = mapped_column(String(1024), nullable=True)
     keyset_url: Mapped[str | None] = mapped_column(String(1024), nullable=True)
     keyset: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)  # pasted JWKS
+    # Hosts its deep-linking return URLs may be on besides those of the URLs above (a Canvas
+    # school's own domain, say); None: those alone.
+    return_hosts: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 

@@ -7,13 +7,16 @@ the platform's return URL: one click, no script (the pages' policy allows none i
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from flask import current_app
 from pylti1p3.deep_link_resource import DeepLinkResource
+from pylti1p3.exception import LtiException
 from pylti1p3.lineitem import LineItem
 
+from .course import TEACHING
 from .tool import StrictLaunch
 
 
@@ -68,11 +71,36 @@ def resource(choice: Choice) -> DeepLinkResource:
     return item
 
 
+def return_url_of(launch: StrictLaunch) -> str:
+    """Where the choices go: an http(s) URL on a host of the registered platform, asked for by
+    someone who may add content to a course (LtiException otherwise: the launch is refused)."""
+    claims = launch.get_launch_data()
+    roles = claims.get("https://purl.imsglobal.org/spec/lti/claim/roles") or []
+    if not set(roles) & TEACHING:
+        raise LtiException("adding content to a course is for its instructors; this launch's roles are a learner's")
+    settings = claims.get("https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings") or {}
+    url = settings.get("deep_link_return_url")
+    if not isinstance(url, str) or not SAFE_URL.fullmatch(url):
+        raise LtiException("the deep-linking return URL must be an http(s) URL")
+    parts = urlsplit(url)
+    hosts: frozenset[str] = getattr(launch._registration, "return_hosts", frozenset())
+    if parts.netloc.lower() not in hosts:
+        raise LtiException(
+            f"the deep-linking return URL is on {parts.netloc}, not on the registered platform "
+            f"({', '.join(sorted(hosts))}); an administrator can add it with `workbench lti register --return-host`"
+        )
+    return url
+
+
+# An absolute URL with nothing that could leave an HTML attribute or a CSP header: no quotes,
+# spaces, semicolons, commas or control characters, no user name in the host.
+SAFE_URL = re.compile(r"https?://[A-Za-z0-9.\-]+(?::[0-9]{1,5})?(?:[/?#][A-Za-z0-9._~!$&()*+=:@/?#%\[\]-]*)?")
+
+
 def selection_page(launch: StrictLaunch):
     """The page an instructor picks from; each button returns its own signed choice."""
+    return_url = return_url_of(launch)
     deep_link = launch.get_deep_link()
-    settings = launch.get_launch_data()["https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"]
-    return_url = settings["deep_link_return_url"]
     forms = "".join(
         f'<li><form method="post" action="{html.escape(return_url)}">'
         f'<input type="hidden" name="JWT" value="{deep_link.get_response_jwt([resource(c)])}">'

@@ -3,8 +3,10 @@ of our platforms its learners belong to."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -12,6 +14,16 @@ from sqlalchemy.orm import Session
 from ..db.lti_tables import LtiRegistration
 from ..db.platforms import ensure_platform
 from ..db.tables import Platform
+
+HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?(?::[0-9]{1,5})?")
+
+
+def allowed_hosts(row: LtiRegistration) -> frozenset[str]:
+    """Where this platform's deep-linking responses may go: the hosts of its issuer and its
+    registered URLs, and the return hosts registered with it."""
+    urls = [row.issuer, row.auth_login_url, row.auth_token_url, row.keyset_url or ""]
+    hosts = {urlsplit(u).netloc.lower() for u in urls if u.startswith(("https://", "http://"))}
+    return frozenset(hosts | set(row.return_hosts or ())) - {""}
 
 
 class RegistrationError(ValueError):
@@ -29,6 +41,7 @@ class NewRegistration:
     keyset_url: str | None = None
     keyset: dict[str, Any] | None = None
     auth_audience: str | None = None
+    return_hosts: tuple[str, ...] = ()  # deep-linking return URLs' hosts besides its URLs' own
 
     def check(self) -> None:
         if (self.keyset_url is None) == (self.keyset is None):
@@ -40,6 +53,11 @@ class NewRegistration:
             raise RegistrationError("the platform's URLs must be http(s) URLs")
         if not self.deployment_ids:
             raise RegistrationError("give at least one deployment id")
+        for host in self.return_hosts:
+            if not HOST.fullmatch(host):
+                raise RegistrationError(
+                    f"a return host is a host name, with a port if any (lms.example.edu), not {host!r}"
+                )
 
 
 def register(session: Session, new: NewRegistration) -> LtiRegistration:
@@ -55,6 +73,7 @@ def register(session: Session, new: NewRegistration) -> LtiRegistration:
     registration.auth_audience = new.auth_audience
     registration.keyset_url = new.keyset_url
     registration.keyset = new.keyset
+    registration.return_hosts = sorted({h.lower() for h in new.return_hosts}) or None
     session.add(registration)
     session.flush()
     return registration

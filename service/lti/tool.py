@@ -34,6 +34,7 @@ class ToolRegistration(Registration):
     def __init__(self, row: LtiRegistration, signing: tuple[str, str]):
         super().__init__()
         self.row_id, self.platform_id = row.id, row.platform_id
+        self.return_hosts = registrations.allowed_hosts(row)
         self.set_issuer(row.issuer).set_client_id(row.client_id).set_auth_login_url(row.auth_login_url)
         self.set_auth_token_url(row.auth_token_url).set_key_set(t.cast(t.Any, row.keyset)).set_key_set_url(
             row.keyset_url

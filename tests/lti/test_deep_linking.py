@@ -29,11 +29,15 @@ class LmsSide(LTI1P3PlatformConfAbstract):
         return PlatformSideRegistration().set_tool_key_set(self.tool_key_set)
 
 
-def deep_linking_request(lms: Platform, nonce: str) -> dict:
-    claims = lms.claims(nonce, **{CLAIM + "message_type": "LtiDeepLinkingRequest"})
+INSTRUCTOR = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
+LEARNER = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
+
+
+def deep_linking_request(lms: Platform, nonce: str, return_url: str = RETURN_URL, roles=(INSTRUCTOR,)) -> dict:
+    claims = lms.claims(nonce, **{CLAIM + "message_type": "LtiDeepLinkingRequest", CLAIM + "roles": list(roles)})
     del claims[CLAIM + "resource_link"]
     claims[DL + "deep_linking_settings"] = {
-        "deep_link_return_url": RETURN_URL,
+        "deep_link_return_url": return_url,
         "accept_types": ["ltiResourceLink"],
         "accept_presentation_document_targets": ["iframe", "window"],
         "data": "opaque-7",
@@ -100,3 +104,44 @@ def test_the_selection_page_may_post_only_to_the_platform_and_runs_no_script(cli
     policy = page.headers["Content-Security-Policy"]
     assert "form-action https://lms.example.edu;" in policy and "script-src 'none'" in policy
     assert client.get("/api/v1/session").status_code == 404  # choosing starts no learner session
+
+
+def ask(client, lms, **request):
+    params = lms.login(client)
+    return lms.launch(client, params["state"], lms.id_token(deep_linking_request(lms, params["nonce"], **request)))
+
+
+@pytest.mark.parametrize(
+    "return_url",
+    [
+        "https://attacker.example/collect",  # another site: the signed choices would go there
+        "javascript:alert(document.domain)",  # not a place to post to
+        "https://lms.example.edu; script-src *",  # would write itself into the page's policy
+        'https://lms.example.edu/r?x="><script>',  # would leave the form's attribute
+        "https://user@lms.example.edu/r",  # a user name in the host
+        "ftp://lms.example.edu/r",
+    ],
+)
+def test_a_return_url_off_the_registered_platform_is_refused(client, lms, return_url):
+    page = ask(client, lms, return_url=return_url)
+    assert page.status_code == 400 and "This launch could not be accepted" in page.get_data(as_text=True)
+    assert 'name="JWT"' not in page.get_data(as_text=True)  # no signed choice was made
+
+
+def test_a_learner_cannot_add_content_to_the_course(client, lms):
+    page = ask(client, lms, roles=(LEARNER,))
+    text = page.get_data(as_text=True)
+    assert page.status_code == 400 and "for its instructors" in text and 'name="JWT"' not in text
+
+
+def test_a_host_the_administrator_registered_takes_the_choices(app, client, lms):
+    from service.lti.registrations import NewRegistration, register
+
+    school = "https://school.example.org/courses/7/deep_linking"
+    assert ask(client, lms, return_url=school).status_code == 400
+    with app.extensions["db"].write() as session:
+        register(session, NewRegistration(**lms.registration(return_hosts=("school.example.org",))))
+    page = ask(client, lms, return_url=school)
+    assert (
+        page.status_code == 200 and "form-action https://school.example.org;" in page.headers["Content-Security-Policy"]
+    )
