@@ -38,14 +38,20 @@ class WorkbenchFlask(Flask):
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     settings = Settings.load(config)
     app = WorkbenchFlask(__name__, static_folder=None)
+    secure_site = settings.public_base.startswith("https://")
     # "//api/v1/x" is a 404, not a redirect built from the Host header (an open redirect's cousin).
     app.url_map.merge_slashes = False
     app.config.update(
         SECRET_KEY=settings.secret_key,
-        SESSION_COOKIE_NAME="workbench_session",
+        # Served over https, the cookie is `__Host-` prefixed: browsers then accept it only from this
+        # host itself, over https, for the whole site, so a sibling subdomain or a plain-http
+        # answer cannot plant another browser's session in this one (docs/security.md).
+        SESSION_COOKIE_NAME=("__Host-" if secure_site else "") + "workbench_session",
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
-        SESSION_COOKIE_SECURE=settings.env == "production",
+        SESSION_COOKIE_SECURE=settings.env == "production" or secure_site,
+        SESSION_COOKIE_DOMAIN=None,
+        SESSION_COOKIE_PATH="/",
         PERMANENT_SESSION_LIFETIME=365 * 24 * 3600,
         # The cookie is sent when a view changes the session; POST /api/v1/session, which every page
         # calls on load, renews it (fast answers at the edge never write a cookie).

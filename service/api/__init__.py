@@ -59,6 +59,8 @@ def init_app(app: Flask) -> Any:
 
     api = Api(app)
     for name, scheme in auth.SCHEMES.items():
+        if scheme.get("in") == "cookie":  # `__Host-` prefixed when served over https
+            scheme = {**scheme, "name": app.config["SESSION_COOKIE_NAME"]}
         api.spec.components.security_scheme(name, scheme)
     problems.init_app(app)
     for module in resources():

@@ -195,3 +195,32 @@ def test_logging_out_revokes_the_session_on_the_server(app, client):
     assert thief.post("/api/v1/events", json=event(learner)).status_code == 401
     fresh = thief.post("/api/v1/session")
     assert fresh.status_code == 201 and fresh.json["learner"] != learner  # a new learner, not the old one
+
+
+def test_over_https_the_session_cookie_is_host_prefixed_and_a_planted_plain_one_is_no_session(app_config):
+    """A sibling subdomain, or any plain-http answer the network forges, can set a cookie named
+    `workbench_session` (with a Domain attribute) in this browser, and a browser refuses neither.
+    Served over https the session lives only in `__Host-workbench_session`, which browsers accept
+    only from this very host, over https, for path /, with no Domain: a planted cookie is not a
+    session here, and the learner it names gets nothing of this browser's work."""
+    from service.app import create_app
+
+    secure = create_app({**app_config, "public_url": "https://workbench.example.edu"})
+    attacker = secure.test_client()
+    first = attacker.post("/api/v1/session", base_url="https://workbench.example.edu")
+    planted_learner = first.json["learner"]
+    (header,) = [h for h in first.headers.getlist("Set-Cookie") if "workbench_session=" in h]
+    assert header.startswith("__Host-workbench_session=") and "Secure" in header and "Path=/" in header
+    assert "Domain=" not in header
+    own = attacker.get_cookie("__Host-workbench_session", domain="workbench.example.edu")
+
+    victim = secure.test_client()
+    victim.set_cookie("workbench_session", own.value, domain=".example.edu")  # what a sibling can plant
+    assert victim.get("/api/v1/session", base_url="https://workbench.example.edu").status_code == 404
+    fresh = victim.post("/api/v1/session", base_url="https://workbench.example.edu")
+    assert fresh.status_code == 201 and fresh.json["learner"] != planted_learner
+    mine = victim.post("/api/v1/events", json=event(fresh.json["learner"]), base_url="https://workbench.example.edu")
+    assert mine.status_code == 201
+    document = secure.test_client().get("/api/v1/openapi.json").json
+    assert document["components"]["securitySchemes"]["browserSession"]["name"] == "__Host-workbench_session"
+    secure.extensions["db"].dispose()
