@@ -61,7 +61,9 @@ class Settings:
     compute_budget_client: str = "30000000/minute"  # about 19 maximum-size traces a minute
     compute_budget_address: str = "60000000/minute"  # every browser session of one address, together
     session_mint_limit: str = "300/hour"  # new browser sessions one address may start
-    compute_budget_worker: str = "20000000/10 seconds"  # about half a core of this machine's throughput
+    # Shared fairly by network (service/edge/limits.py FairShare): one network alone takes half, about
+    # half a core of this machine's throughput; n networks n/(n+1) of it.
+    compute_budget_worker: str = "40000000/10 seconds"
     # Storage quotas (service/db/quotas.py): events, and bytes of them, stored per period by one
     # learner, one browser session and one platform, as "amount/period"; "" turns one off.
     quota_learner_events: str = "5000/day"

@@ -44,6 +44,7 @@ REQUEST_ID = "workbench.request_id"
 JSON = "workbench.json"  # the parsed body (absent: none was read, or it is left raw for the background)
 RAW = "workbench.raw"  # the body's bytes
 COUNTED = "workbench.counted"  # the X-RateLimit headers of the counted request
+RECEIPT = "workbench.charged"  # what the compute budgets were charged for this request
 ROUTE = "workbench.route"  # the matched rule, for metrics (never the path: paths carry learner ids)
 REQUEST_ID_FORM = re.compile(r"\A[A-Za-z0-9._-]{8,64}\Z")
 COUNTED_PREFIXES = ("/api/v1/", "/lti/")
@@ -184,7 +185,7 @@ class Edge:
         with self.app.app_context():  # the settings, the database, the models: as a view sees them
             cells = route.cost(request) if route.cost else None
             if cells:
-                self.limits.charge(who, cells)
+                environ[RECEIPT] = self.limits.charge(who, cells)
             return route.fast(request) if route.fast and self.use_fast else None
 
     def _read(self, environ: dict[str, Any], who: Caller, view_args: dict[str, Any]) -> EdgeRequest:
@@ -271,7 +272,11 @@ class Edge:
         return headers
 
     def _record(self, environ: dict[str, Any], status: int, started: float) -> None:
-        """Metrics by route rule and the request's log line (JSON, without learner ids or keys)."""
+        """Metrics by route rule and the request's log line (JSON, without learner ids or keys);
+        a request refused after it was charged (a 5xx) gets its cells back."""
+        receipt = environ.get(RECEIPT)
+        if receipt is not None and status >= 500:
+            self.limits.refund(receipt)
         duration = time.perf_counter() - started
         method, route = environ.get("REQUEST_METHOD", "GET"), environ.get(ROUTE, "unmatched")
         timer = self.timers.get((route, method, status))

@@ -11,7 +11,10 @@ windows) in a store every worker shares when one is configured (Redis), else in 
   in the shared store (429 over it), for browser sessions and anonymous callers to their
   address as well, against `compute_budget_address` (sessions are free to make: minting more
   buys no compute), and to this worker, against `compute_budget_worker` cells
-  in memory (503 over it): many clients each within budget still cannot take the whole worker.
+  in memory (503 over it), shared fairly between network blocks (`FairShare`): many clients
+  each within budget still cannot take the whole worker, nor one network another's share.
+  Every budget is tested before any is charged, and a request refused after it was charged (a
+  503: no slot came free) is refunded, so refused requests spend no one's budget.
 
 The shared store down must not take the API down: limits continue in this worker's memory, a
 warning is logged and counted (workbench_ratelimit_storage_trouble_total) and /readyz says so.
@@ -19,11 +22,13 @@ warning is logged and counted (workbench_ratelimit_storage_trouble_total) and /r
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import math
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from limits import RateLimitItem, parse
@@ -64,6 +69,7 @@ class Limits:
         self.client: RateLimitItem = parse(settings.compute_budget_client)
         self.address: RateLimitItem = parse(settings.compute_budget_address)
         self.worker: RateLimitItem = parse(settings.compute_budget_worker)
+        self.fair = FairShare(self.worker)
         self.shared_cells = FixedWindowRateLimiter(self.storage)
         self.local_cells = FixedWindowRateLimiter(self.local)
         self._items: dict[str, RateLimitItem] = {}
@@ -129,50 +135,46 @@ class Limits:
         stats = strategy.get_window_stats(item, PREFIX, *identifiers)
         return allowed, stats.remaining, stats.reset_time
 
-    def charge(self, caller: Caller, cells: int) -> None:
-        """Charge a request's cells to its client and to this worker, or refuse it (429, 503)."""
+    def charge(self, caller: Caller, cells: int) -> Receipt | None:
+        """Charge a request's cells to its client (and address) and to this worker, or refuse it
+        (429, 503) having charged nothing: every budget is tested before any is charged. The
+        receipt refunds the charge when the request is refused after all (`refund`: a 5xx)."""
         if not self.enabled or cells < self.free:
-            return
+            return None
+        budgets: list[tuple[RateLimitItem, tuple[str, ...]]] = []
         if caller.address and not caller.rate_key.startswith("key:"):
             # Browser sessions cost nothing to make: every one from an address shares its budget
             # too, so minting sessions buys no compute (a platform's key is charged on its own).
-            allowed, _, reset = self._count(
-                self.shared_cells, self.local_cells, self.address, "compute", caller.address, cost=cells
-            )
+            budgets.append((self.address, ("compute", caller.address)))
+        budgets.append((self.client, ("compute", caller.rate_key)))
+        for item, identifiers in budgets:
+            allowed, reset = self._test(item, identifiers, cells)
             if not allowed:
-                raise Problem(
-                    429,
-                    N_(
-                        "this request costs %(cells)s cells and the compute budget of your network address "
-                        "(%(budget)s cells, shared by its browser sessions) is spent; it refills when the window ends"
-                    ),
-                    args={"cells": f"{cells:,}", "budget": str(self.address)},
-                    headers={"Retry-After": _seconds(reset)},
-                    slug="compute-budget",
-                )
-        allowed, _, reset = self._count(self.shared_cells, self.local_cells, self.client, "compute", caller.rate_key,
-                                        cost=cells)  # fmt: skip
-        if not allowed:
-            raise Problem(
-                429,
-                N_(
-                    "this request costs %(cells)s cells and your compute budget of %(budget)s cells is spent; "
-                    "it refills when the window ends"
-                ),
-                args={"cells": f"{cells:,}", "budget": str(self.client)},
-                headers={"Retry-After": _seconds(reset)},
-                slug="compute-budget",
-            )
-        with self._lock:  # test-and-hit as one step among this worker's threads
-            if not self.local_cells.hit(self.worker, PREFIX, "compute", "worker", cost=cells):
-                reset = self.local_cells.get_window_stats(self.worker, PREFIX, "compute", "worker").reset_time
-                raise Problem(
-                    503,
-                    N_("this server is computing as much as it allows (%(budget)s cells); try again shortly"),
-                    args={"budget": str(self.worker)},
-                    headers={"Retry-After": _seconds(reset)},
-                    slug="busy",
-                )
+                raise _spent(item, cells, reset, by_address=item is self.address and len(budgets) == 2)
+        group = share_group(caller)
+        with self._lock:  # test-and-take as one step among this worker's threads
+            window = self.fair.take(group, cells, time.time())
+        for item, identifiers in budgets:
+            self._count(self.shared_cells, self.local_cells, item, *identifiers, cost=cells)
+        return Receipt(cells, tuple(budgets), group, window)
+
+    def refund(self, receipt: Receipt) -> None:
+        """Give back what a request was charged when it was refused after all (a 503: no slot came
+        free, the database did not answer): refused work spends no one's budget."""
+        for item, identifiers in receipt.budgets:
+            self._count(self.shared_cells, self.local_cells, item, *identifiers, cost=-receipt.cells)
+        with self._lock:
+            self.fair.give_back(receipt.group, receipt.cells, receipt.window)
+
+    def _test(self, item: RateLimitItem, identifiers: tuple[str, ...], cells: int) -> tuple[bool, float]:
+        for strategy in (self.shared_cells, self.local_cells):
+            try:
+                allowed = strategy.test(item, PREFIX, *identifiers, cost=cells)
+                return allowed, strategy.get_window_stats(item, PREFIX, *identifiers).reset_time
+            except Exception:  # as _count: the shared store down, this worker's memory stands in
+                RATELIMIT_STORAGE_TROUBLE.inc()
+                log.warning("rate limit store unreachable: limits counted in this worker only")
+        raise AssertionError("the memory store does not fail")
 
     def storage_ok(self) -> bool:
         """Whether the shared store answers (always true for the in-memory store)."""
@@ -180,6 +182,96 @@ class Limits:
             return bool(self.storage.check())
         except Exception:  # any client error means it does not answer; /readyz reports it
             return False
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """What one request was charged: its cells, to which shared budgets, to which share group of
+    this worker, in which of its windows."""
+
+    cells: int
+    budgets: tuple[tuple[RateLimitItem, tuple[str, ...]], ...]
+    group: str
+    window: int
+
+
+def share_group(caller: Caller) -> str:
+    """Who shares one fair share of a worker: a platform's key alone; anyone else by their network
+    block (/24 of IPv4, /48 of IPv6), so many addresses of one network, or many sessions of one
+    address, take one share between them."""
+    if caller.rate_key.startswith("key:") or not caller.address:
+        return caller.rate_key
+    address = caller.address.removeprefix("address:")
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return caller.address
+    return "block:" + str(ipaddress.ip_network(f"{ip}/{24 if ip.version == 4 else 48}", strict=False))
+
+
+class FairShare:
+    """This worker's compute budget, `amount` cells per fixed window, shared fairly: the first half
+    of a window goes to whoever asks; past it, a group (`share_group`) is served only within its
+    fair share: the budget over the groups that used it this window, plus one for a group yet to
+    come. One group's flood then takes at most half the worker, n flooding groups n/(n+1) of it,
+    and a learner arriving later still finds a share of their own."""
+
+    def __init__(self, item: RateLimitItem):
+        self.item, self.amount, self.seconds = item, item.amount, item.get_expiry()
+        self.window, self.total = -1, 0
+        self.used: dict[str, int] = {}
+
+    def take(self, group: str, cells: int, now: float) -> int:
+        """Take `cells` for `group` (the window it was taken in), or raise the 503 that says why."""
+        window = int(now // self.seconds)
+        if window != self.window:
+            self.window, self.total, self.used = window, 0, {}  # a new window: everyone starts again
+        share = self.amount / (len(self.used.keys() | {group}) + 1)
+        over_all = self.total + cells > self.amount
+        over_share = self.total + cells > self.amount / 2 and self.used.get(group, 0) + cells > share
+        if over_all or over_share:
+            reset = str(max(1, math.ceil((window + 1) * self.seconds - now)))
+            raise Problem(
+                503,
+                N_("this server is computing as much as it allows (%(budget)s cells); try again shortly")
+                if over_all
+                else N_("this server is busy and your network's fair share of it is spent; try again shortly"),
+                args={"budget": str(self.item)} if over_all else None,
+                headers={"Retry-After": reset},
+                slug="busy",
+            )
+        self.used[group] = self.used.get(group, 0) + cells
+        self.total += cells
+        return window
+
+    def give_back(self, group: str, cells: int, window: int) -> None:
+        if window == self.window and group in self.used:
+            self.used[group] = max(0, self.used[group] - cells)
+            self.total = max(0, self.total - cells)
+
+
+def _spent(item: RateLimitItem, cells: int, reset: float, by_address: bool) -> Problem:
+    if by_address:
+        return Problem(
+            429,
+            N_(
+                "this request costs %(cells)s cells and the compute budget of your network address "
+                "(%(budget)s cells, shared by its browser sessions) is spent; it refills when the window ends"
+            ),
+            args={"cells": f"{cells:,}", "budget": str(item)},
+            headers={"Retry-After": _seconds(reset)},
+            slug="compute-budget",
+        )
+    return Problem(
+        429,
+        N_(
+            "this request costs %(cells)s cells and your compute budget of %(budget)s cells is spent; "
+            "it refills when the window ends"
+        ),
+        args={"cells": f"{cells:,}", "budget": str(item)},
+        headers={"Retry-After": _seconds(reset)},
+        slug="compute-budget",
+    )
 
 
 def _headers(item: RateLimitItem, remaining: int, reset: float) -> dict[str, str]:

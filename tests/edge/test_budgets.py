@@ -67,7 +67,9 @@ def test_a_worker_past_its_budget_sheds_large_requests_from_every_client_but_not
     client = app.test_client()
     platforms = [key_for(app, name) for name in ("acme", "globex", "initech")]
     statuses = [status for headers in platforms for status in spend(client, headers, 2)]
-    assert statuses == [200, 200, 200, 200, 503, 503]  # each client within its own budget, the worker not
+    # each client within its own budget, the worker not: the first two have half of it, the third
+    # its fair share of the rest (the worker over the clients that used it, plus one yet to come)
+    assert statuses == [200, 200, 200, 503, 200, 503]
     shed = client.post("/api/v1/attention", json=MID, headers=platforms[2])
     assert shed.json["type"].endswith("/busy") and 1 <= int(shed.headers["Retry-After"]) <= 60
     assert spend(client, platforms[2], 2, body=WORKBENCH) == [200, 200]
@@ -151,7 +153,7 @@ def test_an_address_starts_only_so_many_sessions_an_hour(app_config):
 def test_a_diagnosis_is_charged_for_every_trace_it_tries(app_config):
     from service.exercise.diagnose import traces_per_diagnosis
 
-    app = budget_app(app_config, client="100000/minute")
+    app = budget_app(app_config, client="100000/minute", worker="1000000/minute")  # a lone client: half the worker
     client, acme = app.test_client(), key_for(app)
     tokens = np.random.default_rng(1).standard_normal((8, 8)).round(3).tolist()
     weights = np.full((2, 8, 8), 1 / 8).tolist()
@@ -181,3 +183,54 @@ def test_a_challenge_takes_only_so_many_answers(app_config):
         learner.post(challenge["answers_url"], json={"answers": wrong}).status_code for _ in range(ATTEMPTS + 1)
     ]
     assert statuses == [200] * ATTEMPTS + [429]
+
+
+def from_address(client, address):
+    client.environ_base["REMOTE_ADDR"] = address
+    return client
+
+
+def test_one_network_flooding_from_eight_addresses_leaves_another_learner_their_share(app_config):
+    """The finding: eight addresses flooding compute took another learner's requests to 503. The
+    worker's budget is shared by network: the eight (one /24) take half of it between them, and a
+    learner elsewhere, arriving after the flood took its part, still computes."""
+    app = budget_app(app_config, client="100000/minute", worker=f"{20 * MID_CELLS}/minute",
+                     compute_budget_address="100000/minute")  # fmt: skip
+    flooders = [from_address(app.test_client(), f"10.0.0.{i}") for i in range(2, 10)]
+    flooded = [status for _ in range(5) for c in flooders for status in spend(c, {}, 1)]
+    assert flooded.count(200) == 10 and set(flooded) == {200, 503}  # half of the worker, then refused
+    learner = from_address(app.test_client(), "192.0.2.7")
+    learner.post("/api/v1/session")
+    assert spend(learner, {}, 5) == [200] * 5  # its share (a third of the worker: 6 requests) is its own
+    assert all(s == 503 for c in flooders for s in spend(c, {}, 1))
+
+
+def test_a_request_refused_after_it_was_charged_is_refunded(app_config, monkeypatch):
+    """The finding: flood requests were charged and then refused (no slot for a large trace), so
+    refused work spent the budgets. Now a 503 gives its cells back to the client and the worker."""
+    from contextlib import contextmanager
+
+    @contextmanager
+    def no_slot(count, wait=0.0):
+        yield False  # every slot taken: "no large-trace slot came free"
+
+    app = budget_app(app_config, client=f"{4 * MID_CELLS}/minute", worker=f"{8 * MID_CELLS}/minute",
+                     heavy_compute_cells=1000)  # fmt: skip
+    client, acme = app.test_client(), key_for(app)
+    monkeypatch.setattr("service.api.attention.offload.slot", no_slot)
+    assert spend(client, acme, 10) == [503] * 10  # refused after the charge: each refunded
+    monkeypatch.undo()
+    assert spend(client, acme, 5) == [200, 200, 200, 200, 429]  # the whole budget is still there
+
+
+def test_a_request_over_one_budget_is_charged_to_none(app_config):
+    """Every budget is tested before any is charged: a browser session refused by its own budget
+    spends nothing of its address's, which the address's other sessions still have."""
+    app = budget_app(app_config, client=f"{3 * MID_CELLS}/minute", worker=f"{100 * MID_CELLS}/minute",
+                     compute_budget_address=f"{6 * MID_CELLS}/minute")  # fmt: skip
+    first, second = (from_address(app.test_client(), "198.51.100.4") for _ in range(2))
+    first.post("/api/v1/session")
+    second.post("/api/v1/session")
+    assert spend(first, {}, 8) == [200] * 3 + [429] * 5  # its own budget, then refused
+    assert spend(second, {}, 3) == [200] * 3  # the address's other half is there
+    assert spend(second, {}, 1) == [429]
