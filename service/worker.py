@@ -17,11 +17,10 @@ exists, so it imports nothing that defines a metric (service.edge does).
 from __future__ import annotations
 
 import errno
-import re
 import selectors
 import socket
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from functools import partial
 
 from gunicorn import http
@@ -29,117 +28,12 @@ from gunicorn.http.unreader import SocketUnreader
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
 from .config import Settings
+from .wire import CONTINUE, arrived, busy_network, continue_now, early_answer, late_body, repeated_refusal
 
-HEADERS_END = b"\r\n\r\n"
-CONTENT_LENGTH = re.compile(rb"\r\ncontent-length[ \t]*:[ \t]*(\d+)[ \t]*(?=\r\n|$)")
-CHUNKED = re.compile(rb"\r\ntransfer-encoding[ \t]*:[^\r\n]*chunked")
-EXPECT_CONTINUE = re.compile(rb"\r\nexpect[ \t]*:[ \t]*100-continue")
 READ = 1 << 20  # one recv takes what has arrived, up to this: each recv is a GIL release and re-acquire
 PIECE = 65536  # what a thread's parser is handed from the held bytes at a time (one recv's worth)
 LINGER_SECONDS = 2.0  # a connection the main loop answered and closes: how long it drains the client's bytes
 LINGER_BYTES = 1 << 20  # and how many at most
-
-
-def late_body(seconds: float) -> bytes:
-    return refusal(
-        408, b"Request Timeout", b"the request did not arrive within %g s; send it whole, without pauses" % seconds
-    )
-
-
-def arrived(buffer: bytes | bytearray, body_limit: int, header_limit: int) -> bool:
-    """Whether the request in `buffer` can go to a thread: whole (a chunked body by its framing, not
-    by a last line that looks like one), or past what will be read anyway (a Content-Length over the
-    limit: the thread refuses it without reading). A request still waiting for `100 Continue` has
-    not arrived: the main loop answers that (`continue_now`); headers over their limit and chunked
-    bodies declared over it never go to a thread (`early_answer`)."""
-    end = buffer.find(HEADERS_END)
-    if end < 0:
-        return False
-    head = bytes(buffer[:end]).lower()
-    body = len(buffer) - end - len(HEADERS_END)
-    if CHUNKED.search(head):
-        return chunked_arrived(buffer, end + len(HEADERS_END), body_limit)
-    length = CONTENT_LENGTH.search(head)
-    if length:
-        declared = int(length.group(1))
-        return declared > body_limit or body >= declared
-    return True  # no body
-
-
-CHUNK_SIZE = re.compile(rb"([0-9a-fA-F]{1,16})(?:;[^\r\n]*)?\r\n")
-
-
-def chunked_arrived(buffer: bytes | bytearray, start: int, body_limit: int) -> bool:
-    """A chunked body has arrived when its chunks, walked by their declared sizes, reach the last
-    (size 0) and its trailers end; a chunk that lies about its size waits for the bytes it declared
-    (and meets the deadline), and a size line that is not one goes to the thread (which refuses it
-    at once). One declared over the limit is answered by the main loop (`early_answer`)."""
-    at, total = start, 0
-    while True:
-        line = CHUNK_SIZE.match(buffer, at)
-        if line is None:
-            crlf = buffer.find(b"\r\n", at)
-            return crlf >= 0 or len(buffer) - at > 64  # a malformed size line: refused at once
-        size = int(line.group(1), 16)
-        total += size
-        if total > body_limit:
-            return False  # never to a thread, which would wait for bytes it will refuse
-        at = line.end()
-        if size == 0:
-            return buffer.find(b"\r\n\r\n", at - 2) >= 0  # the trailers (usually none) end with a blank line
-        if len(buffer) < at + size + 2:
-            return False  # the chunk's bytes are still coming
-        at += size + 2  # the data and its CRLF (a wrong terminator: the thread refuses at once)
-
-
-def continue_now(buffer: bytes | bytearray, body_limit: int) -> bytes | None:
-    """A request that asked for `100 Continue` and sent no body yet, with a body within the limit:
-    its headers without the Expect line (the main loop answers it, so the thread does not again),
-    else None."""
-    end = buffer.find(HEADERS_END)
-    if end < 0 or len(buffer) > end + len(HEADERS_END):
-        return None
-    head = bytes(buffer[: end + 2])
-    if not EXPECT_CONTINUE.search(head.lower()):
-        return None
-    length = CONTENT_LENGTH.search(head.lower())
-    if length and int(length.group(1)) > body_limit:
-        return None  # over the limit: the thread refuses it without asking for the body
-    lines = [line for line in head.split(b"\r\n") if not line.lower().startswith(b"expect:")]
-    return b"\r\n".join(lines) + b"\r\n"
-
-
-def early_answer(buffer: bytes | bytearray, body_limit: int, header_limit: int) -> bytes | None:
-    """What the main loop answers itself and closes, so no thread waits for bytes it would refuse:
-    headers past their limit with no end in sight (431), a chunked body declared over the limit
-    (413). None: nothing to answer yet."""
-    end = buffer.find(HEADERS_END)
-    if end < 0:
-        return refusal(431, b"Request Header Fields Too Large", b"the request's headers are over the limit this "
-                       b"server reads") if len(buffer) > header_limit else None  # fmt: skip
-    if CHUNKED.search(bytes(buffer[:end]).lower()) and chunked_total(buffer, end + len(HEADERS_END)) > body_limit:
-        return refusal(413, b"Content Too Large", b"the request body is larger than the limit of %d bytes" % body_limit)
-    return None
-
-
-def chunked_total(buffer: bytes | bytearray, at: int) -> int:
-    """The bytes a chunked body's size lines declare, as far as they have arrived."""
-    total = 0
-    while (line := CHUNK_SIZE.match(buffer, at)) is not None and (size := int(line.group(1), 16)):
-        total += size
-        at = line.end() + size + 2
-    return total
-
-
-def refusal(status: int, reason: bytes, detail: bytes) -> bytes:
-    slug = reason.lower().replace(b" ", b"-")
-    body = (b'{"type":"https://attention-workbench.invalid/problems/%s","title":"%s","status":%d,"detail":"%s"}'
-            % (slug, reason, status, detail))  # fmt: skip
-    return (b"HTTP/1.1 %d %s\r\nContent-Type: application/problem+json\r\nConnection: close\r\n"
-            b"Content-Length: %d\r\n\r\n%s" % (status, reason, len(body), body))  # fmt: skip
-
-
-CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 
 
 class HeldUnreader(SocketUnreader):
@@ -186,6 +80,8 @@ class CountedConn(TConn):
         self.deadline = 0.0
         self.whole = False  # arrived: the next enqueue goes to a thread
         self.counted = True
+        self.network: str | None = None  # its thread share's group (None: a trusted proxy, no share)
+        self.in_thread = False
 
     def close(self, graceful=False):
         if self.counted:
@@ -211,6 +107,14 @@ class BufferingWorker(ThreadWorker):
         self.arriving: dict[CountedConn, None] = {}  # in arrival order: the oldest deadline first
         self.lingering: dict[CountedConn, None] = {}  # answered by the main loop, closing
         self.scratch = memoryview(bytearray(READ))  # the main loop's one receive buffer
+        # One network (a /24, a /48) holds at most half the threads; its further whole requests
+        # wait their turn in the main loop, so another network's requests always find a thread.
+        self.thread_share = max(1, self.cfg.threads // 2)
+        self.in_threads: dict[str, int] = defaultdict(int)
+        self.turns: dict[str, deque[CountedConn]] = {}
+        from .edge.penalties import block_of  # in the worker: the master must not load the app's modules
+
+        self.block_of = block_of
         super().init_process()
 
     def accept(self, listener):
@@ -230,12 +134,22 @@ class BufferingWorker(ThreadWorker):
         self.places[address] += 1
         self.nr_conns += 1
         conn = CountedConn(self.cfg, client_sock, client_addr, listener.getsockname(), self.places)
+        if address not in self.trusted and "*" not in self.trusted:
+            conn.network = self.block_of(address)
         self.enqueue_req(conn)
 
     def enqueue_req(self, conn):
         """Every way a connection reaches a thread (new, kept alive, deferred, pipelined) passes
         here: it goes to the thread only once its request has arrived."""
         if getattr(conn, "whole", True):
+            network = getattr(conn, "network", None)
+            if network is not None and not conn.in_thread:
+                if self.in_threads[network] >= self.thread_share:
+                    conn.deadline = time.monotonic() + self.body_seconds
+                    self.turns.setdefault(network, deque()).append(conn)  # its network's turn comes
+                    return
+                self.in_threads[network] += 1
+                conn.in_thread = True
             conn.whole = False
             conn.sock.setblocking(True)
             super().enqueue_req(conn)
@@ -253,7 +167,24 @@ class BufferingWorker(ThreadWorker):
         unreader = conn.parser.unreader if conn.parser is not None else None
         if isinstance(unreader, HeldUnreader):
             unreader.release()
+        if getattr(conn, "in_thread", False):
+            self._thread_freed(conn.network)
+            conn.in_thread = False
         super().finish_request(conn, fs)
+
+    def _thread_freed(self, network: str) -> None:
+        """A thread of `network`'s share is free: its next waiting request takes it."""
+        self.in_threads[network] -= 1
+        if self.in_threads[network] <= 0:
+            del self.in_threads[network]
+        waiting = self.turns.get(network)
+        while waiting:
+            conn = waiting.popleft()
+            if conn.counted:  # not closed while it waited
+                self.enqueue_req(conn)
+                break
+        if waiting is not None and not waiting:
+            del self.turns[network]
 
     def on_arriving(self, conn, client):
         try:
@@ -273,6 +204,10 @@ class BufferingWorker(ThreadWorker):
     def _arrived(self, conn) -> bool:
         """True when the connection needs nothing more from the main loop: its request went to a
         thread, or the main loop answered it and closed it."""
+        repeated = None if conn.address in self.trusted else repeated_refusal(conn.buffered, conn.address)
+        if repeated is not None:
+            self._close_with(conn, repeated)
+            return True
         if not arrived(conn.buffered, self.body_limit, self.header_limit):
             return self._answer_early(conn)
         if conn.parser is None:
@@ -352,3 +287,8 @@ class BufferingWorker(ThreadWorker):
         for conn in [c for c in self.lingering if c.deadline <= now]:
             self._forget(conn, self.lingering)
             self._close(conn)
+        for network, waiting in list(self.turns.items()):
+            while waiting and waiting[0].deadline <= now:  # its network's threads stayed busy too long
+                self._close_with(waiting.popleft(), busy_network(self.body_seconds))
+            if not waiting:
+                del self.turns[network]

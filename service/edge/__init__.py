@@ -35,7 +35,7 @@ from ..observability import REQUESTS, UNAVAILABLE
 from . import caller as callers
 from .body import has_body, is_json, parse_json, read_body, refuse_control_characters
 from .caller import CALLER, Caller
-from .limits import Limits, rate_limit
+from .limits import EARLY_BYTES, Limits, rate_limit
 from .problems import PROBLEM_MIMETYPE, Problem, database_problem, unauthorized
 
 __all__ = ["Answer", "EdgeRequest", "answer_fast", "costs", "edge", "init_app", "rate_limit"]
@@ -181,6 +181,8 @@ class Edge:
             return None
         if method in NO_BODY_METHODS and not has_body(environ):
             return None  # a client that sets the header on every request: no body, nothing to parse
+        if route.cost is not None and _length(environ) >= EARLY_BYTES:
+            self.limits.refuse_early(who)  # a network past its share: its large bodies before any parsing
         request = self._read(environ, who, view_args)
         with self.app.app_context():  # the settings, the database, the models: as a view sees them
             cells = route.cost(request) if route.cost else None
@@ -294,6 +296,13 @@ def _problem_answer(problem: Problem, environ: dict[str, Any]) -> Answer:
     """The edge's refusal, before Flask: in the language the request would be answered in."""
     locale = i18n.choose(Request(environ))
     return Answer(problem.status, problem.body_bytes(locale), PROBLEM_MIMETYPE, tuple(problem.headers.items()))
+
+
+def _length(environ: dict[str, Any]) -> int:
+    try:
+        return int(environ.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return 0
 
 
 def _reason(status: int) -> str:

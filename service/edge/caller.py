@@ -41,6 +41,11 @@ class Caller:
     address: str = ""  # "address:<ip>": the network address, whoever the caller is
 
     @property
+    def anonymous(self) -> bool:
+        """No credentials sent at all: no Authorization, no session (limits count the address)."""
+        return self.principal is None and not self.session and self.refused is None and self.rate_key == self.address
+
+    @property
     def learner(self) -> str | None:
         """The browser learner this request acts for, if any."""
         return self.principal.learner if self.principal is not None else None

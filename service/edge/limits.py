@@ -22,7 +22,6 @@ warning is logged and counted (workbench_ratelimit_storage_trouble_total) and /r
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import math
 import threading
@@ -37,11 +36,13 @@ from limits.strategies import FixedWindowRateLimiter, MovingWindowRateLimiter
 
 from ..observability import RATELIMIT_STORAGE_TROUBLE
 from ..text import N_
+from . import penalties
 from .caller import Caller
 from .problems import Problem
 
 log = logging.getLogger(__name__)
 PREFIX = "workbench"
+EARLY_BYTES = 16384  # bodies this large from a network past its share are refused unread
 
 
 def rate_limit(*limits: str) -> Callable:
@@ -93,7 +94,7 @@ class Limits:
                 self.shared_requests, self.local_requests, item, caller.rate_key, scope
             )
             if not allowed:
-                raise Problem(
+                refused = Problem(
                     429,
                     N_("too many requests: the limit is %(limit)s; try again in %(seconds)s s")
                     if scope == "global"
@@ -102,6 +103,9 @@ class Limits:
                     headers={"Retry-After": _seconds(reset), **_headers(item, 0, reset)},
                     slug="rate-limited",
                 )
+                if scope == "global" and caller.anonymous:  # the main loop repeats it: service/edge/penalties.py
+                    penalties.remember(caller.rate_key, reset - time.time(), 429, refused.detail)
+                raise refused
             if nearest is None or remaining < nearest[0]:
                 nearest = (remaining, item, reset)
         assert nearest is not None
@@ -158,6 +162,20 @@ class Limits:
             self._count(self.shared_cells, self.local_cells, item, *identifiers, cost=cells)
         return Receipt(cells, tuple(budgets), group, window)
 
+    def refuse_early(self, caller: Caller) -> None:
+        """Before a body of EARLY_BYTES or more is read: a network whose fair share of this worker is
+        spent gets its 503 at once, with nothing parsed (the workbench's requests, a few hundred
+        bytes and free, still go through and are never charged)."""
+        if not self.enabled:
+            return
+        group = share_group(caller)
+        with self._lock:
+            refused = self.fair.refusal(group, self.free, time.time())
+        if refused is not None:
+            if group.startswith("block:"):  # the main loop repeats it for large bodies: penalties.py
+                penalties.remember(group, int(refused.headers["Retry-After"]), 503, refused.detail)
+            raise refused
+
     def refund(self, receipt: Receipt) -> None:
         """Give back what a request was charged when it was refused after all (a 503: no slot came
         free, the database did not answer): refused work spends no one's budget."""
@@ -201,12 +219,7 @@ def share_group(caller: Caller) -> str:
     address, take one share between them."""
     if caller.rate_key.startswith("key:") or not caller.address:
         return caller.rate_key
-    address = caller.address.removeprefix("address:")
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return caller.address
-    return "block:" + str(ipaddress.ip_network(f"{ip}/{24 if ip.version == 4 else 48}", strict=False))
+    return penalties.block_of(caller.address.removeprefix("address:"))
 
 
 class FairShare:
@@ -223,26 +236,32 @@ class FairShare:
 
     def take(self, group: str, cells: int, now: float) -> int:
         """Take `cells` for `group` (the window it was taken in), or raise the 503 that says why."""
+        refused = self.refusal(group, cells, now)
+        if refused is not None:
+            raise refused
+        self.used[group] = self.used.get(group, 0) + cells
+        self.total += cells
+        return self.window
+
+    def refusal(self, group: str, cells: int, now: float) -> Problem | None:
+        """The 503 taking `cells` for `group` now would get; None when they fit."""
         window = int(now // self.seconds)
         if window != self.window:
             self.window, self.total, self.used = window, 0, {}  # a new window: everyone starts again
         share = self.amount / (len(self.used.keys() | {group}) + 1)
         over_all = self.total + cells > self.amount
         over_share = self.total + cells > self.amount / 2 and self.used.get(group, 0) + cells > share
-        if over_all or over_share:
-            reset = str(max(1, math.ceil((window + 1) * self.seconds - now)))
-            raise Problem(
-                503,
-                N_("this server is computing as much as it allows (%(budget)s cells); try again shortly")
-                if over_all
-                else N_("this server is busy and your network's fair share of it is spent; try again shortly"),
-                args={"budget": str(self.item)} if over_all else None,
-                headers={"Retry-After": reset},
-                slug="busy",
-            )
-        self.used[group] = self.used.get(group, 0) + cells
-        self.total += cells
-        return window
+        if not (over_all or over_share):
+            return None
+        return Problem(
+            503,
+            N_("this server is computing as much as it allows (%(budget)s cells); try again shortly")
+            if over_all
+            else N_("this server is busy and your network's fair share of it is spent; try again shortly"),
+            args={"budget": str(self.item)} if over_all else None,
+            headers={"Retry-After": str(max(1, math.ceil((window + 1) * self.seconds - now)))},
+            slug="busy",
+        )
 
     def give_back(self, group: str, cells: int, window: int) -> None:
         if window == self.window and group in self.used:

@@ -234,3 +234,17 @@ def test_a_request_over_one_budget_is_charged_to_none(app_config):
     assert spend(first, {}, 8) == [200] * 3 + [429] * 5  # its own budget, then refused
     assert spend(second, {}, 3) == [200] * 3  # the address's other half is there
     assert spend(second, {}, 1) == [429]
+
+
+def test_a_network_past_its_share_is_refused_before_its_large_bodies_are_read(app_config):
+    """Refusing costs the server nothing to parse: a large body from a network past its fair share
+    is a 503 unread (even one that is not JSON), while a small one is still read and answered."""
+    app = budget_app(app_config, client="100000/minute", worker=f"{4 * MID_CELLS}/minute",
+                     compute_budget_address="100000/minute")  # fmt: skip
+    flooder = from_address(app.test_client(), "10.0.0.2")
+    assert spend(flooder, {}, 3) == [200, 200, 503]  # half the worker, then its share is spent
+    garbage = b"[" + b"1," * 20000  # 40 KB, not JSON
+    refused = flooder.post("/api/v1/attention", data=garbage, content_type="application/json")
+    assert refused.status_code == 503 and refused.json["type"].endswith("/busy")
+    assert flooder.post("/api/v1/attention", data=b"[1,", content_type="application/json").status_code == 400
+    assert spend(flooder, {}, 1, body=WORKBENCH) == [200]  # free: never charged, never refused

@@ -22,7 +22,8 @@ import numpy as np
 import pytest
 import requests
 
-from service.worker import PIECE, arrived, continue_now, early_answer
+from service.wire import arrived, continue_now, early_answer
+from service.worker import PIECE
 
 from ..live import free_port
 

@@ -173,3 +173,148 @@ def test_a_compute_flood_keeps_ingestion_p99_within_twice_idle(database_url):
     assert computed >= 10 * ROUNDS, report  # the flood really kept the compute busy
     assert p99(flooded) <= max(2 * p99(idle), 1.25 * p99(busy)), report
     assert p99(flooded) <= max(3 * p99(idle), 1.25 * p99(busy)), report
+
+
+# -- a distributed flood (issue 40): eight addresses against one learner elsewhere ------------
+
+FLOOD_ADDRESSES = [f"127.0.0.{i}" for i in range(2, 10)]  # one /24: one network's machines
+LEARNER_ADDRESS = "127.1.0.1"  # another network
+DISTRIBUTED_ROUNDS = 4
+LEARNER_SAMPLES = 120  # per phase and round: each sample a workbench edit, a mid-size trace and an event
+
+
+def _address_flood(url: str, source: str, hang_up: bool, flooding, stop, outcome) -> None:
+    """One flooding address: maximum-size traces back to back, anonymous, whatever the answer.
+    Half the addresses hang up as soon as the status line arrives (pure compute load); the others
+    download each answer at their part of a shared 1 Gbit/s link, as remote machines would (on
+    loopback they could pull more than any network card delivers: this machine's CPU)."""
+    become_background()
+    rng = np.random.default_rng(abs(hash(source)) % 2**32)
+    payload = orjson.dumps({"tokens": rng.normal(size=(724, 8)).round(3).tolist(), "heads": 1})
+    parts = urlsplit(url)
+    counts = {"sent": 0, "200": 0, "429": 0, "503": 0}
+    outcome[source] = counts
+    buffer, rate = memoryview(bytearray(1 << 20)), LINK_BYTES_PER_SECOND / (len(FLOOD_ADDRESSES) // 2)
+    connection = None
+    while not stop.is_set():
+        if not flooding.wait(0.1):
+            continue
+        try:
+            if connection is None:
+                connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60,
+                                                        source_address=(source, 0))  # fmt: skip
+            connection.request("POST", parts.path, body=payload, headers={"Content-Type": "application/json"})
+            response = connection.getresponse()
+            started, received = time.monotonic(), 0
+            if hang_up:
+                connection.close()
+                connection = None
+            while not hang_up and (got := response.readinto(buffer)):
+                received += got
+                time.sleep(max(0.0, received / rate - (time.monotonic() - started)))
+            counts["sent"] += 1
+            counts[str(response.status)] = counts.get(str(response.status), 0) + 1
+            outcome[source] = dict(counts)
+        except (OSError, http.client.HTTPException):
+            connection = None
+
+
+class Learner:
+    """A platform's learner on another network, through the platform's key: the workbench's small
+    edits (free), a mid-size trace (charged: 4 heads of 64 positions), and a progress event, as
+    one sample's three requests."""
+
+    def __init__(self, url: str, token: str):
+        parts = urlsplit(url)
+        self.connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30,
+                                                     source_address=(LEARNER_ADDRESS, 0))  # fmt: skip
+        self.authorization, self.learner = f"Bearer {token}", "learner-elsewhere"
+        rng = np.random.default_rng(7)
+        self.small = orjson.dumps({"tokens": [[1, 0.5, -0.5, 1], [0.2, 1, 1.5, -0.3], [0, 0, 1, 1]], "heads": 2})
+        self.mid = orjson.dumps({"tokens": rng.normal(size=(64, 32)).round(3).tolist(), "heads": 4})
+
+    def send(self, method: str, path: str, body: bytes | None) -> tuple[int, dict, bytes]:
+        headers = {"Content-Type": "application/json", "Authorization": self.authorization}
+        self.connection.request(method, path, body=body, headers=headers)
+        response = self.connection.getresponse()
+        return response.status, dict(response.getheaders()), response.read()
+
+    def sample(self, failures: list[str]) -> float:
+        started = time.perf_counter()
+        for path, body in (
+            ("/api/v1/attention", self.small),
+            ("/api/v1/attention", self.mid),
+            ("/api/v1/events", orjson.dumps({**event(self.learner), "instance_id": "multi-head-workbench"})),
+        ):
+            status, _, answer = self.send("POST", path, body)
+            if status >= 300:
+                failures.append(f"{path} {status}: {answer[:120]!r}")
+        return time.perf_counter() - started
+
+
+def test_eight_flooding_addresses_leave_a_learner_elsewhere_their_time_and_no_errors(tmp_path):
+    """The finding: eight addresses flooding compute took another learner's requests to 503 in
+    25 of 39. With the budgets on, as served: every one of the learner's requests succeeds while
+    the eight flood. Their p99 is reported and recorded in docs/performance.md ("A distributed
+    flood"): on this 2-vCPU machine it is within 2x idle in about half the runs and up to 5x in
+    the rest (the flood's admitted traces computed and streamed beside the learner); the
+    assertion here is a guard against a stall, 6x idle, not the target."""
+    from service.db.migrate import upgrade
+
+    url = f"sqlite:///{tmp_path / 'wb.db'}"
+    upgrade(url)
+    # Budgets and limits as served (each flooding address sends what its limit lets it), but the
+    # platform's own request limit: its samples come back to back, far faster than people edit.
+    env = {"WORKBENCH_DATABASE_URL": url, "WORKBENCH_RATELIMIT_KEY": "100000/minute"}
+    server = LiveServer(env, workers=2, threads=8, extra_args=["-c", "gunicorn.conf.py"]).start()  # as served
+    context = multiprocessing.get_context("spawn")
+    manager = context.Manager()
+    flooding, stop, running = manager.Event(), manager.Event(), manager.Event()
+    outcome = manager.dict()
+    idle: list[float] = []
+    busy: list[float] = []
+    flooded: list[float] = []
+    failures: list[str] = []
+    try:
+        learner = Learner(server.url, make_key(url))
+        for _ in range(10):
+            learner.sample([])  # warm
+        with context.Pool(len(FLOOD_ADDRESSES) + 1) as pool:
+            attention = server.url + "/api/v1/attention"
+            flood = pool.starmap_async(
+                _address_flood,
+                [(attention, a, i % 2 == 0, flooding, stop, outcome) for i, a in enumerate(FLOOD_ADDRESSES)],
+            )
+            bare = pool.apply_async(_busy, (running, stop))
+            while len(outcome) < len(FLOOD_ADDRESSES):
+                time.sleep(0.05)
+            for _ in range(DISTRIBUTED_ROUNDS):
+                time.sleep(0.5)
+                idle += [learner.sample([]) for _ in range(LEARNER_SAMPLES)]
+                running.set()
+                time.sleep(0.5)
+                busy += [learner.sample([]) for _ in range(LEARNER_SAMPLES)]
+                running.clear()
+                flooding.set()
+                time.sleep(2)  # the flood under way
+                flooded += [learner.sample(failures) for _ in range(LEARNER_SAMPLES)]
+                flooding.clear()
+            stop.set()
+            flood.get(timeout=120)
+            bare.get(timeout=60)
+        sent = {a: dict(c) for a, c in outcome.items()}
+    finally:
+        stop.set()
+        server.stop()
+        manager.shutdown()
+    total = {k: sum(c.get(k, 0) for c in sent.values()) for k in ("sent", "200", "429", "503")}
+    report = (
+        f"learner p50/p99 idle {statistics.median(idle) * 1000:.1f}/{p99(idle) * 1000:.1f} ms, beside a bare "
+        f"background computation {statistics.median(busy) * 1000:.1f}/{p99(busy) * 1000:.1f} ms, while eight "
+        f"addresses flood {statistics.median(flooded) * 1000:.1f}/{p99(flooded) * 1000:.1f} ms; "
+        f"the flood: {total}; learner failures: {len(failures)} {failures[:3]}"
+    )
+    print("\n" + report)
+    assert total["sent"] >= 40 * DISTRIBUTED_ROUNDS and total["200"] >= 10 * DISTRIBUTED_ROUNDS, report  # a real flood
+    assert failures == [], report
+    assert p99(flooded) <= 6 * p99(idle), report
