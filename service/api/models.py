@@ -4,12 +4,14 @@ models' own room (service/models/present.py)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from flask import current_app
 from flask.views import MethodView
 
 from ..edge import EdgeRequest, costs
 from ..edge.problems import Problem
-from ..models import AnyModel, load
+from ..models import AnyModel, ablations, load
 from ..models.present import ModelRequestError, describe, run
 from ..text import N_
 from .attention.traces import respond
@@ -47,12 +49,27 @@ class Models(MethodView):
 
 
 def cells(req: EdgeRequest) -> int | None:
-    """A model's trace costs every layer's attention on the text (charged at the edge)."""
+    """A model's trace costs every layer's attention on the text (charged at the edge), and, with
+    heads switched off, measuring their scores again, unless that is measured already (each head
+    alone at build time, any other set once per worker): switching heads off and on is then free."""
     model = registry().get(req.view_args.get("model_id", ""))
     text = req.data.get("text") if isinstance(req.data, dict) else None
     if model is None or not isinstance(text, str):
         return None  # the view says what is wrong
-    return model.cells(text) + (model.ablation_cells if req.data.get("ablate") else 0)
+    off = _heads_off(req.data.get("ablate"))
+    measured = off is not None and (not off or ablations.known(model, off))
+    return model.cells(text) + (0 if measured else model.ablation_cells)
+
+
+def _heads_off(ablate: Any) -> frozenset[tuple[int, int]] | None:
+    """The `ablate` list as (layer, head) pairs; None when it is not one (the view says why)."""
+    if ablate is None:
+        return frozenset()
+    refs = ablate if isinstance(ablate, list) else None
+    if refs is None or not all(isinstance(r, dict) and type(r.get("layer")) is int and type(r.get("head")) is int
+                               for r in refs):  # fmt: skip
+        return None
+    return frozenset((r["layer"], r["head"]) for r in refs)
 
 
 @blp.route("/<string:model_id>/attention")

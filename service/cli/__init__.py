@@ -310,6 +310,22 @@ def lessons_check() -> None:
         sys.exit(1)
 
 
+@main.group("models")
+def models_group() -> None:
+    """The trained models and the pretrained encoder (docs/models.md)."""
+
+
+@models_group.command("measure-ablations")
+def models_measure_ablations() -> None:
+    """Measure every model's heads with each head switched off alone, into ablations.json beside
+    its card: every worker then answers a single-head ablation at a plain trace's cost."""
+    from ..models import ablations, load
+
+    for model in load(_settings()).values():
+        path = ablations.write(model, model.measure_ablation)
+        click.echo(f"{model.id}: {model.layers * model.heads} single-head ablations -> {path}")
+
+
 def _upgrade(settings: Settings, revision: str = "head") -> None:
     from ..db.migrate import upgrade
 

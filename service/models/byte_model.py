@@ -12,17 +12,16 @@ from __future__ import annotations
 
 import json
 import struct
-import threading
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from ..compute.engine import AttentionTrace, multi_head_attention
 from ..compute.steps import merge_heads
+from . import ablations
 
 PRINTABLE = np.arange(32, 127, dtype=np.uint8)
 SCORE_SEED = 20251130  # held-out sequences: training draws from its own seed
@@ -91,6 +90,7 @@ class Model(Shaped):
     id: str
     card: dict
     weights: dict[str, np.ndarray]  # float64
+    card_dir: Path = Path()  # its card, weights and build-time ablations (content/models/<id>)
 
     kind = "bytes"  # what it reads: UTF-8 bytes, one position each
     causal = True
@@ -100,7 +100,11 @@ class Model(Shaped):
     def load(cls, directory: Path) -> Model:
         card = json.loads((directory / "card.json").read_text())
         tensors, _ = read_safetensors((directory / "model.safetensors").read_bytes())
-        return cls(directory.name, card, {k: v.astype(np.float64) for k, v in tensors.items()})
+        return cls(directory.name, card, {k: v.astype(np.float64) for k, v in tensors.items()}, directory)
+
+    @property
+    def weights_file(self) -> Path:
+        return self.card_dir / "model.safetensors"
 
     @property
     def rope(self) -> dict:
@@ -142,6 +146,10 @@ class Model(Shaped):
         """[layers, heads, 4] mean previous-token, induction, first-token and self scores."""
         return head_scores(self, held_out_sequences(self.context))
 
+    def measure_ablation(self, ablate: frozenset[tuple[int, int]]) -> np.ndarray:
+        """[layers, heads, 4] `head_scores` with `ablate` off on the first ABLATION_SEQUENCES held-out sequences."""
+        return head_scores(self, held_out_sequences(self.context)[:ABLATION_SEQUENCES], ablate)
+
     def ablation_scores(self, ablate: frozenset[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
         """[layers, heads, 4] twice: every head's scores with every head on, and with the `ablate`
         heads off, both on the first ABLATION_SEQUENCES held-out sequences."""
@@ -152,28 +160,9 @@ class Model(Shaped):
         return [[label(row) for row in layer] for layer in self.scores]
 
 
-_REMEMBERED: dict[Any, np.ndarray] = {}  # (model, heads off) -> scores, the 64 latest
-_REMEMBERED_LOCK = threading.Lock()
-
-
-def remembered(key: Any, compute: Callable[[], np.ndarray]) -> np.ndarray:
-    """`compute()`, kept for the 64 latest keys: a learner toggles the same few heads back and
-    forth, and each measurement runs the model over many sequences."""
-    with _REMEMBERED_LOCK:
-        if key in _REMEMBERED:
-            return _REMEMBERED[key]
-    value = compute()  # outside the lock: two threads may both compute, neither waits on the other
-    with _REMEMBERED_LOCK:
-        if len(_REMEMBERED) >= 64:
-            del _REMEMBERED[next(iter(_REMEMBERED))]
-        _REMEMBERED[key] = value
-    return value
-
-
 def _ablated(model: Model, ablate: frozenset[tuple[int, int]]) -> np.ndarray:
     """`head_scores` with `ablate` off on the first ABLATION_SEQUENCES held-out sequences."""
-    sequences = held_out_sequences(model.context)[:ABLATION_SEQUENCES]
-    return remembered((model.id, ablate), lambda: head_scores(model, sequences, ablate))
+    return ablations.scores(model, ablate, lambda: model.measure_ablation(ablate))
 
 
 def switched_off(

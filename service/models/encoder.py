@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from ..compute.engine import AttentionTrace, multi_head_attention
-from .byte_model import Shaped, label, read_safetensors, remembered, switched_off
+from . import ablations
+from .byte_model import Shaped, label, read_safetensors, switched_off
 
 ENCODER_PATTERNS = {
     "previous_token": "previous token",
@@ -102,6 +103,10 @@ class Encoder(Shaped):
         self.id = card_dir.name
         self._lock = threading.Lock()
         self._weights: dict[str, np.ndarray] | None = None
+
+    @property
+    def weights_file(self) -> Path:
+        return self.weights_dir / "model.safetensors"
 
     @cached_property
     def config(self) -> dict[str, Any]:
@@ -192,6 +197,10 @@ class Encoder(Shaped):
     def sentences(self) -> dict[str, list[str]]:
         return json.loads((self.card_dir / "sentences.json").read_text())
 
+    def measure_ablation(self, ablate: frozenset[tuple[int, int]]) -> np.ndarray:
+        """`head_scores` with `ablate` off on the first ABLATION_SENTENCES held-out sentences."""
+        return head_scores(self, self.sentences["held_out"][:ABLATION_SENTENCES], ablate)
+
     def ablation_scores(self, ablate: frozenset[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
         """Every head's scores with every head on and with `ablate` off, on the same
         ABLATION_SENTENCES held-out sentences."""
@@ -239,8 +248,7 @@ def measure(encoder: Encoder) -> dict[str, Any]:
 
 
 def _ablated(encoder: Encoder, ablate: frozenset[tuple[int, int]]) -> np.ndarray:
-    sentences = encoder.sentences["held_out"][:ABLATION_SENTENCES]
-    return remembered((encoder.id, ablate), lambda: head_scores(encoder, sentences, ablate))
+    return ablations.scores(encoder, ablate, lambda: encoder.measure_ablation(ablate))
 
 
 def load_encoders(directory: str | Path) -> dict[str, Encoder]:
