@@ -162,7 +162,7 @@ def reference(spec: dict) -> list[dict]:
 def page():
     html = current_app.extensions.get("api_reference")
     if html is None:  # rendered once per app: the document does not change while it runs
-        spec = current_app.extensions["api"].spec.to_dict()
+        spec = current_app.extensions["api"].document()
         html = render_template("api_reference.html", spec=spec, groups=reference(spec), md=md, scheme_kind=scheme_kind)
         current_app.extensions["api_reference"] = html
     return Response(html, mimetype="text/html")

@@ -7,6 +7,7 @@ import http
 from collections.abc import Callable
 from typing import Any
 
+import flask
 import flask_smorest
 import marshmallow as ma
 from flask import request
@@ -17,7 +18,7 @@ from webargs.flaskparser import FlaskParser
 from ..edge import JSON, RAW
 from ..edge.body import parse_json
 from ..edge.problems import PROBLEM_MIMETYPE, Problem, http_problem
-from .schemas.fields import Matrix
+from .schemas.fields import SAFE_INTEGER, Matrix
 
 
 def require_json() -> None:
@@ -70,12 +71,105 @@ def _matrix_schema(self, field, **kwargs) -> dict:
     return {}
 
 
+# What the marshmallow schemas cannot say themselves, said in the document (issue 40: the document
+# is the server): strings in paths, queries and headers hold no control character (the edge
+# refuses a URL with one), and members that exclude each other.
+CONTROL_FREE = "^[^\\u0000-\\u001F\\u007F]*$"
+EXCLUSIVE = {  # component -> members a request may not send together
+    "AttentionRequest": ["latent", "kv_heads"],
+    "CompareRequest": ["latent", "kv_heads"],
+    "DecodeRequest": ["latent", "kv_heads"],
+    "CacheRequest": ["latent", "kv_heads"],
+}
+
+
+def _exclusive_bounds(self, field, **kwargs) -> dict:
+    """OpenAPI 3.0's boolean exclusiveMinimum/Maximum for a Range that leaves its bound out
+    (apispec writes the bound alone, which would let the bound itself through)."""
+    found: dict[str, bool] = {}
+    for validator in getattr(field, "validators", []):
+        if isinstance(validator, ma.validate.Range):
+            if validator.min is not None and not validator.min_inclusive:
+                found["exclusiveMinimum"] = True
+            if validator.max is not None and not validator.max_inclusive:
+                found["exclusiveMaximum"] = True
+    return found
+
+
+def _safe_integer(self, field, **kwargs) -> dict:
+    """A StrictInteger's bounds: its Range, else the I-JSON range it refuses beyond."""
+    if type(field).__name__ != "StrictInteger":
+        return {}
+    ranges = [v for v in getattr(field, "validators", []) if isinstance(v, ma.validate.Range)]
+    bounds: dict[str, int] = {}
+    if not any(r.max is not None for r in ranges):
+        bounds["maximum"] = SAFE_INTEGER
+    if not any(r.min is not None for r in ranges):
+        bounds["minimum"] = -SAFE_INTEGER
+    return bounds
+
+
+def _text_schema(self, field, **kwargs) -> dict:
+    """A model's text: at least one character, no control character but tab, newline, return."""
+    if type(field).__name__ == "Text":
+        return {"minLength": 1, "pattern": "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$"}
+    return {}
+
+
 class Api(flask_smorest.Api):
     ERROR_SCHEMA = ProblemSchema
 
     def _init_spec(self, **kwargs):
         super()._init_spec(**kwargs)
-        self.ma_plugin.converter.add_attribute_function(_matrix_schema)
+        for function in (_matrix_schema, _exclusive_bounds, _safe_integer, _text_schema):
+            self.ma_plugin.converter.add_attribute_function(function)
+
+    def document(self) -> dict:
+        """The OpenAPI document as served: the spec, with what the schemas cannot say added."""
+        spec = self.spec.to_dict()
+        for item in spec.get("paths", {}).values():
+            operations = [op for method, op in item.items() if method != "parameters"]
+            for parameter in item.get("parameters", []) + [p for op in operations for p in op.get("parameters", [])]:
+                schema = parameter.get("schema", {})
+                if schema.get("type") == "string" and not schema.keys() & {"pattern", "enum", "format"}:
+                    schema["pattern"] = CONTROL_FREE
+        schemas = spec.get("components", {}).get("schemas", {})
+        for schema in schemas.values():
+            for name, member in schema.get("properties", {}).items():
+                alternatives = member.get("anyOf", [])  # apispec's "or null" admits any object: null alone
+                if len(alternatives) == 2 and alternatives[0] == {"type": "object", "nullable": True}:
+                    schema["properties"][name] = {"nullable": True, "allOf": [alternatives[1]]}
+        for name, members in EXCLUSIVE.items():
+            if name in schemas:
+                schemas[name]["not"] = {"required": members}
+        self._caps(schemas)
+        lesson = schemas.get("Event", {}).get("properties", {}).get("lesson")
+        if lesson is not None:  # the lessons this server has
+            lesson["enum"] = sorted(self._app.extensions["lessons"])
+        return spec
+
+    def _caps(self, schemas: dict) -> None:
+        """This server's caps (its settings) as the bounds of what it computes: tokens at most
+        max_tokens rows of at most max_d_model numbers, heads and kv_heads at most max_heads."""
+        settings = self._app.extensions["settings"]
+        for name in ("AttentionRequest", "CompareRequest", "DecodeRequest", "Case"):
+            properties = schemas.get(name, {}).get("properties", {})
+            if "tokens" in properties:
+                properties["tokens"]["maxItems"] = settings.max_tokens
+                properties["tokens"]["items"]["maxItems"] = settings.max_d_model
+            for member in ("heads", "kv_heads", "prefill"):
+                if member in properties:
+                    cap = settings.max_tokens if member == "prefill" else settings.max_heads
+                    properties[member]["maximum"] = min(properties[member].get("maximum", cap), cap)
+        for name in ("Projections", "Latent"):  # every matrix at most max_d_model rows and columns
+            for matrix in schemas.get(name, {}).get("properties", {}).values():
+                if matrix.get("type") == "array" and "items" in matrix:
+                    matrix["maxItems"] = matrix["items"]["maxItems"] = settings.max_d_model
+
+    def _openapi_json(self):
+        return flask.current_app.response_class(
+            flask.json.dumps(self.document(), indent=2), mimetype="application/json"
+        )
 
     def _register_responses(self):
         for status in http.HTTPStatus:

@@ -27,6 +27,13 @@ blp = Blueprint(
     "xapi", __name__, url_prefix="/api/v1/xapi", description="The platform's events as xAPI 1.0.3 statements."
 )
 HEADER = "X-Experience-API-Version"
+VERSION_PARAMETER = {  # xAPI 1.0.3 section 6.2: every request says the version it speaks
+    "in": "header",
+    "name": HEADER,
+    "required": True,
+    "description": "The xAPI version the client speaks: 1.0.x",
+    "schema": {"type": "string", "pattern": "^1\\.0(\\.[0-9]+)?$", "example": "1.0.3"},
+}
 
 
 def _require_version() -> None:
@@ -66,6 +73,7 @@ class About(MethodView):
 class Statements(MethodView):
     @needs("analytics:read", web=False, basic=True)
     @blp.arguments(StatementsArgs(), location="query")
+    @blp.doc(parameters=[VERSION_PARAMETER])
     @blp.response(200, StatementResultSchema)
     @blp.problems(400, 401, 403, 422, 429, 503)
     def get(self, args):

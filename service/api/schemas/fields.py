@@ -15,6 +15,8 @@ import numpy as np
 from marshmallow import Schema, ValidationError, fields
 from marshmallow import missing as marshmallow_missing
 
+SAFE_INTEGER = 2**53 - 1  # RFC 7493 (I-JSON): what every JSON client reads exactly
+
 
 class StrictInteger(fields.Integer):
     """An integer and only an integer: rejects 1.5, "2", true."""
@@ -25,6 +27,8 @@ class StrictInteger(fields.Integer):
     def _deserialize(self, value, attr, data, **kwargs):
         if isinstance(value, bool) or not isinstance(value, int):
             raise ValidationError(f"must be an integer, got {described(value)}")
+        if abs(value) > SAFE_INTEGER:
+            raise ValidationError(f"must be an integer between -{SAFE_INTEGER} and {SAFE_INTEGER} (I-JSON)")
         return super()._deserialize(value, attr, data, **kwargs)
 
 
