@@ -48,6 +48,34 @@ def differing(expected: Mapping[str, np.ndarray], other: Mapping[str, np.ndarray
     return found
 
 
+PER_HEAD = ("q", "k", "v", "scores", "weights", "head-output")  # [H, ...]: one slice per head
+
+
+def divergence(expected: Mapping[str, np.ndarray], other: Mapping[str, np.ndarray]) -> dict:
+    """Where `other` parts from `expected`, head by head: every differing stage in order, each
+    head's own differing stages (a head whose numbers are identical has none, whatever the other
+    heads do), and the first difference in pipeline order over every head (its head, for a
+    per-head stage; None for a shared one)."""
+    stages = differing(expected, other)
+    heads = int(np.asarray(expected["weights"]).shape[0]) if "weights" in expected else 0
+    per_head: list[list[str]] = [[] for _ in range(heads)]
+    for stage in (s for s in PER_HEAD if s in stages):
+        a, b = np.asarray(expected[stage]), np.asarray(other[stage])
+        for h in range(heads):
+            if a.shape != b.shape or not np.allclose(a[h], b[h], rtol=1e-9, atol=1e-12):
+                per_head[h].append(stage)
+    first = stages[0] if stages else None
+    first_head = None
+    if first in PER_HEAD:
+        first_head = next(h for h in range(heads) if first in per_head[h])
+    return {
+        "first": first,
+        "first_head": first_head,
+        "stages": stages,
+        "heads": [{"head": h, "stages": found} for h, found in enumerate(per_head)],
+    }
+
+
 def first_divergence(expected: Mapping[str, np.ndarray], other: Mapping[str, np.ndarray]) -> str | None:
     """The first stage (in pipeline order) whose numbers differ; None when none does."""
     stages = differing(expected, other)

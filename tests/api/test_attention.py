@@ -167,3 +167,34 @@ def test_compare_requires_a_failure_mode(client):
     response = client.post("/api/v1/attention/compare", json={"tokens": X.tolist(), "heads": 2})
     assert response.status_code == 422
     assert "failure_mode" in response.json["errors"]
+
+
+def test_a_comparison_marks_each_head_only_where_its_numbers_differ(client):
+    """For every failure mode a comparison can show: a head's stage is named diverging exactly
+    when that head's numbers differ between the two traces in the answer (compared here, cell by
+    cell), an identical head has none, and the first difference is the first differing stage in
+    pipeline order over every head, with its head."""
+    rng = np.random.default_rng(5)
+    modes = [
+        m["id"] for m in client.get("/api/v1/failure-modes").json["failure_modes"] if m["engine"] and not m["decoding"]
+    ]
+    names = {"q": "query", "k": "key", "v": "value", "scores": "scores", "weights": "weights", "head-output": "output"}
+    order = ["q", "k", "v", "scores", "weights", "head-output"]
+    for mode in modes:
+        body = {"tokens": rng.normal(size=(4, 4)).round(3).tolist(), "heads": 2, "causal": True, "failure_mode": mode}
+        if mode == "gqa_tiled":
+            body = {**body, "heads": 4, "tokens": rng.normal(size=(4, 8)).round(3).tolist(), "kv_heads": 2}
+        result = client.post("/api/v1/attention/compare", json=body).json
+        correct, broken, found = result["correct"]["heads"], result["broken"]["heads"], result["divergence"]
+        expected = [
+            [s for s in order if not np.allclose(np.array(correct[h][names[s]], dtype=float),
+                                                  np.array(broken[h][names[s]], dtype=float), rtol=1e-9, atol=1e-9)]
+            for h in range(len(correct))
+        ]  # fmt: skip
+        assert [x["stages"] for x in found["heads"]] == expected, mode
+        assert {s for stages in expected for s in stages} == set(found["stages"]) & set(order), mode
+        if found["first"] in order:
+            assert found["first_head"] == next(h for h, stages in enumerate(expected) if found["first"] in stages)
+            assert not any(s in found["stages"] for s in ["x"])
+        else:
+            assert found["first_head"] is None, mode

@@ -114,11 +114,25 @@ def expected_stages(trace, tokens, w_o):
 
 
 def assert_every_stage_equals(page, trace, w_o, variant="main", only=None):
+    """`only`: the stage names to check, or (name, head) pairs (head None for a shared stage)."""
     for name, items in expected_stages(trace, TOKENS, w_o).items():
-        if only is not None and name not in only:
-            continue
         for head, matrix in items:
+            if only is not None and name not in only and (name, head) not in only:
+                continue
             assert stage(page, name, head, variant) == matrix, f"{variant} {name} head {head}"
+
+
+def differing_by_head(correct, broken, w_o, broken_wo):
+    """(stage, head) pairs whose numbers differ, from the two traces themselves (head None: shared)."""
+    theirs = expected_stages(broken, TOKENS, broken_wo)
+    found = set()
+    for name, items in expected_stages(correct, TOKENS, w_o).items():
+        for (head, matrix), (_, other) in zip(items, theirs.get(name, []), strict=False):
+            if name != "x" and (len(matrix) != len(other) or any(
+                len(a) != len(b) or any(abs(x - y) > 1e-9 * max(1.0, abs(x)) for x, y in zip(a, b, strict=True))
+                for a, b in zip(matrix, other, strict=True))):  # fmt: skip
+                found.add((name, head))
+    return found
 
 
 def test_inputs_and_controls_are_found_by_their_names(page, live):
@@ -249,11 +263,22 @@ def test_broken_beside_correct_from_the_first_divergence(page, live, mode, wo):
     marked = page.eval_on_selector_all("[data-divergence=first]", "els => [...new Set(els.map(e => e.dataset.stage))]")
     assert marked == ([divergence["first"]] if divergence["first"] else [])
     broken_wo = IDENTITY if mode == "no_output_projection" else w_o
-    assert_every_stage_equals(
-        page, result["broken"], broken_wo, variant="broken", only=set(divergence["stages"]) - {"x"}
+    differs = differing_by_head(result["correct"], result["broken"], w_o, broken_wo)
+    assert_every_stage_equals(page, result["broken"], broken_wo, variant="broken", only=differs)
+    # marked diverging exactly where the numbers differ, head by head; an identical head reads so
+    shown = page.eval_on_selector_all(
+        "[data-stage][data-divergence]",
+        "els => els.map(e => [e.dataset.stage, e.dataset.head === undefined ? null : Number(e.dataset.head),"
+        " e.dataset.divergence])",
     )
-    for name in set(expected_stages(result["correct"], TOKENS, w_o)) - set(divergence["stages"]):
-        assert stage(page, name, 0 if name in PER_HEAD else None, "broken") is None, name
+    assert {(s, h) for s, h, d in shown if d in ("first", "after")} == differs
+    for s, h, d in shown:
+        if d == "identical":
+            assert (s, h) not in differs and any(s == name for name, _ in differs), (s, h)
+    for name, items in expected_stages(result["correct"], TOKENS, w_o).items():
+        for head, _ in items:
+            if (name, head) not in differs:
+                assert stage(page, name, head, "broken") is None, (name, head)
     if mode == "no_output_projection":
         assert divergence["first"] == ("wo" if wo else None)
         if not wo:

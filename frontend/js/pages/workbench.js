@@ -88,8 +88,15 @@ function yoursDivergence(response) {
     return !mine.flat(2).every((v, k) => typeof v === "number" && close(v, flat[k]));
   };
   const stages = STAGES.filter((s) => s in state.yours && s in engine && differs(s));
-  return { first: stages[0] || null, stages };
+  const headDiffers = (s, h) => !Array.isArray(state.yours[s]) || JSON.stringify(shapeOf(state.yours[s][h])) !== JSON.stringify(shapeOf(engine[s][h]))
+    || !state.yours[s][h].flat().every((v, k) => typeof v === "number" && close(v, engine[s][h].flat()[k]));
+  const heads = response.heads.map((_, h) => ({ head: h, stages: stages.filter((s) => PER_HEAD_STAGES.includes(s) && headDiffers(s, h)) }));
+  const first = stages[0] || null;
+  const firstHead = PER_HEAD_STAGES.includes(first) ? (heads.find((x) => x.stages.includes(first)) || { head: null }).head : null;
+  return { first, first_head: firstHead, stages, heads };
 }
+
+const PER_HEAD_STAGES = ["weights", "head-output"]; // what a learner's trace holds per head
 
 function shapeOf(value) {
   return Array.isArray(value) ? [value.length, ...shapeOf(value[0])] : [];
@@ -142,7 +149,12 @@ function ownersOfCoordinates(response) {
 function statusLine(response, comparison, yours) {
   if (comparison) {
     const mode = modes.get(comparison.failure_mode.id) || comparison.failure_mode; // the registry's words, translated
-    const first = comparison.divergence.first;
+    const { first, first_head: firstHead } = comparison.divergence;
+    if (first && firstHead != null) {
+      const stageOfHead = t("{stage} of head {head}", { stage: STAGE_NAMES[first], head: firstHead + 1 });
+      return t("Compared with “{name}” ({description}): the first stage that differs is {stage}; the stages after it that differ show the broken numbers beside the correct ones (Δ marks the cells), and a head whose numbers are the same reads “identical”.",
+        { name: mode.name, description: mode.description, stage: stageOfHead });
+    }
     if (first) {
       return t("Compared with “{name}” ({description}): the first stage that differs is {stage}; the stages after it that differ show the broken numbers beside the correct ones (Δ marks the cells).",
         { name: mode.name, description: mode.description, stage: STAGE_NAMES[first] });

@@ -36,7 +36,7 @@ function sameShape(a, b) {
 function variantsOf(view, stageName, h, main) {
   const out = [{ name: "main", rows: main }];
   const { broken, divergence, yours } = view;
-  if (broken && divergence && divergence.stages.includes(stageName)) {
+  if (broken && divergence && differsAt(divergence, stageName, h)) {
     const rows = stageName === "wo" ? view.brokenWo : rowsOf(broken, stageName, h);
     if (rows) out.push({ name: "broken", rows, marks: differs(main, rows) });
   }
@@ -45,11 +45,25 @@ function variantsOf(view, stageName, h, main) {
   return out;
 }
 
-function divergenceOf(view, stageName) {
-  const found = view.divergence ? view.divergence : view.yoursDivergence;
-  if (!found || !found.stages.includes(stageName)) return null;
-  return found.first === stageName ? "first" : "after";
+// Whether a stage's numbers differ: a head's own stage only where that head's numbers do (an
+// identical head is not marked because another head differs), a shared stage where it does.
+function differsAt(found, stageName, h) {
+  const own = h !== null && found.heads ? found.heads.find((x) => x.head === h) : null;
+  if (own && PER_HEAD.has(stageName)) return own.stages.includes(stageName);
+  return found.stages.includes(stageName);
 }
+
+// "first" (the first difference, in pipeline order over every head), "after", "identical" (a
+// head's stage whose numbers equal the correct ones where another head's differ), or null.
+function divergenceOf(view, stageName, h = null) {
+  const found = view.divergence ? view.divergence : view.yoursDivergence;
+  if (!found) return null;
+  if (!differsAt(found, stageName, h)) return h !== null && PER_HEAD.has(stageName) && found.stages.includes(stageName) ? "identical" : null;
+  const firstHere = found.first === stageName && (found.first_head == null || h === null || found.first_head === h);
+  return firstHere ? "first" : "after";
+}
+
+const PER_HEAD = new Set(["q", "k", "v", "scores", "weights", "head-output"]);
 
 // wide: shown only where a lane runs in one row (on a phone the weights take a row of their own).
 function arrow(label, wide = false) {
@@ -63,7 +77,7 @@ function lane(view, head) {
   const open = (key) => view.open.has(key);
   const common = (stageName, title, shape, rows, table, glyphOf = {}, extra = null) => stage({
     key: `${stageName}:${h}`, stage: stageName, head: h, title, shape, open: open(`${stageName}:${h}`), onToggle: view.onToggle,
-    variants: variantsOf(view, stageName, h, rows), table, glyphOf, divergence: divergenceOf(view, stageName), extra,
+    variants: variantsOf(view, stageName, h, rows), table, glyphOf, divergence: divergenceOf(view, stageName, h), extra,
   });
   const kvFeatures = head.feature_indices.map((f, c) => (state.reuse ? f : head.kv_head * d + c));
   const shapeHead = `[n][d_head] = [${n}][${d}]`;
@@ -115,9 +129,10 @@ function weightsStage(view, head, masked) {
     marks: v.marks || (before && v.name === "main" ? changes(before.weights, head.weights) : null),
     pick: v.name === "main" ? (i, j) => view.pick(h, i, j) : null, picked: v.name === "main" ? picked : null,
   })));
-  const divergence = divergenceOf(view, "weights");
+  const divergence = divergenceOf(view, "weights", h);
   return el("figure", { class: "stage weights-stage", dataset: { stage: "weights", head: String(h), owner: String(h), ...(divergence ? { divergence } : {}) } },
-    divergence === "first" ? el("p", { class: "divergence-badge", text: t("first difference") }) : null,
+    divergence === "first" ? el("p", { class: "divergence-badge", text: t("first difference") })
+      : divergence === "identical" ? el("p", { class: "divergence-badge identical", text: t("identical") }) : null,
     el("div", { class: "stage-label" }, el("span", { class: "stage-title" }, "A", el("sub", { text: h + 1 }), " ", t("weights")),
       shapeLabel(`[n][n] = [${head.weights.length}][${head.weights.length}]`)),
     el("div", { class: "weights-tables" }, tables));

@@ -29,7 +29,9 @@ export function stage({ key, stage, head = null, title, shape, variants, open, o
   if (head !== null) Object.assign(dataset, { head: String(head), owner: String(head) });
   if (divergence) dataset.divergence = divergence;
   return el("figure", { class: `stage${open ? " open" : ""}`, dataset },
-    divergence === "first" ? el("p", { class: "divergence-badge", text: t("first difference") }) : null, button, numbers);
+    divergence === "first" ? el("p", { class: "divergence-badge", text: t("first difference") })
+      : divergence === "identical" ? el("p", { class: "divergence-badge identical", text: t("identical") }) : null,
+    button, numbers);
 }
 
 // "[n][d_head] = [3][2]": the lesson's symbolic shape, then the numbers (hidden on a phone).

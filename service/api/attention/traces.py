@@ -16,7 +16,7 @@ from flask import current_app, request
 from ...compute import AttentionInputError, AttentionTrace, multi_head_attention
 from ...compute.conventions import conventions
 from ...compute.decode import DecodeTrace, decode_attention, max_difference
-from ...compute.divergence import differing, stage_arrays
+from ...compute.divergence import divergence, stage_arrays
 from ...compute.failure_modes import REGISTRY
 from ...edge.json_codec import dumps_bytes
 from ...edge.problems import Problem
@@ -89,13 +89,13 @@ def compare_body(args: dict[str, Any]) -> dict:
     if precision is not None:
         diffs = {name: np.round(d, precision) + 0.0 for name, d in diffs.items()}
     w_o = (args.get("projections") or {}).get("output")
-    stages = differing(stage_arrays(correct, w_o), stage_arrays(broken, w_o))
+    parted = divergence(stage_arrays(correct, w_o), stage_arrays(broken, w_o))
     return {
         "failure_mode": {"id": mode, "name": REGISTRY[mode].name, "description": REGISTRY[mode].description},
         "correct": trace_json(correct, include, precision),
         "broken": trace_json(broken, include, precision),
         "differences": {**diffs, "max_abs": max_abs},
-        "divergence": {"first": stages[0] if stages else None, "stages": stages},
+        "divergence": parted,
     }
 
 

@@ -242,6 +242,13 @@ class DifferencesSchema(Schema):
     max_abs = fields.Dict(keys=fields.String(), values=fields.Float())
 
 
+class HeadDivergenceSchema(Schema):
+    head = fields.Integer(metadata={"description": "0-based"})
+    stages = fields.List(
+        fields.String(), metadata={"description": "its differing stages (q, k, v, scores, weights, head-output)"}
+    )
+
+
 class DivergenceSchema(Schema):
     first = fields.String(
         allow_none=True,
@@ -251,6 +258,14 @@ class DivergenceSchema(Schema):
         },
     )
     stages = fields.List(fields.String(), metadata={"description": "every stage whose numbers differ, in order"})
+    first_head = fields.Integer(
+        allow_none=True,
+        metadata={"description": "the 0-based head of the first difference, for a per-head stage; null otherwise"},
+    )
+    heads = fields.List(
+        fields.Nested(HeadDivergenceSchema),
+        metadata={"description": "each head's own differing stages: an identical head has none"},
+    )
 
 
 class CompareResponseSchema(Schema):
