@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 
-from flask import Blueprint, abort, current_app, render_template, send_from_directory
+from flask import Blueprint, abort, current_app, render_template, request, send_from_directory
 from markupsafe import Markup
 
 from .config import ROOT
+from .edge.problems import http_problem
 from .i18n import page_context
 from .presets import presets
 
@@ -54,6 +55,23 @@ def _page(filename: str):
 
 for rule, page in PAGES.items():
     blp.add_url_rule(rule, view_func=_page(page))
+
+
+@blp.app_errorhandler(404)
+def not_found(error):
+    """An unknown page: a page with a way home for a browser (it asks for HTML first), the problem
+    document for everyone else and for every path under /api/."""
+    wanted = request.accept_mimetypes
+    html = wanted.best_match(["text/html", "application/json", "application/problem+json"]) == "text/html"
+    if not html or request.path.startswith("/api/") or wanted["text/html"] <= wanted["application/json"]:
+        return http_problem(error).response()
+    context = page_context()
+    page = render_template("not-found.html", Markup=Markup, **context)
+    return (
+        page,
+        404,
+        {"Cache-Control": "no-cache", "Vary": "Accept, Accept-Language, Cookie", "Content-Language": context["lang"]},
+    )
 
 
 @blp.get("/static/<path:path>")

@@ -70,3 +70,29 @@ def test_static_files_are_served_and_paths_are_confined(client):
     response.close()
     assert client.get("/static/../service/config.py").status_code == 404
     assert client.get("/static/pages/index.html").status_code == 404
+
+
+BROWSER = {"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
+
+
+def test_an_unknown_page_is_a_page_with_a_way_home_for_a_browser(client):
+    for path in ("/no/such/page", "/lessons/no-such-lesson", "/explorables/nothing"):
+        answer = client.get(path, headers=BROWSER)
+        assert answer.status_code == 404 and answer.mimetype == "text/html", path
+        html = answer.get_data(as_text=True)
+        assert '<a href="/">' in html and "<h1>" in html and 'data-page="not-found"' in html
+        assert "<script" not in html  # nothing to run: no catalog to fetch either
+
+
+def test_an_unknown_page_is_in_the_learners_language(client):
+    answer = client.get("/no/such/page?lang=es", headers=BROWSER)
+    assert answer.status_code == 404 and answer.headers["Content-Language"] == "es"
+    assert "Aquí no hay ninguna página" in answer.get_data(as_text=True)
+
+
+def test_api_clients_and_api_paths_get_the_problem_document(client):
+    for path, accept in (("/no/such/page", "application/json"), ("/no/such/page", "*/*"),
+                         ("/api/v1/no-such-thing", BROWSER["Accept"]), ("/no/such/page", None)):  # fmt: skip
+        answer = client.get(path, headers={"Accept": accept} if accept else {})
+        assert answer.status_code == 404 and answer.mimetype == "application/problem+json", (path, accept)
+        assert answer.json["status"] == 404
