@@ -86,11 +86,12 @@ class Funnel(MethodView):
         with _conn() as conn:
             raw = progress_q.funnel(conn, principal.platform_id, lesson.id, ids, window)
         steps, previous = [], raw["started"]
+        nobody = raw["started"] == 0  # no learner at all: no one to protect, "no learners yet"
         for i, cp in enumerate(lesson.checkpoints):
             count = raw["completed"][cp.id]
             went_on = count if i == 0 else raw["after_previous"][cp.id]
             base = previous if i == 0 else raw["completed"][ids[i - 1]]
-            shown = _kept(count, count)
+            shown = 0 if nobody else _kept(count, count)
             share = (went_on / base) if (shown is not None and base >= _k() and base) else None
             steps.append(
                 {
@@ -104,8 +105,9 @@ class Funnel(MethodView):
             if cp.requires == "passing-tests":
                 for how in ("verified", "reported"):
                     n = raw["verification"].get((cp.id, how), 0)
-                    steps[-1][how] = _kept(n, n) if shown is not None else None
-        return {"lesson": lesson.id, "k": _k(), "started": _kept(raw["started"], raw["started"]), "steps": steps}
+                    steps[-1][how] = 0 if nobody else (_kept(n, n) if shown is not None else None)
+        started = 0 if nobody else _kept(raw["started"], raw["started"])
+        return {"lesson": lesson.id, "platform": principal.platform, "k": _k(), "started": started, "steps": steps}
 
 
 @blp.route("/lessons/<string:lesson_id>/durations")

@@ -195,7 +195,8 @@ def test_learners_rows_are_paginated(client, analyst):
 def test_platforms_see_only_their_own_learners(client, globex, make_key, cohort):
     other = make_key("globex", "analytics:read")
     funnel = client.get(f"{A}/lessons/{LESSON}/funnel", headers=other).json
-    assert funnel["started"] is None and all(s["learners"] is None for s in funnel["steps"])
+    assert funnel["started"] == 0 and all(s["learners"] == 0 for s in funnel["steps"])  # none of acme's counted
+    assert funnel["platform"] == "globex"
     assert client.get(f"{A}/learners?lesson={LESSON}", headers=other).json["learners"] == []
     assert client.get(f"{A}/events/export", headers=other).data == b""
 
@@ -384,3 +385,18 @@ def test_the_learners_language_is_in_their_rows_and_the_rows_filter_by_it(client
     assert by_learner["L2"] == "zh-CN" and by_learner["L4"] is None
     header = client.get(f"{A}/events/export?format=csv", headers=analyst).get_data(as_text=True).splitlines()[0]
     assert "learner_locale" in header.split(",")
+
+
+def test_an_empty_platform_reads_no_learners_yet_not_hidden_and_its_name(client, make_key):
+    """Suppression below k protects groups that exist: with no learner at all there is no one to
+    point at, so the figures are 0 ("no learners yet"), and the funnel names the key's platform."""
+    funnel = client.get(f"{A}/lessons/{LESSON}/funnel", headers=make_key("initech", "analytics:read")).json
+    assert funnel["platform"] == "initech" and funnel["started"] == 0
+    assert all(s["learners"] == 0 for s in funnel["steps"])
+
+
+def test_a_group_of_fewer_than_k_learners_is_still_hidden(client, make_key):
+    headers = make_key("tiny", "events:write,analytics:read")
+    client.post("/api/v1/events", json=event("only-one"), headers=headers)
+    funnel = client.get(f"{A}/lessons/{LESSON}/funnel", headers=headers).json
+    assert funnel["started"] is None  # one learner: hidden, not 1

@@ -234,3 +234,28 @@ def test_the_learners_table_shows_each_learners_language_and_filters_by_it(page,
     assert set(page.locator("#learners tbody tr td:nth-child(2)").all_text_contents()) == {"Español"}
     assert page.locator("#learners tbody tr th").all_text_contents() == [r["learner"] for r in api]
     assert "locale=es" in page.evaluate("location.hash")
+
+
+def test_the_first_screen_names_the_platform_and_says_when_it_has_no_learners_yet(page, live):
+    """An empty platform reads "no learners yet" (suppression is for groups that exist), with its
+    name; a platform with learners reads its name and no such line."""
+    from service.db import Database
+    from service.db.platforms import create_key
+
+    db = Database(live.env["WORKBENCH_DATABASE_URL"])
+    with db.write() as session:
+        empty, _ = create_key(session, "empty-college", frozenset({"analytics:read"}))
+    db.dispose()
+    open_page(page, live, "/dashboard")
+    page.get_by_label("Analytics key (kept for this tab only)").fill(empty.token)
+    page.get_by_role("button", name="Show analytics").click()
+    page.locator("#platform").wait_for()
+    assert page.locator("#platform").inner_text() == "Platform: empty-college"
+    assert page.locator("#no-learners[data-empty=true]").is_visible()
+    assert "No learners yet" in page.locator("#no-learners").inner_text()
+    assert page.locator("#funnel table tbody tr").nth(0).locator("td").first.text_content() == "0"
+    (token,) = demo_cohort(live, 12, 4, "busy-school")
+    page.get_by_label("Analytics key (kept for this tab only)").fill(token)
+    page.get_by_role("button", name="Show analytics").click()
+    expect(page.locator("#platform")).to_have_text("Platform: busy-school")
+    assert page.locator("#no-learners").count() == 0

@@ -77,7 +77,13 @@ async function show(key) {
   const during = (title) => (view.range === "all" ? title : t("{title}, {range}", { title, range: rangeText }));
   const summary = lessons.find((l) => l.id === view.lesson);
   const titled = checkpointTitles(summary);
+  const noLearners = funnel.started === 0;
   $("charts").replaceChildren(
+    el("p", { class: "platform-name", id: "platform", dataset: { platform: funnel.platform } },
+      t("Platform: {name}", { name: funnel.platform })),
+    noLearners ? el("p", { class: "note", id: "no-learners", dataset: { empty: "true" },
+      text: view.range === "all" ? t("No learners yet: no learner of this platform has started this lesson.")
+        : t("No learners yet in {range}: no learner of this platform started this lesson then.", { range: rangeText }) }) : null,
     privacyNote(k),
     el("div", { class: "chart-grid" },
     barChart({ k, id: "funnel", title: cohort(t("Learners per checkpoint")), valueLabel: t("learners"),

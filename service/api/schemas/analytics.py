@@ -35,6 +35,7 @@ class FunnelStepSchema(Schema):
 
 class FunnelSchema(Suppression):
     lesson = fields.String()
+    platform = fields.String(metadata={"description": "the key's platform, whose learners these are"})
     started = fields.Integer(allow_none=True)
     steps = fields.List(fields.Nested(FunnelStepSchema))
 
