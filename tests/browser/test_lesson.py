@@ -42,11 +42,12 @@ LESSON = "/lessons/multi-head-attention"
 def test_all_four_checkpoints_with_the_mouse_and_kept_after_reload(page, live, monkeypatch):
     open_page(page, live, LESSON)
     assert completed(page) == set()
-    assert page.locator(".directive-answer").is_hidden()
+    assert page.locator("[data-answers=predict]").is_hidden() and page.locator("[data-answers=explain]").is_hidden()
     page.get_by_label("Your prediction").fill("Each head is 2 wide; reusing slice 0 loses features 3-4.")
     page.get_by_role("button", name="Record prediction").click()
     wait_for_checkpoint(page, "predict")
-    assert page.locator(".directive-answer").is_visible()
+    assert page.locator("[data-answers=predict]").is_visible()
+    assert page.locator("[data-answers=explain]").is_hidden()  # each answer after its own question
 
     frame = page.frame_locator("#workbench-frame")
     frame.locator("main[aria-busy=false]").wait_for()
@@ -67,6 +68,9 @@ def test_all_four_checkpoints_with_the_mouse_and_kept_after_reload(page, live, m
     page.get_by_role("button", name="Record explanation").click()
     wait_for_checkpoint(page, "explain")
     assert completed(page) == {"predict", "experiment", "implement", "explain"}
+    explained = page.locator("[data-answers=explain]")
+    assert explained.is_visible() and "A model answer" in explained.inner_text()  # then the model answer
+    assert "head 1's exactly as they were" in explained.inner_text()
 
     page.reload()
     page.wait_for_selector("main[aria-busy=false]")

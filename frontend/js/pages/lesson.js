@@ -56,9 +56,13 @@ function drawProgress() {
   const done = checkpoints.filter((c) => c.completed).map((c) => c.id);
   progressBar($("progress"), checkpoints);
   syncLine($("sync"), { pending: pendingEvents(), deliveredAt, unreachable });
-  const answer = document.querySelector(".directive-answer");
-  if (answer && done.includes("predict")) answer.hidden = false;
+  for (const [checkpoint, answer] of answers) if (done.includes(checkpoint)) answer.hidden = false;
 }
+
+// Each text checkpoint's model answer (an `answer` block naming it), shown once the learner's own
+// words are recorded, never before: they answer first, then compare.
+const answers = new Map(); // checkpoint -> its answer's section
+const revealAnswer = (checkpoint) => { if (answers.has(checkpoint)) answers.get(checkpoint).hidden = false; };
 
 function record(form, checkpoint, event, data) {
   const queuedEvent = queueEvent({ lesson: lessonId, checkpoint, event, data });
@@ -93,11 +97,13 @@ function enhance(section, block) {
   switch (block.kind) {
     case "predict":
       textCheckpoint(section, { heading: t("Predict"), id: "prediction", label: t("Your prediction"), button: t("Record prediction"),
-        checkpoint: cp, after: () => { document.querySelector(".directive-answer").hidden = false; } });
+        checkpoint: cp, after: () => revealAnswer(cp) });
       break;
     case "answer":
+      answers.set(cp, section);
+      section.dataset.answers = cp;
       section.hidden = !byId(cp).completed && !savedText(cp);
-      section.prepend(el("h2", { text: t("The answer") }));
+      section.prepend(el("h2", { text: cp === "explain" ? t("A model answer") : t("The answer") }));
       break;
     case "explorable": {
       section.prepend(el("h2", { text: block.title }));
@@ -115,7 +121,7 @@ function enhance(section, block) {
     }
     case "explain":
       textCheckpoint(section, { heading: t("Explain"), id: "explanation", label: t("Your explanation"),
-        button: t("Record explanation"), checkpoint: cp });
+        button: t("Record explanation"), checkpoint: cp, after: () => revealAnswer(cp) });
       break;
     case "self-check":
       section.prepend(el("h2", { text: t("Check your understanding") }));
