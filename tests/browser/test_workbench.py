@@ -364,10 +364,25 @@ def test_one_edit_does_not_complete_the_experiment_the_four_manipulations_do(pag
     assert page.locator("[data-done=true]").count() == 4
 
 
-def test_token_edits_outside_the_lessons_case_do_not_tick(page, live):
-    open_page(page, live, link(qkv=True))
+@pytest.mark.parametrize("where", [{"qkv": True}, {"heads": 4}], ids=["learned projections", "four heads"])
+def test_token_edits_outside_the_lessons_case_do_not_tick_and_say_why(page, live, where):
+    """The finding: token edits under learned projections or four heads silently did not count.
+    Now a note beside the checklist says so and why, and one click returns to the teaching case,
+    where the next edit counts."""
+    open_page(page, live, link(**where))
+    note = page.locator("[data-note=not-counted]")
+    assert note.count() == 0
     edit(page, 1, 3, 2)
     assert page.locator('[data-manipulation="last-two"]').get_attribute("data-done") == "false"
+    note.wait_for()
+    assert note.is_visible() and "teaching case" in note.inner_text()
+    assert note.evaluate("n => n.closest('#checklist') !== null")  # next to the checklist
+    note.get_by_role("button", name="Back to the teaching case").click()
+    page.wait_for_selector("main[aria-busy=false]")
+    assert note.count() == 0
+    assert page.get_by_label("Heads H").input_value() == "2"
+    edit(page, 1, 4, 1.5)
+    wait_until(page, "document.querySelector('[data-manipulation=\"last-two\"]').dataset.done === 'true'")
 
 
 def test_the_url_hash_reproduces_the_state(page, live, context):

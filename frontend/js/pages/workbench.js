@@ -34,6 +34,7 @@ let menuFilled = Promise.resolve(); // the compare menu, filled from the registr
 let replayAt = 0;
 const open = new Set(); // stages whose numbers are shown
 const done = new Set(); // the lesson's manipulations done
+let notCounted = false; // the last token edit was outside the teaching case: the checklist says why
 
 const events = parameterEvents({ lesson: LESSON, instance: INSTANCE });
 const emit = (parameter, data) => events({ parameter, ...data }); // debounced per parameter and manipulation
@@ -45,8 +46,10 @@ function update(change, parameter, data) {
   save(state);
   if (embedded) remember(state);
   const manipulation = manipulationOf({ parameter, ...data }, before);
-  if (manipulation && !done.has(manipulation)) {
-    done.add(manipulation);
+  const uncounted = parameter === "token" && !manipulation; // an edit outside the teaching case
+  if ((manipulation && !done.has(manipulation)) || uncounted !== notCounted) {
+    if (manipulation) done.add(manipulation);
+    notCounted = uncounted;
     drawChecklist();
   }
   emit(parameter, manipulation ? { ...data, manipulation } : data);
@@ -243,7 +246,26 @@ const everyStage = () => ["projections", "concat", "wo", "output", "residual",
   ...Array.from({ length: state.heads }, (_, h) => ["q", "k", "v", "scores", "head-output"].map((s) => `${s}:${h}`)).flat()];
 
 function drawChecklist() {
-  $("checklist").replaceChildren(...checklist(done, MANIPULATIONS));
+  $("checklist").replaceChildren(...checklist(done, MANIPULATIONS), ...(notCounted ? [notCountedNote()] : []));
+}
+
+// Why a token edit did not tick anything, where the checklist is: the lesson's claim (one head
+// moves) holds in its teaching case only, and one click returns there, the tokens kept.
+function notCountedNote() {
+  const back = el("button", { type: "button", class: "secondary", text: t("Back to the teaching case") });
+  back.addEventListener("click", () => {
+    Object.assign(state, { heads: 2, kv: 2, qkv: "identity", reuse: false, cell: null });
+    consistent(state);
+    save(state);
+    if (embedded) remember(state);
+    notCounted = false;
+    drawControls();
+    drawChecklist();
+    render();
+  });
+  return el("p", { class: "note", role: "status", dataset: { note: "not-counted" } },
+    t("This edit does not count towards the experiment: token edits count in the lesson's teaching case (two heads, identity Q, K, V projections, no reuse), where changing dimensions 3–4 moves only head 2."),
+    " ", back);
 }
 
 async function fillComparisons(select) {
