@@ -306,3 +306,31 @@ def test_a_prerequisite_in_the_catalog_is_a_link_to_it(page, live, tmp_path):
         assert "Rotary embeddings (not in this catalog yet)" in page.locator("#lesson-header").inner_text()
     finally:
         server.stop()
+
+
+def in_view(page, locator) -> bool:
+    """Whether an element of the page (or of the embedded workbench's frame) is on screen now."""
+    box = locator.bounding_box()  # in the top page's coordinates, frames included
+    size = page.viewport_size
+    return box is not None and box["height"] > 0 and 0 <= box["y"] and box["y"] + box["height"] <= size["height"]
+
+
+@pytest.mark.parametrize("size", [(1280, 800), (390, 844)], ids=["desktop", "phone"])
+def test_a_completion_is_said_where_the_learner_is_looking(page, live, size):
+    """Completing a checkpoint puts a polite announcement on screen by what the learner used: the
+    lesson's button for a prediction, inside the embedded workbench for the experiment."""
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    open_page(page, live, LESSON)
+    page.get_by_label("Your prediction").fill("Each head is 2 wide; reusing slice 0 loses features 3-4.")
+    page.get_by_role("button", name="Record prediction").click()
+    wait_for_checkpoint(page, "predict")
+    said = page.locator("body > [data-announce=checkpoint]")
+    said.wait_for()
+    assert "Checkpoint complete" in said.inner_text() and said.get_attribute("aria-live") == "polite"
+    assert in_view(page, said)
+    frame = page.frame_locator("#workbench-frame")
+    frame.locator("main[aria-busy=false]").wait_for()
+    do_the_four_manipulations(frame)
+    inside = frame.locator("[data-announce=checkpoint]")
+    inside.filter(has_text="All four manipulations done").wait_for()
+    assert in_view(page, inside)

@@ -5,6 +5,7 @@ import { ApiError, ensureSession, flush, getJSON, isPending, pendingEvents, queu
 import { defaults, toHash } from "../state.js";
 import { progressBar, syncLine, textForm } from "../views/checkpoint-panel.js";
 import { drawn, el } from "../views/dom.js";
+import { announce, announcer } from "../views/announce.js";
 import { exercisePanel } from "../views/exercise-panel.js";
 import { t } from "../i18n.js";
 
@@ -34,6 +35,8 @@ function workbenchLink() {
 const byId = (id) => checkpoints.find((c) => c.id === id) || {};
 
 async function refreshProgress() {
+  const before = new Set(checkpoints.filter((c) => c.completed).map((c) => c.id));
+  const firstLoad = !checkpoints.length;
   try {
     const progress = await getJSON(`/api/v1/learners/${encodeURIComponent(learner)}/progress?lesson=${lessonId}`);
     const titled = new Map(lesson.checkpoints.map((c) => [c.id, c.title])); // in the lesson's language
@@ -49,6 +52,13 @@ async function refreshProgress() {
     }
   }
   drawProgress();
+  const now = checkpoints.filter((c) => c.completed);
+  const fresh = firstLoad ? [] : now.filter((c) => !before.has(c.id));
+  if (fresh.length) {
+    // said below what the learner last worked: the button, or the embedded workbench's frame
+    announce(t("Checkpoint complete: {title} ({done} of {all} done).",
+      { title: fresh.map((c) => c.title).join(", "), done: now.length, all: checkpoints.length }));
+  }
 }
 
 function drawProgress() {
@@ -199,6 +209,7 @@ function listen() {
 }
 
 async function init() {
+  announcer();
   learner = await ensureSession();
   lesson = await getJSON(`/api/v1/lessons/${lessonId}`);
   document.title = t("{lesson} · Multi-head attention workbench", { lesson: lesson.title });

@@ -8,6 +8,7 @@ import { embedded, post, reportHeight } from "../embed.js";
 import { parameterEvents } from "../events.js";
 import { MANIPULATIONS, manipulationOf } from "../manipulations.js";
 import { consistent, D_MODEL, defaults, fromHash, remember, requestBody, save } from "../state.js";
+import { announce, announcer } from "../views/announce.js";
 import { checklist } from "../views/checklist.js";
 import { diagram } from "../views/diagram.js";
 import { drawn, el } from "../views/dom.js";
@@ -51,6 +52,11 @@ function update(change, parameter, data) {
     if (manipulation) done.add(manipulation);
     notCounted = uncounted;
     drawChecklist();
+    if (manipulation && done.size === MANIPULATIONS.length) {
+      announce(t("All four manipulations done: the experiment checkpoint is complete."));
+    } else if (manipulation) {
+      announce(t("Manipulation {done} of {all} done: {text}", { done: done.size, all: MANIPULATIONS.length, text: t(MANIPULATIONS.find((m) => m.id === manipulation).text) }));
+    }
   }
   emit(parameter, manipulation ? { ...data, manipulation } : data);
   render();
@@ -339,6 +345,7 @@ function init() {
   $("diagram").addEventListener("focusout", () => { delete document.querySelector("main").dataset.lit; });
   window.addEventListener("hashchange", () => { state = fromHash(); drawControls(); render(); });
   save(state);
+  announcer();
   drawControls();
   reportHeight();
   // Embedded: whenever the learner works a control, ask the host to show the inputs and weights together.
