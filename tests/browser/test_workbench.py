@@ -527,3 +527,23 @@ def test_save_as_a_test_says_why_a_case_beyond_the_exercise_cannot_be_one(page, 
     note = page.locator("#saved-test .note")
     note.wait_for()
     assert "RoPE is on" in note.inner_text() and page.locator("#saved-pytest").count() == 0
+
+
+@pytest.mark.parametrize("where", [{"reuse": True}, {"compare": "swapped_head_order"}], ids=["reuse", "comparison"])
+def test_the_concatenations_numbers_show_without_a_click_where_the_lesson_asks_for_them(page, live, where):
+    open_page(page, live, link(**where))
+    cells = page.locator('[data-stage="concat"] [data-variant="main"] td[data-value]')
+    assert cells.count() == len(TOKENS) * len(TOKENS[0])  # all n x d_model of them
+    assert all(cells.nth(k).is_visible() for k in range(cells.count()))
+    owners = cells.evaluate_all("cs => cs.map((c) => [c.dataset.owner, getComputedStyle(c).backgroundColor])")
+    colours = {owner: colour for owner, colour in owners}
+    assert set(colours) == {"0", "1"} and colours["0"] != colours["1"]  # the two heads' halves told apart
+    body = body_of(live, failure_mode="reuse_first_slice") if "reuse" in where else body_of(live)
+    concat = requests.post(live.url + "/api/v1/attention", json=body).json()["concat"]
+    shown = [float(v) for v in cells.evaluate_all("cs => cs.map((c) => c.dataset.value)")]
+    assert shown == [v for row in concat for v in row]
+
+
+def test_the_concatenation_stays_folded_in_the_plain_case(page, live):
+    open_page(page, live, PATH)
+    assert not page.locator('[data-stage="concat"] [data-variant="main"] td[data-value]').first.is_visible()

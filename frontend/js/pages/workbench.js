@@ -77,6 +77,8 @@ function view(response, comparison) {
   const wo = state.wo === "learned" ? learned.output : identity(D_MODEL);
   const skipped = comparison && comparison.failure_mode.id === "no_output_projection";
   return {
+    // the concatenation's numbers without a click where the lesson asks to inspect them
+    showConcat: state.reuse || Boolean(state.compare),
     state, response, previous, projections, wo, open, picked: state.cell,
     broken: comparison ? comparison.broken : null, divergence: comparison ? comparison.divergence : null,
     brokenWo: skipped ? identity(D_MODEL) : wo, yours: state.yours, yoursDivergence: state.yours ? yoursDivergence(response) : null,

@@ -177,14 +177,16 @@ function mergeRow(view) {
   const { response, state } = view;
   const { n, d_model: dm, d_head: d, heads } = response.shape;
   const owners = Array.from({ length: dm }, (_, c) => String(Math.floor(c / d)));
+  const shown = (stageName) => view.open.has(stageName) || (stageName === "concat" && Boolean(view.showConcat));
   const global = (stageName, title, shape, rows, table, glyphOf = {}) => stage({
-    key: stageName, stage: stageName, title, shape, open: view.open.has(stageName), onToggle: view.onToggle,
+    key: stageName, stage: stageName, title, shape, open: shown(stageName), onToggle: view.onToggle,
     variants: variantsOf(view, stageName, 0, rows), table, glyphOf, divergence: divergenceOf(view, stageName),
   });
   const parts = Array.from({ length: heads }, (_, h) => `O${sub(h + 1)}`).join(" | ");
   return el("div", { class: "merge-row" },
     global("concat", `concat [${parts}]`, `[n][d_model] = [${n}][${dm}]`, response.concat,
-      { caption: t("Concatenation [{parts}], in head order", { parts }), owners }, { owners }),
+      { caption: t("Concatenation [{parts}], in head order", { parts }), owners,
+        colLabels: owners.map((o, c) => `O${sub(Number(o) + 1)}·${(c % d) + 1}`) }, { owners }),
     arrow("× W_O"),
     global("wo", state.wo === "learned" ? t("W_O (mixes heads)") : t("W_O (identity)"), `[d_model][d_model] = [${dm}][${dm}]`, view.wo,
       { caption: t("W_O (row: concatenated feature, fed by the head that owns it)"), owners, byRow: true, rowLabel: (i) => `f${i + 1}` },
