@@ -547,3 +547,33 @@ def test_the_concatenations_numbers_show_without_a_click_where_the_lesson_asks_f
 def test_the_concatenation_stays_folded_in_the_plain_case(page, live):
     open_page(page, live, PATH)
     assert not page.locator('[data-stage="concat"] [data-variant="main"] td[data-value]').first.is_visible()
+
+
+def linked(page):
+    return set(map(tuple, page.eval_on_selector_all(
+        '[data-linked="true"][data-row]',
+        "els => els.map((e) => [e.closest('[data-stage]').dataset.stage, e.closest('[data-stage]').dataset.head,"
+        " Number(e.dataset.row)])",
+    )))  # fmt: skip
+
+
+@pytest.mark.parametrize("how", ["hover", "focus"])
+def test_a_weight_links_the_rows_it_came_from_and_the_row_it_feeds(page, live, how):
+    """Head 2's weight of query 3 on key 1 came from Q row 3 and K row 1 of head 2, mixes V row 1,
+    and feeds head 2's output row 3: those are marked (data-linked), nothing of head 1."""
+    open_page(page, live, PATH)
+    cell = page.locator('[data-stage="weights"][data-head="1"] [data-variant="main"] td[data-row="2"][data-col="0"]')
+    if how == "hover":
+        cell.hover()
+    else:
+        cell.locator("button").focus()
+    marked = linked(page)
+    assert {(s, r) for s, h, r in marked if s != "weights"} == {("q", 2), ("k", 0), ("v", 0), ("head-output", 2)}
+    assert {h for _, h, _ in marked} == {"1"}
+    assert page.locator('[data-stage="q"][data-head="1"]').get_attribute("data-linked") == "true"
+    assert page.locator('[data-stage="q"][data-head="0"]').get_attribute("data-linked") is None
+    if how == "hover":
+        page.mouse.move(1, 1)
+    else:
+        page.get_by_label("Causal mask", exact=True).focus()
+    assert linked(page) == set()

@@ -343,8 +343,8 @@ function init() {
   });
   $("diagram").addEventListener("pointerover", (e) => light(e.target));
   $("diagram").addEventListener("focusin", (e) => light(e.target));
-  $("diagram").addEventListener("pointerleave", () => { delete document.querySelector("main").dataset.lit; });
-  $("diagram").addEventListener("focusout", () => { delete document.querySelector("main").dataset.lit; });
+  $("diagram").addEventListener("pointerleave", () => { delete document.querySelector("main").dataset.lit; unlink(); });
+  $("diagram").addEventListener("focusout", () => { delete document.querySelector("main").dataset.lit; unlink(); });
   window.addEventListener("hashchange", () => { state = fromHash(); drawControls(); render(); });
   save(state);
   announcer();
@@ -366,6 +366,29 @@ function light(target) {
   const owner = target.closest && target.closest("[data-owner]");
   const main = document.querySelector("main");
   if (owner && /^\d$/.test(owner.dataset.owner)) main.dataset.lit = owner.dataset.owner;
+  link(target);
+}
+
+// A weight (head h, query i, key j) and what it came from and goes to: query row i of that head's
+// Q, key row j of its K, the V row j it mixes, the head-output row i it feeds; each marked
+// data-linked (their stages too, so a folded stage shows it). Leaving the cell clears them.
+function link(target) {
+  unlink();
+  const cell = target.closest && target.closest('[data-stage="weights"] [data-variant="main"] td[data-head][data-row][data-col]');
+  if (!cell) return;
+  const { head, row, col } = cell.dataset;
+  const rows = [["q", row], ["k", col], ["v", col], ["head-output", row]];
+  for (const [stageName, r] of rows) {
+    const stage = document.querySelector(`[data-stage="${stageName}"][data-head="${head}"]`);
+    if (!stage) continue;
+    stage.dataset.linked = "true";
+    for (const c of stage.querySelectorAll(`[data-variant="main"] [data-row="${r}"]`)) c.dataset.linked = "true";
+  }
+  cell.dataset.linked = "true";
+}
+
+function unlink() {
+  for (const node of document.querySelectorAll("[data-linked]")) delete node.dataset.linked;
 }
 
 init();
