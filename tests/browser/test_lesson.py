@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import requests
+from playwright.sync_api import expect
 
 from ..exercise.test_exercise import TYPESCRIPT_READY
 from .conftest import completed, do_the_four_manipulations, open_page, wait_for_checkpoint, wait_until
@@ -150,6 +151,29 @@ def test_the_trace_command_follows_the_embedded_workbench(page, live):
     frame.locator("main[aria-busy=false]").wait_for()
     frame.get_by_label("Token 1 dimension 3", exact=True).fill("2")
     wait_until(page, "document.getElementById('exercise-trace').textContent.includes('t=1,0.5,2,1')")
+    page.reload()  # the workbench restores the learner's tokens; the command follows it, not the default
+    page.wait_for_selector("main[aria-busy=false]")
+    page.frame_locator("#workbench-frame").locator("main[aria-busy=false]").wait_for()
+    wait_until(page, "document.getElementById('exercise-trace').textContent.includes('t=1,0.5,2,1')")
+
+
+def test_a_failure_mode_opens_in_the_lessons_own_workbench_and_a_new_tab_has_a_way_back(page, live, context):
+    open_page(page, live, LESSON)
+    frame = page.frame_locator("#workbench-frame")
+    frame.locator("main[aria-busy=false]").wait_for()
+    frame.get_by_label("Token 1 dimension 3", exact=True).fill("2")
+    link = page.locator('a[data-failure-mode="swapped_head_order"]')
+    link.click()
+    assert page.url.endswith(LESSON)  # the lesson stays
+    inside = page.frame_locator("#workbench-frame")
+    expect(inside.get_by_label("Compare with")).to_have_value("swapped_head_order")
+    assert inside.get_by_label("Token 1 dimension 3", exact=True).input_value() == "2"  # the learner's tokens kept
+    with context.expect_page() as opened:
+        link.click(modifiers=["Control"])
+    tab = opened.value
+    tab.wait_for_selector("main[aria-busy=false]")
+    back = tab.locator("#back-to-lesson")
+    assert back.is_visible() and back.get_attribute("href") == LESSON
 
 
 def test_reported_test_counts_from_the_browser_do_not_complete_implement(page, live):

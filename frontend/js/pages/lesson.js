@@ -129,6 +129,23 @@ function enhance(section, block) {
       section.append(exercise.node);
       break;
     }
+    case "failure-modes":
+      // Each failure mode opens in the lesson's own workbench, its tokens kept: the lesson stays.
+      for (const a of section.querySelectorAll("a[data-failure-mode]")) {
+        a.addEventListener("click", (e) => {
+          const iframe = document.getElementById("workbench-frame");
+          if (!iframe || e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return; // a new tab: the page has a way back
+          e.preventDefault();
+          const wanted = new URLSearchParams(new URL(a.href).hash.slice(1));
+          const now = new URLSearchParams(iframe.contentWindow.location.hash.slice(1));
+          now.delete("wo");
+          for (const [key, value] of wanted) now.set(key, value);
+          now.set("reuse", "0");
+          iframe.contentWindow.location.hash = now.toString().replace(/%2C/gi, ",").replace(/%3B/gi, ";");
+          iframe.scrollIntoView({ block: "start", behavior: "smooth" });
+        });
+      }
+      break;
     case "explain":
       textCheckpoint(section, { heading: t("Explain"), id: "explanation", label: t("Your explanation"),
         button: t("Record explanation"), checkpoint: cp, after: () => revealAnswer(cp) });
@@ -178,6 +195,8 @@ function listen() {
       iframe.style.height = `${Math.max(200, Math.ceil(e.data.height) + 2)}px`; // + the iframe's border
     } else if (e.data.type === "show") {
       showTogether(iframe, e.data.top, e.data.bottom);
+    } else if (e.data.type === "state") {
+      if (exercise) exercise.refresh(); // the trace command follows the workbench's restored state
     } else if (e.data.type === "parameter-changed") {
       // The workbench queued an event in the queue both pages share: send it from here too and
       // redraw the chips (the storage event says the same, but not every browser delivers it).

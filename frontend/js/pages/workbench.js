@@ -345,8 +345,15 @@ function init() {
   $("diagram").addEventListener("focusin", (e) => light(e.target));
   $("diagram").addEventListener("pointerleave", () => { delete document.querySelector("main").dataset.lit; unlink(); });
   $("diagram").addEventListener("focusout", () => { delete document.querySelector("main").dataset.lit; unlink(); });
-  window.addEventListener("hashchange", () => { state = fromHash(); drawControls(); render(); });
+  window.addEventListener("hashchange", () => {
+    state = fromHash();
+    if (embedded) { remember(state); post({ type: "state" }); }
+    drawControls();
+    render();
+  });
+  backToLesson();
   save(state);
+  if (embedded) post({ type: "state" }); // the host's links and commands follow the restored state
   announcer();
   drawControls();
   reportHeight();
@@ -385,6 +392,15 @@ function link(target) {
     for (const c of stage.querySelectorAll(`[data-variant="main"] [data-row="${r}"]`)) c.dataset.linked = "true";
   }
   cell.dataset.linked = "true";
+}
+
+// Opened from a lesson (a failure mode's link in a new tab): a visible way back to it.
+function backToLesson() {
+  if (embedded || !document.referrer) return;
+  const from = new URL(document.referrer);
+  if (from.origin !== location.origin || !from.pathname.startsWith("/lessons/")) return;
+  const back = el("a", { href: from.pathname, id: "back-to-lesson", class: "back-link", text: t("← Back to the lesson") });
+  document.querySelector("main").prepend(back);
 }
 
 function unlink() {
