@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from learner import LearnerError, call, describe, language, load  # noqa: E402
+from learner import LearnerError, call, describe, language, load, say  # noqa: E402
 
 TIMEOUT = 30  # seconds for each request
 
@@ -47,12 +47,11 @@ def fetch_json(url: str, body: dict | None = None) -> dict:
         with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
             return json.loads(response.read())
     except urllib.error.HTTPError as exc:
-        raise SubmitError(f"{url} answered {exc.code}: {_detail(exc.read())}") from None
+        raise SubmitError(say("submit_answered", url=url, status=exc.code, detail=_detail(exc.read()))) from None
     except (urllib.error.URLError, TimeoutError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise Unreachable(f"could not reach {url}: {reason}") from None
+        raise Unreachable(say("submit_unreachable", url=url, reason=getattr(exc, "reason", exc))) from None
     except ValueError:
-        raise SubmitError(f"{url} did not answer with JSON: is it the challenge link the lesson shows?") from None
+        raise SubmitError(say("submit_not_json", url=url)) from None
 
 
 def _detail(raw: bytes) -> str:
@@ -113,10 +112,10 @@ def report(verdict: dict) -> str:
     for case in verdict.get("cases", []):
         mark = "✓" if case["correct"] else "✗"
         named = f" [{', '.join(case['mistakes'])}]" if case["mistakes"] else ""
-        lines.append(f"{mark} case {case['case']}:{named} {case['message']}")
+        lines.append(f"{mark} {say('submit_case', case=case['case'])}:{named} {case['message']}")
     lines.append(verdict["message"])
     if verdict.get("correct"):
-        lines.append("The implement checkpoint is complete: the lesson page shows it.")
+        lines.append(say("submit_complete"))
     return "\n".join(lines)
 
 
@@ -138,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             verdict = fetch_json(challenge["answers_url"], {"answers": answers})
         except Unreachable as exc:
-            raise SubmitError(f"{exc}. Run again with --print and paste the output into the lesson page.") from None
+            raise SubmitError(say("submit_offline", reason=exc)) from None
     except (LearnerError, SubmitError) as exc:
         print(f"✗ {exc}", file=sys.stderr)
         return 2

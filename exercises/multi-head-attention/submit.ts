@@ -9,7 +9,7 @@
 
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { call, type Case, describe, type Implementation, language, LearnerError, load } from "./learner.ts";
+import { call, type Case, describe, type Implementation, language, LearnerError, load, say } from "./learner.ts";
 
 export class SubmitError extends Error {
   name = "SubmitError";
@@ -39,14 +39,14 @@ export async function fetchJson(url: string, body?: unknown): Promise<Record<str
     });
   } catch (error) {
     const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-    throw new SubmitError(`could not reach ${url}: ${cause?.code ?? cause?.message ?? (error as Error).message}`, true);
+    throw new SubmitError(say("submit_unreachable", { url, reason: cause?.code ?? cause?.message ?? (error as Error).message }), true);
   }
   const text = await response.text();
-  if (!response.ok) throw new SubmitError(`${url} answered ${response.status}: ${detail(text)}`);
+  if (!response.ok) throw new SubmitError(say("submit_answered", { url, status: response.status, detail: detail(text) }));
   try {
     return JSON.parse(text);
   } catch {
-    throw new SubmitError(`${url} did not answer with JSON: is it the challenge link the lesson shows?`);
+    throw new SubmitError(say("submit_not_json", { url }));
   }
 }
 
@@ -98,9 +98,9 @@ function nulls(values: unknown): unknown {
 
 function report(verdict: Record<string, any>): string {
   const lines = (verdict.cases ?? []).map((c: Record<string, any>) =>
-    `${c.correct ? "✓" : "✗"} case ${c.case}:${c.mistakes.length ? ` [${c.mistakes.join(", ")}]` : ""} ${c.message}`);
+    `${c.correct ? "✓" : "✗"} ${say("submit_case", { case: c.case })}:${c.mistakes.length ? ` [${c.mistakes.join(", ")}]` : ""} ${c.message}`);
   lines.push(verdict.message);
-  if (verdict.correct) lines.push("The implement checkpoint is complete: the lesson page shows it.");
+  if (verdict.correct) lines.push(say("submit_complete"));
   return lines.join("\n");
 }
 
@@ -132,7 +132,7 @@ async function main(argv: string[]): Promise<number> {
       verdict = await fetchJson(challenge.answers_url, { answers });
     } catch (error) {
       if (error instanceof SubmitError && error.unreachable) {
-        throw new SubmitError(`${error.message}. Run again with --print and paste the output into the lesson page.`);
+        throw new SubmitError(say("submit_offline", { reason: error.message }));
       }
       throw error;
     }

@@ -272,3 +272,19 @@ def test_the_workbench_cli_runs_the_same_scripts(server):
         mistake="",
     )
     assert json.loads(done.stdout)["first_divergence"] == "identical"
+
+
+@pytest.mark.parametrize("language", ["python", pytest.param("typescript", marks=needs_typescript)])
+def test_submit_speaks_the_learners_language_from_the_first_line_to_the_last(server, numpy_only, tmp_path, language):
+    """Every line submit prints is in the learner's language (MHA_LANG): the server's verdicts,
+    and its own words (each case, the checkpoint's completion), none left in English."""
+    browser, url = new_challenge(server)
+    python = numpy_only if language == "python" else ""
+    folder = unpack(server, "python", tmp_path) if language == "python" else ROOT
+    where = tmp_path if language == "python" else ROOT
+    done = run(
+        submit_command(language, python, folder, handwritten(language), url), cwd=where, mistake="", MHA_LANG="es"
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "El punto de control «implement» está completo" in done.stdout
+    assert "caso 1:" in done.stdout and "case 1:" not in done.stdout and "The implement checkpoint" not in done.stdout
