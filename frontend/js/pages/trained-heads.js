@@ -207,9 +207,16 @@ async function render() {
   }
   const ablate = [...state.off].map((k) => k.split(".").map(Number)).filter(([l, h]) => l < model.layers && h < model.heads)
     .map(([layer, head]) => ({ layer, head }));
+  // Switching heads off may measure the scores again (a new set of heads): say it is working.
+  const main = document.querySelector("main");
+  const slow = ablate.length > 0 ? setTimeout(() => {
+    main.setAttribute("aria-busy", "true");
+    $("status").textContent = t("Measuring every head's scores again with the chosen heads off…");
+  }, 150) : 0;
   try {
     const sent = state.text;
-    const result = await postJSON(`/api/v1/models/${model.id}/attention`, { text: sent, include: ["weights"], precision: 4, ablate });
+    const result = await postJSON(`/api/v1/models/${model.id}/attention`, { text: sent, include: ["weights"], precision: 4, ablate })
+      .finally(() => clearTimeout(slow));
     if (mine !== generation) return;
     trace = { ...result, text: sent };
     // The last byte until the learner chooses: where each head looks to predict what comes next.
