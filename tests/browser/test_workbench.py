@@ -275,6 +275,9 @@ def test_broken_beside_correct_from_the_first_divergence(page, live, mode, wo):
     for s, h, d in shown:
         if d == "identical":
             assert (s, h) not in differs and any(s == name for name, _ in differs), (s, h)
+    said = page.eval_on_selector_all(".lane[data-identical=true]", "els => els.map((e) => Number(e.dataset.head))")
+    heads = {h for s, h in differs if s in PER_HEAD}
+    assert set(said) == ({0, 1} - heads if heads else set())  # a head with no differing number says so once
     for name, items in expected_stages(result["correct"], TOKENS, w_o).items():
         for head, _ in items:
             if (name, head) not in differs:

@@ -106,8 +106,12 @@ function lane(view, head) {
   const features = list.length === 1 ? t("reads feature {feature}", { feature: list[0] })
     : head.features ? t("reads features {first}–{last}", { first: head.features[0] + 1, last: head.features[1] })
       : t("reads features {list}", { list: list.join(", ") });
-  return el("section", { class: "lane", dataset: { head: String(h), owner: String(h) }, "aria-labelledby": `lane-${h}` },
-    el("h3", { class: "lane-title", id: `lane-${h}` }, t("Head {head}", { head: h + 1 }), " ", el("span", { class: "muted", text: `${features}${shares}` })),
+  // A head whose numbers are all the correct ones while another head's differ says so once.
+  const found = view.divergence;
+  const same = found && found.heads && found.stages.some((s) => PER_HEAD.has(s)) && !found.heads.find((x) => x.head === h)?.stages.length;
+  return el("section", { class: "lane", dataset: { head: String(h), owner: String(h), ...(same ? { identical: "true" } : {}) }, "aria-labelledby": `lane-${h}` },
+    el("h3", { class: "lane-title", id: `lane-${h}` }, t("Head {head}", { head: h + 1 }), " ", el("span", { class: "muted", text: `${features}${shares}` }),
+      same ? el("span", { class: "divergence-badge identical", text: t("identical: every number equals the correct one") }) : null),
     el("div", { class: "lane-flow" }, qkv, arrow(`QKᵀ ÷ √${d}`), scores,
       arrow(state.causal ? t("mask, softmax") : "softmax", true), weights, arrow("A·V", true), output));
 }
@@ -131,8 +135,7 @@ function weightsStage(view, head, masked) {
   })));
   const divergence = divergenceOf(view, "weights", h);
   return el("figure", { class: "stage weights-stage", dataset: { stage: "weights", head: String(h), owner: String(h), ...(divergence ? { divergence } : {}) } },
-    divergence === "first" ? el("p", { class: "divergence-badge", text: t("first difference") })
-      : divergence === "identical" ? el("p", { class: "divergence-badge identical", text: t("identical") }) : null,
+    divergence === "first" ? el("p", { class: "divergence-badge", text: t("first difference") }) : null,
     el("div", { class: "stage-label" }, el("span", { class: "stage-title" }, "A", el("sub", { text: h + 1 }), " ", t("weights")),
       shapeLabel(`[n][n] = [${head.weights.length}][${head.weights.length}]`)),
     el("div", { class: "weights-tables" }, tables));

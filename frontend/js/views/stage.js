@@ -29,8 +29,7 @@ export function stage({ key, stage, head = null, title, shape, variants, open, o
   if (head !== null) Object.assign(dataset, { head: String(head), owner: String(head) });
   if (divergence) dataset.divergence = divergence;
   return el("figure", { class: `stage${open ? " open" : ""}`, dataset },
-    divergence === "first" ? el("p", { class: "divergence-badge", text: t("first difference") })
-      : divergence === "identical" ? el("p", { class: "divergence-badge identical", text: t("identical") }) : null,
+    divergence === "first" ? el("p", { class: "divergence-badge", text: t("first difference") }) : null,
     button, numbers);
 }
 
