@@ -10,6 +10,7 @@ from flask import Flask
 
 from . import db, observability
 from .config import Settings
+from .db.quotas import Seen
 from .db.quotas import configured as configured_quotas
 
 
@@ -63,6 +64,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     )
     app.extensions["settings"] = settings
     app.extensions["quotas"] = configured_quotas(settings)
+    app.extensions["quota_seen"] = Seen()  # what this process last read of each quota's subjects
     if settings.log_json:
         observability.configure_logging()
 

@@ -1,6 +1,7 @@
 """Storage quotas as the API applies them (the counting is service/db/quotas.py): before a write,
-one read of what its subjects used this period; past a quota, 429 with Retry-After (or 413 when
-the request alone is larger than the quota), naming the quota, and counted in the metrics."""
+what its subjects used this period (read, unless this process knows them far from their quotas:
+`quotas.Seen`); past a quota, 429 with Retry-After (or 413 when the request alone is larger than
+the quota), naming the quota, and counted in the metrics."""
 
 from __future__ import annotations
 
@@ -27,12 +28,15 @@ def check(app: Flask, platform_id: int, rows: list[quotas.Stored], counting: Cou
     past a quota (as if every row were new: a replay is checked too, and not counted after)."""
     if not counting.quotas or not rows:
         return
-    wanted = quotas.demand(platform_id, rows, counting.session)
-    try:
-        with app.extensions["db"].read() as session:
-            quotas.check(session.connection(), counting.quotas, wanted, time.time())
-    except quotas.QuotaExceeded as over:
-        raise refusal(over) from None
+    wanted, now = quotas.demand(platform_id, rows, counting.session), time.time()
+    seen: quotas.Seen = app.extensions["quota_seen"]
+    if not seen.clear(counting.quotas, wanted, now):  # near a quota, or not read lately: read
+        try:
+            with app.extensions["db"].reader.connect() as conn:
+                seen.remember(quotas.check(conn, counting.quotas, wanted, now), now)
+        except quotas.QuotaExceeded as over:
+            raise refusal(over) from None
+    seen.let_through(counting.quotas, wanted, now)
 
 
 def count_in(conn: Any, platform_id: int, rows: list[quotas.Stored], counting: Counted) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -147,14 +148,18 @@ def add_usage(conn: Connection | sqlite3.Connection, rows: list[dict[str, int | 
         conn.execute(text(ADD_USAGE), rows)
 
 
+Key = tuple[str, int, int]  # (subject, window_seconds, window_start): one storage_usage row
+Wanted = dict[tuple[str, str], tuple[int, int]]  # (kind, subject) -> (events, bytes) a request would add
+
+
 def check(
     conn: Connection, quotas: tuple[Quota, ...], wanted: dict[tuple[str, str], tuple[int, int]], now: float
-) -> None:
+) -> dict[Key, tuple[int, int]]:
     """Raise QuotaExceeded for the first quota `wanted` would pass (a request too large for any
-    period first, then the one whose period ends last)."""
+    period first, then the one whose period ends last); else what each subject's window holds."""
     relevant = [(q, subject, asked) for (kind, subject), asked in wanted.items() for q in quotas if q.kind == kind]
     if not relevant:
-        return
+        return {}
     for q, _, (events, size) in relevant:
         asked = events if q.measure == "events" else size
         if asked > q.amount:
@@ -169,6 +174,54 @@ def check(
             passed.append(QuotaExceeded(q, have, asked, max(1, int(q.window(now) + q.seconds - now + 0.999))))
     if passed:
         raise max(passed, key=lambda e: e.retry_after)
+    return {key: used.get(key, (0, 0)) for key in keys}
+
+
+READ_EVERY = 2.0  # seconds a process trusts what it last read of a subject
+
+
+class Seen:
+    """What this process last read of each subject's window, and what it let through since. A
+    request that, by that count, leaves every quota it meets under half needs no read: the common
+    case, a learner far from a quota, costs nothing. Near a quota (past half), or READ_EVERY after
+    the last read, every request reads. So between two reads a process lets through at most half a
+    quota: two processes cannot pass one together, more can by half a quota each."""
+
+    def __init__(self) -> None:
+        self._known: dict[Key, list[float]] = {}  # key -> [read_at, events, bytes, events since, bytes since]
+        self._lock = threading.Lock()
+
+    def clear(self, quotas: tuple[Quota, ...], wanted: Wanted, now: float) -> bool:
+        """Whether `wanted` stays under half of every quota by what this process knows: no read needed."""
+        with self._lock:
+            for (kind, subject), (events, size) in wanted.items():
+                for q in (q for q in quotas if q.kind == kind):
+                    entry = self._known.get((subject, q.seconds, q.window(now)))
+                    if entry is None or now - entry[0] > READ_EVERY:
+                        return False
+                    have = entry[1] + entry[3] + events if q.measure == "events" else entry[2] + entry[4] + size
+                    if have > q.amount / 2:
+                        return False
+        return True
+
+    def remember(self, read: dict[Key, tuple[int, int]], now: float) -> None:
+        with self._lock:
+            if len(self._known) > 100_000:  # windows end: forget them all rather than grow
+                self._known.clear()
+            for key, (events, size) in read.items():
+                self._known[key] = [now, events, size, 0, 0]
+
+    def let_through(
+        self, quotas: tuple[Quota, ...], wanted: dict[tuple[str, str], tuple[int, int]], now: float
+    ) -> None:
+        """Count what was just let through (as if all new) until the next read."""
+        with self._lock:
+            for (kind, subject), (events, size) in wanted.items():
+                for seconds in {q.seconds for q in quotas if q.kind == kind}:
+                    entry = self._known.get((subject, seconds, int(now // seconds) * seconds))
+                    if entry is not None:
+                        entry[3] += events
+                        entry[4] += size
 
 
 def _read(conn: Connection, keys: list[tuple[str, int, int]]) -> dict[tuple[str, int, int], tuple[int, int]]:

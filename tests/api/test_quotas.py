@@ -209,3 +209,26 @@ def test_a_quota_that_does_not_read_as_amount_per_period_stops_the_start(value):
 
 def test_an_empty_quota_is_off():
     assert [q.name for q in quotas.configured(Settings.load({"quota_learner_events": ""}))].count("learner events") == 0
+
+
+def test_a_learner_far_from_a_quota_costs_no_read_and_one_near_it_reads_every_time(quota_app, monkeypatch):
+    """The check reads what a subject used unless this process knows it is under half of every
+    quota (and read it in the last READ_EVERY seconds): the common write costs no extra query,
+    and near a quota every write reads, so the refusal stays exact."""
+    app = quota_app(learner_events="20/day")
+    client, headers = app.test_client(), key_for(app)
+    reads = []
+    real = quotas.check
+    monkeypatch.setattr(quotas, "check", lambda *a, **k: reads.append(1) or real(*a, **k))
+    statuses = [client.post(EVENTS, json=event("ada"), headers=headers).status_code for _ in range(22)]
+    assert statuses == [201] * 20 + [429, 429]  # exact, whatever was skipped
+    assert 10 <= len(reads) < 22  # the first read, none while under half, then every time past it
+    clock = [dt.datetime.now(dt.UTC).timestamp()]
+    monkeypatch.setattr("service.api.storage.time.time", lambda: clock[0])
+    reads.clear()
+    client.post(EVENTS, json=event("bea"), headers=headers)
+    client.post(EVENTS, json=event("bea"), headers=headers)
+    assert len(reads) == 1  # known far from the quota: the second write reads nothing
+    clock[0] += quotas.READ_EVERY + 1
+    client.post(EVENTS, json=event("bea"), headers=headers)
+    assert len(reads) == 2  # trusted for READ_EVERY seconds only
