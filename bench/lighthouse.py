@@ -34,6 +34,8 @@ PAGES = {
     "workbench": "/explorables/multi-head-attention",
     "four heads": "/figures/four-heads",
     "trained heads": "/explorables/trained-heads",
+    "kv cache": "/explorables/kv-cache",
+    "case study lesson": "/lessons/kv-cache-and-latent-attention",
     "dashboard": "/dashboard",
     "API reference": "/api/docs",
 }

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 from markdown_it import MarkdownIt
+from markdown_it.common.utils import escapeHtml
 from mdit_py_plugins.container import container_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 
@@ -51,7 +52,18 @@ def markdown_renderer() -> MarkdownIt:
     for name in DIRECTIVES:
         md.use(container_plugin, name=name, validate=_validator(name), render=_renderer(name))
     md.enable("table")
+    md.add_render_rule("text", _text_with_subscripts)
     return md
+
+
+# One notation for subscripts (docs/conventions.md), as the workbench draws them: a matrix's index
+# is a subscript in prose (W_O -> W<sub>O</sub>, Q_h -> Q<sub>h</sub>); code spans and names such as
+# d_model are left as written.
+_INDEXED = re.compile(r"\b([WQKVOSA])_([QKVO]|h|\d+)\b")
+
+
+def _text_with_subscripts(self, tokens, idx, options, env) -> str:
+    return _INDEXED.sub(r"\1<sub>\2</sub>", escapeHtml(tokens[idx].content))
 
 
 def _renderer(name: str):

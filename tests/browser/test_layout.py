@@ -187,3 +187,115 @@ def test_in_the_lesson_no_two_stage_panels_overlap(page, live, size):
     assert len(boxes) == 18  # X, the projections, six per head, concat, W_O, Y and X + Y
     assert overlapping(boxes) == []
     assert overflow(inner) == 0 and overflow(page) == 0
+
+
+WIRE_ENDS = {  # a wire's end name -> the element it must touch
+    "x": ".stream-x",
+    "projections": "[data-part=projections]",
+    "concat": '[data-stage="concat"]',
+    "wo": '[data-stage="wo"]',
+    "output": '[data-stage="output"]',
+    "plus": ".plus",
+}
+PER_LANE = {"lane": ".lane[data-head='{h}']", "qkv": ".lane[data-head='{h}'] .qkv-group"}
+
+
+def wires(page):
+    """Every drawn wire: its from and to names and how far each end lies from the box it names (px)."""
+    return page.evaluate(
+        """([ends, perLane]) => {
+          const body = document.querySelector('.diagram-body'), origin = body.getBoundingClientRect();
+          const find = (name) => {
+            const [what, h] = name.split(':');
+            if (h === undefined) return document.querySelector(ends[what]);
+            if (perLane[what]) return document.querySelector(perLane[what].replace('{h}', h));
+            return document.querySelector(`[data-stage="${what}"][data-head="${h}"]`);
+          };
+          const gap = (point, node) => {
+            const r = node.getBoundingClientRect();
+            const x = point.x + origin.left, y = point.y + origin.top;
+            return Math.hypot(Math.max(r.left - x, 0, x - r.right), Math.max(r.top - y, 0, y - r.bottom));
+          };
+          return [...document.querySelectorAll('svg.wires path.wire')].map((p) => {
+            const from = find(p.dataset.from), to = find(p.dataset.to);
+            return { from: p.dataset.from, to: p.dataset.to,
+              start: from ? gap(p.getPointAtLength(0), from) : null,
+              end: to ? gap(p.getPointAtLength(p.getTotalLength()), to) : null };
+          });
+        }""",
+        [WIRE_ENDS, PER_LANE],
+    )
+
+
+def test_at_1280_the_block_is_one_wired_drawing_with_the_stream_and_both_heads_on_screen(page, live):
+    page.set_viewport_size({"width": 1280, "height": 800})
+    open_page(page, live, "/explorables/multi-head-attention")
+    drawn = wires(page)
+    expected = {("x", "projections"), ("concat", "wo"), ("wo", "output"), ("output", "plus")}
+    for h in (0, 1):
+        expected |= {("projections", f"lane:{h}"), (f"qkv:{h}", f"scores:{h}"), (f"scores:{h}", f"weights:{h}")}
+        expected |= {(f"weights:{h}", f"head-output:{h}"), (f"head-output:{h}", "concat")}
+    assert {(w["from"], w["to"]) for w in drawn} == expected
+    for w in drawn:  # each wire leaves the box it comes from and arrives at the one it feeds
+        assert w["start"] is not None and w["start"] <= 12, w
+        assert w["end"] is not None and w["end"] <= 6, w
+    assert page.evaluate("window.scrollY") == 0
+    for selector in (".stream", ".plus", ".stream-x", "#heatmap-0", "#heatmap-1"):
+        box = page.locator(selector).bounding_box()
+        assert box["y"] >= 0 and box["y"] + box["height"] <= 800, (selector, box)
+
+
+def test_on_a_phone_the_block_reads_in_the_datas_order_down_the_page(page, live):
+    page.set_viewport_size({"width": 390, "height": 844})
+    open_page(page, live, "/explorables/multi-head-attention")
+    assert wires(page) == []  # the arrows in the text join the stages; no wire crosses a phone's column
+
+    def box(selector):
+        return page.locator(selector).first.bounding_box()
+
+    projections, lanes = box("[data-part=projections]"), [box(f".lane[data-head='{h}']") for h in (0, 1)]
+    concat, wo, output = box('[data-stage="concat"]'), box('[data-stage="wo"]'), box('[data-stage="output"]')
+    plus, residual = box(".plus"), box('[data-stage="residual"]')
+    assert projections["y"] + projections["height"] <= min(lane["y"] for lane in lanes)
+    assert max(lane["y"] + lane["height"] for lane in lanes) <= concat["y"]
+    # concat, W_O, Y: one row left to right, or each below the one before
+    for a, b in ((concat, wo), (wo, output)):
+        assert b["y"] >= a["y"] + a["height"] or (abs(b["y"] - a["y"]) < 40 and b["x"] >= a["x"] + a["width"]), (a, b)
+    assert output["y"] + output["height"] <= plus["y"] and plus["x"] < residual["x"]
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_a_change_mark_never_covers_a_digit(page, live, size):
+    page.set_viewport_size(dict(zip(("width", "height"), SIZES[size], strict=True)))
+    open_page(page, live, "/explorables/multi-head-attention")
+    before = int(page.evaluate("performance.getEntriesByName('workbench-render').length"))
+    page.get_by_label("Token 2 dimension 3", exact=True).fill("2.5")
+    wait_until(page, f"performance.getEntriesByName('workbench-render').length > {before}")
+    covered = page.evaluate(
+        """() => [...document.querySelectorAll('.heatmap td.cell .mark')].map((mark) => {
+          const cell = mark.closest('td'), text = cell.querySelector('.cell-pick').firstChild;
+          const range = document.createRange(); range.selectNodeContents(text);
+          const digits = range.getBoundingClientRect(), m = mark.getBoundingClientRect();
+          const across = Math.min(digits.right, m.right) - Math.max(digits.left, m.left);
+          const down = Math.min(digits.bottom, m.bottom) - Math.max(digits.top, m.top);
+          return {value: text.textContent, overlap: across > 0.5 && down > 0.5};
+        })"""
+    )
+    assert len(covered) >= 3  # head 2's changed weights are marked
+    assert [c for c in covered if c["overlap"]] == []
+
+
+@pytest.mark.parametrize("lang", ["en", "es", "zh-CN"])
+@pytest.mark.parametrize("width", [1280, 390, 320])
+def test_no_menu_of_the_workbench_clips_its_longest_choice(page, live, lang, width):
+    page.set_viewport_size({"width": width, "height": 800})
+    open_page(page, live, f"/explorables/multi-head-attention?lang={lang}")
+    clipped = page.evaluate(
+        """() => { const c = document.createElement('canvas').getContext('2d');
+          return [...document.querySelectorAll('select')].flatMap((s) => { c.font = getComputedStyle(s).font;
+            const wide = (text) => c.measureText(text).width;
+            const longest = [...s.options].reduce((a, o) => (wide(o.text) > wide(a) ? o.text : a), '');
+            // a select that shows its longest choice whole is at least that wide plus its arrow (about 20 px)
+            return s.clientWidth - c.measureText(longest).width < 16 ? [[s.id, longest, s.clientWidth]] : []; }); }"""
+    )
+    assert clipped == []

@@ -210,3 +210,55 @@ def test_the_model_picker_switches_models_and_the_url_keeps_the_choice(page, liv
     assert page.locator("#unit-title").inner_text() == "Word pieces"
     page.get_by_label("Model", exact=True).select_option("bytes-2l-attn")
     wait_until(page, "document.querySelectorAll('figure.th-head').length === 8")
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_heatmaps_of_a_row_align_whatever_their_titles_length(page, live, width):
+    page.set_viewport_size({"width": width, "height": 900})
+    open_page(page, live, "/explorables/trained-heads")
+    tops = page.eval_on_selector_all(
+        "figure.th-head:not(.open)",
+        "els => els.map(f => [Math.round(f.getBoundingClientRect().top),"
+        " f.querySelector('canvas').getBoundingClientRect().top])",
+    )
+    rows: dict[int, list[float]] = {}
+    for figure_top, canvas_top in tops:
+        rows.setdefault(figure_top, []).append(canvas_top)
+    assert any(len(canvases) > 1 for canvases in rows.values())  # heads side by side
+    for canvases in rows.values():
+        assert max(canvases) - min(canvases) < 1, canvases
+
+
+def test_every_heads_lines_in_the_head_view_stay_visible_and_apart(page, live):
+    open_page(page, live, "/explorables/trained-heads")
+    page.locator("#tokens button.th-token").nth(20).click()
+    wait_until(page, "document.querySelector('.th-token[aria-pressed=true]')?.dataset.index === '20'")
+    lines = page.eval_on_selector_all(
+        "#lines line",
+        "els => els.map(l => [Number(l.dataset.head), Number(l.dataset.key), Number(l.getAttribute('stroke-opacity')),"
+        " Number(l.getAttribute('y2'))])",
+    )
+    assert {head for head, *_ in lines} == set(range(4))  # every head of the layer draws
+    assert min(opacity for *_, opacity, _ in lines) >= 0.3
+    ends = {}
+    for _head, key, _, y2 in lines:
+        ends.setdefault(key, set()).add(y2)
+    for key, ys in ends.items():  # heads that agree on a key end side by side, not on top of each other
+        assert len(ys) == len([1 for _, k, _, _ in lines if k == key]), key
+
+
+def test_an_ablation_that_takes_a_moment_says_it_is_measuring(page, live):
+    open_page(page, live, "/explorables/trained-heads")
+
+    def slowly(route):  # a cold ablation: the server measures every head's scores again
+        if '"ablate": [{' in (route.request.post_data or "").replace('"ablate":[{', '"ablate": [{'):
+            page.wait_for_timeout(1200)
+        route.continue_()
+
+    page.route("**/api/v1/models/*/attention", slowly)
+    page.get_by_label("Switch off Layer 1 head 1", exact=True).check()
+    page.wait_for_selector("main[aria-busy=true]", timeout=3000)
+    assert "Measuring every head's scores again" in page.locator("#status").inner_text()
+    page.wait_for_selector("main[aria-busy=false]", timeout=10000)
+    assert page.locator("#status").inner_text() == ""
+    assert page.locator("figure.th-head.off").count() == 1

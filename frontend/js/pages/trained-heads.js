@@ -177,9 +177,13 @@ function drawLines() {
     picture.append(node("text", { x: 60, y: j * row + 14, "text-anchor": "end", "font-weight": j === i ? 700 : 400 }, token.text));
     picture.append(node("text", { x: 260, y: j * row + 14 }, token.text));
   });
+  // Each head's lines are offset a little from the others' (heads that agree lie side by side, not
+  // on top of each other) and never fainter than 0.3, so every head stays readable; the width says the weight.
   layer.heads.forEach((head) => head.weights[i].forEach((w, j) => {
-    if (w > 0.02) picture.append(node("line", { x1: 66, y1: i * row + 10, x2: 254, y2: j * row + 10, "data-head": head.index,
-      "data-key": j, stroke: colour(head), "stroke-opacity": w.toFixed(2), "stroke-width": 2 }));
+    const offset = (head.index - (layer.heads.length - 1) / 2) * 2.5;
+    if (w > 0.02) picture.append(node("line", { x1: 66, y1: i * row + 10 + offset, x2: 254, y2: j * row + 10 + offset, "data-head": head.index,
+      "data-key": j, "data-weight": w.toFixed(3), stroke: colour(head), "stroke-opacity": (0.3 + 0.7 * w).toFixed(2),
+      "stroke-width": (1 + 2.5 * w).toFixed(2) }));
   }));
   $("lines").replaceChildren(el("p", { class: "th-key" }, ...layer.heads.map((h) => {
     const key = el("span", { text: "━ " + t("head {head}", { head: h.index + 1 }) + " " });

@@ -11,12 +11,13 @@ import { consistent, D_MODEL, defaults, fromHash, remember, requestBody, save } 
 import { announce, announcer } from "../views/announce.js";
 import { checklist } from "../views/checklist.js";
 import { diagram } from "../views/diagram.js";
-import { drawn, el } from "../views/dom.js";
+import { drawn, el, math } from "../views/dom.js";
 import { legend } from "../views/legend.js";
 import { replay } from "../views/replay.js";
 import { notATest, savedTests, savedTestsView } from "../views/saved-test.js";
 import { close } from "../views/stage.js";
 import { markOwners, tokenEditor } from "../views/token-editor.js";
+import { connect } from "../views/wires.js";
 import { t } from "../i18n.js";
 
 const INSTANCE = "multi-head-workbench";
@@ -119,13 +120,14 @@ function draw(response, comparison) {
   last = { response, comparison };
   const v = view(response, comparison);
   $("diagram").replaceChildren(diagram(v));
+  connect($("diagram").firstElementChild);
   const { n, d_model: dm, heads, d_head: d } = response.shape;
   $("diagram-shape").textContent = `n = ${n}, d_model = ${dm}, H = ${heads}, d_head = ${d}`;
   markOwners($("tokens").querySelector("table"), ownersOfCoordinates(response));
   $("replay-area").replaceChildren(state.cell ? replay({ response, cell: state.cell, causal: state.causal, wo: v.wo,
     tokens: state.tokens, at: replayAt, onStep: (k) => { replayAt = k; redraw(); focusReplay(); },
     onClose: () => { state.cell = null; save(state); redraw(); } }) : "");
-  $("status").textContent = statusLine(response, comparison, v.yoursDivergence);
+  $("status").replaceChildren(...math(statusLine(response, comparison, v.yoursDivergence)));
   $("identity-note").textContent = state.qkv === "learned"
     ? t("Learned-looking projections: every head reads a mix of all four coordinates, as in a trained model.")
     : t("Identity projections: {heads}; a trained model's learned projections mix all coordinates before the split.",
@@ -219,8 +221,8 @@ function drawControls() {
   $("compare").value = state.compare;
   $("heads").value = String(state.heads);
   $("kv").replaceChildren(...[1, 2, 4].filter((k) => state.heads % k === 0).map((k) => el("option", { value: String(k),
-    text: k === state.heads ? t("{count} (one per head)", { count: k }) : k === 1 ? t("1 (multi-query: all heads share it)")
-      : t("{count} (grouped: {share} heads share each)", { count: k, share: state.heads / k }) })));
+    text: k === state.heads ? t("{count} (one per head)", { count: k }) : k === 1 ? t("1 (multi-query)")
+      : t("{count} (grouped-query)", { count: k }) })));
   $("kv").value = String(state.kv);
   $("rope").value = state.rope;
   $("rope").disabled = state.heads === 4;
@@ -231,6 +233,9 @@ function drawControls() {
   $("open-all").setAttribute("aria-pressed", String(everyStage().every((k) => open.has(k))));
   $("controls-note").textContent = [
     state.heads === 4 ? t("RoPE needs an even d_head: with 4 heads d_head is 1.") : "",
+    state.rope === "half" ? t("Half: each coordinate pairs with the one d_head/2 after it (rotate half).") : "",
+    state.rope === "interleaved" ? t("Interleaved: adjacent coordinates pair up (1 with 2, 3 with 4).") : "",
+    state.kv < state.heads ? t("{count} heads share each K/V head: each lane says whose keys and values it reads.", { count: state.heads / state.kv }) : "",
     state.rope && state.heads === 2 ? t("With d_head 2 each head has one pair, rotated by position × 1 radian whatever the base: choose 1 head to see the base and the two pairings differ.") : "",
   ].filter(Boolean).join(" ");
 }
@@ -310,6 +315,8 @@ function on(id, parameter, change) {
 function init() {
   menuFilled = fillComparisons($("compare")).catch(() => null); // offline: the comparison waits for the server anyway
   $("legend").replaceChildren(legend({ signed: true }));
+  // The wires follow the boxes: a new width (a turned phone, a resized window) redraws them.
+  new ResizeObserver(() => $("diagram").firstElementChild && connect($("diagram").firstElementChild)).observe($("diagram"));
   $("causal").addEventListener("change", (e) => update((s) => { s.causal = e.target.checked; }, "causal", { value: e.target.checked }));
   $("reuse").addEventListener("change", (e) => {
     update((s) => { s.reuse = e.target.checked; if (s.reuse) s.compare = ""; }, "reuse_first_slice", { value: e.target.checked });

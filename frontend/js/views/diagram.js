@@ -3,7 +3,7 @@
 // scores ÷ √d_head, the mask, the softmax, the weights mixing V, its output), the concatenation
 // in stable head order, W_O, and the ⊕ back into the stream. Every number is the API's.
 
-import { el } from "./dom.js";
+import { el, math } from "./dom.js";
 import { glyph } from "./glyph.js";
 import { heatmap } from "./heatmap.js";
 import { changes } from "./marks.js";
@@ -11,8 +11,7 @@ import { differs, shapeLabel, stage, VARIANT_NAMES } from "./stage.js";
 import { svg } from "./svg.js";
 import { locale, t, tn } from "../i18n.js";
 
-const SUB = "₀₁₂₃₄₅₆₇₈₉";
-const sub = (n) => String(n).split("").map((c) => SUB[c]).join("");
+const sub = (n) => `_${n}`; // O_1: drawn as O<sub>1</sub> by math() (one notation for subscripts)
 const dims = (list) => list.map((f) => `f${f + 1}`);
 const masks = (head) => head.masked_scores.map((row) => row.map((v) => v === null));
 const perHead = new Set(["q", "k", "v", "scores", "weights", "head-output"]);
@@ -67,7 +66,7 @@ const PER_HEAD = new Set(["q", "k", "v", "scores", "weights", "head-output"]);
 
 // wide: shown only where a lane runs in one row (on a phone the weights take a row of their own).
 function arrow(label, wide = false) {
-  return el("span", { class: `flow-arrow${wide ? " wide" : ""}`, "aria-hidden": "true" }, el("span", { class: "flow-label", text: label || "" }));
+  return el("span", { class: `flow-arrow${wide ? " wide" : ""}`, "aria-hidden": "true" }, el("span", { class: "flow-label" }, math(label || "")));
 }
 
 function lane(view, head) {
@@ -82,7 +81,7 @@ function lane(view, head) {
   const kvFeatures = head.feature_indices.map((f, c) => (state.reuse ? f : head.kv_head * d + c));
   const shapeHead = `[n][d_head] = [${n}][${d}]`;
   const before = (part, letter) => (head[part] ? el("div", { class: "before-rope", dataset: { part } },
-    el("p", { class: "note", text: t("{matrix} before RoPE; the table below is after the rotation.", { matrix: `${letter}${sub(h + 1)}` }) }),
+    el("p", { class: "note" }, math(t("{matrix} before RoPE; the table below is after the rotation.", { matrix: `${letter}${sub(h + 1)}` }))),
     glyph({ rows: head[part] })) : null);
   const qkv = el("div", { class: "qkv-group" }, el("div", { class: "qkv" },
     common("q", ["Q", el("sub", { text: h + 1 }), rope && el("span", { class: "rope-mark", text: "↻" })], "", head.query,
@@ -157,18 +156,18 @@ function projectionsBlock(view) {
     el("button", { type: "button", class: "stage-open", "aria-expanded": open ? "true" : "false", "aria-controls": "numbers-projections",
       onclick: () => view.onToggle("projections") },
     el("span", { class: "glyphs" }, matrices.map(([, m]) => glyph({ rows: m, cell: 7 }))),
-    el("span", { class: "stage-label" }, el("span", { class: "stage-title", text: "W_Q, W_K, W_V" }),
+    el("span", { class: "stage-label" }, el("span", { class: "stage-title" }, math("W_Q, W_K, W_V")),
       el("span", { class: "shape", text: learned ? t("learned-looking: every feature mixes every coordinate") : t("identity: Q = K = V = X") }),
       el("span", { class: "visually-hidden", text: open ? t(": hide the matrices") : t(": show the matrices") }))),
     el("div", { class: "stage-numbers", id: "numbers-projections", hidden: !open },
-      matrices.map(([label, m]) => el("table", {}, el("caption", { text: t("{matrix} (row: input coordinate)", { matrix: `${label} [d_model][${label === "W_Q" ? "d_model" : "kv·d_head"}]` }) }),
+      matrices.map(([label, m]) => el("table", {}, el("caption", {}, math(t("{matrix} (row: input coordinate)", { matrix: `${label} [d_model][${label === "W_Q" ? "d_model" : "kv·d_head"}]` }))),
         matrixRows(m, owners(label))))),
-    el("p", { class: "block-note" }, [
+    el("p", { class: "block-note" }, math([
       tn("Q = X W_Q: [n][d_model] = [{n}][{dm}]; split into {count} head: [n][H][d_head] = [{n}][{count}][{d}]",
         "Q = X W_Q: [n][d_model] = [{n}][{dm}]; split into {count} heads: [n][H][d_head] = [{n}][{count}][{d}]", heads, { n, dm, d }),
       kv < heads ? tn("K and V into {count} K/V head (grouped-query)", "K and V into {count} K/V heads (grouped-query)", kv) : "",
       state.rope ? t("RoPE rotates each head's Q and K pairs by position ({kind}, base {base})", { kind: state.rope, base: state.base }) : "",
-    ].filter(Boolean).join("; ") + "."));
+    ].filter(Boolean).join("; ") + ".")));
 }
 
 function matrixRows(m, owners) {
@@ -214,14 +213,14 @@ function backbone(view) {
   return [
     el("div", { class: "descend", "aria-hidden": "true" }, el("span", { class: "up-arrow", text: t("↑ X enters the branch") }),
       el("span", { class: "down-arrow", text: t("Y is added back ↓") })),
-    el("div", { class: "stream" },
+    el("div", { class: "stream-row" }, el("div", { class: "stream" },
       el("a", { class: "stream-x", href: "#tokens-title", "aria-label": t("X, the residual stream: the tokens you edit") },
         glyph({ rows: state.tokens, cell: 8 }), el("span", { class: "stage-title", text: "X" })),
       el("span", { class: "stream-line", "aria-hidden": "true" }),
       el("span", { class: "shape", text: t("residual stream") }),
       el("span", { class: "stream-line", "aria-hidden": "true" }), plus(),
       el("span", { class: "stream-line short", "aria-hidden": "true" })),
-    el("div", { class: "residual" }, residual),
+    el("div", { class: "residual" }, residual)),
   ];
 }
 

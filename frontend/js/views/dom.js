@@ -26,3 +26,17 @@ export const fmt = (x, digits = 2) => number(x, digits);
 export function drawn() {
   document.querySelector("main")?.setAttribute("aria-busy", "false");
 }
+
+// One notation for subscripts (docs/conventions.md): a matrix's index is a subscript, W_O -> W<sub>O</sub>,
+// Q_1 -> Q<sub>1</sub>, in words and titles alike; names such as d_model stay as the API spells them.
+const INDEXED = /\b([WQKVOSA])_([QKVO]|h|\d+)\b/g;
+export function math(text) {
+  const parts = [];
+  let at = 0;
+  for (const found of String(text).matchAll(INDEXED)) {
+    parts.push(text.slice(at, found.index), found[1], el("sub", { text: found[2] }));
+    at = found.index + found[0].length;
+  }
+  parts.push(String(text).slice(at));
+  return parts.filter((part) => part !== "");
+}

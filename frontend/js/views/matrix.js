@@ -1,7 +1,7 @@
 // A matrix of numbers as a labelled table (1-based labels); every cell carries data-row,
 // data-col (0-based) and data-value (unrounded), the contract browser tests and hosts read.
 
-import { el, fmt } from "./dom.js";
+import { el, fmt, math } from "./dom.js";
 import { markCell } from "./marks.js";
 import { t } from "../i18n.js";
 
@@ -13,9 +13,9 @@ export function matrix({
   const cols = colLabels || rows[0].map((_, j) => t("dim {dim}", { dim: j + 1 }));
   const owner = (i, j) => (owners ? owners[byRow ? i : j] : undefined);
   return el("table", { class: `matrix ${className}`.trim() },
-    el("caption", { text: caption }),
+    el("caption", {}, math(caption)),
     el("thead", {}, el("tr", {}, el("th", { scope: "col" }, el("span", { class: "visually-hidden", text: t("row") })),
-      ...cols.map((c, j) => el("th", { scope: "col", text: c, dataset: byRow || owner(0, j) === undefined ? {} : { owner: owner(0, j) } })))),
+      ...cols.map((c, j) => el("th", { scope: "col", dataset: byRow || owner(0, j) === undefined ? {} : { owner: owner(0, j) } }, math(c))))),
     el("tbody", {}, rows.map((row, i) => el("tr", {},
       el("th", { scope: "row", text: rowLabel(i), dataset: byRow && owner(i, 0) !== undefined ? { owner: owner(i, 0) } : {} }),
       ...row.map((v, j) => {

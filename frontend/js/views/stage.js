@@ -3,7 +3,7 @@
 // "broken": the compared failure mode; "yours": a learner's own code). The tables are in the DOM
 // at all times, shown when the stage is open (data-stage, data-head, [data-variant] cells).
 
-import { el } from "./dom.js";
+import { el, math } from "./dom.js";
 import { glyph } from "./glyph.js";
 import { matrix } from "./matrix.js";
 import { t } from "../i18n.js";
@@ -20,7 +20,7 @@ export function stage({ key, stage, head = null, title, shape, variants, open, o
   const button = el("button", { type: "button", class: "stage-open", "aria-expanded": open ? "true" : "false",
     "aria-controls": id, onclick: () => onToggle(key) },
   el("span", { class: "glyphs" }, glyphs),
-  el("span", { class: "stage-label" }, el("span", { class: "stage-title" }, title), shape ? shapeLabel(shape) : null,
+  el("span", { class: "stage-label" }, el("span", { class: "stage-title" }, typeof title === "string" ? math(title) : title), shape ? shapeLabel(shape) : null,
     el("span", { class: "visually-hidden", text: open ? t(": hide its numbers") : t(": show its numbers") })));
   const numbers = el("div", { class: "stage-numbers", id, hidden: !open },
     extra, variants.map((v) => el("div", { class: "variant", dataset: { variant: v.name } },

@@ -1,0 +1,90 @@
+// The diagram's connectors: SVG paths drawn over the attention block, from the residual stream into
+// W_Q/W_K/W_V, down a bus into each head's lane, through the lane, out of every head into the
+// concatenation, through W_O to Y and back into the stream at the ⊕. They are measured from the
+// laid-out boxes, so they follow whatever the numbers and the language make the boxes; where the
+// block is laid out for a phone (one column, data order down the page) the arrows in the text do
+// the joining and no wire is drawn. Decorative: every join is also said in words (aria-hidden).
+
+import { svg } from "./svg.js";
+
+const GAP = 3; // px between a wire's end and the box it enters
+
+// A box relative to the layer: {left, right, top, bottom, cx, cy}.
+function box(node, origin) {
+  const r = node.getBoundingClientRect();
+  const left = r.left - origin.left, top = r.top - origin.top;
+  return { left, top, right: left + r.width, bottom: top + r.height, cx: left + r.width / 2, cy: top + r.height / 2 };
+}
+
+// The vertical line a glyph (the stage's picture) sits on, so wires meet the drawn matrix, not a caption.
+function glyphBox(stageNode, origin) {
+  const glyph = stageNode.querySelector(".glyph, .heatmap") || stageNode;
+  return box(glyph, origin);
+}
+
+function path(d, from, to) {
+  return svg("path", { d, class: "wire", "marker-end": "url(#wire-head)", "data-from": from, "data-to": to });
+}
+
+// Every wire as [d, from, to], in the data's order.
+function routes(body, origin) {
+  const q = (sel, root = body) => root.querySelector(sel);
+  const branch = box(q(".branch"), origin);
+  const x = box(q(".stream-x"), origin), proj = box(q(".projections"), origin);
+  const gutter = branch.left - 9; // the stream's way up runs left of the block
+  const out = [[`M${x.cx},${x.top - GAP} V${x.top - 10} H${gutter} V${proj.cy} H${proj.left - GAP}`, "x", "projections"]];
+  const lanes = [...body.querySelectorAll(".lane")];
+  const busX = box(q(".lanes"), origin).left + 6; // inside the block, left of the lanes
+  const concatNode = q('[data-stage="concat"]');
+  const concat = glyphBox(concatNode, origin);
+  const intoConcat = concat.left - 12;
+  for (const laneNode of lanes) {
+    const h = laneNode.dataset.head;
+    // Q K V, then each stage after the arrow that names its operation (QKᵀ ÷ √d, softmax, A·V).
+    const steps = [q(".qkv-group", laneNode), ...["scores", "weights", "head-output"].map((s) => q(`[data-stage="${s}"]`, laneNode))];
+    const names = ["qkv", "scores", "weights", "head-output"];
+    const first = glyphBox(steps[0], origin);
+    out.push([`M${busX},${proj.bottom + GAP} V${first.cy} H${box(steps[0], origin).left - GAP}`, "projections", `lane:${h}`]);
+    for (let i = 1; i < steps.length; i++) {
+      const a = box(steps[i - 1], origin), b = box(steps[i], origin);
+      const label = steps[i].previousElementSibling;
+      const y = label ? box(label, origin).bottom - 8 : b.top + 12;
+      out.push([`M${a.right + GAP},${y} H${b.left - GAP}`, `${names[i - 1]}:${h}`, `${names[i]}:${h}`]);
+    }
+    const o = glyphBox(steps[3], origin), oStage = box(steps[3], origin);
+    out.push([`M${oStage.right + GAP},${o.cy} H${intoConcat} V${concat.cy} H${concat.left - GAP}`, `head-output:${h}`, "concat"]);
+  }
+  const wo = glyphBox(q('[data-stage="wo"]'), origin), y = glyphBox(q('[data-stage="output"]'), origin);
+  out.push([`M${concat.cx},${box(concatNode, origin).bottom + GAP} V${wo.top - GAP}`, "concat", "wo"]);
+  const woStage = box(q('[data-stage="wo"]'), origin);
+  out.push([`M${wo.cx},${woStage.bottom + GAP} V${y.top - GAP}`, "wo", "output"]);
+  const plus = box(q(".plus"), origin), yStage = box(q('[data-stage="output"]'), origin);
+  out.push([`M${y.cx},${yStage.bottom + GAP} V${plus.top - 12} H${plus.cx} V${plus.top - GAP}`, "output", "plus"]);
+  return out;
+}
+
+// Draws (or redraws) the wires of `body` (the .diagram-body) into its own layer, when it is laid
+// out as columns (the merge column beside the lanes); clears them otherwise.
+export function connect(body) {
+  let layer = body.querySelector(":scope > svg.wires");
+  const merge = body.querySelector(".merge-row");
+  const wide = merge && getComputedStyle(merge).flexDirection === "column";
+  body.classList.toggle("wired", Boolean(wide));
+  if (!wide) {
+    layer?.remove();
+    return;
+  }
+  if (!layer) {
+    layer = svg("svg", { class: "wires", "aria-hidden": "true", focusable: "false" });
+    body.prepend(layer);
+  }
+  const origin = body.getBoundingClientRect();
+  layer.setAttribute("viewBox", `0 0 ${origin.width} ${origin.height}`);
+  layer.setAttribute("width", origin.width);
+  layer.setAttribute("height", origin.height);
+  const head = svg("marker", { id: "wire-head", viewBox: "0 0 8 8", refX: 7, refY: 4, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" });
+  head.append(svg("path", { d: "M0,0 L8,4 L0,8 z", class: "wire-head" }));
+  const defs = svg("defs");
+  defs.append(head);
+  layer.replaceChildren(defs, ...routes(body, origin).map(([d, from, to]) => path(d, from, to)));
+}
