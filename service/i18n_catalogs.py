@@ -130,13 +130,15 @@ PAGE_SCRIPTS = ROOT / "frontend" / "js" / "pages"
 IMPORT = re.compile(r"""from\s*["'](\.{1,2}/[^"']+)["']|import\(\s*["'](\.{1,2}/[^"']+)["']""")
 
 
-def module_graph(module: Path, seen: set[Path] | None = None) -> set[Path]:
-    """`module` and every module it imports, statically or dynamically (relative paths)."""
+def module_graph(module: Path, seen: set[Path] | None = None, dynamic: bool = True) -> set[Path]:
+    """`module` and every module it imports, statically or (unless `dynamic` is false) dynamically
+    (relative paths)."""
     seen = set() if seen is None else seen
     if module not in seen:
         seen.add(module)
-        for static, dynamic in IMPORT.findall(module.read_text()):
-            module_graph((module.parent / (static or dynamic)).resolve(), seen)
+        for static, later in IMPORT.findall(module.read_text()):
+            if static or dynamic:
+                module_graph((module.parent / (static or later)).resolve(), seen, dynamic)
     return seen
 
 

@@ -1,7 +1,5 @@
-"""Load content/lessons/*.md: YAML front matter + markdown with `:::directive{attrs}` blocks.
-
-A malformed file raises LessonError naming the file and line; `create_app` lets it stop start-up.
-"""
+"""Load content/lessons/*.md: YAML front matter + markdown with `:::directive{attrs}` blocks; a
+malformed file raises LessonError naming the file and line (`create_app` lets it stop start-up)."""
 
 from __future__ import annotations
 
@@ -14,13 +12,13 @@ from typing import Any
 
 import yaml
 from markdown_it import MarkdownIt
-from markdown_it.common.utils import escapeHtml
 from mdit_py_plugins.container import container_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 
 from ..compute.failure_modes import REGISTRY
 from ..i18n import DEFAULT, LOCALES, translate
 from .model import COMPLETIONS, REQUIREMENTS, Block, Checkpoint, Lesson
+from .notation import text_with_subscripts
 
 # directive -> (required attributes, optional attributes)
 DIRECTIVES: dict[str, tuple[set[str], set[str]]] = {
@@ -52,18 +50,8 @@ def markdown_renderer() -> MarkdownIt:
     for name in DIRECTIVES:
         md.use(container_plugin, name=name, validate=_validator(name), render=_renderer(name))
     md.enable("table")
-    md.add_render_rule("text", _text_with_subscripts)
+    md.add_render_rule("text", text_with_subscripts)
     return md
-
-
-# One notation for subscripts (docs/conventions.md), as the workbench draws them: a matrix's index
-# is a subscript in prose (W_O -> W<sub>O</sub>, Q_h -> Q<sub>h</sub>); code spans and names such as
-# d_model are left as written.
-_INDEXED = re.compile(r"\b([WQKVOSA])_([QKVO]|h|\d+)\b")
-
-
-def _text_with_subscripts(self, tokens, idx, options, env) -> str:
-    return _INDEXED.sub(r"\1<sub>\2</sub>", escapeHtml(tokens[idx].content))
 
 
 def _renderer(name: str):

@@ -171,3 +171,12 @@ def demo_cohort(live, learners: int, seed: int, platform: str, *scope_sets: str)
             tokens.append(key.token)
     db.dispose()
     return tokens
+
+
+def embedded_workbench(page):
+    """The lesson's embedded workbench, scrolled to so that it loads (the lesson loads it lazily,
+    as the learner nears it) and drawn: its frame locator."""
+    page.locator("#workbench-frame").scroll_into_view_if_needed()
+    frame = page.frame_locator("#workbench-frame")
+    frame.locator("main[aria-busy=false]").wait_for()
+    return frame

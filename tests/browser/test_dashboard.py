@@ -259,3 +259,5 @@ def test_the_first_screen_names_the_platform_and_says_when_it_has_no_learners_ye
     page.get_by_role("button", name="Show analytics").click()
     expect(page.locator("#platform")).to_have_text("Platform: busy-school")
     assert page.locator("#no-learners").count() == 0
+    # nothing where the line was: the platform's name, then the privacy note (once, a stray "null")
+    assert page.locator("#platform").evaluate("(p) => p.nextSibling.nodeName") == "DETAILS"

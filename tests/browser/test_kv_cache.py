@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import requests
 
-from .conftest import completed, open_page, wait_for_checkpoint, wait_until
+from .conftest import completed, embedded_workbench, open_page, wait_for_checkpoint, wait_until
 from .test_layout import SIZES, overflow
 
 PATH = "/explorables/kv-cache"
@@ -141,8 +141,7 @@ def test_a_new_learner_completes_the_case_study(page, live, locale, size):
     page.get_by_label(prediction).fill("128 KiB a token, 1 GiB for 8,192 tokens, 4 GiB as MHA.")
     page.get_by_role("button", name=record).click()
     wait_for_checkpoint(page, "predict")
-    frame = page.frame_locator("#workbench-frame")
-    frame.locator("main[aria-busy=false]").wait_for()
+    frame = embedded_workbench(page)
     frame.locator("#step").click()  # step the decode
     frame.locator("#kind").select_option(label=KINDS[locale])  # switch to MLA
     frame.locator("#model").select_option("llama-3-8b")  # a released model

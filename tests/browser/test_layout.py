@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import demo_cohort, open_page, wait_until
+from .conftest import demo_cohort, embedded_workbench, open_page, wait_until
 
 PAGES = {
     "index": "/",
@@ -84,8 +84,7 @@ def test_no_sideways_scrolling_no_overlap_and_a_screenshot(page, live, shots, an
     assert overflow(page) == 0, f"{PAGES[name]} scrolls sideways by {overflow(page)} px at {width} px"
     assert not overlapping(heatmap_boxes(page))
     if name == "lesson":
-        frame = page.frame_locator("#workbench-frame")
-        frame.locator("main[aria-busy=false]").wait_for()
+        embedded_workbench(page)
         assert overflow(page.frame("workbench")) == 0
     path = shots / f"{name}-{size}.png"
     page.screenshot(path=str(path), full_page=name not in ("lesson", "api-docs", "api-console"))
@@ -112,8 +111,7 @@ def test_in_the_lesson_the_edited_input_and_both_heads_share_the_screen(page, li
     open_page(page, live, "/lessons/multi-head-attention")
     frame_element = page.locator("#workbench-frame")
     frame_element.scroll_into_view_if_needed()
-    frame = page.frame_locator("#workbench-frame")
-    frame.locator("main[aria-busy=false]").wait_for()
+    frame = embedded_workbench(page)
     inner = page.frame("workbench")
     before = int(inner.evaluate("performance.getEntriesByName('workbench-render').length"))
     frame.get_by_label("Token 2 dimension 3", exact=True).fill("2.5")
@@ -179,7 +177,7 @@ def stage_boxes(target):
 def test_in_the_lesson_no_two_stage_panels_overlap(page, live, size):
     page.set_viewport_size(dict(zip(("width", "height"), SIZES[size], strict=True)))
     open_page(page, live, "/lessons/multi-head-attention")
-    page.frame_locator("#workbench-frame").locator("main[aria-busy=false]").wait_for()
+    embedded_workbench(page)
     inner = page.frame("workbench")
     inner.get_by_role("button", name="Show every number").click()
     wait_until(inner, "document.querySelectorAll('.stage.open').length > 10")
@@ -230,6 +228,7 @@ def wires(page):
 def test_at_1280_the_block_is_one_wired_drawing_with_the_stream_and_both_heads_on_screen(page, live):
     page.set_viewport_size({"width": 1280, "height": 800})
     open_page(page, live, "/explorables/multi-head-attention")
+    wait_until(page, "document.querySelectorAll('svg.wires path.wire').length > 0")  # drawn in the next frame
     drawn = wires(page)
     expected = {("x", "projections"), ("concat", "wo"), ("wo", "output"), ("output", "plus")}
     for h in (0, 1):
@@ -248,6 +247,7 @@ def test_at_1280_the_block_is_one_wired_drawing_with_the_stream_and_both_heads_o
 def test_on_a_phone_the_block_reads_in_the_datas_order_down_the_page(page, live):
     page.set_viewport_size({"width": 390, "height": 844})
     open_page(page, live, "/explorables/multi-head-attention")
+    page.evaluate("new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")  # wired, if ever
     assert wires(page) == []  # the arrows in the text join the stages; no wire crosses a phone's column
 
     def box(selector):

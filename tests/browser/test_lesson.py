@@ -14,7 +14,14 @@ import requests
 from playwright.sync_api import expect
 
 from ..exercise.test_exercise import TYPESCRIPT_READY
-from .conftest import completed, do_the_four_manipulations, open_page, wait_for_checkpoint, wait_until
+from .conftest import (
+    completed,
+    do_the_four_manipulations,
+    embedded_workbench,
+    open_page,
+    wait_for_checkpoint,
+    wait_until,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 IMPLEMENTATIONS = "tests/exercise/implementations"
@@ -50,8 +57,7 @@ def test_all_four_checkpoints_with_the_mouse_and_kept_after_reload(page, live, m
     assert page.locator("[data-answers=predict]").is_visible()
     assert page.locator("[data-answers=explain]").is_hidden()  # each answer after its own question
 
-    frame = page.frame_locator("#workbench-frame")
-    frame.locator("main[aria-busy=false]").wait_for()
+    frame = embedded_workbench(page)
     frame.get_by_label("Token 1 dimension 3", exact=True).fill("2")
     page.wait_for_timeout(1500)  # one edit is sent, and does not complete the experiment
     assert "experiment" not in completed(page)
@@ -147,20 +153,18 @@ def test_an_open_challenge_survives_a_reload_and_the_command_follows_the_languag
 
 def test_the_trace_command_follows_the_embedded_workbench(page, live):
     open_page(page, live, LESSON)
-    frame = page.frame_locator("#workbench-frame")
-    frame.locator("main[aria-busy=false]").wait_for()
+    frame = embedded_workbench(page)
     frame.get_by_label("Token 1 dimension 3", exact=True).fill("2")
     wait_until(page, "document.getElementById('exercise-trace').textContent.includes('t=1,0.5,2,1')")
     page.reload()  # the workbench restores the learner's tokens; the command follows it, not the default
     page.wait_for_selector("main[aria-busy=false]")
-    page.frame_locator("#workbench-frame").locator("main[aria-busy=false]").wait_for()
+    embedded_workbench(page)
     wait_until(page, "document.getElementById('exercise-trace').textContent.includes('t=1,0.5,2,1')")
 
 
 def test_a_failure_mode_opens_in_the_lessons_own_workbench_and_a_new_tab_has_a_way_back(page, live, context):
     open_page(page, live, LESSON)
-    frame = page.frame_locator("#workbench-frame")
-    frame.locator("main[aria-busy=false]").wait_for()
+    frame = embedded_workbench(page)
     frame.get_by_label("Token 1 dimension 3", exact=True).fill("2")
     link = page.locator('a[data-failure-mode="swapped_head_order"]')
     link.click()
@@ -174,6 +178,19 @@ def test_a_failure_mode_opens_in_the_lessons_own_workbench_and_a_new_tab_has_a_w
     tab.wait_for_selector("main[aria-busy=false]")
     back = tab.locator("#back-to-lesson")
     assert back.is_visible() and back.get_attribute("href") == LESSON
+
+
+def test_a_failure_mode_chosen_before_the_workbench_has_loaded_opens_in_it(page, live):
+    """The embedded workbench loads as the learner nears it: a failure mode chosen from the lesson
+    before that still opens in it, with the lesson's tokens."""
+    page.set_viewport_size({"width": 390, "height": 844})
+    open_page(page, live, LESSON)
+    frame_is = page.evaluate("document.getElementById('workbench-frame').dataset.loaded || 'not loaded'")
+    assert frame_is == "not loaded"  # the lesson's first screen is text: the workbench has not loaded
+    page.evaluate("document.querySelector('a[data-failure-mode=\"no_scaling\"]').click()")
+    inside = page.frame_locator("#workbench-frame")
+    expect(inside.get_by_label("Compare with")).to_have_value("no_scaling")
+    assert inside.get_by_label("Token 1 dimension 1", exact=True).input_value() == "1"
 
 
 def test_reported_test_counts_from_the_browser_do_not_complete_implement(page, live):
@@ -207,7 +224,7 @@ def test_keyboard_only_walk_through_the_lesson(page, live, monkeypatch):
     wait_for_checkpoint(page, "predict")
     # Tab enters the embedded workbench once it has drawn (before that, focus passes it by):
     # entering the frame focuses its first control, and Tab goes on from there.
-    page.frame_locator("#workbench-frame").locator("main[aria-busy=false]").wait_for()
+    embedded_workbench(page)
     tab_to("#workbench-frame")
     frame = page.frame("workbench") or page.frames[1]
     for _ in range(10):
@@ -352,8 +369,7 @@ def test_a_completion_is_said_where_the_learner_is_looking(page, live, size):
     said.wait_for()
     assert "Checkpoint complete" in said.inner_text() and said.get_attribute("aria-live") == "polite"
     assert in_view(page, said)
-    frame = page.frame_locator("#workbench-frame")
-    frame.locator("main[aria-busy=false]").wait_for()
+    frame = embedded_workbench(page)
     do_the_four_manipulations(frame)
     inside = frame.locator("[data-announce=checkpoint]")
     inside.filter(has_text="All four manipulations done").wait_for()

@@ -14,7 +14,7 @@ from axe_playwright_python.sync_playwright import Axe
 from service.i18n import babel_name
 from service.i18n_catalogs import PLACEHOLDER, TEMPLATE, forms, po_path, read
 
-from .conftest import demo_cohort, open_page, wait_for_checkpoint, wait_until, watched_page
+from .conftest import demo_cohort, embedded_workbench, open_page, wait_for_checkpoint, wait_until, watched_page
 from .test_layout import SIZES, overflow
 from .test_lti import course_and_tool, lesson_frame
 
@@ -118,7 +118,7 @@ def serious(page) -> list[str]:
 
 
 def workbench_drawn(page) -> None:
-    page.frame_locator("#workbench-frame").locator("main[aria-busy=false]").wait_for()
+    embedded_workbench(page)
     assert page.frame("workbench").evaluate("document.documentElement.lang") == page.evaluate(
         "document.documentElement.lang"
     )
@@ -196,7 +196,7 @@ def test_every_page_in_the_pseudo_locale_fits_without_sideways_scroll_or_text_on
         assert page.locator(drawn[path]).count() >= 4, page.locator("#status").inner_text()
     frames = [page] + ([page.frame("workbench")] if path == LESSON else [])
     if path == LESSON:
-        page.frame_locator("#workbench-frame").locator("main[aria-busy=false]").wait_for()
+        embedded_workbench(page)
     for target in frames:
         assert overflow(target) == 0, f"{path} scrolls sideways by {overflow(target)} px at {width} px"
         found = target.evaluate(TEXT_ON_TEXT)

@@ -7,7 +7,15 @@ from __future__ import annotations
 import pytest
 
 from ..live import sqlite_server
-from .conftest import completed, do_the_four_manipulations, open_page, wait_for_checkpoint, wait_until, watched_page
+from .conftest import (
+    completed,
+    do_the_four_manipulations,
+    embedded_workbench,
+    open_page,
+    wait_for_checkpoint,
+    wait_until,
+    watched_page,
+)
 
 LESSON = "/lessons/multi-head-attention"
 
@@ -52,8 +60,7 @@ def test_a_prediction_made_while_the_server_is_down_is_kept_then_delivered_live(
 
 def test_the_embedded_workbench_keeps_its_state_and_chips_follow_its_queue(tab, server):
     open_page(tab, server, LESSON)
-    frame = tab.frame_locator("#workbench-frame")
-    frame.locator("main[aria-busy=false]").wait_for()
+    frame = embedded_workbench(tab)
     server.stop()
     frame.get_by_label("Token 1 dimension 4", exact=True).fill("1.7")
     wait_until(tab.frame("workbench"), "document.body.classList.contains('stale')")

@@ -81,9 +81,10 @@ async function show(key) {
   $("charts").replaceChildren(
     el("p", { class: "platform-name", id: "platform", dataset: { platform: funnel.platform } },
       t("Platform: {name}", { name: funnel.platform })),
-    noLearners ? el("p", { class: "note", id: "no-learners", dataset: { empty: "true" },
+    // replaceChildren is the DOM's, not el(): a null would be drawn as the word "null"
+    ...(noLearners ? [el("p", { class: "note", id: "no-learners", dataset: { empty: "true" },
       text: view.range === "all" ? t("No learners yet: no learner of this platform has started this lesson.")
-        : t("No learners yet in {range}: no learner of this platform started this lesson then.", { range: rangeText }) }) : null,
+        : t("No learners yet in {range}: no learner of this platform started this lesson then.", { range: rangeText }) })] : []),
     privacyNote(k),
     el("div", { class: "chart-grid" },
     barChart({ k, id: "funnel", title: cohort(t("Learners per checkpoint")), valueLabel: t("learners"),

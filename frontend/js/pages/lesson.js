@@ -25,7 +25,8 @@ function workbenchLink() {
   let hash = "";
   try {
     // commas and semicolons as the workbench reads them, so the command stays readable
-    hash = frame ? frame.contentWindow.location.hash.replace(/%2C/gi, ",").replace(/%3B/gi, ";") : "";
+    const where = !frame ? "" : frame.dataset.loaded === "true" ? frame.contentWindow.location.hash : new URL(frame.src).hash;
+    hash = where.replace(/%2C/gi, ",").replace(/%3B/gi, ";");
   } catch {
     // not loaded yet
   }
@@ -117,8 +118,10 @@ function enhance(section, block) {
       break;
     case "explorable": {
       section.prepend(el("h2", { text: block.title }));
+      // Loaded when the learner nears it: on a phone it is far below the text, and a reader who has
+      // not got there yet should not wait for its drawing (docs/decisions.md).
       const frame = el("iframe", { src: block.src, title: block.title, height: block.height || "850", id: "workbench-frame",
-        name: "workbench" });
+        name: "workbench", loading: "lazy", onload: (e) => { e.target.dataset.loaded = "true"; } });
       section.append(frame);
       break;
     }
@@ -137,11 +140,14 @@ function enhance(section, block) {
           if (!iframe || e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return; // a new tab: the page has a way back
           e.preventDefault();
           const wanted = new URLSearchParams(new URL(a.href).hash.slice(1));
-          const now = new URLSearchParams(iframe.contentWindow.location.hash.slice(1));
+          const loaded = iframe.dataset.loaded === "true"; // not yet: it loads as it scrolls into view, from its src
+          const now = new URLSearchParams((loaded ? iframe.contentWindow.location.hash : new URL(iframe.src).hash).slice(1));
           now.delete("wo");
           for (const [key, value] of wanted) now.set(key, value);
           now.set("reuse", "0");
-          iframe.contentWindow.location.hash = now.toString().replace(/%2C/gi, ",").replace(/%3B/gi, ";");
+          const hash = now.toString().replace(/%2C/gi, ",").replace(/%3B/gi, ";");
+          if (loaded) iframe.contentWindow.location.hash = hash;
+          else iframe.src = `${iframe.src.split("#")[0]}#${hash}`;
           iframe.scrollIntoView({ block: "start", behavior: "smooth" });
         });
       }
@@ -229,8 +235,8 @@ function listen() {
 
 async function init() {
   announcer();
-  learner = await ensureSession();
-  lesson = await getJSON(`/api/v1/lessons/${lessonId}`);
+  // The lesson is public: asked for beside the session, not after it (one round trip less to the first drawing).
+  [learner, lesson] = await Promise.all([ensureSession(), getJSON(`/api/v1/lessons/${lessonId}`)]);
   document.title = t("{lesson} · Multi-head attention workbench", { lesson: lesson.title });
   $("lesson-header").replaceChildren(
     el("p", { class: "note", text: t("Lesson {number}", { number: lesson.order }) }),

@@ -116,11 +116,19 @@ function shapeOf(value) {
 
 let last = null;
 
+// The wires are measured once a frame, when the browser lays the page out anyway: a drawing and the
+// resize it causes cost one measurement, not one each inside the drawing's own task.
+let wiring = 0;
+function rewire() {
+  cancelAnimationFrame(wiring);
+  wiring = requestAnimationFrame(() => $("diagram").firstElementChild && connect($("diagram").firstElementChild));
+}
+
 function draw(response, comparison) {
   last = { response, comparison };
   const v = view(response, comparison);
   $("diagram").replaceChildren(diagram(v));
-  connect($("diagram").firstElementChild);
+  rewire();
   const { n, d_model: dm, heads, d_head: d } = response.shape;
   $("diagram-shape").textContent = `n = ${n}, d_model = ${dm}, H = ${heads}, d_head = ${d}`;
   markOwners($("tokens").querySelector("table"), ownersOfCoordinates(response));
@@ -316,7 +324,7 @@ function init() {
   menuFilled = fillComparisons($("compare")).catch(() => null); // offline: the comparison waits for the server anyway
   $("legend").replaceChildren(legend({ signed: true }));
   // The wires follow the boxes: a new width (a turned phone, a resized window) redraws them.
-  new ResizeObserver(() => $("diagram").firstElementChild && connect($("diagram").firstElementChild)).observe($("diagram"));
+  new ResizeObserver(rewire).observe($("diagram"));
   $("causal").addEventListener("change", (e) => update((s) => { s.causal = e.target.checked; }, "causal", { value: e.target.checked }));
   $("reuse").addEventListener("change", (e) => {
     update((s) => { s.reuse = e.target.checked; if (s.reuse) s.compare = ""; }, "reuse_first_slice", { value: e.target.checked });
