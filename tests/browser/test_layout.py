@@ -283,6 +283,12 @@ def test_a_change_mark_never_covers_a_digit(page, live, size):
     )
     assert len(covered) >= 3  # head 2's changed weights are marked
     assert [c for c in covered if c["overlap"]] == []
+    broken = page.evaluate(
+        """() => [...document.querySelectorAll('.heatmap .cell-pick')].filter((pick) => {
+          const range = document.createRange(); range.selectNodeContents(pick.firstChild);
+          return range.getClientRects().length > 1; }).map((pick) => pick.textContent)"""
+    )
+    assert broken == []  # and no weight is broken over two lines to make room
 
 
 @pytest.mark.parametrize("lang", ["en", "es", "zh-CN"])
@@ -299,3 +305,17 @@ def test_no_menu_of_the_workbench_clips_its_longest_choice(page, live, lang, wid
             return s.clientWidth - c.measureText(longest).width < 16 ? [[s.id, longest, s.clientWidth]] : []; }); }"""
     )
     assert clipped == []
+
+
+@pytest.mark.parametrize("width", [320, 360, 375, 390, 412])
+def test_on_every_phone_each_heads_weights_stay_inside_its_lane(page, live, width):
+    page.set_viewport_size({"width": width, "height": 844})
+    open_page(page, live, "/explorables/multi-head-attention")
+    spill = page.evaluate(
+        """() => [0, 1].map((h) => {
+          const table = document.getElementById(`heatmap-${h}`).getBoundingClientRect();
+          const lane = document.querySelector(`.lane[data-head="${h}"]`).getBoundingClientRect();
+          return Math.max(lane.left - table.left, table.right - lane.right); })"""
+    )
+    assert max(spill) <= 0.5, spill
+    assert overflow(page) == 0
