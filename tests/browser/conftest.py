@@ -180,3 +180,7 @@ def embedded_workbench(page):
     frame = page.frame_locator("#workbench-frame")
     frame.locator("main[aria-busy=false]").wait_for()
     return frame
+
+
+# The two sizes every learner-facing point is proven at (the layout tests' SIZES, as viewports).
+VIEWPORTS = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}

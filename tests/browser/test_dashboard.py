@@ -2,10 +2,11 @@
 
 from pathlib import Path
 
+import pytest
 import requests
 from playwright.sync_api import expect
 
-from .conftest import demo_cohort, open_page
+from .conftest import VIEWPORTS, demo_cohort, open_page
 
 
 def test_the_dashboard_shows_the_funnel_and_tables(page, live):
@@ -236,7 +237,8 @@ def test_the_learners_table_shows_each_learners_language_and_filters_by_it(page,
     assert "locale=es" in page.evaluate("location.hash")
 
 
-def test_the_first_screen_names_the_platform_and_says_when_it_has_no_learners_yet(page, live):
+@pytest.mark.parametrize("size", VIEWPORTS)
+def test_the_first_screen_names_the_platform_and_says_when_it_has_no_learners_yet(page, live, size):
     """An empty platform reads "no learners yet" (suppression is for groups that exist), with its
     name; a platform with learners reads its name and no such line."""
     from service.db import Database
@@ -246,6 +248,7 @@ def test_the_first_screen_names_the_platform_and_says_when_it_has_no_learners_ye
     with db.write() as session:
         empty, _ = create_key(session, "empty-college", frozenset({"analytics:read"}))
     db.dispose()
+    page.set_viewport_size(VIEWPORTS[size])
     open_page(page, live, "/dashboard")
     page.get_by_label("Analytics key (kept for this tab only)").fill(empty.token)
     page.get_by_role("button", name="Show analytics").click()

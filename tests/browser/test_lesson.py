@@ -15,6 +15,7 @@ from playwright.sync_api import expect
 
 from ..exercise.test_exercise import TYPESCRIPT_READY
 from .conftest import (
+    VIEWPORTS,
     completed,
     do_the_four_manipulations,
     embedded_workbench,
@@ -47,7 +48,9 @@ def submit(page, monkeypatch=None, mistake="", print_only=False):
 LESSON = "/lessons/multi-head-attention"
 
 
-def test_all_four_checkpoints_with_the_mouse_and_kept_after_reload(page, live, monkeypatch):
+@pytest.mark.parametrize("size", VIEWPORTS)
+def test_all_four_checkpoints_with_the_mouse_and_kept_after_reload(page, live, monkeypatch, size):
+    page.set_viewport_size(VIEWPORTS[size])
     open_page(page, live, LESSON)
     assert completed(page) == set()
     assert page.locator("[data-answers=predict]").is_hidden() and page.locator("[data-answers=explain]").is_hidden()
@@ -151,7 +154,9 @@ def test_an_open_challenge_survives_a_reload_and_the_command_follows_the_languag
     wait_for_checkpoint(page, "implement")
 
 
-def test_the_trace_command_follows_the_embedded_workbench(page, live):
+@pytest.mark.parametrize("size", VIEWPORTS)
+def test_the_trace_command_follows_the_embedded_workbench(page, live, size):
+    page.set_viewport_size(VIEWPORTS[size])
     open_page(page, live, LESSON)
     frame = embedded_workbench(page)
     frame.get_by_label("Token 1 dimension 3", exact=True).fill("2")
@@ -162,7 +167,9 @@ def test_the_trace_command_follows_the_embedded_workbench(page, live):
     wait_until(page, "document.getElementById('exercise-trace').textContent.includes('t=1,0.5,2,1')")
 
 
-def test_a_failure_mode_opens_in_the_lessons_own_workbench_and_a_new_tab_has_a_way_back(page, live, context):
+@pytest.mark.parametrize("size", VIEWPORTS)
+def test_a_failure_mode_opens_in_the_lessons_own_workbench_and_a_new_tab_has_a_way_back(page, live, context, size):
+    page.set_viewport_size(VIEWPORTS[size])
     open_page(page, live, LESSON)
     frame = embedded_workbench(page)
     frame.get_by_label("Token 1 dimension 3", exact=True).fill("2")

@@ -587,3 +587,18 @@ def test_a_weight_links_the_rows_it_came_from_and_the_row_it_feeds(page, live, h
     else:
         page.get_by_label("Causal mask", exact=True).focus()
     assert linked(page) == set()
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_one_notation_for_subscripts_in_the_diagram_and_the_lesson(page, live, size):
+    """A matrix's index is a subscript wherever the learner reads it (W_O as W<sub>O</sub>, like Q<sub>1</sub>)."""
+    page.set_viewport_size(SIZES[size])
+    open_page(page, live, PATH)
+    titles = page.eval_on_selector_all(".stage-title", "els => els.map((e) => e.innerHTML)")
+    assert any("W<sub>O</sub>" in title for title in titles) and any("Q<sub>1</sub>" in title for title in titles)
+    drawn = page.locator("#diagram").inner_text() + page.locator("#status").inner_text()
+    assert "W_" not in drawn and "O_1" not in drawn  # no underscore notation, no second style
+    open_page(page, live, "/lessons/multi-head-attention")
+    prose = page.locator("#lesson-body").inner_html()
+    assert "W<sub>O</sub>" in prose
+    assert "<code>" in prose and "d_model" in prose  # code and the API's names stay as written
