@@ -55,6 +55,7 @@ def database_url(request, tmp_path, sqlite_template) -> str:
         yield f"sqlite:///{path}"
         return
     url = request.getfixturevalue("postgres_url")
+    _truncate_postgres(url)  # before too: a test that wrote through postgres_url alone leaves its rows
     yield url
     _truncate_postgres(url)
 
