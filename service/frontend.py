@@ -44,9 +44,14 @@ def module_preloads(script: str) -> tuple[str, ...]:
     at once (`<link rel="modulepreload">`) so the browser fetches them together, instead of finding
     each level of imports one round trip after the last (on a phone's network, most of the time to
     the first drawing)."""
-    pages = FRONTEND / "js" / "pages"
-    graph = module_graph((pages / f"{script}.js").resolve(), dynamic=False)
-    return tuple(sorted(str(p.relative_to(FRONTEND / "js")) for p in graph if p != (pages / f"{script}.js").resolve()))
+    page = (FRONTEND / "js" / "pages" / f"{script}.js").resolve()
+    graph = module_graph(page, dynamic=False) - {page}
+    return tuple(sorted(str(path.relative_to(FRONTEND / "js")) for path in graph))
+
+
+@blp.app_context_processor
+def _preloads() -> dict[str, object]:
+    return {"module_preloads": module_preloads}  # every template extending _base.html, the 404 page too
 
 
 def _page(filename: str):
@@ -54,7 +59,7 @@ def _page(filename: str):
         lesson_id = kwargs.get("lesson_id")
         if lesson_id is not None and lesson_id not in current_app.extensions["lessons"]:
             abort(404)
-        context = {**page_context(), **PAGE_DATA.get(filename, dict)(), "module_preloads": module_preloads}
+        context = {**page_context(), **PAGE_DATA.get(filename, dict)()}
         html = render_template(filename, Markup=Markup, **context)
         return (
             html,

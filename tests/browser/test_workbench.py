@@ -17,13 +17,12 @@ import requests
 from service.compute.failure_modes import REGISTRY
 
 from ..exercise.test_exercise import SEED_COMMAND, TYPESCRIPT_READY
-from .conftest import open_page, wait_until
+from .conftest import VIEWPORTS, open_page, wait_until
 
 PATH = "/explorables/multi-head-attention"
 TOKENS = [[1.0, 0.5, -0.5, 1.0], [0.2, 1.0, 1.5, -0.3], [-1.0, 0.3, 0.8, 0.6]]
 PER_HEAD = {"q": "query", "k": "key", "v": "value", "scores": "scores", "weights": "weights", "head-output": "output"}
 IDENTITY = [[1.0 if i == j else 0.0 for j in range(4)] for i in range(4)]
-SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
 
 
 def renders(page):
@@ -247,11 +246,11 @@ MODES = [m for m, spec in REGISTRY.items() if spec.engine and not spec.decoding]
 SHAPE_FOR = {"gqa_tiled": {"heads": 4, "kv": 2}}
 
 
-@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("size", VIEWPORTS)
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("wo", [False, True], ids=["identity W_O", "mixing W_O"])
 def test_broken_beside_correct_from_the_first_divergence(page, live, mode, wo, size):
-    page.set_viewport_size(SIZES[size])
+    page.set_viewport_size(VIEWPORTS[size])
     shape = SHAPE_FOR.get(mode, {})
     open_page(page, live, link(wo=wo, compare=mode, **shape))
     body = body_of(live, wo=wo, failure_mode=mode, **shape)
@@ -368,10 +367,10 @@ def test_one_edit_does_not_complete_the_experiment_the_four_manipulations_do(pag
     assert page.locator("[data-done=true]").count() == 4
 
 
-@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("size", VIEWPORTS)
 @pytest.mark.parametrize("where", [{"qkv": True}, {"heads": 4}], ids=["learned projections", "four heads"])
 def test_token_edits_outside_the_lessons_case_do_not_tick_and_say_why(page, live, where, size):
-    page.set_viewport_size(SIZES[size])
+    page.set_viewport_size(VIEWPORTS[size])
     """The finding: token edits under learned projections or four heads silently did not count.
     Now a note beside the checklist says so and why, and one click returns to the teaching case,
     where the next edit counts."""
@@ -535,10 +534,10 @@ def test_save_as_a_test_says_why_a_case_beyond_the_exercise_cannot_be_one(page, 
     assert "RoPE is on" in note.inner_text() and page.locator("#saved-pytest").count() == 0
 
 
-@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("size", VIEWPORTS)
 @pytest.mark.parametrize("where", [{"reuse": True}, {"compare": "swapped_head_order"}], ids=["reuse", "comparison"])
 def test_the_concatenations_numbers_show_without_a_click_where_the_lesson_asks_for_them(page, live, where, size):
-    page.set_viewport_size(SIZES[size])
+    page.set_viewport_size(VIEWPORTS[size])
     open_page(page, live, link(**where))
     cells = page.locator('[data-stage="concat"] [data-variant="main"] td[data-value]')
     assert cells.count() == len(TOKENS) * len(TOKENS[0])  # all n x d_model of them
@@ -565,12 +564,12 @@ def linked(page):
     )))  # fmt: skip
 
 
-@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("size", VIEWPORTS)
 @pytest.mark.parametrize("how", ["hover", "focus"])
 def test_a_weight_links_the_rows_it_came_from_and_the_row_it_feeds(page, live, how, size):
     """Head 2's weight of query 3 on key 1 came from Q row 3 and K row 1 of head 2, mixes V row 1,
     and feeds head 2's output row 3: those are marked (data-linked), nothing of head 1."""
-    page.set_viewport_size(SIZES[size])
+    page.set_viewport_size(VIEWPORTS[size])
     open_page(page, live, PATH)
     cell = page.locator('[data-stage="weights"][data-head="1"] [data-variant="main"] td[data-row="2"][data-col="0"]')
     if how == "hover":
@@ -589,10 +588,10 @@ def test_a_weight_links_the_rows_it_came_from_and_the_row_it_feeds(page, live, h
     assert linked(page) == set()
 
 
-@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("size", VIEWPORTS)
 def test_one_notation_for_subscripts_in_the_diagram_and_the_lesson(page, live, size):
     """A matrix's index is a subscript wherever the learner reads it (W_O as W<sub>O</sub>, like Q<sub>1</sub>)."""
-    page.set_viewport_size(SIZES[size])
+    page.set_viewport_size(VIEWPORTS[size])
     open_page(page, live, PATH)
     titles = page.eval_on_selector_all(".stage-title", "els => els.map((e) => e.innerHTML)")
     assert any("W<sub>O</sub>" in title for title in titles) and any("Q<sub>1</sub>" in title for title in titles)
