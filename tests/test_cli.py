@@ -244,7 +244,7 @@ def test_the_demo_cohort_completes_implement_mostly_by_verified_challenges(tmp_p
 def test_lessons_check_passes_here_and_names_a_translation_left_behind(tmp_path, monkeypatch):
     import shutil
 
-    from service.lessons.loader import source_digest
+    from service.lessons.translations import source_digest
 
     assert CliRunner().invoke(main, ["lessons", "check"]).exit_code == 0
     content = tmp_path / "lessons"

@@ -9,8 +9,11 @@ from flask.views import MethodView
 from ..compute.failure_modes import REGISTRY
 from ..db import analytics as q
 from ..db.analytics import funnel as progress_q
+from ..db.analytics import item_rollups
+from ..db.analytics.item_statistics import item_statistics
 from ..db.analytics.rollup_refresh import catch_up
 from ..edge.problems import Problem
+from ..i18n import current
 from ..lessons import Lesson
 from ..lessons.parameters import PARAMETERS
 from . import cursors
@@ -19,6 +22,7 @@ from .schemas.analytics import (
     DateRangeArgs,
     DurationsSchema,
     FunnelSchema,
+    ItemsSchema,
     LearnersArgs,
     LearnersSchema,
     MistakeCountsSchema,
@@ -108,6 +112,23 @@ class Funnel(MethodView):
                     steps[-1][how] = 0 if nobody else (_kept(n, n) if shown is not None else None)
         started = 0 if nobody else _kept(raw["started"], raw["started"])
         return {"lesson": lesson.id, "platform": principal.platform, "k": _k(), "started": started, "steps": steps}
+
+
+@blp.route("/lessons/<string:lesson_id>/items")
+class Items(MethodView):
+    @needs("analytics:read", web=False)
+    @blp.response(200, ItemsSchema)
+    @blp.problems(404, *AUTH_ERRORS)
+    def get(self, lesson_id):
+        """Per item and phase: the share of learners whose latest answer is correct, its point-biserial
+        discrimination and each choice's count with the misconception it reveals; and the cohort's
+        normalized gain from before the workbench to after"""
+        principal = authorized()
+        lesson = _lesson(lesson_id)
+        _catch_up()
+        with _conn() as conn:
+            sums = item_rollups.sums(conn.connection(), principal.platform_id, lesson.id)
+        return item_statistics(lesson, sums, _k(), lesson.in_locale(current()))
 
 
 @blp.route("/lessons/<string:lesson_id>/durations")

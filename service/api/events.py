@@ -18,6 +18,8 @@ from ..edge.json_codec import dumps_bytes
 from ..edge.problems import Problem
 from ..identity import Principal
 from ..lessons import Lesson
+from ..lessons.items import PHASES
+from ..lessons.prediction import PREDICTIONS
 from ..observability import EVENTS
 from . import storage
 from .auth import authorized, needs
@@ -51,6 +53,10 @@ def check_against_lessons(
         if lesson is None:
             errors[f"{where}.lesson"] = [f"unknown lesson {e['lesson']!r}; lessons are {sorted(lessons)}"]
             continue
+        if e["event"] == "answered" or e.get("item") is not None:
+            if misfit := _answer_problem(lesson, e):
+                errors[f"{where}.{misfit[0]}"] = [misfit[1]]
+            continue
         checkpoint = lesson.checkpoint(e["checkpoint"]) if e["checkpoint"] else None
         if e["checkpoint"] and checkpoint is None:
             errors[f"{where}.checkpoint"] = [
@@ -72,11 +78,54 @@ def check_against_lessons(
                     "(POST /api/v1/exercises/multi-head-attention/challenges), not by reporting test counts; "
                     "send 'attempted' to record a run"
                 ]
-            elif problem := _requirement_problem(checkpoint.requires, e["data"]):
+            elif problem := _requirement_problem(checkpoint.requires, e["data"]) or _prediction_problem(
+                checkpoint.prediction, e["data"]
+            ):
                 errors[f"{where}.data"] = [problem]
         elif "manipulation" in e["data"] and (problem := _manipulation_problem(lesson, e)):
             errors[f"{where}.data"] = [problem]
     return errors
+
+
+def _answer_problem(lesson: Lesson, e: dict[str, Any]) -> tuple[str, str] | None:
+    """(field, message) when an answered event does not fit its item: it names an item of the
+    lesson and no checkpoint; data is exactly {response, phase}, a phase the item is asked in."""
+    if e["event"] != "answered":
+        return "item", f"only answered events name an item, not {e['event']!r} events"
+    if e["checkpoint"] is not None:
+        return "checkpoint", "an answered event names its item, not a checkpoint"
+    if e.get("item") is None:
+        return "item", "an answered event names the item it answers"
+    item = lesson.item(e["item"])
+    if item is None:
+        known = ", ".join(i.id for i in lesson.items) or "none"
+        return "item", f"lesson {lesson.id!r} has no item {e['item']!r}; its items are: {known}"
+    data = e["data"]
+    if set(data) != {"response", "phase"}:
+        return "data", 'an answer\'s data is exactly {"response": ..., "phase": "pre" or "post"}'
+    if data["phase"] not in PHASES or not item.asked_in(data["phase"]):
+        asked = [p for p in PHASES if item.asked_in(p)]
+        return "data", f"data.phase {data['phase']!r}: item {item.id!r} is asked in {' and '.join(asked)}"
+    if problem := item.problem(data["response"]):
+        return "data", f"data.response {problem}"
+    return None
+
+
+def _prediction_problem(prediction: str | None, data: dict[str, Any]) -> str | None:
+    """A prediction checkpoint's data.choice, when sent, is one of the prediction's choices."""
+    if prediction is None or "choice" not in data:
+        return None
+    choices = PREDICTIONS[prediction].choices
+    return None if data["choice"] in choices else f"data.choice is one of {', '.join(choices)}"
+
+
+def scored(lesson: Lesson | None, e: dict[str, Any]) -> dict[str, Any]:
+    """An event's data as stored: an answer gains the server's score (`correct`, `misconception`)."""
+    item = lesson.item(e["item"]) if lesson is not None and e.get("item") else None
+    if item is None:
+        return e["data"]
+    correct, misconception = item.score(e["data"]["response"])
+    return {**e["data"], "correct": correct, "misconception": misconception}
 
 
 def _manipulation_problem(lesson: Lesson, e: dict[str, Any]) -> str | None:
@@ -113,7 +162,7 @@ def _requirement_problem(requires: str | None, data: dict[str, Any]) -> str | No
     return None
 
 
-def to_new_events(principal: Principal, events: list[dict[str, Any]]) -> list[NewEvent]:
+def to_new_events(principal: Principal, events: list[dict[str, Any]], lessons: dict[str, Lesson]) -> list[NewEvent]:
     missing = {
         f"events.{i}.learner": ["Missing data for required field."]
         for i, e in enumerate(events)
@@ -137,7 +186,8 @@ def to_new_events(principal: Principal, events: list[dict[str, Any]]) -> list[Ne
             checkpoint=e["checkpoint"],
             event=e["event"],
             instance_id=e["instance_id"],
-            data=e["data"],
+            item=e.get("item"),
+            data=scored(lessons.get(e["lesson"]), e),
             occurred_at=e["occurred_at"],
         )
         for e in events
@@ -180,7 +230,7 @@ def _record(app: Flask, principal: Principal, events: list[dict[str, Any]], coun
     errors = check_against_lessons(events, lessons, browser=principal.learner is not None)
     if errors:
         raise Problem(422, "some events do not fit the lesson they name; nothing was stored", errors=errors)
-    new_events = to_new_events(principal, events)
+    new_events = to_new_events(principal, events, lessons)
     stored = [Stored(e.learner, stored_bytes(e)) for e in new_events]
     storage.check(app, principal.platform_id, stored, counting)
     db = app.extensions["db"]

@@ -291,7 +291,8 @@ def lessons_group() -> None:
 def lessons_check() -> None:
     """Every lesson and translation loads, each translation keeps its lesson's structure, and none
     was made from an older English text (exit 1 otherwise, saying which)."""
-    from ..lessons.loader import LessonError, load_lessons, load_translations, stale_translations
+    from ..lessons.loader import LessonError, load_lessons
+    from ..lessons.translations import load_translations, stale_translations
 
     directory = _settings().content_dir
     try:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from sqlalchemy import exists, select
 from sqlalchemy.orm import Session
 
+from ..i18n import current
 from ..lessons import Lesson
+from ..lessons.items import PHASES
+from ..lessons.prediction import PREDICTIONS, judged
 from .events import described
 from .tables import CheckpointProgress, Event, ExerciseChallenge, ExerciseCheck, LearnerManipulation
 
@@ -36,6 +40,7 @@ def learner_progress(session: Session, platform_id: int, learner: str, lessons: 
     }
     texts = latest_texts(session, platform_id, learner, lessons)
     manipulations = manipulations_done(session, platform_id, learner)
+    answers = latest_answers(session, platform_id, learner)
     result = []
     for lesson in lessons:
         checkpoints = []
@@ -52,6 +57,8 @@ def learner_progress(session: Session, platform_id: int, learner: str, lessons: 
             if cp.manipulations:
                 did = manipulations.get((lesson.id, cp.id), set())
                 item["manipulations"] = [m for m in cp.manipulations if m in did]
+            if cp.prediction:
+                item["prediction"] = prediction_of(session, platform_id, learner, lesson, cp.prediction)
             checkpoints.append(item)
         completed = sum(bool(c["completed"]) for c in checkpoints)
         result.append(
@@ -61,9 +68,77 @@ def learner_progress(session: Session, platform_id: int, learner: str, lessons: 
                 "completed": completed,
                 "total": len(checkpoints),
                 "checkpoints": checkpoints,
+                "items": answers_json(lesson, answers.get(lesson.id, {})),
             }
         )
     return result
+
+
+Answers = dict[tuple[str, str], tuple[Any, bool, dt.datetime]]  # (item, phase) -> (response, correct, at)
+
+
+def latest_answers(session: Session, platform_id: int, learner: str) -> dict[str, Answers]:
+    """lesson -> the learner's latest answer to each (item, phase), with the score it was given."""
+    rows = session.execute(
+        select(Event.lesson, Event.item, Event.data, Event.occurred_at)
+        .where(Event.platform_id == platform_id, Event.learner == learner, Event.event == "answered")
+        .order_by(Event.occurred_at, Event.id)
+    )
+    found: dict[str, Answers] = {}
+    for lesson, item, data, at in rows:
+        found.setdefault(lesson, {})[(item, data.get("phase"))] = (data.get("response"), bool(data.get("correct")), at)
+    return found
+
+
+def answers_json(lesson: Lesson, answers: Answers) -> list[dict[str, Any]]:
+    """Each item's latest answer per phase, in the lesson's order; its score, misconception (in the
+    request's language) and the right answer only once the item is not asked again: a pre answer
+    to an item asked after the workbench too is scored for the learner when the post one is."""
+    shown = lesson.in_locale(current())
+    out = []
+    for item in lesson.items:
+        for phase in PHASES:
+            if (item.id, phase) not in answers:
+                continue
+            response, correct, at = answers[(item.id, phase)]
+            entry: dict[str, Any] = {"item": item.id, "phase": phase, "response": response, "answered_at": at}
+            if not item.asked_again(phase) or (item.id, "post") in answers:
+                words = shown.item(item.id) or item
+                chosen = words.choice(response) if isinstance(response, str) else None
+                entry.update(correct=correct, misconception=chosen.misconception if chosen else None, answer=item.key())
+            out.append(entry)
+    return out
+
+
+def prediction_of(session: Session, platform_id: int, learner: str, lesson: Lesson, prediction: str) -> dict[str, Any]:
+    """The learner's latest prediction and what the engine says of their own experiment."""
+    check = PREDICTIONS[prediction]
+    choice = session.scalar(
+        select(Event.data)
+        .where(
+            Event.platform_id == platform_id,
+            Event.learner == learner,
+            Event.lesson == lesson.id,
+            Event.event == "completed",
+            Event.checkpoint == next(c.id for c in lesson.checkpoints if c.prediction == prediction),
+        )
+        .order_by(Event.occurred_at.desc(), Event.id.desc())
+        .limit(1)
+    )
+    done = session.scalar(
+        select(Event.data)
+        .join(LearnerManipulation, (LearnerManipulation.event_id == Event.event_id))
+        .where(
+            LearnerManipulation.platform_id == platform_id,
+            LearnerManipulation.learner == learner,
+            LearnerManipulation.lesson == lesson.id,
+            LearnerManipulation.manipulation == check.manipulation,
+            Event.platform_id == platform_id,
+            Event.learner == learner,
+        )
+        .limit(1)
+    )
+    return judged((choice or {}).get("choice"), done)
 
 
 def manipulations_done(session: Session, platform_id: int, learner: str) -> dict[tuple[str, str], set[str]]:

@@ -85,6 +85,7 @@ class Event(Base):
     checkpoint: Mapped[str | None] = mapped_column(String(64), nullable=True)
     event: Mapped[str] = mapped_column(String(64))
     instance_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    item: Mapped[str | None] = mapped_column(String(64), nullable=True)  # answered events: the lesson's item
     data: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     occurred_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
     stored_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
@@ -342,6 +343,37 @@ class MistakeLearner(Base):
     lesson: Mapped[str] = mapped_column(String(64), primary_key=True)
     mistake: Mapped[str] = mapped_column(String(64), primary_key=True)
     learner: Mapped[str] = mapped_column(String(128), primary_key=True)
+
+
+class RolledAnswer(Base):
+    """The latest answers each learner is counted with in `item_rollups`
+    (service/db/analytics/item_rollups.py): `phase.item=response:score` entries, sorted, `;`-joined."""
+
+    __tablename__ = "rolled_answers"
+
+    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"), primary_key=True)
+    lesson: Mapped[str] = mapped_column(String(64), primary_key=True)
+    learner: Mapped[str] = mapped_column(String(128), primary_key=True)
+    state: Mapped[str] = mapped_column(Text)
+
+
+class ItemRollup(Base):
+    """Sums over learners' latest answers per lesson, added to and taken from as learners move:
+    `choice` rows count learners per (phase, item, response, score); `pair` rows per (phase,
+    item) hold n, sum x, sum y, sum xy, sum y^2 of the item's score x and the rest score y;
+    `gain` rows per (pre items, post items) answered hold learners, sum of pre and post scores."""
+
+    __tablename__ = "item_rollups"
+
+    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"), primary_key=True)
+    lesson: Mapped[str] = mapped_column(String(64), primary_key=True)
+    dimension: Mapped[str] = mapped_column(String(8), primary_key=True)
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    learners: Mapped[int] = mapped_column(BigInteger)
+    sx: Mapped[int] = mapped_column(BigInteger)
+    sy: Mapped[int] = mapped_column(BigInteger)
+    sxy: Mapped[int] = mapped_column(BigInteger)
+    syy: Mapped[int] = mapped_column(BigInteger)
 
 
 from . import lti_tables  # noqa: E402, F401  (LTI's tables, on the same metadata)

@@ -6,8 +6,9 @@ import logging
 from dataclasses import replace
 from pathlib import Path
 
-from .loader import LessonError, load_lessons, load_translations
+from .loader import LessonError, load_lessons
 from .model import Block, Checkpoint, Lesson
+from .translations import load_translations
 
 __all__ = ["Block", "Checkpoint", "Lesson", "LessonError", "init_app", "load_catalog", "load_lessons"]
 

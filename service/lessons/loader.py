@@ -3,7 +3,6 @@ malformed file raises LessonError naming the file and line (`create_app` lets it
 
 from __future__ import annotations
 
-import hashlib
 import html
 import re
 from dataclasses import replace
@@ -16,9 +15,11 @@ from mdit_py_plugins.container import container_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 
 from ..compute.failure_modes import REGISTRY
-from ..i18n import DEFAULT, LOCALES, translate
+from ..i18n import translate
+from .items import PHASES, ItemError, parse_items
 from .model import COMPLETIONS, REQUIREMENTS, Block, Checkpoint, Lesson
 from .notation import text_with_subscripts
+from .prediction import PREDICTIONS
 
 # directive -> (required attributes, optional attributes)
 DIRECTIVES: dict[str, tuple[set[str], set[str]]] = {
@@ -30,6 +31,7 @@ DIRECTIVES: dict[str, tuple[set[str], set[str]]] = {
     "explain": ({"checkpoint"}, set()),
     "self-check": (set(), set()),
     "failure-modes": ({"ids"}, {"explorable"}),  # a list drawn from the failure-mode registry
+    "items": ({"phase"}, set()),  # where the front matter's items of one phase are asked
 }
 _ATTR = re.compile(r'([A-Za-z][\w-]*)="([^"]*)"')
 _OPEN = re.compile(r"^:::\s*([A-Za-z][\w-]*)(\{.*\})?\s*$")
@@ -124,6 +126,11 @@ def load_lesson(path: Path, locale: str = "en") -> Lesson:
     checkpoints = _checkpoints(path, meta, _line_of(tokens[0].content, "checkpoints"))
     blocks = _blocks(path, md, tokens, {c.id for c in checkpoints}, locale)
     _check_blocks_cover_checkpoints(path, checkpoints, blocks)
+    try:
+        items = parse_items(meta.get("items"))
+    except ItemError as error:
+        raise LessonError(path, _line_of(tokens[0].content, "items"), str(error)) from None
+    _check_items_are_asked(path, items, blocks)
     prerequisites = [_prerequisite(path, entry) for entry in meta.get("prerequisites") or ()]
     html = md.renderer.render(tokens[1:], md.options, {"locale": locale})
     return Lesson(
@@ -139,6 +146,7 @@ def load_lesson(path: Path, locale: str = "en") -> Lesson:
         html=html,
         blocks=tuple(blocks),
         source=str(path),
+        items=items,
     )
 
 
@@ -216,6 +224,12 @@ def _checkpoints(path: Path, meta: dict[str, Any], line: int) -> list[Checkpoint
             raise LessonError(path, line, f"checkpoint {raw['id']!r}: manipulations are lowercase-with-dashes ids")
         if len(set(manipulations)) != len(manipulations):
             raise LessonError(path, line, f"checkpoint {raw['id']!r}: a manipulation is listed twice")
+        if raw.get("prediction") is not None and (completion != "learner" or raw["prediction"] not in PREDICTIONS):
+            raise LessonError(
+                path,
+                line,
+                f"checkpoint {raw['id']!r}: a learner checkpoint's prediction is one of {sorted(PREDICTIONS)}",
+            )
         if any(c.id == raw["id"] for c in result):
             raise LessonError(path, line, f"checkpoint id {raw['id']!r} appears twice")
         result.append(
@@ -227,6 +241,7 @@ def _checkpoints(path: Path, meta: dict[str, Any], line: int) -> list[Checkpoint
                 instance_id=raw.get("instanceId"),
                 event=raw.get("event"),
                 manipulations=tuple(manipulations),
+                prediction=raw.get("prediction"),
             )
         )
     if not result:
@@ -309,6 +324,22 @@ def _check_blocks_cover_checkpoints(path: Path, checkpoints: list[Checkpoint], b
             )
 
 
+def _check_items_are_asked(path: Path, items: tuple, blocks: list[Block]) -> None:
+    """Each phase with items has an :::items block asking them, and each such block has items."""
+    asked = {b.attrs["phase"]: b.line for b in blocks if b.kind == "items"}
+    for phase, line in asked.items():
+        if phase not in PHASES:
+            raise LessonError(path, line, f":::items phase {phase!r} is one of {', '.join(PHASES)}")
+        if not any(i.asked_in(phase) for i in items):
+            raise LessonError(path, line, f":::items{{phase={phase!r}}} asks no item: the front matter has none")
+    for item in items:
+        missing = [p for p in PHASES if item.asked_in(p) and p not in asked]
+        if missing:
+            raise LessonError(
+                path, 1, f"item {item.id!r} is asked {missing[0]}, but no :::items{{phase={missing[0]!r}}}"
+            )
+
+
 def _questions(tokens: list) -> tuple[tuple[str, ...], tuple[str | None, ...]]:
     """A self-check's questions (the list's items) and each one's model answer (the text of an
     item nested under it, None where none is written)."""
@@ -335,66 +366,3 @@ def _prerequisite(path: Path, entry: Any) -> dict[str, str]:
     if isinstance(entry, dict) and isinstance(entry.get("id"), str) and isinstance(entry.get("title"), str):
         return {"id": entry["id"], "title": entry["title"]}
     raise LessonError(path, 1, f"a prerequisite is a lesson id or {{id, title}}, not {entry!r}")
-
-
-def structure(lesson: Lesson) -> tuple:
-    """What a translation must keep exactly: ids, order, checkpoint rules, prerequisites, and the
-    directives in order with their attributes (their `title` is text, and may be translated)."""
-    return (
-        lesson.id,
-        lesson.order,
-        lesson.prerequisites,
-        tuple((c.id, c.completion, c.requires, c.instance_id, c.event, c.manipulations) for c in lesson.checkpoints),
-        tuple((b.kind, tuple(sorted((k, v) for k, v in b.attrs.items() if k != "title"))) for b in lesson.blocks),
-    )
-
-
-def source_digest(path: Path | str) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def load_translations(
-    directory: str | Path, lessons: dict[str, Lesson]
-) -> tuple[dict[str, dict[str, Lesson]], list[str]]:
-    """`<directory>/<locale>/<lesson id>.md` for every locale offered (service/i18n.py): each a
-    whole lesson in that language whose structure is the English one's. Returns the translations
-    ({lesson id: {locale: lesson}}) and what is wrong with the rest, which are left out (the
-    English lesson is served instead): a translation that does not load, or changes the structure.
-    A translation records `source_sha256`, the digest of the English file it was made from:
-    `stale_translations` names those whose source changed since."""
-    found: dict[str, dict[str, Lesson]] = {}
-    problems: list[str] = []
-    for locale in (code for code in LOCALES if code != DEFAULT):
-        for path in sorted((Path(directory) / locale).glob("*.md")):
-            english = lessons.get(path.stem)
-            if english is None:
-                problems.append(f"{path}: no English lesson {path.stem!r} to translate")
-                continue
-            try:
-                translated = load_lesson(path, locale)
-            except LessonError as error:
-                problems.append(str(error))
-                continue
-            if structure(translated) != structure(english):
-                problems.append(f"{path}: its ids, checkpoints or directives differ from {english.source}'s")
-                continue
-            found.setdefault(english.id, {})[locale] = replace(
-                translated, locale=locale, prerequisites_present=english.prerequisites_present
-            )  # prerequisites' titles as the translation writes them
-    return found, problems
-
-
-def stale_translations(directory: str | Path, lessons: dict[str, Lesson]) -> list[str]:
-    """Each translation whose English source changed after it was made (or that does not say
-    what it was made from): to be translated again before it falls further behind."""
-    stale = []
-    for locale_dir in sorted(p for p in Path(directory).iterdir() if p.is_dir()):
-        for path in sorted(locale_dir.glob("*.md")):
-            english = lessons.get(path.stem)
-            if english is None:
-                continue
-            recorded = yaml.safe_load(path.read_text(encoding="utf-8").split("---", 2)[1]).get("source_sha256")
-            now = source_digest(english.source)
-            if recorded != now:
-                stale.append(f"{path}: made from {str(recorded)[:12]}, {english.source} is now {now[:12]}")
-    return stale

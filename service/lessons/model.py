@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .items import Item
+
 COMPLETIONS = ("learner", "explorable-event")
 REQUIREMENTS = ("text", "passing-tests")
 
@@ -20,6 +22,7 @@ class Checkpoint:
     # explorable-event: the manipulations (`data.manipulation` of its events) that must all be
     # done; none: the first matching event completes it.
     manipulations: tuple[str, ...] = ()
+    prediction: str | None = None  # learner checkpoints: the engine check its choice is judged by (prediction.py)
 
     def as_json(self) -> dict[str, Any]:
         rule: dict[str, Any] = {"completion": self.completion}
@@ -30,6 +33,8 @@ class Checkpoint:
             rule["on"] = {"event": self.event, "instance_id": self.instance_id}
             if self.manipulations:
                 rule["manipulations"] = list(self.manipulations)
+        if self.prediction:
+            rule["prediction"] = self.prediction
         return {"id": self.id, "title": self.title, **rule}
 
     def matches(self, event: str, checkpoint: str | None, instance_id: str | None) -> bool:
@@ -81,6 +86,10 @@ class Lesson:
     prerequisites_present: tuple[bool, ...] = ()  # whether each is a lesson of this catalog (a link)
     locale: str = "en"  # the language it is written in (content/lessons/<locale>/ holds translations)
     translations: dict[str, Lesson] = field(default_factory=dict)  # locale -> this lesson in it
+    items: tuple[Item, ...] = ()  # questions with known answers (items.py), in the lesson's language
+
+    def item(self, item_id: str) -> Item | None:
+        return next((i for i in self.items if i.id == item_id), None)
 
     def in_locale(self, locale: str) -> Lesson:
         """This lesson in `locale` where it is translated, else as written (English)."""
@@ -127,6 +136,7 @@ class Lesson:
             "prerequisite_titles": list(self.prerequisite_titles),
             "prerequisites_present": list(self.prerequisites_present),
             "checkpoints": [c.as_json() for c in self.checkpoints],
+            "items": [i.public_json() for i in self.items],
         }
 
     def as_json(self) -> dict[str, Any]:

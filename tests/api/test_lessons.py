@@ -21,13 +21,15 @@ def test_the_detail_holds_the_lesson_and_its_blocks(client):
         "explorable",
         "exercise",
         "explain",
-        "self-check",
+        "items",
         "failure-modes",
     }
     assert detail["html"].startswith("<h1>")
     assert "features 1–2" in detail["markdown"] and "features 0–1" not in detail["markdown"]  # people count from 1
-    self_check = next(b for b in detail["blocks"] if b["kind"] == "self-check")
-    assert len(self_check["questions"]) == 4
+    assert [b["phase"] for b in detail["blocks"] if b["kind"] == "items"] == ["pre", "post"]
+    # the items to ask, without their keys: the answer and the misconceptions come after answering
+    assert len(detail["items"]) >= 8 and all("answer" not in i for i in detail["items"])
+    assert all(set(c) == {"id", "text"} for i in detail["items"] for c in i.get("choices", []))
 
 
 def test_completion_rules_say_what_completes_each_checkpoint(client):

@@ -25,7 +25,9 @@ def test_front_matter_matches_the_seed(lesson):
 
 def test_blocks_point_at_this_products_workbench_and_exercise(lesson):
     kinds = [b.kind for b in lesson.blocks]
-    assert kinds == ["predict", "answer", "explorable", "exercise", "failure-modes", "explain", "answer", "self-check"]
+    assert kinds == [
+        "items", "predict", "answer", "explorable", "exercise", "failure-modes", "explain", "answer", "items"
+    ]  # fmt: skip
     explorable = next(b for b in lesson.blocks if b.kind == "explorable")
     assert explorable.attrs["src"] == "/explorables/multi-head-attention"
     assert explorable.attrs["id"] == "multi-head-workbench" and explorable.attrs["height"] == "850"
@@ -34,10 +36,8 @@ def test_blocks_point_at_this_products_workbench_and_exercise(lesson):
         "pnpm exec vitest run exercises/multi-head-attention/tests --config vitest.exercise.config.ts"
     )  # the seed's, word for word
     assert exercise.attrs["python"] == "pytest exercises/multi-head-attention/tests"
-    checks = next(b for b in lesson.blocks if b.kind == "self-check")
-    assert len(checks.items) == 4 and "stable head order" in checks.items[2]
-    assert len(checks.answers) == 4 and all(checks.answers)  # a model answer under each question
-    assert "W_O" in checks.answers[2] and "[3][3]" in checks.answers[0]
+    assert [b.attrs["phase"] for b in lesson.blocks if b.kind == "items"] == ["pre", "post"]
+    assert lesson.checkpoint("predict").prediction == "heads-moved-by-last-two"
 
 
 def test_prerequisites_are_ids_with_titles(lesson, tmp_path):

@@ -8,7 +8,8 @@ import shutil
 from pathlib import Path
 
 from service.i18n import LOCALES
-from service.lessons.loader import load_lessons, load_translations, source_digest, stale_translations, structure
+from service.lessons.loader import load_lessons
+from service.lessons.translations import load_translations, source_digest, stale_translations, structure
 
 CONTENT = Path(__file__).resolve().parents[2] / "content" / "lessons"
 

@@ -54,6 +54,52 @@ class DurationsSchema(Suppression):
     checkpoints = fields.List(fields.Nested(DurationSchema))
 
 
+class ItemChoiceCountSchema(Schema):
+    id = fields.String(metadata={"description": "the choice's id (number items: a response given)"})
+    text = fields.String()
+    count = fields.Integer(
+        allow_none=True, metadata={"description": "learners whose latest answer it is (null: under k)"}
+    )
+    correct = fields.Boolean()
+    misconception = fields.String(allow_none=True, metadata={"description": "what choosing it reveals"})
+
+
+class ItemStatisticsSchema(Schema):
+    id = fields.String()
+    phase = fields.String(metadata={"description": "pre or post: an item asked in both has a row for each"})
+    kind = fields.String()
+    prompt = fields.String()
+    learners = fields.Integer(allow_none=True, metadata={"description": "learners who answered it in this phase"})
+    correct_rate = fields.Float(allow_none=True, metadata={"description": "share whose latest answer is correct"})
+    discrimination = fields.Float(
+        allow_none=True,
+        metadata={
+            "description": "point-biserial: Pearson's r between the item's score and the learner's score on the "
+            "phase's other items (null: under k, or no spread)"
+        },
+    )
+    suppressed = fields.Boolean()
+    choices = fields.List(fields.Nested(ItemChoiceCountSchema))
+
+
+class GainSchema(Schema):
+    learners = fields.Integer(
+        allow_none=True, metadata={"description": "learners who answered every item of both phases"}
+    )
+    pre_mean = fields.Float(allow_none=True, metadata={"description": "their mean share correct before"})
+    post_mean = fields.Float(allow_none=True, metadata={"description": "their mean share correct after"})
+    normalized_gain = fields.Float(
+        allow_none=True, metadata={"description": "Hake's (post - pre) / (1 - pre) of the means (null: pre is 1)"}
+    )
+    suppressed = fields.Boolean()
+
+
+class ItemsSchema(Suppression):
+    lesson = fields.String()
+    items = fields.List(fields.Nested(ItemStatisticsSchema))
+    gain = fields.Nested(GainSchema)
+
+
 class DateRangeArgs(Schema):
     from_ = UTCDateTime(
         data_key="from",

@@ -9,7 +9,7 @@ from marshmallow import Schema, ValidationError, fields, post_load, pre_load, va
 
 from .fields import SafeString, UTCDateTime
 
-EVENT_KINDS = ("started", "attempted", "completed", "parameter-changed")
+EVENT_KINDS = ("started", "attempted", "completed", "parameter-changed", "answered")
 SERVER_OWNED = ("stored_at", "platform", "platform_id", "content_hash", "seq", "status")
 MAX_DATA_BYTES = 8192
 MAX_DATA_DEPTH = 6
@@ -89,6 +89,15 @@ class EventSchema(Schema):
     lesson = SafeString(required=True, validate=name(64))
     checkpoint = SafeString(allow_none=True, load_default=None, validate=name(64))
     event = SafeString(required=True, validate=validate.OneOf(EVENT_KINDS))
+    item = SafeString(
+        allow_none=True,
+        load_default=None,
+        validate=name(64),
+        metadata={
+            "description": "answered events only: the lesson's item answered; data is then "
+            '{"response": a choice id or a number, "phase": "pre" or "post"}, scored by the server'
+        },
+    )
     instance_id = SafeString(allow_none=True, load_default=None, validate=name(128))
     data = fields.Dict(
         keys=fields.String(),

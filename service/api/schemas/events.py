@@ -83,6 +83,7 @@ class StoredEventSchema(Schema):
     checkpoint = fields.String(allow_none=True)
     event = fields.String()
     instance_id = fields.String(allow_none=True)
+    item = fields.String(allow_none=True, metadata={"description": "answered events: the item answered"})
     data = fields.Dict()
     occurred_at = fields.DateTime()
     stored_at = fields.DateTime()

@@ -12,6 +12,17 @@ class ProgressArgsSchema(Schema):
     lesson = SafeString(load_default=None, validate=name(64))
 
 
+class JudgedPredictionSchema(Schema):
+    choice = fields.String(allow_none=True, metadata={"description": "what the learner predicted"})
+    observed = fields.String(
+        allow_none=True,
+        metadata={"description": "what the engine computed on the learner's own edit, once they made it"},
+    )
+    held = fields.Boolean(
+        allow_none=True, metadata={"description": "whether the prediction held (null: not yet known)"}
+    )
+
+
 class CheckpointStateSchema(Schema):
     id = fields.String()
     title = fields.String()
@@ -24,6 +35,7 @@ class CheckpointStateSchema(Schema):
         allow_none=True,
         metadata={"description": "text checkpoints: the learner's latest recorded text (their own words)"},
     )
+    prediction = fields.Nested(JudgedPredictionSchema, metadata={"description": "prediction checkpoints"})
     manipulations = fields.List(
         fields.String(),
         metadata={
@@ -33,12 +45,27 @@ class CheckpointStateSchema(Schema):
     )
 
 
+class ItemAnswerSchema(Schema):
+    item = fields.String()
+    phase = fields.String()
+    response = fields.Raw(metadata={"description": "the latest response: a choice id or a number"})
+    answered_at = fields.DateTime()
+    correct = fields.Boolean(
+        metadata={"description": "absent while the item is still to be asked again after the workbench"}
+    )
+    misconception = fields.String(allow_none=True, metadata={"description": "what a wrong choice reveals"})
+    answer = fields.Raw(metadata={"description": "the right answer, once this answer is scored for the learner"})
+
+
 class LessonProgressSchema(Schema):
     lesson = fields.String()
     title = fields.String()
     completed = fields.Integer()
     total = fields.Integer()
     checkpoints = fields.List(fields.Nested(CheckpointStateSchema))
+    items = fields.List(
+        fields.Nested(ItemAnswerSchema), metadata={"description": "the latest answer to each item in each phase"}
+    )
 
 
 class ProgressSchema(Schema):

@@ -11,6 +11,22 @@ class CheckpointRuleSchema(Schema):
     completion = fields.String()
     on = fields.Dict()
     requires = fields.String(allow_none=True)
+    prediction = fields.String(
+        metadata={"description": "a prediction the engine judges after the experiment (progress says whether it held)"}
+    )
+
+
+class ItemChoiceSchema(Schema):
+    id = fields.String()
+    text = fields.String()
+
+
+class ItemSchema(Schema):
+    id = fields.String()
+    phase = fields.String(metadata={"description": "pre, post or both: when it is asked"})
+    kind = fields.String(metadata={"description": "choice (respond with a choice id) or number"})
+    prompt = fields.String()
+    choices = fields.List(fields.Nested(ItemChoiceSchema), metadata={"description": "choice items"})
 
 
 class LessonSummarySchema(Schema):
@@ -31,6 +47,13 @@ class LessonSummarySchema(Schema):
         fields.Boolean(), metadata={"description": "whether each prerequisite is a lesson here (/lessons/{id})"}
     )
     checkpoints = fields.List(fields.Nested(CheckpointRuleSchema))
+    items = fields.List(
+        fields.Nested(ItemSchema),
+        metadata={
+            "description": "questions with known answers, answered as events (event 'answered'); their keys "
+            "and misconceptions are never shown before an answer"
+        },
+    )
 
 
 class LessonListSchema(Schema):
@@ -56,6 +79,7 @@ class LessonSchema(LessonSummarySchema):
     blocks = fields.List(
         fields.Dict(),
         metadata={
-            "description": "predict, answer, explorable, exercise, explain, self-check blocks with their attributes"
+            "description": "predict, answer, explorable, exercise, explain, items, self-check blocks "
+            "with their attributes"
         },
     )

@@ -106,10 +106,20 @@ def rolled(conn: Connection, keys: list[Key]) -> dict[Key, Standing]:
     return found
 
 
-def touched(conn: Connection, low: int, high: int | None, platform_id: int | None = None, lesson: str | None = None):
-    """The learners with events whose id is in (low, high] (no upper bound when None)."""
+def touched(
+    conn: Connection,
+    low: int,
+    high: int | None,
+    platform_id: int | None = None,
+    lesson: str | None = None,
+    event: str | None = None,
+):
+    """The learners with events (of kind `event`, when given) whose id is in (low, high] (no
+    upper bound when None)."""
     e = Event.__table__.alias("c")
     query = select(e.c.platform_id, e.c.lesson, e.c.learner).where(after(e, low))
+    if event is not None:
+        query = query.where(e.c.event == event)
     if high is not None:
         query = query.where(e.c.id <= high)
     if platform_id is not None:

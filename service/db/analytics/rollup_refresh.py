@@ -15,8 +15,8 @@ from sqlalchemy.engine import Connection
 
 from ..engine import Database
 from ..events import dialect_insert
-from ..tables import Event, RolledLearner, RollupWatermark, cast_table
-from . import learner_rollups
+from ..tables import Event, RolledAnswer, RolledLearner, RollupWatermark, cast_table
+from . import item_rollups, learner_rollups
 from .rollups import ROLLUPS, VARIANTS, aggregate, watermark_now
 
 CHUNK = 20_000  # events per transaction: short enough that ingest never waits long for the refresh
@@ -83,6 +83,7 @@ def refresh_on(conn: Connection, high: int | None = None, chunk: int | None = No
         for v in VARIANTS:
             conn.execute(_add(conn.dialect.name, v, low, upto))
         learner_rollups.apply(conn, learner_rollups.touched(conn, low, upto))
+        item_rollups.apply(conn, item_rollups.touched_answers(conn, low, upto))
         low = upto
         if chunk is not None:
             break
@@ -159,8 +160,8 @@ def forget_learner(conn: Connection, platform_id: int, learner: str) -> None:
 
 
 def forget_standing(conn: Connection, platform_id: int, learner: str) -> None:
-    """In the erasure's transaction, after their progress went: take the learner out of the
-    funnel and durations counts."""
+    """In the erasure's transaction, after their progress and events went: take the learner out
+    of the funnel, durations and item counts."""
     table = cast_table(RolledLearner)
     keys = conn.execute(
         select(table.c.platform_id, table.c.lesson, table.c.learner).where(
@@ -168,3 +169,10 @@ def forget_standing(conn: Connection, platform_id: int, learner: str) -> None:
         )
     ).all()
     learner_rollups.apply(conn, [tuple(k) for k in keys])
+    answers = cast_table(RolledAnswer)
+    answered = conn.execute(
+        select(answers.c.platform_id, answers.c.lesson, answers.c.learner).where(
+            answers.c.platform_id == platform_id, answers.c.learner == learner
+        )
+    ).all()
+    item_rollups.apply(conn, [tuple(k) for k in answered])

@@ -17,6 +17,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from ...lessons import Checkpoint, Lesson
 from ..quotas import ROW_BYTES
 
+SCORE_KEYS = ("correct", "misconception")  # what the server adds to an answered event's data
+
 
 class EventConflict(Exception):
     """These event ids are already stored with different content."""
@@ -36,11 +38,20 @@ class NewEvent:
     instance_id: str | None
     data: dict[str, Any]
     occurred_at: dt.datetime
+    item: str | None = None  # answered events: the lesson's item answered
 
     def canonical(self) -> dict[str, Any]:
+        """What the client sent, as hashed for idempotency: not the score the server adds to an
+        answer (a replay after the answer key changed is still the same event), and no `item` key
+        on events without one (their hash is as it was before items existed)."""
+        said = described(self)
+        if self.item is None:
+            del said["item"]
+        else:
+            said["data"] = {k: v for k, v in self.data.items() if k not in SCORE_KEYS}
         return {
             "id": self.event_id,
-            **described(self),
+            **said,
             "occurred_at": self.occurred_at.astimezone(dt.UTC).isoformat(timespec="microseconds"),
         }
 
@@ -52,7 +63,7 @@ class NewEvent:
 def stored_bytes(e: NewEvent) -> int:
     """What storing the event costs, for the storage quotas: its data and text as stored, and a
     row's fixed share (ids, times, hashes, index entries)."""
-    texts = (e.learner, e.lesson, e.checkpoint or "", e.event, e.instance_id or "")
+    texts = (e.learner, e.lesson, e.checkpoint or "", e.event, e.instance_id or "", e.item or "")
     return ROW_BYTES + len(orjson.dumps(e.data)) + sum(len(t.encode()) for t in texts)
 
 
@@ -64,6 +75,7 @@ def described(e: NewEvent | Any) -> dict[str, Any]:
         "checkpoint": e.checkpoint,
         "event": e.event,
         "instance_id": e.instance_id,
+        "item": e.item,
         "data": e.data,
     }
 

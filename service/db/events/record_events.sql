@@ -1,5 +1,5 @@
--- PostgreSQL's workbench_record_events, as the head migration (0009) installs it; a test keeps
--- the two equal. What it does: service/db/events/__init__.py and migrations 0005, 0007, 0009.
+-- PostgreSQL's workbench_record_events, as the head migration (0013) installs it; a test keeps
+-- the two equal. What it does: service/db/events/__init__.py and migrations 0005, 0007, 0009, 0013.
 CREATE OR REPLACE FUNCTION workbench_record_events(p_platform bigint, p_events json, p_now timestamptz)
 RETURNS json
 LANGUAGE plpgsql
@@ -25,9 +25,9 @@ BEGIN
         ON CONFLICT (platform_id, event_id) DO NOTHING
         RETURNING event_id
     ), ins AS (
-        INSERT INTO events (platform_id, event_id, learner, lesson, checkpoint, event, instance_id, data,
+        INSERT INTO events (platform_id, event_id, learner, lesson, checkpoint, event, instance_id, item, data,
                             occurred_at, stored_at, content_hash)
-        SELECT p_platform, b.event_id, b.learner, b.lesson, b.checkpoint, b.event, b.instance_id, b.data,
+        SELECT p_platform, b.event_id, b.learner, b.lesson, b.checkpoint, b.event, b.instance_id, b.item, b.data,
                b.occurred_at, p_now, b.content_hash
         FROM unnest(v_batch) b
         WHERE b.event_id IN (SELECT event_id FROM claimed)

@@ -28,9 +28,9 @@ def _seconds(later: str, earlier: str) -> str:
 
 
 INSERT_EVENTS = """
-    INSERT INTO events (platform_id, event_id, learner, lesson, checkpoint, event, instance_id, data,
+    INSERT INTO events (platform_id, event_id, learner, lesson, checkpoint, event, instance_id, item, data,
                         occurred_at, stored_at, content_hash)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 
 # The new events' first visits and completions come computed (Python has them anyway):
@@ -102,6 +102,7 @@ def insert_events(raw: sqlite3.Connection, platform_id: int, rows: list[dict], n
                 r["checkpoint"],
                 r["event"],
                 r["instance_id"],
+                r["item"],
                 orjson.dumps(r["data"]).decode(),
                 r["occurred_at"],
                 now,
