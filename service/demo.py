@@ -8,6 +8,7 @@ import datetime as dt
 import random
 import uuid
 import zlib
+from dataclasses import replace
 from collections.abc import Callable, Iterator
 
 from sqlalchemy import select
@@ -18,6 +19,7 @@ from .db.challenges import add_check
 from .db.events import NewEvent, record_events
 from .db.platforms import ensure_platform
 from .lessons import Lesson
+from .lessons.items import Item
 
 LESSON = "multi-head-attention"
 NAMESPACE = uuid.UUID("6f1c1c2e-5b0e-4f55-9d7e-3f0b2a9c4d11")
@@ -50,18 +52,23 @@ class _Learner:
         self.events.append(NewEvent(next(self.ids), self.learner, LESSON, checkpoint, event, instance, data, self.t))
 
 
-def cohort(learners: int, seed: int, now: dt.datetime) -> Iterator[tuple[str, list[NewEvent], list[dict]]]:
-    """(learner, their events, their exercise checks) for each synthetic learner."""
+def cohort(
+    learners: int, seed: int, now: dt.datetime, items: tuple[Item, ...] = ()
+) -> Iterator[tuple[str, list[NewEvent], list[dict]]]:
+    """(learner, their events, their exercise checks) for each synthetic learner; `items`: the
+    lesson's questions, answered before the workbench and after it."""
     rng = random.Random(seed)
     for n in range(learners):
         one = _Learner(f"demo-{seed}-{n:06d}", seed, now - dt.timedelta(days=rng.uniform(0.05, 14)), now)
-        _walk(rng, one)
+        _walk(rng, one, items)
         yield one.learner, one.events, one.checks
 
 
-def _walk(rng: random.Random, one: _Learner) -> None:
+def _walk(rng: random.Random, one: _Learner, items: tuple[Item, ...] = ()) -> None:
     """Through the lesson, dropping out at each step with a plausible probability."""
     one.add("started", None, {}, 0)
+    skill = rng.random()
+    _answer(rng, one, items, "pre", skill)
     if rng.random() >= 0.9:
         return
     texts = ["2 wide; the second slice is lost", "each head gets 2 features", "width 2, the last two features vanish"]
@@ -72,6 +79,7 @@ def _walk(rng: random.Random, one: _Learner) -> None:
         one.add("parameter-changed", "experiment", data, rng.lognormvariate(-0.5, 0.8), "multi-head-workbench")
     if rng.random() >= 0.7:
         return
+    _answer(rng, one, items, "post", skill)
     # Most learners answer the server's challenges (the path the lesson offers: "verified");
     # some run this platform's own autograder, which reports its results ("reported").
     verified = rng.random() < VERIFIED_SHARE
@@ -102,6 +110,28 @@ def _walk(rng: random.Random, one: _Learner) -> None:
     if rng.random() < 0.72:
         text = "only head 2 changed; swapped order breaks W_O"
         one.add("completed", "explain", {"text": text}, rng.lognormvariate(1.2, 0.7))
+
+
+def _answer(rng: random.Random, one: _Learner, items: tuple[Item, ...], phase: str, skill: float) -> None:
+    """A learner's answers to the questions of one phase: right more often after the workbench
+    and the more skilled they are; a wrong choice is most often the first listed misconception
+    (the common one), and a few learners skip a question."""
+    for item in (i for i in items if i.asked_in(phase)):
+        if rng.random() < 0.04:
+            continue
+        chance = min(0.97, 0.1 + 0.6 * skill + (0.3 if phase == "post" else 0.0))
+        right = rng.random() < chance
+        response: str | float
+        if item.kind == "number":
+            assert item.value is not None
+            response = item.value if right else rng.choice([item.value * 2, item.value * 4, 1.0])
+        else:
+            wrong = [c.id for c in item.choices if c.id != item.answer]
+            response = item.answer if right else rng.choices(wrong, [4, 2, 1][: len(wrong)] + [1] * (len(wrong) - 3))[0]
+        correct, misconception = item.score(response)
+        data = {"response": response, "phase": phase, "correct": correct, "misconception": misconception}
+        one.add("answered", None, data, rng.lognormvariate(-0.7, 0.5))
+        one.events[-1] = replace(one.events[-1], item=item.id)
 
 
 # The lesson's four manipulations, in its order, and how likely a learner who got to one goes on to it.
@@ -170,7 +200,8 @@ def load(
         pending.clear()
         pending_checks.clear()
 
-    for learner, events, learner_checks in cohort(learners, seed, now):
+    items = lessons[LESSON].items if LESSON in lessons else ()
+    for learner, events, learner_checks in cohort(learners, seed, now, items):
         pending.extend(events)
         pending_checks.append((learner, learner_checks))
         if len(pending) >= batch:

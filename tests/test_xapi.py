@@ -124,6 +124,67 @@ def test_filters_limit_and_more(client, stored, analyst):
     assert len(set(ids)) == 6
 
 
+def answered(learner, item, response, phase):
+    return event(
+        learner,
+        checkpoint=None,
+        event="answered",
+        instance_id=None,
+        item=item,
+        data={"response": response, "phase": phase},
+    )
+
+
+@pytest.fixture
+def answers(client, acme):
+    events = [answered("ada", "head-shapes", "full-width", "post"), answered("ada", "head-width", 2, "pre")]
+    assert client.post("/api/v1/events", json={"events": events}, headers=acme).status_code == 201
+    return events
+
+
+@pytest.mark.databases
+def test_answers_are_answered_statements_about_cmi_interactions(client, answers, analyst):
+    by_id = {s["id"]: s for s in statements(client, analyst)["statements"]}
+    choice, number = by_id[answers[0]["id"]], by_id[answers[1]["id"]]
+    assert choice["verb"]["id"] == "http://adlnet.gov/expapi/verbs/answered"
+    assert choice["object"]["id"].endswith(f"/lessons/{LESSON}/items/head-shapes")
+    definition = choice["object"]["definition"]
+    assert definition["type"] == "http://adlnet.gov/expapi/activities/cmi.interaction"
+    assert definition["interactionType"] == "choice" and definition["correctResponsesPattern"] == ["right"]
+    assert [c["id"] for c in definition["choices"]] == ["right", "full-width", "feature-weights", "swapped"]
+    assert set(definition["choices"][1]["description"]) == {"en-US", "es", "zh-CN"}
+    assert set(definition["name"]) == {"en-US", "es", "zh-CN"}
+    assert choice["result"]["response"] == "full-width" and choice["result"]["success"] is False
+    extensions = choice["result"]["extensions"]
+    assert any(k.endswith("/misconception") and v == "Each head works on the whole model width" for k, v in extensions.items())
+    assert choice["context"]["contextActivities"]["parent"][0]["id"].endswith(f"/lessons/{LESSON}")
+    assert number["object"]["definition"]["interactionType"] == "numeric"
+    assert number["object"]["definition"]["correctResponsesPattern"] == ["2"]
+    assert number["result"] == {**number["result"], "response": "2", "success": True}
+
+
+def test_answered_statements_validate_against_ralphs_models(client, answers, analyst):
+    models = pytest.importorskip(
+        "ralph.models.xapi.base.statements", reason="Ralph (ralph-malph) is installed by .ci/run"
+    )
+    interaction = pytest.importorskip("ralph.models.xapi.base.unnested_objects")
+    for statement in statements(client, analyst)["statements"]:
+        models.BaseXapiStatement(**statement)
+        interaction.BaseXapiActivityInteractionDefinition(**statement["object"]["definition"])
+
+
+def test_the_export_carries_the_answers(client, answers, analyst):
+    lines = client.get("/api/v1/analytics/events/export", headers=analyst).data.splitlines()
+    import json
+
+    exported = {r["id"]: r for r in map(json.loads, lines)}
+    row = exported[answers[0]["id"]]
+    assert row["item"] == "head-shapes" and row["event"] == "answered"
+    assert row["data"]["correct"] is False and row["data"]["response"] == "full-width"
+    csv_header = client.get("/api/v1/analytics/events/export?format=csv", headers=analyst).data.splitlines()[0]
+    assert b",item," in csv_header
+
+
 def test_the_version_header_is_required_and_basic_auth_works(client, stored, analyst):
     assert client.get("/api/v1/xapi/statements", headers=analyst).status_code == 400
     import base64

@@ -34,6 +34,7 @@ EXPORT_FIELDS = (
     "checkpoint",
     "event",
     "instance_id",
+    "item",  # answered events: the lesson's item
     "data",
     "learner_locale",  # the language the learner last read in (their current one, not the event's)
     "occurred_at",

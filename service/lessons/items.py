@@ -4,6 +4,7 @@ validated when the lessons load (a bad item stops start-up, naming the file and 
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from dataclasses import dataclass
@@ -75,8 +76,13 @@ class Item:
         """What a learner may see before answering: no answer, no misconceptions."""
         body: dict[str, Any] = {"id": self.id, "phase": self.phase, "kind": self.kind, "prompt": self.prompt}
         if self.kind == "choice":
-            body["choices"] = [{"id": c.id, "text": c.text} for c in self.choices]
+            body["choices"] = [{"id": c.id, "text": c.text} for c in self.shown_choices()]
         return body
+
+    def shown_choices(self) -> tuple[Choice, ...]:
+        """The choices in the order a learner sees them: fixed per item (every learner and language
+        alike), not the authored one, which puts the answer first."""
+        return tuple(sorted(self.choices, key=lambda c: hashlib.sha256(f"{self.id}/{c.id}".encode()).digest()))
 
     def structure(self) -> tuple:
         """What a translation keeps: ids, phase, kind, the choices' ids and which carry a

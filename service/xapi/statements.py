@@ -11,6 +11,7 @@ import datetime as dt
 from typing import Any
 
 from ..lessons import Checkpoint, Lesson
+from .interactions import answered_object, answered_result
 
 VERSION = "1.0.3"
 ADL = "http://adlnet.gov/expapi/verbs/"
@@ -45,6 +46,8 @@ def language_map(titles: dict[str, str]) -> dict[str, str]:
 
 
 def verb_for(event: str, checkpoint: str | None, data: dict[str, Any], requires: str | None) -> str:
+    if event == "answered":
+        return "answered"
     if event == "parameter-changed":
         return "interacted"
     if event == "completed":
@@ -76,16 +79,17 @@ def statement(
     checkpoint = lesson.checkpoint(row.checkpoint) if (lesson and row.checkpoint) else None
     data = row.data or {}
     verb = verb_for(row.event, row.checkpoint, data, checkpoint.requires if checkpoint else None)
+    answer = row.event == "answered" and getattr(row, "item", None)
     body = {
         "id": row.event_id,
         "actor": {"objectType": "Agent", "account": {"homePage": home_page, "name": row.learner}},
         "verb": {"id": VERBS[verb], "display": VERB_DISPLAY[verb]},
-        "object": _target(row, lesson, checkpoint, base),
+        "object": answered_object(lesson, row, base) if answer else _target(row, lesson, checkpoint, base),
         "context": _context(row, base, locale),
         "timestamp": timestamp(row.occurred_at),
         "version": VERSION,
     }
-    result = _result(row.event, data, checkpoint)
+    result = answered_result(data, EXTENSION) if answer else _result(row.event, data, checkpoint)
     if result:
         body["result"] = result
     return body
@@ -139,7 +143,7 @@ def _result(event: str, data: dict[str, Any], checkpoint: Checkpoint | None) -> 
 def _context(row: Any, base: str, locale: str | None) -> dict[str, Any]:
     language = "en-US" if locale in (None, "en") else locale  # RFC 5646, as the language maps spell it
     context: dict[str, Any] = {"platform": "attention-workbench", "language": language}
-    if row.checkpoint:
+    if row.checkpoint or getattr(row, "item", None):
         context["contextActivities"] = {
             "parent": [
                 {

@@ -163,6 +163,7 @@ BEYOND_THE_SCHEMA = {
     ("unprocessable-entity", "case"),
     # one event alone: the lesson's own rules, as for a batch's (`events.N.` then)
     ("unprocessable-entity", "checkpoint"),
+    ("unprocessable-entity", "item"),  # an item of the lesson, on an answered event only
     ("unprocessable-entity", "event"),
     ("unprocessable-entity", "data"),
     ("unprocessable-entity", "occurred_at"),  # from 2000 to the server's clock (and a few minutes)

@@ -6,6 +6,7 @@ import { HashState } from "../hash-state.js";
 import { barChart, hidden } from "../views/bars.js";
 import { columnChart } from "../views/columns.js";
 import { drawn, el } from "../views/dom.js";
+import { itemsView } from "../views/item-stats.js";
 import { scrollRegion } from "../views/matrix.js";
 import { t } from "../i18n.js";
 
@@ -55,12 +56,13 @@ async function show(key) {
   const from = since(view.range);
   const fromParam = from ? `from=${encodeURIComponent(from.toISOString())}` : "";
   const dates = fromParam ? `?${fromParam}` : "";
-  const [funnel, series, parameters, mistakes, durations] = await Promise.all([
+  const [funnel, series, parameters, mistakes, durations, items] = await Promise.all([
     getJSON(`${base}/lessons/${lesson}/funnel${dates}`, headers),
     getJSON(`${base}/events/timeseries?bucket=day&group_by=event&lesson=${lesson}${fromParam ? `&${fromParam}` : ""}`, headers),
     getJSON(`${base}/lessons/${lesson}/parameters${dates}`, headers),
     getJSON(`${base}/lessons/${lesson}/mistakes${dates}`, headers),
     getJSON(`${base}/lessons/${lesson}/durations${dates}`, headers),
+    getJSON(`${base}/lessons/${lesson}/items`, headers),
   ]);
   const perDay = new Map();
   for (const row of series.rows) {
@@ -107,6 +109,7 @@ async function show(key) {
         s.checkpoint === parameters.manipulations.checkpoint) || {}).learners ?? null, note: t("learners who started in the range") }] })] : []),
     barChart({ k, id: "mistakes", title: during(t("Mistakes found by the exercise checker")), valueLabel: t("checks"),
       rows: mistakes.mistakes.map((m) => ({ label: m.name || m.id, value: m.times, note: m.learners === null ? "" : t("{count} learners", { count: m.learners }) })) })),
+    ...(items.items.length ? [itemsView(items, k)] : []),
     await learnersTable(base, headers, view, summary, k),
     exportButtons(headers),
   );

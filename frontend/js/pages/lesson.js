@@ -7,6 +7,7 @@ import { progressBar, syncLine, textForm } from "../views/checkpoint-panel.js";
 import { drawn, el } from "../views/dom.js";
 import { announce, announcer } from "../views/announce.js";
 import { exercisePanel } from "../views/exercise-panel.js";
+import { gainLine, itemForm, predictionChoice, predictionVerdict } from "../views/items.js";
 import { t } from "../i18n.js";
 
 const lessonId = decodeURIComponent(location.pathname.split("/").pop());
@@ -18,6 +19,11 @@ let deliveredAt = null;
 let unreachable = false;
 const forms = new Map(); // event id -> the form waiting for its delivery
 let exercise = null; // the exercise panel, whose trace command follows the workbench
+let answers = new Map(); // "item:phase" -> the latest answer and, once shown to the learner, its score
+const itemForms = []; // every question's form
+const postBlocks = []; // the sections asking the post questions (the before-and-after line goes there)
+let verdict = null; // the predict section's line saying what the engine found
+let verdictSaid = null;
 
 // The embedded workbench's configuration as a standalone workbench link (its iframe keeps it in its hash).
 function workbenchLink() {
@@ -42,6 +48,7 @@ async function refreshProgress() {
     const progress = await getJSON(`/api/v1/learners/${encodeURIComponent(learner)}/progress?lesson=${lessonId}`);
     const titled = new Map(lesson.checkpoints.map((c) => [c.id, c.title])); // in the lesson's language
     checkpoints = progress.lessons[0].checkpoints.map((c) => ({ ...c, title: titled.get(c.id) ?? c.title }));
+    answers = new Map((progress.lessons[0].items || []).map((a) => [`${a.item}:${a.phase}`, a]));
     unreachable = false;
   } catch (error) {
     if (error instanceof ApiError && error.status === 404) {
@@ -67,13 +74,53 @@ function drawProgress() {
   const done = checkpoints.filter((c) => c.completed).map((c) => c.id);
   progressBar($("progress"), checkpoints);
   syncLine($("sync"), { pending: pendingEvents(), deliveredAt, unreachable });
-  for (const [checkpoint, answer] of answers) if (done.includes(checkpoint)) answer.hidden = false;
+  for (const [checkpoint, answer] of answerSections) if (done.includes(checkpoint)) answer.hidden = false;
+  drawItems();
+}
+
+// Each question as the server scored it, or as this device still holds it.
+function drawItems() {
+  for (const e of queued()) {
+    if (e.lesson === lessonId && e.event === "answered" && !answers.has(`${e.item}:${e.data.phase}`)) {
+      answers.set(`${e.item}:${e.data.phase}`, { response: e.data.response, pending: true });
+    }
+  }
+  for (const form of itemForms) form.show(answers.get(`${form.dataset.item}:${form.dataset.phase}`));
+  for (const section of postBlocks) {
+    section.querySelector(".item-gain")?.remove();
+    const line = gainLine(lesson.items, answers);
+    if (line) section.append(line);
+  }
+  const prediction = byId("predict").prediction;
+  if (verdict) {
+    const said = predictionVerdict(verdict, prediction);
+    if (said && verdictSaid !== null && said !== verdictSaid) announce(said);
+    verdictSaid = said || "";
+  }
+}
+
+function answerItem(item, phase, response) {
+  queueEvent({ lesson: lessonId, event: "answered", item: item.id, data: { response, phase } });
+  drawProgress();
+  flush();
+}
+
+function itemsBlock(section, phase) {
+  section.prepend(el("h2", { text: phase === "pre" ? t("Before the workbench") : t("Check your understanding") }));
+  const asked = lesson.items.filter((i) => i.phase === phase || i.phase === "both");
+  asked.forEach((item, i) => {
+    const form = itemForm({ item, phase, position: i + 1, onAnswer: (response) => answerItem(item, phase, response) });
+    itemForms.push(form);
+    section.append(form);
+  });
+  if (phase === "post") postBlocks.push(section);
+  drawItems();
 }
 
 // Each text checkpoint's model answer (an `answer` block naming it), shown once the learner's own
 // words are recorded, never before: they answer first, then compare.
-const answers = new Map(); // checkpoint -> its answer's section
-const revealAnswer = (checkpoint) => { if (answers.has(checkpoint)) answers.get(checkpoint).hidden = false; };
+const answerSections = new Map(); // checkpoint -> its answer's section
+const revealAnswer = (checkpoint) => { if (answerSections.has(checkpoint)) answerSections.get(checkpoint).hidden = false; };
 
 function record(form, checkpoint, event, data) {
   const queuedEvent = queueEvent({ lesson: lessonId, checkpoint, event, data });
@@ -91,27 +138,45 @@ function savedText(checkpoint) {
   return response ? { text: response, delivered: true } : null;
 }
 
-function textCheckpoint(section, { heading, id, label, button, checkpoint, after }) {
+function textCheckpoint(section, { heading, id, label, button, checkpoint, after, choice }) {
   const saved = savedText(checkpoint);
   const form = textForm({ id, label, button, text: saved ? saved.text : "", done: Boolean(saved && saved.delivered),
     onSubmit: (text) => {
-      record(form, checkpoint, "completed", { text });
+      const picked = choice && choice.value();
+      record(form, checkpoint, "completed", picked ? { text, choice: picked } : { text });
       if (after) after();
     } });
   if (saved && !saved.delivered) form.showDelivery(false);
+  if (choice) form.prepend(choice.node);
   section.prepend(el("h2", { text: heading }));
   section.append(form);
+}
+
+// The prediction's choice as last recorded: on this device if not sent yet, else on the server.
+function savedChoice(checkpoint) {
+  const waiting = queued().filter((e) => e.lesson === lessonId && e.checkpoint === checkpoint && e.data && e.data.choice);
+  if (waiting.length) return waiting[waiting.length - 1].data.choice;
+  return (byId(checkpoint).prediction || {}).choice;
 }
 
 function enhance(section, block) {
   const cp = block.checkpoint;
   switch (block.kind) {
-    case "predict":
-      textCheckpoint(section, { heading: t("Predict"), id: "prediction", label: t("Your prediction"), button: t("Record prediction"),
-        checkpoint: cp, after: () => revealAnswer(cp) });
+    case "predict": {
+      const choice = lesson.checkpoints.find((c) => c.id === cp)?.prediction ? predictionChoice(savedChoice(cp)) : null;
+      textCheckpoint(section, { heading: t("Predict"), id: "prediction", label: t("Your prediction"),
+        button: t("Record prediction"), checkpoint: cp, after: () => revealAnswer(cp), choice });
+      if (choice) {
+        verdict = el("p", { class: "prediction-verdict", role: "status", hidden: true });
+        section.append(verdict);
+      }
+      break;
+    }
+    case "items":
+      itemsBlock(section, block.phase);
       break;
     case "answer":
-      answers.set(cp, section);
+      answerSections.set(cp, section);
       section.dataset.answers = cp;
       section.hidden = !byId(cp).completed && !savedText(cp);
       section.prepend(el("h2", { text: cp === "explain" ? t("A model answer") : t("The answer") }));

@@ -59,7 +59,9 @@ function update(change, parameter, data) {
       announce(t("Manipulation {done} of {all} done: {text}", { done: done.size, all: MANIPULATIONS.length, text: t(MANIPULATIONS.find((m) => m.id === manipulation).text) }));
     }
   }
-  emit(parameter, manipulation ? { ...data, manipulation } : data);
+  // A token manipulation carries the edit itself: the server's engine judges the learner's prediction on it.
+  const edit = parameter === "token" && manipulation ? { tokens_before: before.tokens, tokens: structuredClone(state.tokens), causal: state.causal } : {};
+  emit(parameter, manipulation ? { ...data, manipulation, ...edit } : data);
   render();
 }
 

@@ -1,0 +1,124 @@
+"""A new learner answers the questions before the workbench, predicts which head moves, does the
+workbench, answers the questions after it and sees the server's feedback: the answer and the
+misconception after, never before; at both sizes and in all three languages. The dashboard shows
+the cohort's items view."""
+
+import pytest
+
+from service.lessons import load_catalog
+
+from .conftest import (
+    VIEWPORTS,
+    demo_cohort,
+    embedded_workbench,
+    open_page,
+    wait_for_checkpoint,
+    wait_until,
+    watched_page,
+)
+
+LESSON = "/lessons/multi-head-attention"
+CATALOG = load_catalog("content/lessons")["multi-head-attention"]
+# Each locale's words for what the learner clicks and reads (its catalog's, written out here).
+WORDS = {
+    "en": {"record": "Record answer", "later": "comes back after the workbench", "wrong": "Not quite.",
+           "right": "Correct.", "predict": ("Your prediction", "Record prediction"), "head-2": "Head 2",
+           "held": "Your prediction held", "gain": "On the questions asked twice"},
+    "es": {"record": "Registrar respuesta", "later": "vuelve después del banco de trabajo", "wrong": "No exactamente.",
+           "right": "Correcto.", "predict": ("Tu predicción", "Guardar la predicción"), "head-2": "Cabeza 2",
+           "held": "Tu predicción se cumplió", "gain": "En las preguntas hechas dos veces"},
+    "zh-CN": {"record": "记录答案", "later": "会再问这个问题", "wrong": "不太对。", "right": "正确。",
+              "predict": ("你的预测", "保存预测"), "head-2": "头 2", "held": "你的预测成立", "gain": "在问过两次的问题上"},
+}  # fmt: skip
+
+
+def manipulations_in_any_language(frame) -> None:
+    """conftest's do_the_four_manipulations, found by id rather than by their (translated) labels."""
+    frame.locator("#token-1-dim-3").fill("2")
+    frame.locator("#token-2-dim-1").fill("-1")
+    frame.locator("#causal").click()
+    frame.locator("#reuse").click()
+
+
+def answer_all(section, phase: str, locale: str, right: bool) -> None:
+    """Answer every question of one block: the key's answer, or a wrong one (number 4, a wrong choice)."""
+    lesson = CATALOG.in_locale(locale)
+    asked = [i for i in lesson.items if i.asked_in(phase)]
+    forms = section.locator("form.item-form")
+    assert forms.count() == len(asked)
+    for n, item in enumerate(asked):
+        form = forms.nth(n)
+        if item.kind == "number":
+            form.locator("input").fill(str(int(item.value)) if right else "4")
+        else:
+            wanted = item.answer if right else next(c.id for c in item.choices if c.id != item.answer)
+            form.locator(f"input[value='{wanted}']").check()
+        form.get_by_role("button", name=WORDS[locale]["record"]).click()
+
+
+@pytest.mark.parametrize("locale", ["en", "es", "zh-CN"])
+@pytest.mark.parametrize("size", VIEWPORTS)
+def test_a_new_learner_answers_before_and_after_the_workbench_and_sees_feedback(browser, live, size, locale):
+    context = browser.new_context(locale=locale, viewport=VIEWPORTS[size])
+    page = watched_page(context)
+    words = WORDS[locale]
+    open_page(page, live, LESSON)
+    pre, post = page.locator("section.directive-items").nth(0), page.locator("section.directive-items").nth(1)
+    answer_all(pre, "pre", locale, right=False)
+    feedback = pre.locator(".item-feedback")
+    wait_until(page, "[...document.querySelectorAll('section.directive-items')[0].querySelectorAll('.item-feedback')]"
+                     ".every((p) => p.textContent && !p.classList.contains('queued'))")  # fmt: skip
+    # Before the workbench: recorded, neither scored nor answered for the learner.
+    assert all(words["later"] in t for t in feedback.all_inner_texts())
+    assert pre.locator(".item-feedback.wrong, .item-feedback.correct").count() == 0
+    assert words["wrong"] not in pre.inner_text()
+    # The prediction, with its choice, then the workbench: the engine judges it on the learner's edit.
+    label, button = words["predict"]
+    page.get_by_label(label, exact=True).fill("head 2 only")
+    page.get_by_label(words["head-2"], exact=True).check()
+    page.get_by_role("button", name=button).click()
+    wait_for_checkpoint(page, "predict")
+    manipulations_in_any_language(embedded_workbench(page))
+    wait_for_checkpoint(page, "experiment")
+    wait_until(page, "!!document.querySelector('.prediction-verdict:not([hidden])')")
+    assert words["held"] in page.locator(".prediction-verdict").inner_text()
+    # After: the post questions, half right; each gets its verdict, a wrong one the answer and its misconception.
+    answer_all(post, "post", locale, right=True)
+    wait_until(page, "document.querySelectorAll('.item-feedback.correct').length >= 9", timeout=20)
+    after = post.locator(".item-feedback.correct")
+    assert after.count() == 9 and all(words["right"] in t for t in after.all_inner_texts())
+    # Now the pre answers are scored for the learner: wrong, with the misconception each shows.
+    wait_until(page, "document.querySelectorAll('.item-feedback.wrong').length === 5")
+    wrong = pre.locator(".item-feedback.wrong").all_inner_texts()
+    misconceptions = [c.misconception for i in CATALOG.in_locale(locale).items for c in i.choices if c.misconception]
+    assert all(words["wrong"] in t for t in wrong) and sum(any(m in t for m in misconceptions) for t in wrong) == 4
+    assert words["gain"] in post.locator(".item-gain").inner_text()
+    # Kept after a reload: answers from the server, inputs locked.
+    open_page(page, live, LESSON)
+    wait_until(page, "document.querySelectorAll('.item-feedback.correct').length === 9")
+    assert page.locator("form.item-form input:not([disabled])").count() == 0
+    assert page.errors == []
+    context.close()
+
+
+@pytest.mark.parametrize("size", VIEWPORTS)
+def test_the_dashboard_shows_each_questions_figures_and_the_gain(page, live, size):
+    (token,) = demo_cohort(live, 150, 31, f"quiz-school-{size}")
+    page.set_viewport_size(VIEWPORTS[size])
+    open_page(page, live, "/dashboard")
+    page.get_by_label("Analytics key (kept for this tab only)").fill(token)
+    page.get_by_role("button", name="Show analytics").click()
+    page.locator("#items").wait_for()
+    rows = page.locator("#items details.item-stat")
+    asked = sum(i.asked_in("pre") for i in CATALOG.items) + sum(i.asked_in("post") for i in CATALOG.items)
+    assert rows.count() == asked
+    gain = page.locator("#items-gain").inner_text()
+    assert "normalized gain" in gain and "learners answered every question" in gain
+    first = rows.nth(0)
+    first.locator("summary").click()
+    assert "discrimination" in first.inner_text() and "right" in first.inner_text()
+    shapes = page.locator("#items details[data-item='head-shapes']")
+    shapes.locator("summary").click()
+    assert "Each head works on the whole model width" in shapes.inner_text()
+    box = page.locator("#items").bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= VIEWPORTS[size]["width"] + 1  # nothing off the screen
