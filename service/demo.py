@@ -8,8 +8,8 @@ import datetime as dt
 import random
 import uuid
 import zlib
-from dataclasses import replace
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 from sqlalchemy import select
 
@@ -127,7 +127,7 @@ def _answer(rng: random.Random, one: _Learner, items: tuple[Item, ...], phase: s
             response = item.value if right else rng.choice([item.value * 2, item.value * 4, 1.0])
         else:
             wrong = [c.id for c in item.choices if c.id != item.answer]
-            response = item.answer if right else rng.choices(wrong, [4, 2, 1][: len(wrong)] + [1] * (len(wrong) - 3))[0]
+            response = (item.answer or "") if right else rng.choices(wrong, [4, 2, 1][: len(wrong)] + [1] * (len(wrong) - 3))[0]
         correct, misconception = item.score(response)
         data = {"response": response, "phase": phase, "correct": correct, "misconception": misconception}
         one.add("answered", None, data, rng.lognormvariate(-0.7, 0.5))

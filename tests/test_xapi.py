@@ -156,7 +156,8 @@ def test_answers_are_answered_statements_about_cmi_interactions(client, answers,
     assert set(definition["name"]) == {"en-US", "es", "zh-CN"}
     assert choice["result"]["response"] == "full-width" and choice["result"]["success"] is False
     extensions = choice["result"]["extensions"]
-    assert any(k.endswith("/misconception") and v == "Each head works on the whole model width" for k, v in extensions.items())
+    said = {k.rsplit("/", 1)[1]: v for k, v in extensions.items()}
+    assert said["misconception"] == "Each head works on the whole model width" and said["phase"] == "post"
     assert choice["context"]["contextActivities"]["parent"][0]["id"].endswith(f"/lessons/{LESSON}")
     assert number["object"]["definition"]["interactionType"] == "numeric"
     assert number["object"]["definition"]["correctResponsesPattern"] == ["2"]

@@ -31,6 +31,14 @@ def _number(value: float) -> str:
     return f"{value:g}"
 
 
+def _choice_words(lesson: Lesson, item: Item, choice_id: str) -> dict[str, str]:
+    def text(written: Lesson) -> str:
+        said = (written.item(item.id) or item).choice(choice_id) or item.choice(choice_id)
+        return said.text if said else choice_id
+
+    return _words(lesson, text)
+
+
 def definition(lesson: Lesson, item: Item) -> dict[str, Any]:
     """The item as a cmi.interaction activity definition."""
     body: dict[str, Any] = {
@@ -40,10 +48,7 @@ def definition(lesson: Lesson, item: Item) -> dict[str, Any]:
     if item.kind == "choice":
         body["interactionType"] = "choice"
         body["correctResponsesPattern"] = [item.answer]
-        body["choices"] = [
-            {"id": c.id, "description": _words(lesson, lambda w, c=c: ((w.item(item.id) or item).choice(c.id) or c).text)}
-            for c in item.choices
-        ]
+        body["choices"] = [{"id": c.id, "description": _choice_words(lesson, item, c.id)} for c in item.choices]
     else:
         assert item.value is not None
         low, high = item.value - item.tolerance, item.value + item.tolerance

@@ -28,7 +28,8 @@ WORDS = {
            "right": "Correcto.", "predict": ("Tu predicción", "Guardar la predicción"), "head-2": "Cabeza 2",
            "held": "Tu predicción se cumplió", "gain": "En las preguntas hechas dos veces"},
     "zh-CN": {"record": "记录答案", "later": "会再问这个问题", "wrong": "不太对。", "right": "正确。",
-              "predict": ("你的预测", "保存预测"), "head-2": "头 2", "held": "你的预测成立", "gain": "在问过两次的问题上"},
+              "predict": ("你的预测", "保存预测"), "head-2": "头 2", "held": "你的预测成立",
+              "gain": "在问过两次的问题上"},
 }  # fmt: skip
 
 
