@@ -33,7 +33,7 @@ from service.lessons import load_lessons  # noqa: E402
 
 BUDGETS_MS = {1_000_000: 50, 10_000_000: 100}
 REPEATS = 20
-EVENTS_PER_LEARNER = 8.8  # what the demo cohort averages (938,503 events from 106,382 learners)
+EVENTS_PER_LEARNER = 18.7  # what the demo cohort averages since it answers the items (5,624 from 300 learners)
 LESSON = "multi-head-attention"
 
 
@@ -95,9 +95,10 @@ def scale(url: str, tops: dict[str, int], first: int, last: int) -> None:
 
 
 COPIED = {
-    "events": "INSERT INTO events (platform_id, event_id, learner, lesson, checkpoint, event, instance_id, data, "
+    "events": "INSERT INTO events (platform_id, event_id, learner, lesson, checkpoint, event, instance_id, item, data, "
     "occurred_at, stored_at, content_hash) SELECT platform_id, substr(event_id, 1, 30) || :suffix, learner || :tag, "
-    "lesson, checkpoint, event, instance_id, data, occurred_at, stored_at, content_hash FROM events WHERE id <= :top",
+    "lesson, checkpoint, event, instance_id, item, data, occurred_at, stored_at, content_hash FROM events "
+    "WHERE id <= :top",
     "learner_lessons": "INSERT INTO learner_lessons (platform_id, lesson, learner, first_event_at) SELECT platform_id, "
     "lesson, learner || :tag, first_event_at FROM learner_lessons WHERE id <= :top",
     "checkpoint_progress": "INSERT INTO checkpoint_progress (platform_id, learner, lesson, checkpoint, completed_at, "
@@ -136,6 +137,7 @@ ENDPOINTS = (
     ("parameters and token cells", f"/api/v1/analytics/lessons/{LESSON}/parameters"),
     ("mistakes", f"/api/v1/analytics/lessons/{LESSON}/mistakes"),
     ("learners (first page)", f"/api/v1/analytics/learners?lesson={LESSON}"),
+    ("items (correct rates, discrimination, gain)", f"/api/v1/analytics/lessons/{LESSON}/items"),
 )
 
 

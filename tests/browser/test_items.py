@@ -121,5 +121,9 @@ def test_the_dashboard_shows_each_questions_figures_and_the_gain(page, live, siz
     shapes = page.locator("#items details[data-item='head-shapes']")
     shapes.locator("summary").click()
     assert "Each head works on the whole model width" in shapes.inner_text()
+    # each choice's bar is its share of the item's learners: none full, the right one the longest here
+    track = shapes.locator(".choice-bar").first.bounding_box()["width"]
+    widths = [bar.bounding_box()["width"] for bar in shapes.locator(".choice-bar > span").all()]
+    assert 0 < max(widths) < track and widths[0] == max(widths)
     box = page.locator("#items").bounding_box()
     assert box["x"] >= 0 and box["x"] + box["width"] <= VIEWPORTS[size]["width"] + 1  # nothing off the screen

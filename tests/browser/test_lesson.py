@@ -10,8 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import requests
 from playwright.sync_api import expect
+
+from service.lessons import load_catalog
 
 from ..exercise.test_exercise import TYPESCRIPT_READY
 from .conftest import (
@@ -287,12 +288,17 @@ def test_a_host_page_receives_the_workbench_events(page, live, host_site):
     heights = page.evaluate("window.received.filter(m => m.type === 'height').map(m => m.height)")
     assert heights and all(h > 300 for h in heights)  # the host can size its iframe to the workbench
     assert message["type"] == "parameter-changed" and message["instanceId"] == "multi-head-workbench"
+    edited = [[1, 0.5, -0.5, 1], [0.2, 1, 1.5, -0.3], [-1, 0.3, 0.8, 0.6]]  # the preset's tokens
     assert message["data"] == {
         "parameter": "token",
         "token": 2,
         "dimension": 1,
         "value": 1.5,
         "manipulation": "first-two",
+        # a token manipulation carries the edit itself (the server's engine judges the prediction on it)
+        "tokens_before": edited,
+        "tokens": [edited[0], [1.5, *edited[1][1:]], edited[2]],
+        "causal": True,
     }
 
 
@@ -310,19 +316,15 @@ def test_offline_events_are_re_sent_with_the_same_ids_when_the_server_is_back(pa
     assert set(queued) <= set(stored) and len(stored) == len(set(stored))
 
 
-def test_self_check_answers_are_revealed_on_request_and_prerequisites_read_as_titles(page, live):
+def test_no_question_shows_its_answer_before_it_is_given_and_prerequisites_read_as_titles(page, live):
     open_page(page, live, "/lessons/multi-head-attention")
-    checks = page.locator("section.directive-self-check")
-    reveals = checks.locator("details.model-answer")
-    assert reveals.count() == 4
-    lesson = requests.get(f"{live.url}/api/v1/lessons/multi-head-attention", timeout=10).json()
-    answers = next(b for b in lesson["blocks"] if b["kind"] == "self-check")["answers"]
-    first = reveals.first
-    assert not first.locator("li").is_visible()  # the learner answers first
-    first.locator("summary").click()
-    assert first.locator("li").is_visible()
-    assert "[3][2]" in first.inner_text() and "[3][2]" in answers[0]
-    assert not reveals.nth(1).locator("li").is_visible()  # one at a time
+    lesson = load_catalog("content/lessons")["multi-head-attention"]
+    forms = page.locator("section.directive-items form.item-form")
+    assert forms.count() == sum(i.asked_in("pre") for i in lesson.items) + sum(i.asked_in("post") for i in lesson.items)
+    text = page.locator("main").inner_text()
+    assert not [c.misconception for i in lesson.items for c in i.choices if c.misconception and c.misconception in text]
+    assert page.locator(".item-feedback.correct, .item-feedback.wrong").count() == 0
+    assert page.locator("section.directive-self-check").count() == 0  # the self-checks are items now
     before = page.locator("#lesson-header li").all_inner_texts()[-2:]
     assert before == [
         "Embeddings and positional information (not in this catalog yet)",

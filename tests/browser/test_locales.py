@@ -194,9 +194,9 @@ def test_every_page_in_the_pseudo_locale_fits_without_sideways_scroll_or_text_on
     drawn = {"/figures/four-heads": "figure.head-figure", "/explorables/trained-heads": "figure.th-head"}
     if path in drawn:  # the page's figures came, not a "could not" line
         assert page.locator(drawn[path]).count() >= 4, page.locator("#status").inner_text()
-    frames = [page] + ([page.frame("workbench")] if path == LESSON else [])
     if path == LESSON:
-        embedded_workbench(page)
+        embedded_workbench(page)  # loaded as the learner nears it: the frame exists from then
+    frames = [page] + ([page.frame("workbench")] if path == LESSON else [])
     for target in frames:
         assert overflow(target) == 0, f"{path} scrolls sideways by {overflow(target)} px at {width} px"
         found = target.evaluate(TEXT_ON_TEXT)

@@ -20,9 +20,11 @@ function gainLine(gain, k) {
 
 function choiceRow(choice, learners, k) {
   const share = choice.count === null || !learners ? 0 : choice.count / learners;
+  const bar = el("span");
+  bar.style.width = `${Math.round(share * 100)}%`; // through the CSSOM: the CSP allows no style attribute
   return el("li", { class: choice.correct ? "choice right" : "choice", dataset: { choice: choice.id } },
     el("span", { class: "choice-text" }, choice.correct ? `✓ ` : "", math(choice.text)),
-    el("span", { class: "choice-bar", "aria-hidden": "true" }, el("span", { style: `width: ${Math.round(share * 100)}%` })),
+    el("span", { class: "choice-bar", "aria-hidden": "true" }, bar),
     el("span", { class: "choice-count", text: choice.count === null ? hidden(k) : t("{count} learners", { count: choice.count }) }),
     choice.misconception ? el("span", { class: "misconception", text: t("reveals: {idea}", { idea: choice.misconception }) }) : null);
 }
