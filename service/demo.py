@@ -127,7 +127,8 @@ def _answer(rng: random.Random, one: _Learner, items: tuple[Item, ...], phase: s
             response = item.value if right else rng.choice([item.value * 2, item.value * 4, 1.0])
         else:
             wrong = [c.id for c in item.choices if c.id != item.answer]
-            response = (item.answer or "") if right else rng.choices(wrong, [4, 2, 1][: len(wrong)] + [1] * (len(wrong) - 3))[0]
+            weights = [4, 2, 1][: len(wrong)] + [1] * (len(wrong) - 3)  # the first misconception is the common one
+            response = (item.answer or "") if right else rng.choices(wrong, weights)[0]
         correct, misconception = item.score(response)
         data = {"response": response, "phase": phase, "correct": correct, "misconception": misconception}
         one.add("answered", None, data, rng.lognormvariate(-0.7, 0.5))
