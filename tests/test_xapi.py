@@ -17,7 +17,7 @@ import requests
 from service.db.tables import XapiForwarding
 from service.xapi.forward import backlog, configure, forward_once
 
-from .api.helpers import LESSON, event
+from .api.helpers import LESSON, answered, event
 from .live import free_port
 
 X = {"X-Experience-API-Version": "1.0.3"}
@@ -124,20 +124,9 @@ def test_filters_limit_and_more(client, stored, analyst):
     assert len(set(ids)) == 6
 
 
-def answered(learner, item, response, phase):
-    return event(
-        learner,
-        checkpoint=None,
-        event="answered",
-        instance_id=None,
-        item=item,
-        data={"response": response, "phase": phase},
-    )
-
-
 @pytest.fixture
 def answers(client, acme):
-    events = [answered("ada", "head-shapes", "full-width", "post"), answered("ada", "head-width", 2, "pre")]
+    events = [answered("head-shapes", "full-width", "post", "ada"), answered("head-width", 2, "pre", "ada")]
     assert client.post("/api/v1/events", json={"events": events}, headers=acme).status_code == 201
     return events
 

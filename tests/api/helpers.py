@@ -41,5 +41,18 @@ def completed(checkpoint: str, learner: str = "learner-1", **overrides) -> dict:
     return event(learner, checkpoint=checkpoint, event="completed", instance_id=None, data=data, **overrides)
 
 
+def answered(item: str, response, phase: str = "post", learner: str = "learner-1", **overrides) -> dict:
+    """An answer to one of the lesson's items (no checkpoint: the item names what is answered)."""
+    return event(
+        learner,
+        checkpoint=None,
+        event="answered",
+        instance_id=None,
+        item=item,
+        data={"response": response, "phase": phase},
+        **overrides,
+    )
+
+
 def at(minutes_ago: float) -> str:
     return (dt.datetime.now(dt.UTC) - dt.timedelta(minutes=minutes_ago)).isoformat()

@@ -9,22 +9,11 @@ import pytest
 from service.lessons import load_catalog
 
 from .helpers import LESSON, at, completed, event
+from .helpers import answered as answer
 
 pytestmark = pytest.mark.databases
 
 ITEMS = {i.id: i for i in load_catalog("content/lessons")[LESSON].items}
-
-
-def answer(item: str, response, phase: str = "post", learner: str = "learner-1", **overrides) -> dict:
-    return event(
-        learner,
-        checkpoint=None,
-        event="answered",
-        instance_id=None,
-        item=item,
-        data={"response": response, "phase": phase},
-        **overrides,
-    )
 
 
 def items_of(client, headers, learner="learner-1"):

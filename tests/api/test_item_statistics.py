@@ -13,7 +13,7 @@ import pytest
 from service.db.analytics.rollup_refresh import refresh
 from service.lessons import load_catalog
 
-from .helpers import LESSON, event
+from .helpers import LESSON, answered
 
 pytestmark = pytest.mark.databases
 
@@ -22,15 +22,7 @@ START = dt.datetime.now(dt.UTC) - dt.timedelta(hours=3)
 
 
 def answer(learner, item, response, phase, minute) -> dict:
-    return event(
-        learner,
-        checkpoint=None,
-        event="answered",
-        instance_id=None,
-        item=item,
-        data={"response": response, "phase": phase},
-        occurred_at=(START + dt.timedelta(minutes=minute)).isoformat(),
-    )
+    return answered(item, response, phase, learner, occurred_at=(START + dt.timedelta(minutes=minute)).isoformat())
 
 
 def cohort(seed: int, learners: int) -> list[dict]:
