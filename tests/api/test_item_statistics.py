@@ -173,3 +173,10 @@ def test_an_erased_learner_leaves_the_figures(app, client, acme):
     assert client.delete("/api/v1/learners/learner-05", headers=acme).status_code == 200
     remaining = [e for e in events if e["learner"] != "learner-05"]
     assert_matches(figures(client, acme), expected(remaining, 5))
+
+
+def test_a_number_is_one_response_however_it_is_written(client, acme):
+    events = [answer(f"learner-{n}", "head-width", 2 if n % 2 else 2.0, "pre", n) for n in range(6)]
+    post_all(client, acme, events)
+    row = next(r for r in figures(client, acme)["items"] if (r["id"], r["phase"]) == ("head-width", "pre"))
+    assert [(c["id"], c["count"], c["correct"]) for c in row["choices"]] == [("2.0", 6, True)]

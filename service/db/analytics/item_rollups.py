@@ -19,7 +19,6 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 from sqlalchemy import bindparam, delete, select
 from sqlalchemy.engine import Connection
 
@@ -36,7 +35,7 @@ Sums = dict[tuple[str, str], list[int]]  # (dimension, key) -> the SUMS
 class Answer:
     phase: str
     item: str
-    response: str  # a choice id, or a number as JSON
+    response: str  # a choice id, or a number as Python writes a float (2 and 2.0 both "2.0")
     correct: bool
 
     def entry(self) -> str:
@@ -84,7 +83,7 @@ def answers_now(conn: Connection, keys: list[Key]) -> dict[Key, str]:
             phase, response = data.get("phase"), data.get("response")
             if item is None or phase is None or response is None:
                 continue
-            said = response if isinstance(response, str) else orjson.dumps(response).decode()
+            said = response if isinstance(response, str) else repr(float(response))  # 2 and 2.0: one group
             found[(platform, lesson, learner)][(phase, item)] = Answer(phase, item, said, bool(data.get("correct")))
     return {k: ";".join(sorted(a.entry() for a in latest.values())) for k, latest in found.items()}
 
