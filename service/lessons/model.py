@@ -136,12 +136,12 @@ class Lesson:
             "prerequisite_titles": list(self.prerequisite_titles),
             "prerequisites_present": list(self.prerequisites_present),
             "checkpoints": [c.as_json() for c in self.checkpoints],
-            "items": [i.public_json() for i in self.items],
         }
 
     def as_json(self) -> dict[str, Any]:
         return {
             **self.summary_json(),
+            "items": [i.public_json() for i in self.items],
             "markdown": self.markdown,
             "html": self.html,
             "blocks": [b.as_json() for b in self.blocks],

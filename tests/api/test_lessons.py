@@ -9,7 +9,7 @@ def test_the_list_holds_every_lesson_with_its_checkpoints(client):
     assert [c["id"] for c in lessons[0]["checkpoints"]] == ["predict", "experiment", "implement", "explain"]
     assert [c["id"] for c in lessons[1]["checkpoints"]] == ["predict", "experiment", "explain"]
     assert lessons[1]["prerequisites"] == [LESSON]
-    assert "html" not in lessons[0] and "markdown" not in lessons[0]  # the list stays small
+    assert "html" not in lessons[0] and "markdown" not in lessons[0] and "items" not in lessons[0]  # stays small
 
 
 def test_the_detail_holds_the_lesson_and_its_blocks(client):

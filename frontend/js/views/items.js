@@ -4,7 +4,7 @@
 // asked again after the workbench is shown only then.
 
 import { el, math } from "./dom.js";
-import { fillNodes, number, t } from "../i18n.js";
+import { fillNodes, locale, number, t } from "../i18n.js";
 
 // One question's form. `answered`: {response, correct?, misconception?, answer?} from progress, or
 // {response, pending: true} for an answer still on this device.
@@ -52,7 +52,8 @@ function feedbackFor(item, answered) {
   if (answered.correct) return [el("strong", { text: t("Correct.") })];
   const answer = el("span", { class: "item-answer" }, math(answerText(item, answered.answer)));
   const parts = fillNodes(t("{verdict} The answer: {answer}."), { verdict: el("strong", { text: t("Not quite.") }), answer });
-  if (answered.misconception) parts.push(" ", t("Your answer suggests this idea: {idea}.", { idea: answered.misconception }));
+  // Sentences follow one another with a space, except after a full-width stop (Chinese)
+  if (answered.misconception) parts.push(locale.startsWith("zh") ? "" : " ", t("Your answer suggests this idea: {idea}.", { idea: answered.misconception }));
   return parts;
 }
 

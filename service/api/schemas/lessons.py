@@ -47,13 +47,6 @@ class LessonSummarySchema(Schema):
         fields.Boolean(), metadata={"description": "whether each prerequisite is a lesson here (/lessons/{id})"}
     )
     checkpoints = fields.List(fields.Nested(CheckpointRuleSchema))
-    items = fields.List(
-        fields.Nested(ItemSchema),
-        metadata={
-            "description": "questions with known answers, answered as events (event 'answered'); their keys "
-            "and misconceptions are never shown before an answer"
-        },
-    )
 
 
 class LessonListSchema(Schema):
@@ -74,6 +67,13 @@ class BlockSchema(Schema):
 
 
 class LessonSchema(LessonSummarySchema):
+    items = fields.List(
+        fields.Nested(ItemSchema),
+        metadata={
+            "description": "questions with known answers, answered as events (event 'answered'); their keys "
+            "and misconceptions are never shown before an answer"
+        },
+    )
     markdown = fields.String()
     html = fields.String()
     blocks = fields.List(
