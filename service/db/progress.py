@@ -9,7 +9,7 @@ from sqlalchemy import exists, select
 from sqlalchemy.orm import Session
 
 from ..i18n import current
-from ..lessons import Lesson
+from ..lessons import Checkpoint, Lesson
 from ..lessons.items import PHASES
 from ..lessons.prediction import PREDICTIONS, judged
 from .events import described
@@ -58,7 +58,7 @@ def learner_progress(session: Session, platform_id: int, learner: str, lessons: 
                 did = manipulations.get((lesson.id, cp.id), set())
                 item["manipulations"] = [m for m in cp.manipulations if m in did]
             if cp.prediction:
-                item["prediction"] = prediction_of(session, platform_id, learner, lesson, cp.prediction)
+                item["prediction"] = prediction_of(session, platform_id, learner, lesson, cp)
             checkpoints.append(item)
         completed = sum(bool(c["completed"]) for c in checkpoints)
         result.append(
@@ -110,9 +110,11 @@ def answers_json(lesson: Lesson, answers: Answers) -> list[dict[str, Any]]:
     return out
 
 
-def prediction_of(session: Session, platform_id: int, learner: str, lesson: Lesson, prediction: str) -> dict[str, Any]:
-    """The learner's latest prediction and what the engine says of their own experiment."""
-    check = PREDICTIONS[prediction]
+def prediction_of(
+    session: Session, platform_id: int, learner: str, lesson: Lesson, checkpoint: Checkpoint
+) -> dict[str, Any]:
+    """The learner's latest prediction at `checkpoint` and what the engine says of their own experiment."""
+    check = PREDICTIONS[checkpoint.prediction or ""]
     choice = session.scalar(
         select(Event.data)
         .where(
@@ -120,7 +122,7 @@ def prediction_of(session: Session, platform_id: int, learner: str, lesson: Less
             Event.learner == learner,
             Event.lesson == lesson.id,
             Event.event == "completed",
-            Event.checkpoint == next(c.id for c in lesson.checkpoints if c.prediction == prediction),
+            Event.checkpoint == checkpoint.id,
         )
         .order_by(Event.occurred_at.desc(), Event.id.desc())
         .limit(1)

@@ -19,12 +19,11 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, delete, select
+from sqlalchemy import delete, select
 from sqlalchemy.engine import Connection
 
-from ..events import dialect_insert
 from ..tables import Event, ItemRollup, RolledAnswer, cast_table
-from .learner_rollups import BATCH, Key, _among, _groups, touched
+from .learner_rollups import BATCH, Key, _among, _groups, add_deltas, touched
 from .rollups import in_batches, watermark
 
 SUMS = ("learners", "sx", "sy", "sxy", "syy")
@@ -133,17 +132,7 @@ def apply(conn: Connection, keys: list[Key]) -> None:
         for (d, k), v in sums.items()
         if any(v)
     ]
-    if rows:
-        statement = dialect_insert(conn.dialect.name, table)
-        statement = statement.on_conflict_do_update(
-            index_elements=["platform_id", "lesson", "dimension", "key"],
-            set_={c: table.c[c] + statement.excluded[c] for c in SUMS},
-        )
-        in_batches(conn, statement, rows, BATCH)
-        pk = ("platform_id", "lesson", "dimension", "key")
-        emptied = [{c: r[c] for c in pk} for r in rows if r["learners"] < 0]
-        if emptied:
-            conn.execute(delete(table).where(*(table.c[c] == bindparam(c) for c in pk), table.c.learners <= 0), emptied)
+    add_deltas(conn, table, ("platform_id", "lesson", "dimension", "key"), SUMS, rows)
     answers = cast_table(RolledAnswer)
     for group in _groups(keys):
         conn.execute(delete(answers).where(_among(answers, group)))

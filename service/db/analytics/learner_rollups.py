@@ -149,9 +149,8 @@ def apply(conn: Connection, keys: list[Key]) -> None:
         return
     old, new = rolled(conn, keys), standings(conn, keys)
     states, durations = changes(old, new, keys)
-    dialect = conn.dialect.name
-    _add(conn, dialect, cast_table(LearnerRollup), ("platform_id", "lesson", "day", "state"), states)
-    _add(conn, dialect, cast_table(DurationRollup), ("platform_id", "lesson", "checkpoint", "seconds"), durations)
+    _add(conn, cast_table(LearnerRollup), ("platform_id", "lesson", "day", "state"), states)
+    _add(conn, cast_table(DurationRollup), ("platform_id", "lesson", "checkpoint", "seconds"), durations)
     table = cast_table(RolledLearner)
     for group in _groups(keys):
         conn.execute(delete(table).where(_among(table, group)))
@@ -162,20 +161,24 @@ def apply(conn: Connection, keys: list[Key]) -> None:
     in_batches(conn, table.insert(), rows, BATCH)
 
 
-def _add(conn: Connection, dialect: str, table, columns: tuple[str, ...], deltas: Counter) -> None:
+def _add(conn: Connection, table, columns: tuple[str, ...], deltas: Counter) -> None:
     rows = [dict(zip(columns, key, strict=True), learners=n) for key, n in deltas.items() if n]
+    add_deltas(conn, table, columns, ("learners",), rows)
+
+
+def add_deltas(conn: Connection, table, keys: tuple[str, ...], values: tuple[str, ...], rows: list[dict]) -> None:
+    """Add each row's `values` to the row of its `keys` (made when missing); then delete the rows
+    a negative change left with no learners (`learners` <= 0)."""
     if not rows:
         return
-    statement = dialect_insert(dialect, table)
+    statement = dialect_insert(conn.dialect.name, table)
     statement = statement.on_conflict_do_update(
-        index_elements=list(columns), set_={"learners": table.c.learners + statement.excluded.learners}
+        index_elements=list(keys), set_={c: table.c[c] + statement.excluded[c] for c in values}
     )
     in_batches(conn, statement, rows, BATCH)
-    emptied = [dict(zip(columns, key, strict=True)) for key, n in deltas.items() if n < 0]
+    emptied = [{c: r[c] for c in keys} for r in rows if r["learners"] < 0]
     if emptied:
-        conn.execute(
-            delete(table).where(*(table.c[c] == bindparam(c) for c in columns), table.c.learners <= 0), emptied
-        )
+        conn.execute(delete(table).where(*(table.c[c] == bindparam(c) for c in keys), table.c.learners <= 0), emptied)
 
 
 def corrections(conn: Connection, platform_id: int, lesson: str) -> tuple[Counter, Counter]:

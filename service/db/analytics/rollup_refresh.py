@@ -162,17 +162,12 @@ def forget_learner(conn: Connection, platform_id: int, learner: str) -> None:
 def forget_standing(conn: Connection, platform_id: int, learner: str) -> None:
     """In the erasure's transaction, after their progress and events went: take the learner out
     of the funnel, durations and item counts."""
-    table = cast_table(RolledLearner)
-    keys = conn.execute(
-        select(table.c.platform_id, table.c.lesson, table.c.learner).where(
-            table.c.platform_id == platform_id, table.c.learner == learner
-        )
-    ).all()
-    learner_rollups.apply(conn, [tuple(k) for k in keys])
-    answers = cast_table(RolledAnswer)
-    answered = conn.execute(
-        select(answers.c.platform_id, answers.c.lesson, answers.c.learner).where(
-            answers.c.platform_id == platform_id, answers.c.learner == learner
-        )
-    ).all()
-    item_rollups.apply(conn, [tuple(k) for k in answered])
+    learner_rollups.apply(conn, _rolled_keys(conn, RolledLearner, platform_id, learner))
+    item_rollups.apply(conn, _rolled_keys(conn, RolledAnswer, platform_id, learner))
+
+
+def _rolled_keys(conn: Connection, model, platform_id: int, learner: str) -> list:
+    """The (platform, lesson, learner) keys one learner is counted with in a standings table."""
+    table = cast_table(model)
+    query = select(table.c.platform_id, table.c.lesson, table.c.learner)
+    return [tuple(k) for k in conn.execute(query.where(table.c.platform_id == platform_id, table.c.learner == learner))]
