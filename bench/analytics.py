@@ -141,13 +141,11 @@ ENDPOINTS = (
 )
 
 
-def measure(url: str, backend: str, token: str, budget_ms: float) -> list[dict]:
-    app = create_app({"env": "testing", "database_url": url, "ratelimit_enabled": False})
+def medians(app, token: str) -> list[tuple[str, float, float]]:
+    """(endpoint, median ms, p95 ms) of REPEATS calls of each endpoint through `app`'s API."""
     client = app.test_client()
     headers = {"Authorization": f"Bearer {token}"}
-    with app.extensions["db"].read() as conn:
-        total = conn.execute(text("SELECT count(*) FROM events")).scalar_one()
-    results = []
+    found = []
     for name, path in ENDPOINTS:
         assert client.get(path, headers=headers).status_code == 200
         times = []
@@ -156,8 +154,16 @@ def measure(url: str, backend: str, token: str, budget_ms: float) -> list[dict]:
             response = client.get(path, headers=headers)
             times.append((time.perf_counter() - start) * 1000)
             assert response.status_code == 200
-        ms = statistics.median(times)
-        p95 = statistics.quantiles(times, n=20)[-1]
+        found.append((name, statistics.median(times), statistics.quantiles(times, n=20)[-1]))
+    return found
+
+
+def measure(url: str, backend: str, token: str, budget_ms: float) -> list[dict]:
+    app = create_app({"env": "testing", "database_url": url, "ratelimit_enabled": False})
+    with app.extensions["db"].read() as conn:
+        total = conn.execute(text("SELECT count(*) FROM events")).scalar_one()
+    results = []
+    for name, ms, p95 in medians(app, token):
         results.append(
             {
                 "name": f"analytics {name}, {total:,} events, {backend} (p95 {p95:.1f} ms)",

@@ -101,17 +101,14 @@ def _totals(conn: Session, dimension: str, platform_id: int, lesson: str, window
 def parameters(conn: Session, platform_id: int, lesson: str, window: Window = Window()) -> list[tuple[str, int, int]]:
     """(parameter, changes, learners), changes made within `window` (all by default); a
     parameter that is not a string of at most 128 characters is None."""
-    rows = _totals(conn, "parameter", platform_id, lesson, window)
-    return sorted(rows, key=lambda r: (-r[1], r[0] or ""))
+    return parameters_from(_totals(conn, "parameter", platform_id, lesson, window))
 
 
 def manipulations(
     conn: Session, platform_id: int, lesson: str, window: Window = Window()
 ) -> dict[str, tuple[int, int]]:
     """manipulation -> (reports, distinct learners), reports made within `window` (all by default)."""
-    return {
-        key: (n, learners) for key, n, learners in _totals(conn, "manipulation", platform_id, lesson, window) if key
-    }
+    return manipulations_from(_totals(conn, "manipulation", platform_id, lesson, window))
 
 
 def token_cells(
@@ -119,11 +116,38 @@ def token_cells(
 ) -> list[tuple[int, int, int, int]]:
     """(token, dimension, edits, learners) for every token cell learners edited (within the
     dates); edits whose token or dimension is not a whole number are not counted."""
+    return cells_from(_totals(conn, "cell", platform_id, lesson, window))
+
+
+# What a whole-period dimension's (key, events, learners) rows say, whichever store counted them.
+
+
+def parameters_from(rows: list) -> list[tuple[str, int, int]]:
+    return sorted(rows, key=lambda r: (-r[1], r[0] or ""))
+
+
+def manipulations_from(rows: list) -> dict[str, tuple[int, int]]:
+    return {key: (n, learners) for key, n, learners in rows if key}
+
+
+def cells_from(rows: list) -> list[tuple[int, int, int, int]]:
     cells = []
-    for key, events, learners in _totals(conn, "cell", platform_id, lesson, window):
+    for key, events, learners in rows:
         token, dimension = (key or "").split(",")
         cells.append((int(token), int(dimension), events, learners))
     return sorted(cells)
+
+
+def mistakes_from(rows) -> dict[str, tuple[int, int]]:
+    """mistake id -> (checks, distinct learners) from (diagnosis, learner) rows of checks."""
+    checks: dict[str, int] = defaultdict(int)
+    learners: dict[str, set] = defaultdict(set)
+    for diagnosis, learner in rows:
+        for mistake in (diagnosis or "").split(","):
+            checks[mistake] += 1
+            if learner is not None:
+                learners[mistake].add(learner)
+    return {m: (checks[m], len(learners[m])) for m in checks}
 
 
 def mistakes(conn: Session, platform_id: int, lesson: str, window: Window = Window()) -> dict[str, tuple[int, int]]:
@@ -136,15 +160,7 @@ def mistakes(conn: Session, platform_id: int, lesson: str, window: Window = Wind
         ExerciseCheck.lesson == lesson,
         ExerciseCheck.diagnosis.is_not(None),
     )
-    rows = conn.execute(_within(query, ExerciseCheck.created_at, window.start, window.end))
-    checks: dict[str, int] = defaultdict(int)
-    learners: dict[str, set] = defaultdict(set)
-    for diagnosis, learner in rows:
-        for mistake in (diagnosis or "").split(","):
-            checks[mistake] += 1
-            if learner is not None:
-                learners[mistake].add(learner)
-    return {m: (checks[m], len(learners[m])) for m in checks}
+    return mistakes_from(conn.execute(_within(query, ExerciseCheck.created_at, window.start, window.end)))
 
 
 def has_learners(conn: Session, platform_id: int, lesson: str, at_least: int) -> bool:

@@ -4,6 +4,7 @@ with events after the watermark), a day the window cuts from the progress tables
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import func, select
@@ -45,11 +46,20 @@ def _whole_days(window: Window):
 
 
 def _from_states(states: Counter, checkpoint_ids: list[str]) -> dict[str, Any]:
+    return from_done(
+        ((learner_rollups.Standing("", state, "").checkpoints(), n) for state, n in states.items()), checkpoint_ids
+    )
+
+
+def from_done(groups: Iterable[tuple[dict[str, str], int]], checkpoint_ids: list[str]) -> dict[str, Any]:
+    """The funnel of groups of learners, each group's completed checkpoints (checkpoint -> how a
+    test result was known, or '') and its size."""
     completed: Counter = Counter()
     went_on: Counter = Counter()
     verification: Counter = Counter()
-    for state, n in states.items():
-        done = learner_rollups.Standing("", state, "").checkpoints()
+    started = 0
+    for done, n in groups:
+        started += n
         for checkpoint, how in done.items():
             completed[checkpoint] += n
             if how:
@@ -58,7 +68,7 @@ def _from_states(states: Counter, checkpoint_ids: list[str]) -> dict[str, Any]:
             if previous in done and current in done:
                 went_on[current] += n
     return {
-        "started": sum(states.values()),
+        "started": started,
         "completed": {c: completed[c] for c in checkpoint_ids},
         "after_previous": {c: went_on[c] for c in checkpoint_ids[1:]},
         "verification": dict(verification),
@@ -206,6 +216,12 @@ def _durations_within(
                 .limit(2)
             ).scalars()
         ]
-        upper = pair[1] if len(pair) > 1 else pair[0]
-        values.append(max(0.0, pair[0] + (position - low) * (upper - pair[0])))
+        values.append(linear(q, n, pair[0], pair[1] if len(pair) > 1 else pair[0]))
     return n, values
+
+
+def linear(q: float, n: int, lower: float, upper: float) -> float:
+    """The q quantile of n sorted values by numpy's "linear" method, given the values at the
+    position's floor and the one after (never below 0)."""
+    position = q * (n - 1)
+    return max(0.0, lower + (position - int(position)) * (upper - lower))

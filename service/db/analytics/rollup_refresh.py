@@ -26,13 +26,7 @@ PK = ("platform_id", "grain", "lesson", "dimension", "bucket", "key")
 def refresh(db: Database, chunk: int = CHUNK) -> int:
     """Roll up every event committed before the call, a chunk per transaction; how many ids the
     watermark moved."""
-    if db.is_sqlite:
-        with db.read() as session:
-            high = session.execute(select(func.max(Event.id))).scalar() or 0
-    else:
-        with db.write() as session:
-            session.execute(text("LOCK TABLE events IN EXCLUSIVE MODE"))
-            high = session.execute(select(func.max(Event.id))).scalar() or 0
+    high = committed_high(db, Event)
     moved = 0
     while True:
         with db.write() as session:
@@ -42,6 +36,17 @@ def refresh(db: Database, chunk: int = CHUNK) -> int:
         moved += step
         if not db.is_sqlite and step >= ANALYZE_AFTER:
             _analyze(db)
+
+
+def committed_high(db: Database, model) -> int:
+    """The highest id of `model`'s table below which every row is committed: on PostgreSQL
+    after the writes in flight (a brief EXCLUSIVE lock, which lets readers through)."""
+    if db.is_sqlite:
+        with db.read() as session:
+            return session.execute(select(func.max(model.id))).scalar() or 0
+    with db.write() as session:
+        session.execute(text(f"LOCK TABLE {model.__tablename__} IN EXCLUSIVE MODE"))
+        return session.execute(select(func.max(model.id))).scalar() or 0
 
 
 ANALYZE_AFTER = 10_000
