@@ -8,7 +8,7 @@ WORKDIR /app
 
 COPY pyproject.toml README.md ./
 COPY service ./service
-RUN pip install --editable . && rm -rf /root/.cache
+RUN pip install --editable '.[clickhouse]' && rm -rf /root/.cache
 COPY migrations ./migrations
 COPY content ./content
 COPY frontend ./frontend

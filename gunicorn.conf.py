@@ -9,7 +9,10 @@ import shutil
 import tempfile
 
 bind = os.environ.get("WORKBENCH_BIND", "127.0.0.1:8000")  # the image sets 0.0.0.0:8000 (behind its proxy)
-workers = int(os.environ.get("WORKBENCH_WORKERS", "2"))
+# chDB (WORKBENCH_ANALYTICS_URL=chdb://...) opens its directory in one process: one worker, which
+# also runs the sync (post_worker_init).
+_in_process_analytics = os.environ.get("WORKBENCH_ANALYTICS_URL", "").startswith("chdb:")
+workers = 1 if _in_process_analytics else int(os.environ.get("WORKBENCH_WORKERS", "2"))
 threads = int(os.environ.get("WORKBENCH_THREADS", "8"))  # mostly waiting on the database or a slot
 # gunicorn's threaded worker, except that a request reaches a thread only once it has arrived whole
 # (slow clients wait in the main loop, not in a thread), and one address holds at most
@@ -64,6 +67,10 @@ def post_worker_init(worker):
     from service.api.attention import offload as heavy
 
     heavy.warm_up(worker.wsgi)  # the low-priority process for large traces starts with the worker
+    if _in_process_analytics:
+        from service.db.clickhouse import sync_in_background
+
+        sync_in_background(worker.wsgi)
 
 
 def post_fork(server, worker):

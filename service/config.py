@@ -86,6 +86,10 @@ class Settings:
     # watermark (it adds up fewer itself); 0: reads never write (a read replica, or when
     # `workbench rollups refresh --loop` runs).
     rollups_refresh_on_read_after: int = 5000
+    # The analytics store past one database (docs/scaling.md): "clickhouse://user:password@host:8123/db"
+    # or "chdb:///path" (ClickHouse in this process; one process at a time). Unset: the SQL rollups
+    # answer. `workbench analytics sync` copies events and erasures to it.
+    analytics_url: str = ""
     # Events stored more than this many whole months ago are deleted (PostgreSQL drops the
     # month's partition) by `workbench db maintain` or the rollups loop, once rolled up;
     # the rollups keep counting them. 0 keeps every event.
@@ -166,6 +170,11 @@ class Settings:
             raise ConfigError(
                 f"WORKBENCH_DATABASE_URL {self.database_url!r} is an in-memory SQLite database: each connection "
                 "and each worker would get its own, empty and unmigrated; name a file, as sqlite:///var/workbench.db"
+            )
+        if self.analytics_url and not self.analytics_url.startswith(("clickhouse://", "clickhouses://", "chdb:///")):
+            raise ConfigError(
+                f"WORKBENCH_ANALYTICS_URL must be clickhouse://user:password@host:8123/database or chdb:///path, "
+                f"got {self.analytics_url.split('@')[-1]!r}"
             )
         if self.public_url and not re.fullmatch(r"https?://[A-Za-z0-9.\-\[\]:]+(/[\w./~-]*)?", self.public_url):
             raise ConfigError(f"WORKBENCH_PUBLIC_URL must be http(s)://host[:port][/path], got {self.public_url!r}")

@@ -8,10 +8,9 @@ from flask.views import MethodView
 
 from ..compute.failure_modes import REGISTRY
 from ..db import analytics as q
-from ..db.analytics import funnel as progress_q
-from ..db.analytics import item_rollups
 from ..db.analytics.item_statistics import item_statistics
 from ..db.analytics.rollup_refresh import catch_up
+from ..db.clickhouse import reading, store_of
 from ..edge.problems import Problem
 from ..i18n import current
 from ..lessons import Lesson
@@ -52,15 +51,17 @@ def _k() -> int:
 
 
 def _catch_up() -> None:
-    """Roll up first when far behind (never when the setting is 0: a read replica)."""
+    """Roll up first when far behind (never when the setting is 0: a read replica, nor when
+    ClickHouse answers)."""
     tail = current_app.extensions["settings"].rollups_refresh_on_read_after
-    if tail:
+    if tail and store_of(current_app) is None:
         catch_up(current_app.extensions["db"], tail)
 
 
 def _conn():
-    """Every figure of an answer from one snapshot (the rollups and the events after them agree)."""
-    return current_app.extensions["db"].snapshot()
+    """The store that answers (ClickHouse when configured), every figure of an answer from one
+    snapshot of it (the rollups and the events after them agree)."""
+    return reading(current_app.extensions["db"], store_of(current_app))
 
 
 def _kept(count: int | None, learners: int) -> int | None:
@@ -88,7 +89,7 @@ class Funnel(MethodView):
         ids = [c.id for c in lesson.checkpoints]
         _catch_up()
         with _conn() as conn:
-            raw = progress_q.funnel(conn, principal.platform_id, lesson.id, ids, window)
+            raw = conn.funnel(principal.platform_id, lesson.id, ids, window)
         steps, previous = [], raw["started"]
         nobody = raw["started"] == 0  # no learner at all: no one to protect, "no learners yet"
         for i, cp in enumerate(lesson.checkpoints):
@@ -127,7 +128,7 @@ class Items(MethodView):
         lesson = _lesson(lesson_id)
         _catch_up()
         with _conn() as conn:
-            sums = item_rollups.sums(conn.connection(), principal.platform_id, lesson.id)
+            sums = conn.item_sums(principal.platform_id, lesson.id)
         return item_statistics(lesson, sums, _k(), lesson.in_locale(current()))
 
 
@@ -146,7 +147,7 @@ class Durations(MethodView):
         _catch_up()
         with _conn() as conn:
             ids = tuple(cp.id for cp in lesson.checkpoints)
-            found = progress_q.durations_of(conn, principal.platform_id, lesson.id, ids, (0.5, 0.9), window)
+            found = conn.durations_of(principal.platform_id, lesson.id, ids, (0.5, 0.9), window)
             for cp in lesson.checkpoints:
                 n, (median, p90) = found[cp.id]
                 keep = n >= _k()
@@ -179,7 +180,7 @@ class Timeseries(MethodView):
         window = _window(args)
         _catch_up()
         with _conn() as conn:
-            rows = q.timeseries(conn, principal.platform_id, args["bucket"], args["group_by"], window, args["lesson"])
+            rows = conn.timeseries(principal.platform_id, args["bucket"], args["group_by"], window, args["lesson"])
         out = [
             {
                 "bucket": b + "Z",
@@ -206,9 +207,9 @@ class Parameters(MethodView):
         lesson, window = _lesson(lesson_id), _window(args)
         _catch_up()
         with _conn() as conn:
-            rows = q.parameters(conn, principal.platform_id, lesson.id, window)
-            cells = q.token_cells(conn, principal.platform_id, lesson.id, window)
-            done = q.manipulations(conn, principal.platform_id, lesson.id, window)
+            rows = conn.parameters(principal.platform_id, lesson.id, window)
+            cells = conn.token_cells(principal.platform_id, lesson.id, window)
+            done = conn.manipulations(principal.platform_id, lesson.id, window)
         checkpoint = next((c for c in lesson.checkpoints if c.manipulations), None)
         return {
             "lesson": lesson.id,
@@ -267,8 +268,8 @@ class Mistakes(MethodView):
         principal = authorized()
         lesson, window = _lesson(lesson_id), _window(args)
         with _conn() as conn:
-            found = q.mistakes(conn, principal.platform_id, lesson.id, window)
-        rows = sorted(found.items(), key=lambda item: -item[1][0])
+            found = conn.mistakes(principal.platform_id, lesson.id, window)
+        rows = sorted(found.items(), key=lambda item: (-item[1][0], item[0]))  # ties by id: any store, one order
         return {
             "lesson": lesson.id,
             "k": _k(),
@@ -299,9 +300,9 @@ class Learners(MethodView):
         after = cursors.decode(args["cursor"]) if args["cursor"] else ""
         with _conn() as conn:
             # Rows about individuals: only for a group of at least k, like every other figure here.
-            if not q.has_learners(conn, principal.platform_id, lesson.id, _k()):
+            if not conn.has_learners(principal.platform_id, lesson.id, _k()):
                 return {"lesson": lesson.id, "k": _k(), "learners": [], "next": None, "suppressed": True}
-            rows = q.learners_page(conn, principal.platform_id, lesson.id, after, args["limit"] + 1, args["locale"])
+            rows = conn.learners_page(principal.platform_id, lesson.id, after, args["limit"] + 1, args["locale"])
         page = rows[: args["limit"]]
         more = len(rows) > args["limit"]
         next_cursor = cursors.encode(page[-1]["learner"]) if more else None

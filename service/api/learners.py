@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
+import logging
 
 from flask import current_app
 from flask.views import MethodView
 
 from ..db import locales
 from ..db import sessions as sessions_db
+from ..db.clickhouse import AnalyticsUnavailable, store_of
+from ..db.clickhouse.sync import forget
 from ..db.erasure import erase_learner
 from ..db.progress import event_json, learner_events, learner_exists, learner_progress
 from ..edge.problems import Problem
@@ -27,6 +30,8 @@ ERASURE_POLICY = (
     "replays of erased event ids are acknowledged with status 'erased' and not stored again; "
     "new event ids for this learner id start a new record"
 )
+
+log = logging.getLogger(__name__)
 
 
 def _not_found(learner: str) -> Problem:
@@ -91,11 +96,25 @@ class Learner(MethodView):
         principal = authorized()
         if not principal.may_act_for(learner):
             raise _not_found(learner)
-        erased = erase_learner(current_app.extensions["db"], principal.platform_id, learner)
+        store = store_of(current_app)
+        erased = erase_learner(
+            current_app.extensions["db"], principal.platform_id, learner, analytics=store is not None
+        )
+        if store is not None:
+            _forget_in_analytics(store, principal.platform_id, learner)
         if erased is None and principal.learner != learner:
             raise _not_found(learner)
         _end_their_sessions(principal.platform_id, learner)
         return {"learner": learner, "erased": erased or {}, "replays": ERASURE_POLICY}
+
+
+def _forget_in_analytics(store, platform_id: int, learner: str) -> None:
+    """Hide the learner from the analytics store at once; when it cannot be reached, the sync
+    erases them from the queue the erasure wrote (the answer does not wait for it)."""
+    try:
+        forget(store, platform_id, learner)
+    except AnalyticsUnavailable as error:
+        log.warning("erasure queued for the analytics store's next sync: %s", error)
 
 
 def _end_their_sessions(platform_id: int, learner: str) -> None:

@@ -340,11 +340,13 @@ def _redact(url: str) -> str:
     return url
 
 
-from .exercise import exercise  # noqa: E402  (registered after `main` exists)
+from .analytics import analytics  # noqa: E402  (registered after `main` exists)
+from .exercise import exercise  # noqa: E402
 from .lti import lti  # noqa: E402
 
 main.add_command(exercise)
 main.add_command(lti)
+main.add_command(analytics)
 
 if __name__ == "__main__":
     main()

@@ -15,6 +15,7 @@ from .engine import Database
 from .events import dialect_insert, tombstone
 from .lti_tables import LtiGradeLink
 from .tables import (
+    AnalyticsErasure,
     CheckpointProgress,
     ErasedEvent,
     Event,
@@ -26,9 +27,13 @@ from .tables import (
 )
 
 
-def erase_learner(db: Database, platform_id: int, learner: str) -> dict[str, int] | None:
-    """Delete everything about one learner of one platform; None when there was nothing."""
+def erase_learner(db: Database, platform_id: int, learner: str, analytics: bool = False) -> dict[str, int] | None:
+    """Delete everything about one learner of one platform; None when there was nothing. With
+    `analytics` (a store is configured), the learner is queued for the sync to erase there too,
+    in the same transaction."""
     with db.write() as session:
+        if analytics:
+            session.add(AnalyticsErasure(platform_id=platform_id, learner=learner))
         forget_learner(session.connection(), platform_id, learner)
         mistake_rollups.forget(session.connection(), platform_id, learner)
         quotas.forget_learner(session.connection(), platform_id, learner)

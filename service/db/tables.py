@@ -173,6 +173,18 @@ class LearnerManipulation(Base):
     event_id: Mapped[str] = mapped_column(String(36))
 
 
+class AnalyticsErasure(Base):
+    """A learner erased here and not yet in the analytics store (WORKBENCH_ANALYTICS_URL): the
+    sync deletes their rows there, then this row (only written when a store is configured)."""
+
+    __tablename__ = "analytics_erasures"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"))
+    learner: Mapped[str] = mapped_column(String(128))
+    requested_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
 class ErasedEvent(Base):
     """Tombstone of an erased learner's event id (hashed): a later replay is acknowledged, not stored."""
 

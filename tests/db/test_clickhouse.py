@@ -1,0 +1,267 @@
+"""The analytics store on ClickHouse (chDB in this process): a known cohort loaded through the API
+and synced answers every analytics endpoint with the same JSON as the SQL store, with and without
+dates; a second sync and a sync interrupted mid-batch add nothing; an erased learner's rows cannot
+be read afterwards; a platform sees its own learners only; groups under k stay suppressed."""
+
+import datetime as dt
+import os
+import uuid
+
+import pytest
+
+from service.app import create_app
+from service.db import locales
+from service.db.challenges import add_check
+from service.db.clickhouse import AnalyticsUnavailable, ClickHouse
+from service.db.clickhouse.schema import TABLES, migrate
+from service.db.clickhouse.sync import sync
+from service.db.events import record_events
+from service.db.events.core import SCORE_KEYS
+from service.db.platforms import authenticate
+from service.db.tables import AnalyticsErasure, Event
+from service.demo import cohort
+from service.lessons import load_catalog
+
+pytest.importorskip("chdb", reason="chdb (the dev extra) runs ClickHouse in this process")
+pytestmark = pytest.mark.databases
+
+LESSON = "multi-head-attention"
+ITEMS = load_catalog("content/lessons")[LESSON].items
+NOW = dt.datetime.now(dt.UTC).replace(microsecond=0)
+
+
+@pytest.fixture(scope="session")
+def chdb_dir(tmp_path_factory) -> str:
+    """One directory for the whole session: chDB opens one per process."""
+    return str(tmp_path_factory.mktemp("chdb"))
+
+
+@pytest.fixture
+def ch_url(chdb_dir) -> str:
+    return f"chdb://{chdb_dir}?database=t{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def ch_app(app_config, ch_url):
+    """The same database, analytics answered by ClickHouse."""
+    app = create_app({**app_config, "analytics_url": ch_url})
+    yield app
+    app.extensions["db"].dispose()
+
+
+@pytest.fixture
+def store(ch_url) -> ClickHouse:
+    store = ClickHouse(ch_url)
+    migrate(store)
+    return store
+
+
+def as_posted(e) -> dict:
+    """A demo event as a platform posts it (the server scores answers itself)."""
+    data = {k: v for k, v in e.data.items() if k not in SCORE_KEYS} if e.item else e.data
+    body = {
+        "id": e.event_id,
+        "learner": e.learner,
+        "lesson": e.lesson,
+        "checkpoint": e.checkpoint,
+        "event": e.event,
+        "data": data,
+        "occurred_at": e.occurred_at.isoformat(),
+    }
+    if e.instance_id:
+        body["instance_id"] = e.instance_id
+    if e.item:
+        body["item"] = e.item
+    return body
+
+
+def load_cohort(app, headers, learners: int, seed: int) -> list[str]:
+    """The demo cohort (every checkpoint, answers, token edits, manipulations) posted through the
+    API; its exercise checks and languages stored as the API stores them."""
+    client, db = app.test_client(), app.extensions["db"]
+    ids, events, verified = [], [], []
+    platform = _platform(app, headers)
+    with db.write() as session:
+        for n, (learner, theirs, checks) in enumerate(cohort(learners, seed, NOW, ITEMS)):
+            ids.append(learner)
+            # A test result the challenge checker verified is recorded by the server, as it records it.
+            verified += [e for e in theirs if "verification" in e.data]
+            events += [as_posted(e) for e in theirs if "verification" not in e.data]
+            for check in checks:
+                mistakes = check["diagnosis"].split(",") if check["diagnosis"] else []
+                add_check(
+                    session, platform, learner, LESSON, {"tokens": "demo"}, check["correct"], 0.1, mistakes, check["at"]
+                )
+            if n % 3:
+                locales.keep(session, platform, learner, ("en", "es", "zh-CN")[n % 3], NOW)
+    for i in range(0, len(events), 400):
+        response = client.post("/api/v1/events", json={"events": events[i : i + 400]}, headers=headers)
+        assert response.status_code in (200, 201), str(response.get_json())[:1500]
+    record_events(db, platform, verified, app.extensions["lessons"])
+    return ids
+
+
+def _platform(app, headers) -> int:
+    with app.extensions["db"].read() as session:
+        return authenticate(session, headers["Authorization"].split()[1]).platform_id
+
+
+DAY = dt.timedelta(days=1)
+WINDOWS = [
+    {},
+    {"from": (NOW - 7 * DAY).isoformat()},
+    {"to": (NOW - 3 * DAY).isoformat()},
+    {"from": (NOW - 10 * DAY + dt.timedelta(hours=5, minutes=7)).isoformat(), "to": (NOW - 2 * DAY).isoformat()},
+]
+
+
+def answers(app, headers) -> dict:
+    """Every analytics endpoint's JSON (and the export's lines) for the cohort."""
+    client, found = app.test_client(), {}
+
+    def get(path, **query):
+        response = client.get(path, query_string=query, headers=headers)
+        assert response.status_code == 200, (path, query, response.get_data(as_text=True)[:300])
+        return response.get_json() if response.is_json else response.get_data(as_text=True)
+
+    lesson = f"/api/v1/analytics/lessons/{LESSON}"
+    for i, window in enumerate(WINDOWS):
+        for what in ("funnel", "durations", "parameters", "mistakes"):
+            found[(what, i)] = get(f"{lesson}/{what}", **window)
+        for bucket in ("hour", "day", "week"):
+            for group_by in ("event", "checkpoint"):
+                found[("timeseries", bucket, group_by, i)] = get(
+                    "/api/v1/analytics/events/timeseries", bucket=bucket, group_by=group_by, **window
+                )
+                found[("timeseries", bucket, group_by, i, "lesson")] = get(
+                    "/api/v1/analytics/events/timeseries", bucket=bucket, group_by=group_by, lesson=LESSON, **window
+                )
+    found["items"] = get(f"{lesson}/items")
+    for locale in (None, "es"):
+        page, cursor = [], None
+        while True:
+            query = {"lesson": LESSON, "limit": 7, **({"cursor": cursor} if cursor else {})}
+            body = get("/api/v1/analytics/learners", **query, **({"locale": locale} if locale else {}))
+            page.append(body)
+            cursor = body["next"]
+            if not cursor:
+                break
+        found[("learners", locale)] = page
+    found["export"] = get("/api/v1/analytics/events/export")
+    found["export-csv"] = get("/api/v1/analytics/events/export", format="csv")
+    return found
+
+
+def test_every_endpoint_answers_the_same_json_from_clickhouse(app, ch_app, acme, store):
+    load_cohort(app, acme, learners=60, seed=3)
+    copied = sync(app.extensions["db"], store)
+    with app.extensions["db"].read() as session:
+        assert copied["events"] == session.query(Event).count() > 1000
+    sql, clickhouse = answers(app, acme), answers(ch_app, acme)
+    assert sql.keys() == clickhouse.keys()
+    for key in sql:
+        assert clickhouse[key] == sql[key], key
+    # The cohort is large enough that the comparison is of figures, not of suppressed rows.
+    assert sql[("funnel", 0)]["started"] == 60
+    assert any(not row["suppressed"] for row in sql[("durations", 0)]["checkpoints"])
+    assert sql[("mistakes", 0)]["mistakes"] and sql["items"]["items"]
+    assert len(sql["export"].splitlines()) == copied["events"]
+
+
+def counts(store: ClickHouse) -> dict[str, int]:
+    return {t: store.rows(f"SELECT count() FROM {{db}}.{t} FINAL")[0][0] for t in TABLES}
+
+
+def test_a_second_sync_and_an_interrupted_sync_add_nothing(app, ch_app, acme, store, monkeypatch):
+    db = app.extensions["db"]
+    load_cohort(app, acme, learners=20, seed=5)
+    sync(db, store, batch=300)
+    once = counts(store)
+    assert sync(db, store)["events"] == 0  # nothing new: nothing copied
+    assert counts(store) == once
+
+    load_cohort(app, acme, learners=20, seed=6)  # more, then a sync that dies mid-batch
+    real, calls = ClickHouse.insert, []
+
+    def dies_after_the_events(self, table, columns, rows):
+        calls.append(table)
+        if table == "learner_lessons" and calls.count("learner_lessons") == 2:
+            raise AnalyticsUnavailable("connection lost")
+        return real(self, table, columns, rows)
+
+    monkeypatch.setattr(ClickHouse, "insert", dies_after_the_events)
+    with pytest.raises(AnalyticsUnavailable):
+        sync(db, store, batch=300)
+    monkeypatch.setattr(ClickHouse, "insert", real)
+    sync(db, store, batch=300)  # resumes from the last batch recorded: copies its events again
+    sync(db, store, batch=300)
+    with db.read() as session:
+        assert counts(store)["events"] == session.query(Event).count()
+    assert answers(ch_app, acme) == answers(app, acme)
+
+
+def rows_of(store: ClickHouse, learner: str) -> dict[str, int]:
+    """Every row of the learner any read could see (not only FINAL's)."""
+    return {
+        t: store.rows(f"SELECT count() FROM {{db}}.{t} WHERE learner = {{l:String}}", l=learner)[0][0] for t in TABLES
+    }
+
+
+def test_an_erased_learner_cannot_be_read_afterwards(app, ch_app, acme, store, monkeypatch):
+    db, client = app.extensions["db"], ch_app.test_client()
+    learners = load_cohort(app, acme, learners=30, seed=7)
+    sync(db, store)
+    # Two learners with rows in every table (progress, checks and a language too).
+    first, second = [learner for learner in learners if all(rows_of(store, learner).values())][:2]
+    assert client.delete(f"/api/v1/learners/{first}", headers=acme).status_code == 200
+    assert not any(rows_of(store, first).values())  # hidden at once
+
+    # ClickHouse unreachable at the erasure: the queue keeps the learner until the sync erases them.
+    from service.api import learners as view
+
+    def unreachable(*_):
+        raise AnalyticsUnavailable("connection refused")
+
+    monkeypatch.setattr(view, "forget", unreachable)
+    assert client.delete(f"/api/v1/learners/{second}", headers=acme).status_code == 200
+    assert all(rows_of(store, second).values())
+    assert sync(db, store)["erased"] == 2
+    assert not any(rows_of(store, second).values())
+    with db.read() as session:
+        assert session.query(AnalyticsErasure).count() == 0  # the queue forgets them too
+    export = client.get("/api/v1/analytics/events/export", headers=acme).get_data(as_text=True)
+    assert first not in export and second not in export
+    assert answers(ch_app, acme) == answers(app, acme)
+
+
+def test_a_platform_sees_its_own_learners_only(app, ch_app, acme, globex, store):
+    load_cohort(app, acme, learners=15, seed=9)
+    sync(app.extensions["db"], store)
+    theirs = answers(ch_app, globex)
+    assert theirs == answers(app, globex)
+    assert theirs[("funnel", 0)]["started"] == 0 and theirs["export"] == ""
+
+
+def test_groups_under_k_stay_suppressed(app_config, ch_url, acme, store):
+    strict = create_app({**app_config, "k_anonymity": 50})
+    strict_ch = create_app({**app_config, "k_anonymity": 50, "analytics_url": ch_url})
+    load_cohort(strict, acme, learners=20, seed=13)
+    sync(strict.extensions["db"], store)
+    body = answers(strict_ch, acme)
+    assert body == answers(strict, acme)
+    assert body[("funnel", 0)]["started"] is None and body[("learners", None)][0]["suppressed"]
+
+
+@pytest.mark.skipif(
+    not os.environ.get("WORKBENCH_TEST_CLICKHOUSE_URL"),
+    reason="no ClickHouse server: set WORKBENCH_TEST_CLICKHOUSE_URL=clickhouse://user:password@host:8123/db",
+)
+def test_the_same_sql_runs_on_a_clickhouse_server(app, app_config, acme):
+    url = os.environ["WORKBENCH_TEST_CLICKHOUSE_URL"]
+    server = ClickHouse(url)
+    server.command("DROP DATABASE IF EXISTS {db}")
+    migrate(server)
+    load_cohort(app, acme, learners=40, seed=17)
+    sync(app.extensions["db"], server)
+    on_server = create_app({**app_config, "analytics_url": url})
+    assert answers(on_server, acme) == answers(app, acme)
