@@ -32,6 +32,7 @@ BENCHMARKS = [
     ["bench/api.py"],
     ["bench/ingest.py"],
     ["bench/analytics.py"],
+    ["bench/clickhouse.py"],
     ["bench/browser.py"],
     ["bench/memory.py"],
 ]

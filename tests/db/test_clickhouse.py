@@ -94,11 +94,34 @@ def load_cohort(app, headers, learners: int, seed: int) -> list[str]:
                 )
             if n % 3:
                 locales.keep(session, platform, learner, ("en", "es", "zh-CN")[n % 3], NOW)
+            if n % 4 == 0:
+                events += odd_edits(learner, seed, n)
     for i in range(0, len(events), 400):
         response = client.post("/api/v1/events", json={"events": events[i : i + 400]}, headers=headers)
         assert response.status_code in (200, 201), str(response.get_json())[:1500]
     record_events(db, platform, verified, app.extensions["lessons"])
     return ids
+
+
+ODD = [  # what a platform's own client may send: each store must count it by the same rules
+    {"parameter": "causal", "token": 1, "dimension": 2},  # a cell only when the parameter is "token"
+    {"parameter": "token", "token": 1.0, "dimension": 2},  # not a whole number
+    {"parameter": "token", "token": 1000000, "dimension": 0},  # past the cap
+    {"parameter": "token", "token": -1, "dimension": 0},
+    {"parameter": "token", "token": 2, "dimension": 3, "manipulation": "m" * 129},  # a name too long: none
+    {"parameter": "p" * 129},
+    {"parameter": 5},
+    {"parameter": "héads-ü", "manipulation": "édit-one-token"},  # characters, not bytes
+]
+
+
+def odd_edits(learner: str, seed: int, n: int) -> list[dict]:
+    return [
+        {"id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"odd/{seed}/{n}/{i}")), "learner": learner, "lesson": LESSON,
+         "checkpoint": "experiment", "event": "parameter-changed", "data": data,
+         "occurred_at": (NOW - dt.timedelta(days=n % 9, minutes=i)).isoformat()}
+        for i, data in enumerate(ODD)
+    ]  # fmt: skip
 
 
 def _platform(app, headers) -> int:
@@ -183,11 +206,11 @@ def test_a_second_sync_and_an_interrupted_sync_add_nothing(app, ch_app, acme, st
     load_cohort(app, acme, learners=20, seed=6)  # more, then a sync that dies mid-batch
     real, calls = ClickHouse.insert, []
 
-    def dies_after_the_events(self, table, columns, rows):
+    def dies_after_the_events(self, table, columns, rows, **token):
         calls.append(table)
         if table == "learner_lessons" and calls.count("learner_lessons") == 2:
-            raise AnalyticsUnavailable("connection lost")
-        return real(self, table, columns, rows)
+            raise AnalyticsUnavailable("connection lost")  # the batch's events (and their counts) are in
+        return real(self, table, columns, rows, **token)
 
     monkeypatch.setattr(ClickHouse, "insert", dies_after_the_events)
     with pytest.raises(AnalyticsUnavailable):
@@ -265,3 +288,31 @@ def test_the_same_sql_runs_on_a_clickhouse_server(app, app_config, acme):
     sync(app.extensions["db"], server)
     on_server = create_app({**app_config, "analytics_url": url})
     assert answers(on_server, acme) == answers(app, acme)
+
+
+def test_the_command_migrates_syncs_and_says_what_it_copied(app, acme, app_config, ch_url, monkeypatch):
+    from click.testing import CliRunner
+
+    from service.cli import main
+
+    load_cohort(app, acme, learners=6, seed=19)
+    monkeypatch.setenv("WORKBENCH_DATABASE_URL", app_config["database_url"])
+    monkeypatch.setenv("WORKBENCH_ANALYTICS_URL", ch_url)
+    first = CliRunner().invoke(main, ["analytics", "sync"])
+    assert first.exit_code == 0, first.output
+    with app.extensions["db"].read() as session:
+        assert f"{session.query(Event).count()} events" in first.output
+    again = CliRunner().invoke(main, ["analytics", "sync"])
+    assert again.exit_code == 0 and "events" not in again.output  # nothing new to copy
+    assert "up to date" in CliRunner().invoke(main, ["analytics", "migrate"]).output
+    monkeypatch.setenv("WORKBENCH_ANALYTICS_URL", "")
+    refused = CliRunner().invoke(main, ["analytics", "sync"])
+    assert refused.exit_code == 1 and "WORKBENCH_ANALYTICS_URL" in refused.output
+
+
+def test_an_analytics_url_of_another_kind_stops_start_up_without_its_password(app_config):
+    from service.config import ConfigError
+
+    with pytest.raises(ConfigError, match="WORKBENCH_ANALYTICS_URL") as refused:
+        create_app({**app_config, "analytics_url": "mysql://admin:s3cret@db:3306/x"})
+    assert "s3cret" not in str(refused.value)

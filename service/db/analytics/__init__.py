@@ -64,22 +64,34 @@ def timeseries(
     the raw events within it."""
     v = rollups.variant(bucket, group_by, per_lesson=lesson is not None)
     db = conn.connection()
+    return timeseries_from(
+        bucket,
+        window,
+        lambda start, end: rollups.raw_counts(db, v, platform_id, lesson, start, end),
+        lambda labels, inner: rollups.counts(db, v, platform_id, lesson, labels, inner),
+    )
+
+
+def timeseries_from(bucket: str, window: Window, raw, whole) -> list[tuple[str, str | None, int, int]]:
+    """The time series, whichever store counts: `whole(labels, bounds)` the whole buckets within
+    the window (bucket labels [first, end), end None for no end; the same bounds as datetimes),
+    `raw(start, end)` the events of a bucket the window cuts."""
     inner = (
         rollups.bucket_ceil(window.start, bucket) if window.start is not None else None,
         rollups.bucket_floor(window.end, bucket) if window.end is not None else None,
     )
     if inner[0] is not None and inner[1] is not None and inner[0] >= inner[1]:
-        return _sorted(rollups.raw_counts(db, v, platform_id, lesson, window.start, window.end))
+        return _sorted(raw(window.start, window.end))
     rows = []
     if window.start is not None and inner[0] != window.start:
-        rows += rollups.raw_counts(db, v, platform_id, lesson, window.start, inner[0])
+        rows += raw(window.start, inner[0])
     labels = (
         inner[0].strftime(rollups.LABEL) if inner[0] else "",
         inner[1].strftime(rollups.LABEL) if inner[1] else None,
     )
-    rows += rollups.counts(db, v, platform_id, lesson, labels, inner)
+    rows += whole(labels, inner)
     if window.end is not None and inner[1] != window.end:
-        rows += rollups.raw_counts(db, v, platform_id, lesson, inner[1], window.end)
+        rows += raw(inner[1], window.end)
     return _sorted(rows)
 
 

@@ -11,12 +11,14 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import orjson
 
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
-_CHDB: dict[str, Any] = {}  # path -> session: chDB opens one directory per process, once
+# path -> (session, its lock): chDB opens a directory once per process, and its session takes one
+# statement at a time.
+_CHDB: dict[str, tuple[Any, threading.Lock]] = {}
 _CHDB_LOCK = threading.Lock()
 
 
@@ -74,13 +76,20 @@ class ClickHouse:
 
                 with _CHDB_LOCK:
                     if self._path not in _CHDB:
-                        _CHDB[self._path] = session.Session(self._path)
-                    self._client = _CHDB[self._path]
+                        _CHDB[self._path] = (session.Session(self._path), threading.Lock())
+                    self._client, self._lock = _CHDB[self._path]
             else:
                 import clickhouse_connect
 
-                url = self._url.replace("clickhouses://", "https://").replace("clickhouse://", "http://")
-                self._client = clickhouse_connect.get_client(dsn=url)
+                # No default database: every statement names `{db}`, which `migrate` creates.
+                parts, secure = urlsplit(self._url), self.kind == "clickhouses"
+                self._client = clickhouse_connect.get_client(
+                    host=parts.hostname or "localhost",
+                    port=parts.port or (8443 if secure else 8123),
+                    username=unquote(parts.username or "default"),
+                    password=unquote(parts.password or ""),
+                    secure=secure,
+                )
         return self._client
 
     def _run(self, sql: str, params: dict[str, Any], fmt: str = "JSONCompact") -> bytes:
@@ -90,7 +99,7 @@ class ClickHouse:
                 from clickhouse_connect.driver.binding import format_bind_value
 
                 text = {k: format_bind_value(v) for k, v in params.items()}
-                with self._lock:  # one statement at a time on the process's one session
+                with self._lock:
                     return client.query(sql, fmt, params=text).bytes()
             return client.raw_query(sql, parameters=params, fmt=fmt)
         except ImportError as error:
@@ -119,13 +128,30 @@ class ClickHouse:
     def command(self, sql: str, **params: Any) -> None:
         self._run(sql.replace("{db}", self.database), params, fmt="TabSeparated")
 
-    def insert(self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
-        """Insert rows (datetimes as UTC) as JSONEachRow; how many."""
+    def insert(self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]], token: str = "") -> int:
+        """Insert rows (datetimes as UTC) as JSONEachRow; how many. With `token`, the same
+        insert made again is skipped, and so are the views it feeds."""
         lines = [
             json.dumps({c: (moment(v) if isinstance(v, dt.datetime) else v) for c, v in zip(columns, row, strict=True)})
             for row in rows
         ]
-        if lines:
-            body = "\n".join(lines)
-            self._run(f"INSERT INTO {self.database}.{table} FORMAT JSONEachRow\n{body}", {}, fmt="TabSeparated")
+        if not lines:
+            return 0
+        body = "\n".join(lines)
+        settings = {"insert_deduplication_token": token, "deduplicate_blocks_in_dependent_materialized_views": 1}
+        if self.kind == "chdb":
+            said = ", ".join(f"{k} = {v!r}" for k, v in settings.items()) if token else ""
+            into = f"INSERT INTO {self.database}.{table} {'SETTINGS ' + said if said else ''} FORMAT JSONEachRow"
+            self._run(f"{into}\n{body}", {}, fmt="TabSeparated")
+            return len(lines)
+        try:
+            self._connect().raw_insert(
+                f"{self.database}.{table}",
+                list(columns),
+                body.encode(),
+                fmt="JSONEachRow",
+                settings=settings if token else None,
+            )
+        except Exception as error:  # the driver's own errors, as in _run
+            raise AnalyticsUnavailable(f"ClickHouse: {str(error).splitlines()[0][:500]}") from error
         return len(lines)

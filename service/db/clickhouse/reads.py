@@ -12,13 +12,14 @@ from collections import defaultdict
 from types import SimpleNamespace
 from typing import Any
 
-from ..analytics import Window, cells_from, manipulations_from, parameters_from
-from ..analytics.funnel import from_done, linear
-from ..analytics.item_rollups import SUMS, Sums
-from ..analytics.rollups import variant
+from ..analytics import Window, cells_from, manipulations_from, parameters_from, timeseries_from
+from ..analytics.funnel import linear
+from ..analytics.item_rollups import Sums
+from ..analytics.rollups import decode_key, variant
 from .connection import ClickHouse, moment
 
 T = "DateTime64(6, 'UTC')"
+_FROM_HOUR = {"hour": "hour", "day": "toStartOfDay(hour)", "week": "toDateTime(toStartOfWeek(hour, 1), 'UTC')"}
 _BUCKET = {
     "hour": "toStartOfHour(occurred_at)",
     "day": "toStartOfDay(occurred_at)",
@@ -77,12 +78,40 @@ class ClickHouseReader:
         )
         return [(b, k, int(n), int(m)) for b, k, n, m in rows]
 
+    def whole(self, grain: str, dimension: str, platform_id: int, lesson: str | None, bounds: tuple) -> list:
+        """(bucket, key, events, learners) of whole buckets within `bounds` (datetimes, None for no
+        bound), from the counts the view keeps per hour (distinct learners merged across hours
+        and lessons)."""
+        params: dict[str, Any] = {"p": platform_id, "d": dimension, "lesson": lesson or ""}
+        within = "AND lesson = {lesson:String}" if lesson is not None else ""
+        for name, bound, op in (("hs", bounds[0], ">="), ("he", bounds[1], "<")):
+            if bound is not None:
+                params[name] = moment(bound)
+                within += f" AND hour {op} {{{name}:{T}}}"
+        bucket = f"formatDateTime({_FROM_HOUR[grain]}, '%Y-%m-%dT%H:%i:%S')" if grain in _FROM_HOUR else "''"
+        rows = self.ch.rows(
+            f"""SELECT {bucket} AS b, key, sum(events), uniqExactMerge(learners) FROM {{db}}.event_counts
+                WHERE platform_id = {{p:UInt32}} AND dimension = {{d:String}} {within} GROUP BY b, key""",
+            **params,
+        )
+        return [(b, decode_key(k), int(n), int(m)) for b, k, n, m in rows]
+
     def timeseries(self, platform_id: int, bucket: str, group_by: str, window: Window, lesson: str | None) -> list:
-        rows = self.counts(bucket, group_by, platform_id, lesson, window)
-        return sorted(rows, key=lambda r: (r[0], r[1] or ""))
+        return timeseries_from(
+            bucket,
+            window,
+            lambda start, end: self.counts(bucket, group_by, platform_id, lesson, Window(start, end)),
+            lambda _, bounds: self.whole(bucket, group_by, platform_id, lesson, bounds),
+        )
 
     def _totals(self, dimension: str, platform_id: int, lesson: str, window: Window) -> list:
-        return [(key, n, m) for _, key, n, m in self.counts("all", dimension, platform_id, lesson, window)]
+        """(key, events, learners) of a whole-period dimension: from the kept counts, or counted
+        from the events within the window (as the SQL store does)."""
+        if window:
+            rows = self.counts("all", dimension, platform_id, lesson, window)
+        else:
+            rows = self.whole("all", dimension, platform_id, lesson, (None, None))
+        return [(key, n, m) for _, key, n, m in rows]
 
     def parameters(self, platform_id: int, lesson: str, window: Window) -> list:
         return parameters_from(self._totals("parameter", platform_id, lesson, window))
@@ -116,25 +145,44 @@ class ClickHouseReader:
         )
 
     def funnel(self, platform_id: int, lesson: str, checkpoint_ids: list[str], window: Window) -> dict:
-        """Learners grouped by what they completed (and how each test result was known)."""
+        """Learners who started, completed each checkpoint, and went on from the previous one."""
         params: dict[str, Any] = {"p": platform_id, "lesson": lesson}
         started = self.ch.rows(
             "SELECT count() FROM {db}.learner_lessons FINAL WHERE platform_id = {p:UInt32}"
             " AND lesson = {lesson:String}" + _dated("first_event_at", window, params),
             **params,
         )[0][0]
-        groups = self.ch.rows(
-            f"""SELECT state, count() FROM (
-                  SELECT learner, arraySort(groupArray((checkpoint, ifNull(verification, '')))) AS state
-                  FROM {{db}}.checkpoint_progress FINAL
-                  WHERE platform_id = {{p:UInt32}} AND lesson = {{lesson:String}} {self._starters(window, params)}
-                  GROUP BY learner)
-                GROUP BY state""",
+        where = f"platform_id = {{p:UInt32}} AND lesson = {{lesson:String}} {self._starters(window, params)}"
+        completed: dict[str, int] = dict.fromkeys(checkpoint_ids, 0)
+        verification: dict[tuple[str, str], int] = {}
+        for checkpoint, how, n in self.ch.rows(
+            f"SELECT toString(checkpoint), verification, count() FROM {{db}}.checkpoint_progress FINAL WHERE {where}"
+            " GROUP BY checkpoint, verification",
             **params,
+        ):
+            completed[checkpoint] = completed.get(checkpoint, 0) + int(n)
+            if how is not None:
+                verification[(checkpoint, how)] = int(n)
+        # Learners who completed a checkpoint and the one before it: both counts less those who
+        # completed either (one scan, no grouping by learner).
+        pairs = list(zip(checkpoint_ids, checkpoint_ids[1:], strict=False))
+        either = [f"uniqExactIf(learner, checkpoint IN ({{a{i}:String}}, {{b{i}:String}}))" for i in range(len(pairs))]
+        for i, (previous, current) in enumerate(pairs):
+            params[f"a{i}"], params[f"b{i}"] = previous, current
+        unions = (
+            self.ch.rows(f"SELECT {', '.join(either)} FROM {{db}}.checkpoint_progress FINAL WHERE {where}", **params)[0]
+            if pairs
+            else ()
         )
-        found = from_done(((dict(state), int(n)) for state, n in groups), checkpoint_ids)
-        # Learners who started but completed nothing are in no group.
-        return {**found, "started": int(started)}
+        return {
+            "started": int(started),
+            "completed": {c: completed[c] for c in checkpoint_ids},
+            "after_previous": {
+                current: completed[previous] + completed[current] - int(union)
+                for (previous, current), union in zip(pairs, unions, strict=True)
+            },
+            "verification": verification,
+        }
 
     def durations_of(
         self,
@@ -208,36 +256,15 @@ class ClickHouseReader:
         ]
 
     def item_sums(self, platform_id: int, lesson: str) -> Sums:
-        """The item statistics' sums (service/db/analytics/item_rollups.py: what each learner's
-        latest answer per phase and item adds), summed in ClickHouse."""
-        latest = """SELECT learner, phase, item, argMax((response, correct), (occurred_at, id)) AS a
-            FROM {db}.events FINAL WHERE platform_id = {p:UInt32} AND lesson = {lesson:String}
-              AND event = 'answered' AND item IS NOT NULL AND phase IS NOT NULL AND response IS NOT NULL
-            GROUP BY learner, phase, item"""
-        params = {"p": platform_id, "lesson": lesson}
-        found: Sums = defaultdict(lambda: [0] * len(SUMS))
-        for phase, item, raw, correct, n in self.ch.rows(
-            f"SELECT phase, item, a.1, a.2, count() FROM ({latest}) GROUP BY phase, item, a.1, a.2", **params
-        ):
-            response = json.loads(raw)
-            said = response if isinstance(response, str) else repr(float(response))  # 2 and 2.0: one group
-            found[("choice", f"{phase}/{item}/{said}/{int(correct)}")][0] += int(n)
-        for phase, item, *values in self.ch.rows(
-            f"""SELECT phase, item, count(), sum(x), sum(y), sum(x * y), sum(y * y) FROM (
-                  SELECT phase, item, a.2 AS x, sum(a.2) OVER (PARTITION BY learner, phase) - a.2 AS y
-                  FROM ({latest})) GROUP BY phase, item""",
-            **params,
-        ):
-            found[("pair", f"{phase}/{item}")] = [int(v) for v in values]
-        for pre, post, *values in self.ch.rows(
-            f"""SELECT pre, post, count(), sum(pre_correct), sum(post_correct), 0, 0 FROM (
-                  SELECT countIf(phase = 'pre') AS pre, countIf(phase = 'post') AS post,
-                         sumIf(a.2, phase = 'pre') AS pre_correct, sumIf(a.2, phase = 'post') AS post_correct
-                  FROM ({latest}) GROUP BY learner HAVING pre > 0 AND post > 0) GROUP BY pre, post""",
-            **params,
-        ):
-            found[("gain", f"{pre}/{post}")] = [int(v) for v in values]
-        return dict(found)
+        """The item statistics' sums as the primary database held them at the last sync (sync.py:
+        they are sums over each learner's latest answers, kept by the primary's rollups)."""
+        rows = self.ch.rows(
+            "SELECT toString(dimension), key, learners, sx, sy, sxy, syy FROM {db}.item_sums FINAL"
+            " WHERE platform_id = {p:UInt32} AND lesson = {lesson:String} AND learners > 0",
+            p=platform_id,
+            lesson=lesson,
+        )
+        return {(d, k): [int(v) for v in values] for d, k, *values in rows}
 
     def export_page(self, platform_id: int, after: tuple[dt.datetime, int] | None, through: dt.datetime, limit: int):
         params: dict[str, Any] = {"p": platform_id, "through": moment(through), "n": limit}

@@ -24,6 +24,33 @@ def _count(field: str) -> str:
     return f"if({whole}, toString({value}), NULL)"
 
 
+def _keyed(value: str) -> str:
+    return f"ifNull(concat('=', {value}), '-')"
+
+
+_CELL = f"concat({_count('token')}, ',', {_count('dimension')})"
+_EDIT = "event = 'parameter-changed'"
+# (dimension, key, whether the event counts in it): rollups.py's `key_of` and `_only`.
+_DIMENSIONS = ", ".join(
+    f"('{name}', {key}, toUInt8({counts}))"
+    for name, key, counts in (
+        ("event", "concat('=', toString(event))", "1"),
+        ("checkpoint", _keyed("checkpoint"), "1"),
+        ("parameter", _keyed(_string("parameter")), _EDIT),
+        ("manipulation", _keyed(_string("manipulation")), f"{_EDIT} AND {_string('manipulation')} IS NOT NULL"),
+        ("cell", _keyed(_CELL), f"{_EDIT} AND {_string('parameter')} = 'token' AND {_CELL} IS NOT NULL"),
+    )
+)
+
+
+def counted(source: str = "{db}.events", where: str = "") -> str:
+    """What `event_counts` holds, counted from `source` (the view's inserted rows, or the log)."""
+    return f"""SELECT platform_id, d.1 AS dimension, lesson, toStartOfHour(occurred_at) AS hour, d.2 AS key,
+        count() AS events, uniqExactState(learner) AS learners
+        FROM {source} ARRAY JOIN arrayFilter(x -> x.3 = 1, [{_DIMENSIONS}]) AS d {where}
+        GROUP BY platform_id, dimension, lesson, hour, key"""
+
+
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
         "CREATE DATABASE IF NOT EXISTS {db}",
@@ -44,7 +71,19 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             response Nullable(String) MATERIALIZED if(JSONHas(data, 'response')
                 AND JSONType(data, 'response') != 'Null', JSONExtractRaw(data, 'response'), NULL),
             correct UInt8 MATERIALIZED JSONExtractBool(data, 'correct')
-        ) ENGINE = ReplacingMergeTree ORDER BY (platform_id, id)""",
+        ) ENGINE = ReplacingMergeTree ORDER BY (platform_id, id)
+          SETTINGS non_replicated_deduplication_window = 1000""",
+        # Events and distinct learners per platform, lesson, hour and key of each dimension (the
+        # SQL rollups' keys: '=' and the value, or '-'), kept by the view as events arrive; a
+        # batch inserted again under its token is skipped here too. Erasure rebuilds a
+        # platform's rows from the events (sync.py).
+        """CREATE TABLE IF NOT EXISTS {db}.event_counts (
+            platform_id UInt32, dimension LowCardinality(String), lesson LowCardinality(String),
+            hour DateTime('UTC'), key String,
+            events SimpleAggregateFunction(sum, UInt64), learners AggregateFunction(uniqExact, String)
+        ) ENGINE = AggregatingMergeTree ORDER BY (platform_id, dimension, lesson, hour, key)
+          SETTINGS non_replicated_deduplication_window = 1000""",
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS {{db}}.event_counts_view TO {{db}}.event_counts AS {counted()}",
         # What ingest derives per learner (progress and first events), copied for the learners a
         # sync batch touched; `version` is the batch's last event id, so the newest copy wins.
         f"""CREATE TABLE IF NOT EXISTS {{db}}.learner_lessons (
@@ -63,6 +102,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             platform_id UInt32, id UInt64, learner Nullable(String), lesson LowCardinality(String),
             diagnosis Nullable(String), created_at {DATETIME}
         ) ENGINE = ReplacingMergeTree ORDER BY (platform_id, lesson, id)""",
+        # The item statistics' sums per platform and lesson, copied whole at each sync that saw
+        # answers (a key whose learners fall to 0 is written as zeros): sync.py says why.
+        """CREATE TABLE IF NOT EXISTS {db}.item_sums (
+            platform_id UInt32, lesson LowCardinality(String), dimension LowCardinality(String), key String,
+            learners Int64, sx Int64, sy Int64, sxy Int64, syy Int64, version UInt64
+        ) ENGINE = ReplacingMergeTree(version) ORDER BY (platform_id, lesson, dimension, key)""",
         # How far the sync has copied, per source: the newest row wins.
         f"""CREATE TABLE IF NOT EXISTS {{db}}.sync_marks (
             source LowCardinality(String), mark Int64, at {DATETIME}
@@ -70,7 +115,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
 )
 
-TABLES = ("events", "learner_lessons", "checkpoint_progress", "learner_locales", "exercise_checks")
+TABLES = ("events", "learner_lessons", "checkpoint_progress", "learner_locales", "exercise_checks")  # with a learner
 
 
 def version(ch: ClickHouse) -> int:

@@ -24,16 +24,18 @@ from collections.abc import Iterable
 
 from sqlalchemy import delete, select
 
-from ..analytics.rollup_refresh import committed_high
+from ..analytics.item_rollups import sums
+from ..analytics.rollup_refresh import catch_up, committed_high
 from ..engine import Database
 from ..tables import AnalyticsErasure, CheckpointProgress, Event, ExerciseCheck, LearnerLesson, LearnerLocale
 from .connection import AnalyticsUnavailable, ClickHouse
-from .schema import TABLES, migrate
+from .schema import TABLES, counted, migrate
 
 log = logging.getLogger(__name__)
 
 BATCH = 20_000
 LOOKUP = 500  # learners per IN list
+CATCH_UP_AFTER = 5000  # events after the primary's rollups' watermark before they roll up first
 LATE_COMMIT = dt.timedelta(minutes=10)  # a language change committed this late is still copied
 EVENT_COLUMNS = (
     "platform_id",
@@ -66,27 +68,44 @@ def sync(db: Database, ch: ClickHouse, batch: int = BATCH) -> Counter:
     queued; how many rows of each were copied (or learners erased)."""
     started = dt.datetime.now(dt.UTC)
     copied: Counter = Counter()
+    answered: set[tuple[int, str]] = set()  # (platform, lesson) with new answers
     high = committed_high(db, Event)
     low = mark(ch, "events")
     while low < high:
-        low = _event_batch(db, ch, low, high, batch, copied)
+        low = _event_batch(db, ch, low, high, batch, copied, answered)
     high = committed_high(db, ExerciseCheck)
     low = mark(ch, "exercise_checks")
     while low < high:
         low = _check_batch(db, ch, low, high, batch, copied)
     _locales(db, ch, copied)
-    copied["erased"] = erase_queued(db, ch)
+    erased = erase_queued(db, ch)
+    copied["erased"] = len(erased)
+    for platform_id in set(erased):
+        answered |= {
+            (platform_id, lesson)
+            for (lesson,) in ch.rows(
+                "SELECT DISTINCT toString(lesson) FROM {db}.item_sums WHERE platform_id = {p:UInt32}", p=platform_id
+            )
+        }
+    copied["item_sums"] += item_sums(db, ch, answered)
     _set_mark(ch, "synced_at", int(started.timestamp() * 1_000_000))
     return copied
 
 
-def _event_batch(db: Database, ch: ClickHouse, low: int, high: int, batch: int, copied: Counter) -> int:
+def _event_batch(db: Database, ch: ClickHouse, low: int, high: int, batch: int, copied: Counter, answered: set) -> int:
+    """One batch: its bounds recorded first (`events_pending`), so a batch begun and not finished
+    is begun again with the same bounds and token, and ClickHouse skips what it already has."""
     columns = [getattr(Event, c) for c in EVENT_COLUMNS]
+    pending = mark(ch, "events_pending")
     with db.read() as session:
-        rows = session.execute(
-            select(*columns).where(Event.id > low, Event.id <= high).order_by(Event.id).limit(batch)
-        ).all()
-        upto = rows[-1].id if len(rows) == batch else high
+        query = select(*columns).where(Event.id > low).order_by(Event.id)
+        if pending > low:
+            rows = session.execute(query.where(Event.id <= pending)).all()
+            upto = pending
+        else:
+            rows = session.execute(query.where(Event.id <= high).limit(batch)).all()
+            upto = rows[-1].id if len(rows) == batch else high
+            _set_mark(ch, "events_pending", upto)
         who = {(r.platform_id, r.learner) for r in rows}
         lessons = _of(session, LearnerLesson, who, ("platform_id", "lesson", "learner", "first_event_at"))
         progress = _of(
@@ -95,7 +114,7 @@ def _event_batch(db: Database, ch: ClickHouse, low: int, high: int, batch: int, 
             who,
             ("platform_id", "lesson", "learner", "checkpoint", "completed_at", "seconds_from_start", "verification"),
         )
-    copied["events"] += ch.insert("events", EVENT_COLUMNS, (_event_row(r) for r in rows))
+    copied["events"] += ch.insert("events", EVENT_COLUMNS, (_event_row(r) for r in rows), token=f"events:{low}:{upto}")
     ch.insert(
         "learner_lessons",
         ("platform_id", "lesson", "learner", "first_event_at", "version"),
@@ -116,6 +135,7 @@ def _event_batch(db: Database, ch: ClickHouse, low: int, high: int, batch: int, 
         (tuple(r) + (upto,) for r in progress),
     )
     copied["progress"] += len(progress)
+    answered |= {(r.platform_id, r.lesson) for r in rows if r.event == "answered"}
     _set_mark(ch, "events", upto)
     return upto
 
@@ -179,18 +199,62 @@ def forget(ch: ClickHouse, platform_id: int, learner: str) -> None:
         )
 
 
-def erase_queued(db: Database, ch: ClickHouse) -> int:
-    """Apply every queued erasure, then drop it from the queue; how many learners."""
+def recount(ch: ClickHouse, platform_id: int) -> None:
+    """A platform's `event_counts` counted again from its events (after an erasure: an aggregate
+    state cannot take one learner out). Counted aside first, so readers miss them only while
+    the new rows are copied in."""
+    ch.command("CREATE TABLE IF NOT EXISTS {db}.event_counts_recount AS {db}.event_counts")
+    ch.command("TRUNCATE TABLE {db}.event_counts_recount")
+    ch.command(
+        "INSERT INTO {db}.event_counts_recount "
+        + counted("{db}.events FINAL", "WHERE platform_id = {p:UInt32}")
+        + " SETTINGS insert_deduplicate = 0",
+        p=platform_id,
+    )
+    ch.command("DELETE FROM {db}.event_counts WHERE platform_id = {p:UInt32}", p=platform_id)
+    # Not deduplicated: the same counts as an earlier recount must still be written again.
+    ch.command("INSERT INTO {db}.event_counts SELECT * FROM {db}.event_counts_recount SETTINGS insert_deduplicate = 0")
+
+
+def item_sums(db: Database, ch: ClickHouse, lessons: set[tuple[int, str]]) -> int:
+    """Copy the item statistics' sums of these (platform, lesson)s as the primary holds them now.
+    They are sums over each learner's latest answers, which the primary's rollups keep as
+    answers arrive and erasures leave (item_rollups.py); counting them again in ClickHouse at
+    each read would take every learner's answers (seconds at ten million events)."""
+    if not lessons:
+        return 0
+    catch_up(db, CATCH_UP_AFTER)  # as an analytics read on the primary would
+    version = time.time_ns() // 1000
+    rows: list[tuple] = []
+    with db.snapshot() as session:
+        for platform_id, lesson in sorted(lessons):
+            now = sums(session.connection(), platform_id, lesson)
+            held = ch.rows(
+                "SELECT toString(dimension), key FROM {db}.item_sums FINAL"
+                " WHERE platform_id = {p:UInt32} AND lesson = {l:String} AND learners > 0",
+                p=platform_id,
+                l=lesson,
+            )
+            rows += [(platform_id, lesson, d, k, *values, version) for (d, k), values in now.items()]
+            rows += [(platform_id, lesson, d, k, 0, 0, 0, 0, 0, version) for d, k in held if (d, k) not in now]
+    names = ("platform_id", "lesson", "dimension", "key", "learners", "sx", "sy", "sxy", "syy", "version")
+    return ch.insert("item_sums", names, rows)
+
+
+def erase_queued(db: Database, ch: ClickHouse) -> list[int]:
+    """Apply every queued erasure, then drop it from the queue; each erased learner's platform."""
     with db.read() as session:
         queued = session.execute(
             select(AnalyticsErasure.id, AnalyticsErasure.platform_id, AnalyticsErasure.learner)
         ).all()
     for _, platform_id, learner in queued:
         forget(ch, platform_id, learner)
+    for platform_id in sorted({q.platform_id for q in queued}):
+        recount(ch, platform_id)
     if queued:
         with db.write() as session:
             session.execute(delete(AnalyticsErasure).where(AnalyticsErasure.id.in_([q.id for q in queued])))
-    return len(queued)
+    return [q.platform_id for q in queued]
 
 
 def follow(db: Database, ch: ClickHouse, interval: float, passes: int | None = None) -> None:
