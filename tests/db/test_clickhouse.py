@@ -316,3 +316,17 @@ def test_an_analytics_url_of_another_kind_stops_start_up_without_its_password(ap
     with pytest.raises(ConfigError, match="WORKBENCH_ANALYTICS_URL") as refused:
         create_app({**app_config, "analytics_url": "mysql://admin:s3cret@db:3306/x"})
     assert "s3cret" not in str(refused.value)
+
+
+def test_a_store_out_of_reach_is_a_503_that_names_no_host(app_config, acme):
+    """Every analytics read (and the export) answers 503 problem+json saying to try again; the
+    driver's words (host, port, SQL) stay in the log."""
+    down = create_app({**app_config, "analytics_url": "clickhouse://reader:hunter2@127.0.0.1:1/analytics"})
+    client = down.test_client()
+    for path in (f"/api/v1/analytics/lessons/{LESSON}/funnel", f"/api/v1/analytics/lessons/{LESSON}/items",
+                 "/api/v1/analytics/events/timeseries", "/api/v1/analytics/events/export"):  # fmt: skip
+        response = client.get(path, headers=acme)
+        assert response.status_code == 503, (path, response.status_code)
+        assert response.mimetype == "application/problem+json" and response.headers["Retry-After"]
+        said = response.get_data(as_text=True)
+        assert "127.0.0.1" not in said and "hunter2" not in said and "SELECT" not in said

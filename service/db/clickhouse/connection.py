@@ -15,6 +15,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import orjson
 
+from ..engine import DatabaseUnavailable
+
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 # path -> (session, its lock): chDB opens a directory once per process, and its session takes one
 # statement at a time.
@@ -22,8 +24,9 @@ _CHDB: dict[str, tuple[Any, threading.Lock]] = {}
 _CHDB_LOCK = threading.Lock()
 
 
-class AnalyticsUnavailable(RuntimeError):
-    """The analytics store cannot be reached or refused a statement (the message is the operator's)."""
+class AnalyticsUnavailable(DatabaseUnavailable):
+    """The analytics store cannot be reached or refused a statement: to a client, like the primary
+    database out of reach (a 503 saying to try again; the message is the operator's, in the log)."""
 
 
 def moment(value: dt.datetime) -> str:
