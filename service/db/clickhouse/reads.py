@@ -226,20 +226,28 @@ class ClickHouseReader:
         return int(found[0][0]) >= at_least
 
     def learners_page(self, platform_id: int, lesson: str, after: str, limit: int, locale: str | None = None) -> list:
-        params: dict[str, Any] = {"p": platform_id, "lesson": lesson, "after": after, "n": limit}
-        if locale is not None:
-            params["locale"] = locale
-        visits = self.ch.rows(
-            f"""SELECT v.learner, v.first_event_at, l.locale
-                FROM (SELECT learner, first_event_at FROM {{db}}.learner_lessons FINAL
-                      WHERE platform_id = {{p:UInt32}} AND lesson = {{lesson:String}}
-                        AND learner > {{after:String}}) AS v
-                LEFT JOIN (SELECT learner, toNullable(toString(locale)) AS locale FROM {{db}}.learner_locales FINAL
-                           WHERE platform_id = {{p:UInt32}}) AS l ON v.learner = l.learner
-                {"WHERE l.locale = {locale:String}" if locale is not None else ""}
-                ORDER BY v.learner LIMIT {{n:UInt64}} SETTINGS join_use_nulls = 1""",
+        """A page of the lesson's learners after `after`, the page found first and its learners'
+        languages then (with `locale`, among those who read in it)."""
+        params: dict[str, Any] = {
+            "p": platform_id,
+            "lesson": lesson,
+            "after": after,
+            "n": limit,
+            "locale": locale or "",
+        }
+        readers = (
+            " AND learner IN (SELECT learner FROM {db}.learner_locales FINAL"
+            " WHERE platform_id = {p:UInt32} AND locale = {locale:String})"
+        )
+        page = self.ch.rows(
+            "SELECT learner, first_event_at FROM {db}.learner_lessons FINAL WHERE platform_id = {p:UInt32}"
+            " AND lesson = {lesson:String} AND learner > {after:String}"
+            + (readers if locale is not None else "")
+            + " ORDER BY learner LIMIT {n:UInt64}",
             **params,
         )
+        languages = self.locales_of(platform_id, [learner for learner, _ in page])
+        visits = [(learner, first, languages.get(learner)) for learner, first in page]
         done: dict[str, dict[str, Any]] = defaultdict(dict)
         if visits:
             for learner, checkpoint, at in self.ch.rows(
