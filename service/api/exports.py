@@ -112,9 +112,11 @@ class Export(MethodView):
 def _through(db, store, now: dt.datetime) -> dt.datetime:
     """Up to when the store holds every event: now for the primary database, the last sync's
     start for ClickHouse (the settle time is then taken from either)."""
+    if store is None:
+        return now
     with reading(db, store) as conn:
         synced = conn.synced_through()
-    return now if store is None else min(now, synced or dt.datetime.fromtimestamp(0, dt.UTC))
+    return min(now, synced or dt.datetime.fromtimestamp(0, dt.UTC))
 
 
 def _export_record(row: Any, locale: str | None) -> dict[str, Any]:

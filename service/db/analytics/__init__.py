@@ -150,18 +150,6 @@ def cells_from(rows: list) -> list[tuple[int, int, int, int]]:
     return sorted(cells)
 
 
-def mistakes_from(rows) -> dict[str, tuple[int, int]]:
-    """mistake id -> (checks, distinct learners) from (diagnosis, learner) rows of checks."""
-    checks: dict[str, int] = defaultdict(int)
-    learners: dict[str, set] = defaultdict(set)
-    for diagnosis, learner in rows:
-        for mistake in (diagnosis or "").split(","):
-            checks[mistake] += 1
-            if learner is not None:
-                learners[mistake].add(learner)
-    return {m: (checks[m], len(learners[m])) for m in checks}
-
-
 def mistakes(conn: Session, platform_id: int, lesson: str, window: Window = Window()) -> dict[str, tuple[int, int]]:
     """mistake id -> (checks showing it, distinct learners), checks made within the dates; checks
     without a learner count as checks only."""
@@ -172,7 +160,15 @@ def mistakes(conn: Session, platform_id: int, lesson: str, window: Window = Wind
         ExerciseCheck.lesson == lesson,
         ExerciseCheck.diagnosis.is_not(None),
     )
-    return mistakes_from(conn.execute(_within(query, ExerciseCheck.created_at, window.start, window.end)))
+    rows = conn.execute(_within(query, ExerciseCheck.created_at, window.start, window.end))
+    checks: dict[str, int] = defaultdict(int)
+    learners: dict[str, set] = defaultdict(set)
+    for diagnosis, learner in rows:
+        for mistake in (diagnosis or "").split(","):
+            checks[mistake] += 1
+            if learner is not None:
+                learners[mistake].add(learner)
+    return {m: (checks[m], len(learners[m])) for m in checks}
 
 
 def has_learners(conn: Session, platform_id: int, lesson: str, at_least: int) -> bool:

@@ -107,8 +107,13 @@ def _quantiles(rows: list[tuple[int, int, int]], n: int, qs: tuple[float, ...]) 
 
     out = []
     for q in qs:
-        position = q * (n - 1)
-        low = int(position)
-        lower, upper = at(low), at(min(low + 1, n - 1))
-        out.append(max(0.0, lower + (position - low) * (upper - lower)))
+        low = int(q * (n - 1))
+        out.append(linear(q, n, at(low), at(min(low + 1, n - 1))))
     return out
+
+
+def linear(q: float, n: int, lower: float, upper: float) -> float:
+    """The q quantile of n sorted values by numpy's "linear" method, given the values at the
+    position's floor and the one after (never below 0)."""
+    position = q * (n - 1)
+    return max(0.0, lower + (position - int(position)) * (upper - lower))

@@ -4,7 +4,6 @@ with events after the watermark), a day the window cuts from the progress tables
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import func, select
@@ -12,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from ..tables import CheckpointProgress, LearnerLesson
 from . import Window, _within, learner_rollups, rollups
-from .duration_quantiles import duration_quantiles
+from .duration_quantiles import duration_quantiles, linear
 
 ALL_TIME = Window()
 
@@ -46,20 +45,11 @@ def _whole_days(window: Window):
 
 
 def _from_states(states: Counter, checkpoint_ids: list[str]) -> dict[str, Any]:
-    return from_done(
-        ((learner_rollups.Standing("", state, "").checkpoints(), n) for state, n in states.items()), checkpoint_ids
-    )
-
-
-def from_done(groups: Iterable[tuple[dict[str, str], int]], checkpoint_ids: list[str]) -> dict[str, Any]:
-    """The funnel of groups of learners, each group's completed checkpoints (checkpoint -> how a
-    test result was known, or '') and its size."""
     completed: Counter = Counter()
     went_on: Counter = Counter()
     verification: Counter = Counter()
-    started = 0
-    for done, n in groups:
-        started += n
+    for state, n in states.items():
+        done = learner_rollups.Standing("", state, "").checkpoints()
         for checkpoint, how in done.items():
             completed[checkpoint] += n
             if how:
@@ -68,7 +58,7 @@ def from_done(groups: Iterable[tuple[dict[str, str], int]], checkpoint_ids: list
             if previous in done and current in done:
                 went_on[current] += n
     return {
-        "started": started,
+        "started": sum(states.values()),
         "completed": {c: completed[c] for c in checkpoint_ids},
         "after_previous": {c: went_on[c] for c in checkpoint_ids[1:]},
         "verification": dict(verification),
@@ -218,10 +208,3 @@ def _durations_within(
         ]
         values.append(linear(q, n, pair[0], pair[1] if len(pair) > 1 else pair[0]))
     return n, values
-
-
-def linear(q: float, n: int, lower: float, upper: float) -> float:
-    """The q quantile of n sorted values by numpy's "linear" method, given the values at the
-    position's floor and the one after (never below 0)."""
-    position = q * (n - 1)
-    return max(0.0, lower + (position - int(position)) * (upper - lower))

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from ..analytics import Window, cells_from, manipulations_from, parameters_from, timeseries_from
-from ..analytics.funnel import linear
+from ..analytics.duration_quantiles import linear
 from ..analytics.item_rollups import Sums
 from ..analytics.rollups import decode_key, variant
 from .connection import ClickHouse, moment
