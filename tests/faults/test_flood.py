@@ -329,6 +329,9 @@ def test_eight_flooding_addresses_leave_a_learner_elsewhere_their_time_and_no_er
         f"the flood: {total}; learner failures: {len(failures)} {failures[:3]}"
     )
     print("\n" + report)
-    assert total["sent"] >= 40 * DISTRIBUTED_ROUNDS and total["200"] >= 10 * DISTRIBUTED_ROUNDS, report  # a real flood
+    # A real flood: its addresses connected and were answered. Not a rate: a loaded machine (CI's)
+    # answered 145 maximum-size traces in four rounds, every one admitted, the heavy slot never idle;
+    # an idle one answers about 1,000, most of them refused from the headers.
+    assert total["sent"] >= 20 * DISTRIBUTED_ROUNDS and total["200"] >= 10 * DISTRIBUTED_ROUNDS, report
     assert failures == [], report
     assert p99(flooded) <= 6 * p99(idle), report
