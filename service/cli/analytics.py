@@ -45,16 +45,17 @@ def analytics_sync(follow: bool, interval: float) -> None:
     """Copy the events, progress and erasures stored since the last sync (resumable, idempotent)."""
     from ..db.clickhouse import AnalyticsUnavailable
     from ..db.clickhouse.schema import migrate
+    from ..db.clickhouse.sync import SyncRunning, one_sync, sync
     from ..db.clickhouse.sync import follow as follow_on
-    from ..db.clickhouse.sync import sync
 
     store, db = _store(), _database()
     if follow:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
         follow_on(db, store, interval)  # for ever: a store out of reach is tried again each pass
     try:
-        migrate(store)
-        copied = sync(db, store)
-    except AnalyticsUnavailable as error:
+        with one_sync(db):
+            migrate(store)
+            copied = sync(db, store)
+    except (AnalyticsUnavailable, SyncRunning) as error:
         raise click.ClickException(str(error)) from None
     click.echo(", ".join(f"{n} {what}" for what, n in sorted(copied.items())) or "nothing new")

@@ -310,6 +310,33 @@ def test_the_command_migrates_syncs_and_says_what_it_copied(app, acme, app_confi
     assert refused.exit_code == 1 and "WORKBENCH_ANALYTICS_URL" in refused.output
 
 
+def test_a_sync_while_another_runs_is_refused_and_copies_nothing(
+    app, acme, app_config, ch_url, store, monkeypatch, caplog
+):
+    """Two syncs side by side would read the same events under different bounds, and the view
+    would count them twice: while one holds the database's sync lock, the command is refused
+    saying why and a following service waits for its next pass; then the sync copies them once."""
+    from click.testing import CliRunner
+
+    from service.cli import main
+    from service.db.clickhouse.sync import follow, one_sync
+
+    db = app.extensions["db"]
+    load_cohort(app, acme, learners=4, seed=23)
+    monkeypatch.setenv("WORKBENCH_DATABASE_URL", app_config["database_url"])
+    monkeypatch.setenv("WORKBENCH_ANALYTICS_URL", ch_url)
+    with one_sync(db):  # a sync under way: the lock cannot tell this one from another process's
+        refused = CliRunner().invoke(main, ["analytics", "sync"])
+        follow(db, store, interval=0, passes=1)
+    assert refused.exit_code == 1 and "another analytics sync is running" in refused.output, refused.output
+    assert "another analytics sync is running" in caplog.text
+    assert counts(store)["events"] == 0
+    done = CliRunner().invoke(main, ["analytics", "sync"])
+    assert done.exit_code == 0, done.output
+    with db.read() as session:
+        assert counts(store)["events"] == session.query(Event).count() > 0
+
+
 def test_an_analytics_url_of_another_kind_stops_start_up_without_its_password(app_config):
     from service.config import ConfigError
 

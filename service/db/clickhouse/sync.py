@@ -11,18 +11,27 @@ ClickHouse, resumable and idempotent.
 - Erasures: each learner queued in `analytics_erasures` is deleted from every table (hidden at
   once, gone at the next merge), after the batches so a batch read before the erasure cannot
   bring them back; then the queue row goes.
+
+One sync runs at a time per primary database (`one_sync`): two passes that read the same events
+under different bounds would insert them under different deduplication tokens, and the view's
+counts would count them twice.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
 import json
 import logging
+import os
+import threading
 import time
+import zlib
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, text
 
 from ..analytics.item_rollups import sums
 from ..analytics.rollup_refresh import catch_up, committed_high
@@ -52,6 +61,51 @@ EVENT_COLUMNS = (
     "stored_at",
     "content_hash",
 )
+
+
+SYNC_LOCK = zlib.crc32(b"workbench analytics sync")  # PostgreSQL's advisory lock key
+_in_memory = threading.Lock()  # SQLite in memory: one process's
+
+
+class SyncRunning(RuntimeError):
+    """Another sync holds this primary database's sync lock."""
+
+
+@contextmanager
+def one_sync(db: Database) -> Iterator[None]:
+    """Hold the primary database's sync lock for one pass, or raise SyncRunning at once. On
+    PostgreSQL a session advisory lock, on SQLite a lock on a file beside the database; either
+    goes with the process that held it."""
+    if not db.is_sqlite:
+        with db.engine.connect() as conn:
+            held = conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": SYNC_LOCK}).scalar()
+            conn.commit()  # the lock is the session's: no transaction stays open while it is held
+            if not held:
+                raise SyncRunning("another analytics sync is running on this database")
+            try:
+                yield
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": SYNC_LOCK})
+                conn.commit()
+        return
+    path = db.url.split("///", 1)[-1]
+    if path == ":memory:":
+        if not _in_memory.acquire(blocking=False):
+            raise SyncRunning("another analytics sync is running on this database")
+        try:
+            yield
+        finally:
+            _in_memory.release()
+        return
+    handle = os.open(f"{path}.analytics-sync.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SyncRunning("another analytics sync is running on this database") from None
+        yield
+    finally:
+        os.close(handle)
 
 
 def mark(ch: ClickHouse, source: str) -> int:
@@ -263,11 +317,12 @@ def follow(db: Database, ch: ClickHouse, interval: float, passes: int | None = N
     done = 0
     while passes is None or done < passes:
         try:
-            migrate(ch)
-            copied = sync(db, ch)
+            with one_sync(db):
+                migrate(ch)
+                copied = sync(db, ch)
             if copied.total():
                 log.info("analytics sync: %s", dict(copied))
-        except AnalyticsUnavailable as error:
+        except (AnalyticsUnavailable, SyncRunning) as error:
             log.warning("analytics sync: %s; trying again in %.0f s", error, interval)
         done += 1
         if passes is None or done < passes:
