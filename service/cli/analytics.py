@@ -51,11 +51,12 @@ def analytics_sync(follow: bool, interval: float) -> None:
     store, db = _store(), _database()
     if follow:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-        follow_on(db, store, interval)  # for ever: a store out of reach is tried again each pass
+        keep = _settings().events_retention_months
+        follow_on(db, store, interval, keep_months=keep)  # for ever: a store out of reach is tried again each pass
     try:
         with one_sync(db):
             migrate(store)
-            copied = sync(db, store)
+            copied = sync(db, store, keep_months=_settings().events_retention_months)
     except (AnalyticsUnavailable, SyncRunning) as error:
         raise click.ClickException(str(error)) from None
     click.echo(", ".join(f"{n} {what}" for what, n in sorted(copied.items())) or "nothing new")

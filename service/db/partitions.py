@@ -192,5 +192,11 @@ def _delete_before(db: Database, cutoff: dt.date, done: Maintenance) -> None:
                 break
 
 
+def retention_cutoff(keep_months: int, now: dt.datetime | None = None) -> dt.datetime:
+    """Events stored before this go under retention: the first moment of the month `keep_months`
+    before the current one."""
+    return _midnight(add_months(month_of(now or dt.datetime.now(dt.UTC)), -keep_months))
+
+
 def _midnight(month: dt.date) -> dt.datetime:
     return dt.datetime(month.year, month.month, 1, tzinfo=dt.UTC)

@@ -223,6 +223,35 @@ def test_a_second_sync_and_an_interrupted_sync_add_nothing(app, ch_app, acme, st
     assert answers(ch_app, acme) == answers(app, acme)
 
 
+def test_retention_takes_the_same_events_from_clickhouse_as_the_primary(app, ch_app, acme, store):
+    """WORKBENCH_EVENTS_RETENTION_MONTHS: the events the primary's maintenance deletes (stored
+    before the cutoff month, held by the rollups) go from ClickHouse at the next sync too; no
+    learner's raw events outlive retention there, and every endpoint still answers as the
+    primary does (its counts kept, as the rollups keep theirs)."""
+    from sqlalchemy import update
+
+    from service.db.analytics.rollup_refresh import refresh
+    from service.db.partitions import maintain, retention_cutoff
+
+    db = app.extensions["db"]
+    learners = load_cohort(app, acme, learners=16, seed=29)
+    with db.write() as session:  # half the cohort stored four months ago
+        session.execute(update(Event).where(Event.learner.in_(learners[:8])).values(stored_at=NOW - 120 * DAY))
+    refresh(db)
+    sync(db, store)  # copied while the primary still has them
+    cutoff = retention_cutoff(1, NOW)
+    before = "SELECT count() FROM {db}.events FINAL WHERE stored_at < {c:DateTime64(6, 'UTC')}"
+    assert store.rows(before, c=cutoff)[0][0] > 0
+    maintain(db, keep_months=1, now=NOW)
+    expired = sync(db, store, keep_months=1)["expired"]
+    with db.read() as session:
+        assert session.query(Event).filter(Event.stored_at < cutoff).count() == 0
+        kept = session.query(Event).count()
+    assert expired > 0 and store.rows(before, c=cutoff)[0][0] == 0
+    assert counts(store)["events"] == kept > 0
+    assert answers(ch_app, acme) == answers(app, acme)
+
+
 def rows_of(store: ClickHouse, learner: str) -> dict[str, int]:
     """Every row of the learner any read could see (not only FINAL's)."""
     return {

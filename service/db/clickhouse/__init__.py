@@ -45,8 +45,12 @@ def sync_in_background(app: Any) -> threading.Thread:
     store = store_of(app)
     assert store is not None
 
+    keep = app.extensions["settings"].events_retention_months
     thread = threading.Thread(
-        target=follow, args=(app.extensions["db"], store, IN_PROCESS_SYNC_SECONDS), name="analytics-sync", daemon=True
+        target=follow,
+        args=(app.extensions["db"], store, IN_PROCESS_SYNC_SECONDS, None, keep),
+        name="analytics-sync",
+        daemon=True,
     )
     thread.start()
     return thread

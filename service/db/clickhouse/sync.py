@@ -35,7 +35,9 @@ from sqlalchemy import delete, select, text
 
 from ..analytics.item_rollups import sums
 from ..analytics.rollup_refresh import catch_up, committed_high
+from ..analytics.rollups import watermark
 from ..engine import Database
+from ..partitions import retention_cutoff
 from ..tables import AnalyticsErasure, CheckpointProgress, Event, ExerciseCheck, LearnerLesson, LearnerLocale
 from .connection import AnalyticsUnavailable, ClickHouse
 from .schema import TABLES, counted, migrate
@@ -46,6 +48,7 @@ BATCH = 20_000
 LOOKUP = 500  # learners per IN list
 CATCH_UP_AFTER = 5000  # events after the primary's rollups' watermark before they roll up first
 LATE_COMMIT = dt.timedelta(minutes=10)  # a language change committed this late is still copied
+RETENTION_EVERY = dt.timedelta(hours=1)  # between retention passes: each DELETE is a mutation
 EVENT_COLUMNS = (
     "platform_id",
     "id",
@@ -117,9 +120,10 @@ def _set_mark(ch: ClickHouse, source: str, value: int) -> None:
     ch.insert("sync_marks", ("source", "mark", "at"), [(source, value, dt.datetime.now(dt.UTC))])
 
 
-def sync(db: Database, ch: ClickHouse, batch: int = BATCH) -> Counter:
-    """One pass: every event, check and language committed before the call, and every erasure
-    queued; how many rows of each were copied (or learners erased)."""
+def sync(db: Database, ch: ClickHouse, batch: int = BATCH, keep_months: int = 0) -> Counter:
+    """One pass: every event, check and language committed before the call, every erasure
+    queued, and retention (`keep_months`, WORKBENCH_EVENTS_RETENTION_MONTHS); how many rows of
+    each were copied (or learners erased, or events expired)."""
     started = dt.datetime.now(dt.UTC)
     copied: Counter = Counter()
     answered: set[tuple[int, str]] = set()  # (platform, lesson) with new answers
@@ -142,8 +146,27 @@ def sync(db: Database, ch: ClickHouse, batch: int = BATCH) -> Counter:
             )
         }
     copied["item_sums"] += item_sums(db, ch, answered)
+    copied["expired"] = expire(db, ch, keep_months, started)
     _set_mark(ch, "synced_at", int(started.timestamp() * 1_000_000))
     return copied
+
+
+def expire(db: Database, ch: ClickHouse, keep_months: int, now: dt.datetime) -> int:
+    """Retention as the primary applies it (service/db/partitions.py): events stored before the
+    cutoff that the primary's rollups hold go from ClickHouse too, at most once an hour; the
+    view's hourly counts keep them, as the rollups do. How many went."""
+    due = mark(ch, "expired_at") + RETENTION_EVERY.total_seconds() * 1_000_000 <= now.timestamp() * 1_000_000
+    if keep_months <= 0 or not due:
+        return 0
+    with db.read() as session:
+        rolled = watermark(session.connection())
+    where = "stored_at < {c:DateTime64(6, 'UTC')} AND id <= {w:UInt64}"
+    params = {"c": retention_cutoff(keep_months, now), "w": rolled}
+    found = int(ch.rows(f"SELECT count() FROM {{db}}.events FINAL WHERE {where}", **params)[0][0])
+    if found:
+        ch.command(f"DELETE FROM {{db}}.events WHERE {where}", **params)
+    _set_mark(ch, "expired_at", int(now.timestamp() * 1_000_000))
+    return found
 
 
 def _event_batch(db: Database, ch: ClickHouse, low: int, high: int, batch: int, copied: Counter, answered: set) -> int:
@@ -311,7 +334,7 @@ def erase_queued(db: Database, ch: ClickHouse) -> list[int]:
     return [q.platform_id for q in queued]
 
 
-def follow(db: Database, ch: ClickHouse, interval: float, passes: int | None = None) -> None:
+def follow(db: Database, ch: ClickHouse, interval: float, passes: int | None = None, keep_months: int = 0) -> None:
     """Migrate when needed and sync, every `interval` seconds (`passes` times, or for ever); a
     store that cannot be reached is tried again at the next pass."""
     done = 0
@@ -319,7 +342,7 @@ def follow(db: Database, ch: ClickHouse, interval: float, passes: int | None = N
         try:
             with one_sync(db):
                 migrate(ch)
-                copied = sync(db, ch)
+                copied = sync(db, ch, keep_months=keep_months)
             if copied.total():
                 log.info("analytics sync: %s", dict(copied))
         except (AnalyticsUnavailable, SyncRunning) as error:
