@@ -59,4 +59,4 @@ def analytics_sync(follow: bool, interval: float) -> None:
             copied = sync(db, store, keep_months=_settings().events_retention_months)
     except (AnalyticsUnavailable, SyncRunning) as error:
         raise click.ClickException(str(error)) from None
-    click.echo(", ".join(f"{n} {what}" for what, n in sorted(copied.items())) or "nothing new")
+    click.echo(", ".join(f"{n} {what}" for what, n in sorted(copied.items()) if n) or "nothing new")
