@@ -44,19 +44,15 @@ def analytics_migrate() -> None:
 def analytics_sync(follow: bool, interval: float) -> None:
     """Copy the events, progress and erasures stored since the last sync (resumable, idempotent)."""
     from ..db.clickhouse import AnalyticsUnavailable
-    from ..db.clickhouse.schema import migrate
-    from ..db.clickhouse.sync import SyncRunning, one_sync, sync
+    from ..db.clickhouse.sync import SyncRunning, one_pass
     from ..db.clickhouse.sync import follow as follow_on
 
-    store, db = _store(), _database()
+    store, db, keep = _store(), _database(), _settings().events_retention_months
     if follow:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-        keep = _settings().events_retention_months
         follow_on(db, store, interval, keep_months=keep)  # for ever: a store out of reach is tried again each pass
     try:
-        with one_sync(db):
-            migrate(store)
-            copied = sync(db, store, keep_months=_settings().events_retention_months)
+        copied = one_pass(db, store, keep)
     except (AnalyticsUnavailable, SyncRunning) as error:
         raise click.ClickException(str(error)) from None
     click.echo(", ".join(f"{n} {what}" for what, n in sorted(copied.items()) if n) or "nothing new")

@@ -50,7 +50,8 @@ class Database:
         self._reader: Engine
         self._writer: Engine
         path = url.split("///", 1)[-1] if url.startswith("sqlite") else ""
-        self._lock_path = f"{path}.writers.lock" if path and path != ":memory:" else None
+        self.sqlite_file = path if path and path != ":memory:" else None  # None: in memory, or a server
+        self._lock_path = f"{path}.writers.lock" if self.sqlite_file else None
         self._pid: int | None = None
         self._lock = threading.Lock()
         self._process_writer = threading.Lock()  # this process's writers, one at a time

@@ -91,8 +91,7 @@ def one_sync(db: Database) -> Iterator[None]:
                 conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": SYNC_LOCK})
                 conn.commit()
         return
-    path = db.url.split("///", 1)[-1]
-    if path == ":memory:":
+    if db.sqlite_file is None:
         if not _in_memory.acquire(blocking=False):
             raise SyncRunning("another analytics sync is running on this database")
         try:
@@ -100,7 +99,7 @@ def one_sync(db: Database) -> Iterator[None]:
         finally:
             _in_memory.release()
         return
-    handle = os.open(f"{path}.analytics-sync.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    handle = os.open(f"{db.sqlite_file}.analytics-sync.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -334,15 +333,20 @@ def erase_queued(db: Database, ch: ClickHouse) -> list[int]:
     return [q.platform_id for q in queued]
 
 
+def one_pass(db: Database, ch: ClickHouse, keep_months: int = 0) -> Counter:
+    """Migrate when needed and sync, holding the sync lock (SyncRunning when another holds it)."""
+    with one_sync(db):
+        migrate(ch)
+        return sync(db, ch, keep_months=keep_months)
+
+
 def follow(db: Database, ch: ClickHouse, interval: float, passes: int | None = None, keep_months: int = 0) -> None:
     """Migrate when needed and sync, every `interval` seconds (`passes` times, or for ever); a
     store that cannot be reached is tried again at the next pass."""
     done = 0
     while passes is None or done < passes:
         try:
-            with one_sync(db):
-                migrate(ch)
-                copied = sync(db, ch, keep_months=keep_months)
+            copied = one_pass(db, ch, keep_months)
             if copied.total():
                 log.info("analytics sync: %s", dict(copied))
         except (AnalyticsUnavailable, SyncRunning) as error:
