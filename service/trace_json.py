@@ -1,7 +1,8 @@
-"""The JSON form of an engine trace (docs/conventions.md): the shape, the conventions block, each
-head's arrays and summary, the concatenation, output and residual, as numpy arrays the JSON codec
-writes directly. What `POST /api/v1/attention` answers (service/api/attention) and what each layer
-of a model's trace is (service/models); below both, above the engine."""
+"""The JSON form of every trace the engine makes (docs/conventions.md), as numpy arrays the JSON codec
+writes directly, each array rounded once, whole: a pass (the shape, the conventions block, each
+head's arrays and summary, the concatenation, output and residual), a comparison of a correct and a
+broken pass, a decode position by position. What the attention resource answers (service/api/attention)
+and what each layer of a model's trace is (service/models); below both, above the engine."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ import numpy as np
 
 from .compute import AttentionTrace
 from .compute.conventions import conventions
+from .compute.decode import DecodeTrace
+from .compute.divergence import Comparison
+from .compute.failure_modes import REGISTRY
 
 HEAD_PARTS: tuple[str, ...] = ("query", "key", "value", "query_before_rope", "key_before_rope", "scores")
 HEAD_PARTS += ("masked_scores", "weights", "output", "summary")
@@ -20,7 +24,7 @@ TOP_PARTS = ("concat", "output", "residual")
 INCLUDE_CHOICES = sorted({*(f"heads.{p}" for p in HEAD_PARTS), *TOP_PARTS, *HEAD_PARTS})
 
 
-def shape(trace: AttentionTrace) -> dict[str, int]:
+def shape(trace: AttentionTrace | DecodeTrace) -> dict[str, int]:
     cfg = trace.config
     return {"n": cfg.n, "d_model": cfg.d_model, "heads": cfg.heads, "d_head": cfg.d_head, "kv_heads": cfg.kv_heads}
 
@@ -75,16 +79,82 @@ def trace_json(
     for part in TOP_PARTS:
         if part in wanted["top"]:
             body[part] = rnd(residual if part == "residual" and residual is not None else getattr(trace, part))
-    body["cache"] = cache(trace.config)
+    body["cache"] = cache_shape(trace.config)
     for part in ("latent", "rope_key"):  # latent attention: what its cache holds
         if getattr(trace, part) is not None:
             body[part] = rnd(getattr(trace, part))
     return body
 
 
-def cache(cfg: Any) -> dict[str, Any]:
+def cache_shape(cfg: Any) -> dict[str, Any]:
     """What a KV cache of this attention holds per token, in one layer."""
     return {"kind": cfg.cache_kind, "elements_per_token": cfg.cache_elements_per_token}
+
+
+def comparison_json(comparison: Comparison, include: set[str] | None = None, precision: int | None = None) -> dict:
+    """`POST /attention/compare`: both traces, the differences cell by cell and their largest, where they part."""
+    mode = comparison.broken.config.failure_mode
+    assert mode is not None
+    differences = comparison.differences
+    max_abs = {name: float(np.abs(d).max()) for name, d in differences.items()}
+    return {
+        "failure_mode": {"id": mode, "name": REGISTRY[mode].name, "description": REGISTRY[mode].description},
+        "correct": trace_json(comparison.correct, include, precision),
+        "broken": trace_json(comparison.broken, include, precision),
+        "differences": {**{name: rounded(d, precision) for name, d in differences.items()}, "max_abs": max_abs},
+        "divergence": comparison.divergence,
+    }
+
+
+DECODE_ARRAYS = ("query", "key", "value", "scores", "weights", "head_outputs", "concat", "output", "residual")
+
+
+def decode_json(trace: DecodeTrace, difference: float, precision: int | None = None) -> dict:
+    """`POST /attention/decode`: each position's own numbers (the new row of every head over positions
+    0..t, and the cache then), and how far the decode is from the full causal pass (`difference`)."""
+    cfg = trace.config
+    arrays = {name: rounded(getattr(trace, name), precision) for name in (*DECODE_ARRAYS, "latent_query")
+              if getattr(trace, name) is not None}  # fmt: skip
+    cache = {name: rounded(part, precision) for name, part in trace.cache.items()}
+    return {
+        "shape": shape(trace),
+        "conventions": conventions(cfg),
+        "cache": cache_shape(cfg),
+        "prefill": trace.prefill,
+        "steps": [_position(trace, arrays, cache, t) for t in range(cfg.n)],  # "steps": the API's name since wave 4
+        "max_difference_from_full_pass": difference,
+    }
+
+
+def _position(trace: DecodeTrace, arrays: dict[str, np.ndarray], cache: dict[str, np.ndarray], t: int) -> dict:
+    """Position t of a decode: each head's new query, its scores and weights over positions 0..t (null
+    where it did not attend), its output; the new row of the concatenation, output and residual; the cache."""
+    seen = trace.seen[t, : t + 1]
+    heads = []
+    for h, g in enumerate(trace.kv_head.tolist()):
+        item: dict[str, Any] = {
+            "index": h,
+            "kv_head": g,
+            "query": arrays["query"][h, t],
+            "scores": np.where(seen, arrays["scores"][h, t, : t + 1], np.nan),  # null where not attended
+            "weights": arrays["weights"][h, t, : t + 1],
+            "output": arrays["head_outputs"][h, t],
+        }
+        if "key" in arrays and "value" in arrays:
+            item.update(key=arrays["key"][h, t], value=arrays["value"][h, t])
+        if "latent_query" in arrays:
+            item["latent_query"] = arrays["latent_query"][h, t]
+        heads.append(item)
+    return {
+        "position": t,
+        "prefill": t < trace.prefill,
+        "heads": heads,
+        "concat": arrays["concat"][t],
+        "output": arrays["output"][t],
+        "residual": arrays["residual"][t],
+        "cache": {name: part[..., : t + 1, :] for name, part in cache.items()},
+        "cache_elements": trace.cache_elements(t),
+    }
 
 
 def _heads(trace, wanted: set[str], head_arrays, masked, summaries, per_head) -> list[dict[str, Any]]:

@@ -116,7 +116,7 @@ def test_the_edge_knows_no_resource():
 # the process tuning have rooms of their own.
 COMPUTE = {
     "__init__", "cache_memory", "config", "conventions", "decode", "divergence", "engine", "errors",
-    "failure_modes", "fused", "inputs", "latent", "parallel", "pipeline", "reference", "steps", "trace",
+    "failure_modes", "fused", "inputs", "kv", "latent", "masks", "parallel", "pipeline", "reference", "steps", "trace",
 }  # fmt: skip
 
 
@@ -163,11 +163,32 @@ def test_modules_and_functions_stay_small():
     assert too_long == []
 
 
-def test_a_workbench_post_touches_few_files_and_crosses_between_them_rarely(tmp_path):
-    """What one edit of the workbench runs, from the edge to the engine and back: at most 15
-    files of service/, at most 39 calls from one file into another (rate limits on, as served):
-    what the path measures with the attention resource in one package and the engine's steps
-    shared by the full pass and decoding (docs/decisions.md, "The engine's rooms")."""
+def rooms() -> list[str]:
+    """The rooms of docs/architecture.md's table, as paths under service/ (a folder ends in /)."""
+    table = ARCHITECTURE.split("## The rooms", 1)[1].split("\n## ", 1)[0]
+    found = []
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3:
+            found += [p.removeprefix("service/") for p in re.findall(r"`(service/[^`]*)`", cells[0])]
+    return found
+
+
+def room_of(path: str, every: list[str]) -> str | None:
+    """The deepest room holding `path` (relative to service/): a file of its own, or its folder."""
+    holding = [r for r in every if path == r or (r.endswith("/") and path.startswith(r))]
+    return max(holding, key=len) if holding else None
+
+
+# What the workbench's request measures, from the edge to the engine and back (docs/architecture.md).
+REQUEST_ROOMS, REQUEST_CROSSINGS = 5, 12
+
+
+def test_a_workbench_post_crosses_few_rooms_and_between_them_rarely(tmp_path):
+    """What one edit of the workbench runs, from the edge to the engine and back (rate limits on, as
+    served): the rooms it enters and the calls from one room into another, a call from outside the
+    service (the server calling the edge) included, each at most what the path measured once the
+    variants had their seam and the traces one JSON form."""
     import json
     import sys
 
@@ -195,11 +216,22 @@ def test_a_workbench_post_touches_few_files_and_crosses_between_them_rarely(tmp_
     finally:
         sys.setprofile(None)
     assert answer.status_code == 200
-    files = {f for f, _ in calls}
-    crossings = sum(1 for f, caller in calls if caller != f)
-    assert len(files) <= 15, sorted(Path(f).relative_to(SERVICE).as_posix() for f in files)
-    assert crossings <= 39, crossings
+    every = rooms()
+
+    def room(file: str | None) -> str | None:
+        return None if file is None else room_of(Path(file).relative_to(SERVICE).as_posix(), every)
+
+    entered = {room(f) for f, _ in calls}
+    assert None not in entered, sorted(Path(f).relative_to(SERVICE).as_posix() for f, _ in calls if room(f) is None)
+    crossings = [(room(caller), room(f)) for f, caller in calls if room(caller) != room(f)]
+    assert len(entered) <= REQUEST_ROOMS, sorted(entered)
+    assert len(crossings) <= REQUEST_CROSSINGS, crossings
     app.extensions["db"].dispose()
+
+
+def test_every_room_of_the_table_is_a_place_in_service():
+    for room in rooms():
+        assert (SERVICE / room).exists(), room
 
 
 def test_no_view_runs_sql():

@@ -40,28 +40,10 @@ def conventions(cfg: AttentionConfig) -> dict[str, Any]:
             "base": cfg.rope.base,
             "applied_to": "query and key, after the head split; position = token index",
         },
-        "grouped_query": _grouped(cfg, mode),
-        "latent": None if cfg.latent is None else _latent(cfg),
+        **cfg.variant.conventions(cfg, mode),  # "grouped_query" and "latent"
         "failure_mode": None if not mode else {"id": mode, "description": FAILURE_MODES[mode]},
         "entropy_unit": f"nats (a uniform row over k keys has entropy ln k; ln {cfg.n} = {math.log(cfg.n):.4f})",
     }
-
-
-def _latent(cfg: AttentionConfig) -> dict[str, Any]:
-    assert cfg.latent is not None
-    return {
-        "form": "absorbed: W_UK folded into the query, scores taken against the latent, W_UV after the mix"
-        if cfg.latent.absorbed
-        else "naive: K = C W_UK and V = C W_UV made for every head",
-        "d_c": cfg.latent.d_c,
-        "d_rope": cfg.latent.d_rope,
-        "cached_per_token": f"d_c + d_rope = {cfg.latent.d_c + cfg.latent.d_rope} numbers (arXiv:2405.04434)",
-        "rope": "turns only the decoupled parts q_R and k_R (one k_R shared by every head)" if cfg.d_rope else None,
-    }
-
-
-def _heads(count: int) -> str:
-    return f"{count} key/value head" + ("" if count == 1 else "s")
 
 
 def _scale(cfg: AttentionConfig, mode: str) -> str:
@@ -93,11 +75,3 @@ def _mask(cfg: AttentionConfig, mode: str) -> str:
         "j <= i; a query block shorter than its keys, as in decoding, sees every cached position up to its "
         "own; future scores set to -inf before the softmax"
     )
-
-
-def _grouped(cfg: AttentionConfig, mode: str) -> str | None:
-    if cfg.kv_heads == cfg.heads:
-        return None
-    if mode == "gqa_tiled":
-        return f"{_heads(cfg.kv_heads)}; query head h uses kv head h % {cfg.kv_heads} (failure mode gqa_tiled)"
-    return f"{_heads(cfg.kv_heads)}; query head h uses kv head h // {cfg.group_size} (repeat-interleave)"

@@ -5,6 +5,7 @@ exercise's `trace` name it, with these names."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -18,7 +19,7 @@ def stage_arrays(trace: AttentionTrace, w_o: np.ndarray | None = None) -> dict[s
     """Each stage's numbers in `trace`; "wo" is the output projection the computation applied:
     the identity when W_O is None, or when the computation skipped it."""
     d_model = trace.config.d_model
-    skipped = trace.config.steps.output == "skip"
+    skipped = trace.config.recipe.output == "skip"
     applied = np.eye(d_model) if w_o is None or skipped else np.asarray(w_o, dtype=np.float64)
     arrays: dict[str, np.ndarray | None] = {
         "x": trace.tokens,  # [n, d_model]
@@ -80,3 +81,25 @@ def first_divergence(expected: Mapping[str, np.ndarray], other: Mapping[str, np.
     """The first stage (in pipeline order) whose numbers differ; None when none does."""
     stages = differing(expected, other)
     return stages[0] if stages else None
+
+
+# What a comparison subtracts, cell by cell (broken - correct).
+DIFFERENCES = ("weights", "head_outputs", "concat", "output", "residual")
+
+
+@dataclass(frozen=True, eq=False)
+class Comparison:
+    """A correct and a broken computation of the same input: their traces, the differences of every
+    number both hold from the weights on (broken - correct), and where they part ways."""
+
+    correct: AttentionTrace
+    broken: AttentionTrace
+    differences: dict[str, np.ndarray]
+    divergence: dict
+
+
+def compare(correct: AttentionTrace, broken: AttentionTrace, w_o: np.ndarray | None = None) -> Comparison:
+    """`broken` against `correct` (the same tokens and weights; `w_o` the output projection both were given)."""
+    differences = {name: getattr(broken, name) - getattr(correct, name) for name in DIFFERENCES}
+    parted = divergence(stage_arrays(correct, w_o), stage_arrays(broken, w_o))
+    return Comparison(correct, broken, differences, parted)

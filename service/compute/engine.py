@@ -8,7 +8,7 @@ from . import latent as mla
 from . import pipeline
 from .config import AttentionConfig, RopeConfig
 from .decode import decode
-from .failure_modes import Steps, steps_of
+from .failure_modes import Recipe, recipe_of
 from .inputs import IDENTITY, Projections, head_features, kv_heads_of, layout, prepare
 from .reference import plain_loop
 from .steps import as_matrix
@@ -54,7 +54,7 @@ def multi_head_attention(
                             failure_mode)  # fmt: skip
         if cfg.decoding:
             return decode(x, cfg, w).as_pass()
-        return _pipeline(x, cfg, w, cfg.steps, reference)
+        return _pipeline(x, cfg, w, cfg.recipe, reference)
 
 
 def with_mistakes(x, heads: int, causal: bool, *mistakes: str | None, w_o=None) -> AttentionTrace:
@@ -63,10 +63,10 @@ def with_mistakes(x, heads: int, causal: bool, *mistakes: str | None, w_o=None) 
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         x = as_matrix(x, "tokens")
         cfg = AttentionConfig(n=x.shape[0], d_model=x.shape[1], heads=heads, kv_heads=heads, causal=bool(causal))
-        return _pipeline(x, cfg, Projections.of(cfg, None, None, None, w_o), steps_of(*mistakes), False)
+        return _pipeline(x, cfg, Projections.of(cfg, None, None, None, w_o), recipe_of(*mistakes), False)
 
 
-def _pipeline(x: np.ndarray, cfg: AttentionConfig, w: Projections, how: Steps, reference: bool) -> AttentionTrace:
+def _pipeline(x: np.ndarray, cfg: AttentionConfig, w: Projections, how: Recipe, reference: bool) -> AttentionTrace:
     """The ten steps (docs/conventions.md), by the fast kernels (steps.py) or, with `reference`,
     by the plain per-head loop that is their spec (reference.py): the same numbers to rounding."""
     features, kv_features, ranges = layout(cfg, how.split)  # which features each head reads

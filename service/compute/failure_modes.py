@@ -4,7 +4,7 @@ The engine computes the failure modes of the contract (`engine=True`) exactly as
 would: seven of one forward pass, grouped-query heads tiled, and three that only decoding with a
 cache can make (`decoding=True`: decode.py); the exercise checker also knows five slips of the
 masking step. Each entry
-is data: which pipeline step it changes and how (`Steps`). The engine, the conventions block,
+is data: which pipeline step it changes and how (`Recipe`). The engine, the conventions block,
 the checker, analytics, the front end (`GET /api/v1/failure-modes`) and the lesson's names all
 read this table; nothing else spells a mistake's name or description.
 """
@@ -17,8 +17,8 @@ from ..text import N_
 
 
 @dataclass(frozen=True)
-class Steps:
-    """How a computation does the pipeline's variable steps (the defaults are correct)."""
+class Recipe:
+    """How a computation does the ten steps where they can go wrong (the defaults are right)."""
 
     split: str = "contiguous"  # 2. contiguous | interleaved | first (every head reads the first slice)
     scale: str = "d_head"  # 4. d_head | none | d_model
@@ -46,7 +46,7 @@ class FailureMode:
     description: str  # what the broken code does (the contract's table)
     advice: str  # what the checker tells a learner who made it
     step: str  # the pipeline step it breaks: split, kv, rope, scale, mask, cache, concat, output
-    change: dict[str, str]  # the Steps fields it changes
+    change: dict[str, str]  # the Recipe fields it changes
     engine: bool = True  # the engine computes it (`failure_mode=`); else the checker only
     decoding: bool = False  # it happens only while decoding with a cache (a full pass cannot make it)
     exercise: bool = True  # the exercise's checker looks for it (its cases have Q = K = V = X, no cache)
@@ -227,7 +227,7 @@ _MODES = (
 
 REGISTRY: dict[str, FailureMode] = {m.id: m for m in _MODES}
 FAILURE_MODES: dict[str, str] = {m.id: m.description for m in _MODES if m.engine}  # what the engine computes
-CORRECT = Steps()
+CORRECT = Recipe()
 
 # Mistakes that can happen together: one from each step (None: that step is right).
 GROUPS: tuple[tuple[str | None, ...], ...] = tuple(
@@ -236,8 +236,8 @@ GROUPS: tuple[tuple[str | None, ...], ...] = tuple(
 )
 
 
-def steps_of(*modes: str | None) -> Steps:
-    """The pipeline as the code making every one of `modes` computes it."""
+def recipe_of(*modes: str | None) -> Recipe:
+    """The ten steps as the code making every one of `modes` does them."""
     result = CORRECT
     for mode in modes:
         if mode is not None:

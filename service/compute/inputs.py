@@ -11,9 +11,10 @@ import numpy as np
 
 from . import latent as mla
 from . import steps
-from .config import AttentionConfig, LatentShape, RopeConfig
+from .config import AttentionConfig, RopeConfig
 from .errors import AttentionInputError
-from .failure_modes import Steps
+from .failure_modes import Recipe
+from .kv import LatentShape
 from .steps import as_bias, as_matrix, as_weight
 
 
@@ -115,7 +116,7 @@ def _layouts(heads: int, kv_heads: int, d_head: int, split: str) -> Layout:
     return features, kv_features, ranges
 
 
-def kv_heads_of(cfg: AttentionConfig, how: Steps) -> np.ndarray:
+def kv_heads_of(cfg: AttentionConfig, how: Recipe) -> np.ndarray:
     """The kv head each query head reads under `how` [H] (read-only, shared)."""
     return _kv_head(cfg.heads, cfg.group_size, how.split, how.kv_order)
 

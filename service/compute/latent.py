@@ -117,6 +117,21 @@ def per_head(w: np.ndarray, heads: int) -> np.ndarray:
     return np.ascontiguousarray(w.reshape(d_c, heads, width // heads).transpose(1, 0, 2))
 
 
+def absorbed_scores(
+    query: np.ndarray, cache: tuple[np.ndarray, np.ndarray], cfg: Any, lw: LatentWeights, scale: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Step 4 against the latent: queries [H, m, d_head + d_rope] over the cache (`c` [L, d_c], `k_r`
+    [L, d_rope]) -> scores [H, m, L], and each head's query in latent space [H, m, d_c]."""
+    c, k_r = cache
+    d = cfg.d_head
+    up_key = per_head(lw.up_key, cfg.heads)  # [H, d_c, d]
+    q_latent = dot(query[..., :d], up_key.transpose(0, 2, 1))  # [H, m, d] @ [H, d, d_c] -> [H, m, d_c]: W_UK folded in
+    s = dot(q_latent, c.T)  # [H, m, d_c] @ [d_c, L] -> [H, m, L]
+    if k_r.shape[-1]:
+        s = s + dot(query[..., d:], k_r.T)  # + [H, m, dr] @ [dr, L]
+    return finite(s * scale, "the scores", "latent.up_key"), q_latent  # 4.
+
+
 def attend_absorbed(
     query: np.ndarray,
     cache: tuple[np.ndarray, np.ndarray],
@@ -127,15 +142,8 @@ def attend_absorbed(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
     """Steps 4-7 against the latent: queries [H, m, d_head + d_rope] over the cache (`c` [L, d_c],
     `k_r` [L, d_rope]); `normalise` turns scores into weights (the mask and softmax, steps 5-6)."""
-    c, k_r = cache
-    d = cfg.d_head
-    up_key, up_value = per_head(lw.up_key, cfg.heads), per_head(lw.up_value, cfg.heads)  # [H, d_c, d] each
-    q_latent = dot(query[..., :d], up_key.transpose(0, 2, 1))  # [H, m, d] @ [H, d, d_c] -> [H, m, d_c]: W_UK folded in
-    s = dot(q_latent, c.T)  # [H, m, d_c] @ [d_c, L] -> [H, m, L]
-    if k_r.shape[-1]:
-        s = s + dot(query[..., d:], k_r.T)  # + [H, m, dr] @ [dr, L]
-    s = finite(s * scale, "the scores", "latent.up_key")  # 4.
+    s, q_latent = absorbed_scores(query, cache, cfg, lw, scale)  # 4. [H, m, L]
     a = normalise(s)  # 5-6. [H, m, L]
-    o_latent = dot(a, c)  # 7. [H, m, L] @ [L, d_c] -> [H, m, d_c]: values mixed in latent space
-    o = dot(o_latent, up_value)  # [H, m, d_c] @ [H, d_c, d] -> [H, m, d]: W_UV after the mix
+    o_latent = dot(a, cache[0])  # 7. [H, m, L] @ [L, d_c] -> [H, m, d_c]: values mixed in latent space
+    o = dot(o_latent, per_head(lw.up_value, cfg.heads))  # [H, m, d_c] @ [H, d_c, d] -> [H, m, d]: W_UV after the mix
     return s, a, o, {"latent_query": q_latent, "latent_output": o_latent}

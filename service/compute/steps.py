@@ -144,28 +144,33 @@ def softmax(s: np.ndarray, mask: np.ndarray | None = None, rows_see: bool = Fals
     return z
 
 
-def mask_then_softmax(s: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Steps 5-6 done right: future cells -inf, then the softmax (in row blocks past one block)."""
+def mask_then_softmax(s: np.ndarray, mask: np.ndarray, square: bool = True) -> np.ndarray:
+    """Steps 5-6 done right: hidden cells -inf, then the softmax. The full pass's square causal mask
+    (`square`) past one block of rows goes in row blocks, and every row keeps its diagonal; a block
+    of queries over a cache may hold a row that sees nothing (all zeros)."""
     if not mask.any():
         return softmax(s)
-    return causal_softmax(s) if s.shape[-1] > ROW_BLOCK else softmax(s, mask, rows_see=True)
+    if square and s.shape[-1] > ROW_BLOCK:
+        return causal_softmax(s)
+    return softmax(s, mask, rows_see=square)
 
 
-def _softmax_then_mask(s: np.ndarray, mask: np.ndarray) -> np.ndarray:
+def _softmax_then_mask(s: np.ndarray, mask: np.ndarray, square: bool = True) -> np.ndarray:
     weights = softmax(s)  # every position, future included
     weights[:, mask] = 0.0  # rows no longer sum to 1
     return weights
 
 
-# How each way of doing steps 5-6 turns scores into weights (failure_modes.Steps.mask).
+# How each way of doing steps 5-6 turns scores [H, m, L] into weights, given the hidden cells [m, L]
+# (failure_modes.Recipe.mask). The ways after the first two are the checker's slips, of a full pass.
 NORMALISE = {
     "before_softmax": mask_then_softmax,
     "after_softmax": _softmax_then_mask,
-    "none": lambda s, mask: softmax(s),
-    "diagonal": lambda s, mask: softmax(s, mask | np.eye(mask.shape[0], dtype=bool)),  # row 1 sees nothing: 0s
-    "zero": lambda s, mask: softmax(np.where(mask, 0.0, s)),
-    "wrong_axis": lambda s, mask: np.swapaxes(softmax(np.swapaxes(s, -1, -2), mask.T), -1, -2),
-    "transposed": lambda s, mask: np.swapaxes(mask_then_softmax(s, mask), -1, -2).copy(),
+    "none": lambda s, mask, square: softmax(s),
+    "diagonal": lambda s, mask, square: softmax(s, mask | np.eye(mask.shape[0], dtype=bool)),  # row 1 sees nothing
+    "zero": lambda s, mask, square: softmax(np.where(mask, 0.0, s)),
+    "wrong_axis": lambda s, mask, square: np.swapaxes(softmax(np.swapaxes(s, -1, -2), mask.T), -1, -2),
+    "transposed": lambda s, mask, square: np.swapaxes(mask_then_softmax(s, mask), -1, -2).copy(),
 }
 
 

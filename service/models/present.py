@@ -107,10 +107,10 @@ def run(model: AnyModel, args: dict[str, Any]) -> dict[str, Any]:
             N_("the text is %(count)d bytes in UTF-8; %(model)s reads at most %(limit)d"),
             {"count": len(data), "model": model.id, "limit": model.context},
         )
-    return trace_body(model, data, args)
+    return byte_model_body(model, data, args)
 
 
-def trace_body(model: Model, data: bytes, args: dict[str, Any]) -> dict[str, Any]:
+def byte_model_body(model: Model, data: bytes, args: dict[str, Any]) -> dict[str, Any]:
     off = ablated_heads(model, args.get("ablate") or [])
     forward = model.forward(np.frombuffer(data, dtype=np.uint8), off)
     layers = layers_json(model, forward.layers, forward.streams, off, args)

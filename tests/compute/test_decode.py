@@ -73,8 +73,8 @@ def assert_rows_equal_the_full_pass(trace, full):
             assert close(getattr(trace, name)[:, t], getattr(full, name)[:, t]), name
         for name in ("concat", "output", "residual"):
             assert close(getattr(trace, name)[t], getattr(full, name)[t]), name
-    if trace.keys is not None and full.key is not None:
-        assert close(trace.keys, full.key) and close(trace.values, full.value)
+    if trace.key is not None and full.key is not None:
+        assert close(trace.key, full.key) and close(trace.value, full.value)
 
 
 @settings(max_examples=150, deadline=None)
@@ -95,7 +95,7 @@ def test_latent_attention_decodes_to_its_full_pass_naive_or_absorbed(problem, ab
     trace = decode_attention(x, heads, prefill=prefill, **kwargs)
     full = multi_head_attention(x, heads, **kwargs)
     assert_rows_equal_the_full_pass(trace, full)
-    assert close(trace.cache[0], full.latent)  # the cache holds the latent, row by row
+    assert close(trace.cache["latent"], full.latent)  # the cache holds the latent, row by row
 
 
 def test_the_cache_grows_a_row_per_position_and_holds_what_each_step_appended():
@@ -103,7 +103,7 @@ def test_the_cache_grows_a_row_per_position_and_holds_what_each_step_appended():
     x = rng.normal(size=(5, 8))
     trace = decode_attention(x, 4, kv_heads=2, rope="half")
     full = multi_head_attention(x, 4, kv_heads=2, rope="half")
-    keys, values = trace.cache
+    keys, values = trace.cache["key"], trace.cache["value"]
     assert keys.shape == (2, 5, 2) and values.shape == (2, 5, 2)  # [kv_heads, n, d_head]
     assert close(keys[:, :, :], full.key[[0, 2]])  # query heads 0 and 1 read kv head 0; 2 and 3 kv head 1
     assert [trace.cache_elements(t) for t in range(5)] == [8 * (t + 1) for t in range(5)]  # 2 * 2 kv heads * 2
@@ -133,6 +133,24 @@ def test_each_broken_decode_equals_the_generation_loop_written_the_broken_way(mo
                            failure_mode=mode, prefill=prefill)  # fmt: skip
     laid_out = trace.as_pass()
     for name in PARTS:
+        assert close(getattr(laid_out, name), ref[name]), name
+    assert np.array_equal(trace.seen, np.array(ref["seen"]))
+
+
+@pytest.mark.parametrize("mode", ["decode_mask_top_left", "decode_position_reset", "cache_not_appended"])
+@pytest.mark.parametrize("absorbed", [False, True])
+def test_each_broken_decode_of_latent_attention_equals_the_generation_loop_naive_or_absorbed(mode, absorbed):
+    """The absorbed form attending before appending once answered 500 (position 1 had no cache to read)."""
+    rng = np.random.default_rng(13)
+    x = rng.normal(size=(5, 8))
+    latent = {"down": rng.normal(size=(8, 3)) / 2, "up_key": rng.normal(size=(3, 8)) / 2,
+              "up_value": rng.normal(size=(3, 8)) / 2, "rope_key": rng.normal(size=(8, 2)) / 2,
+              "rope_query": rng.normal(size=(8, 4)) / 2}  # fmt: skip
+    trace = decode_attention(x, 2, latent={**latent, "absorbed": absorbed}, failure_mode=mode)
+    ref = reference_decode(x.tolist(), 2, latent={k: v.tolist() for k, v in latent.items()},
+                           rope={"style": "half", "base": 10000.0}, failure_mode=mode)  # fmt: skip
+    laid_out = trace.as_pass()
+    for name in ("weights", "head_outputs", "concat", "output", "residual"):
         assert close(getattr(laid_out, name), ref[name]), name
     assert np.array_equal(trace.seen, np.array(ref["seen"]))
 

@@ -151,7 +151,7 @@ def test_decode_steps_match_sdpa_over_a_growing_cache(n, d_model, heads, kv_head
         outs.append(F.scaled_dot_product_attention(q[:, step : step + 1], cache_k, cache_v, enable_gqa=gqa))
     out = torch.cat(outs, dim=1)
     np.testing.assert_allclose(trace.head_outputs, out.numpy(), rtol=0, atol=TOL)
-    np.testing.assert_allclose(trace.keys[:: heads // kv_heads] if gqa else trace.keys, k.numpy(), rtol=0, atol=TOL)
+    np.testing.assert_allclose(trace.key[:: heads // kv_heads] if gqa else trace.key, k.numpy(), rtol=0, atol=TOL)
 
 
 def test_sdpa_is_causal_on_one_query_is_the_top_left_bug():

@@ -1,7 +1,7 @@
 """Compute: `POST /attention` (every intermediate) and `POST /attention/compare` (correct vs broken).
 
 JSON by default; `Accept: application/octet-stream` (optionally `; dtype=float32`) answers with
-the same numbers in the safetensors layout (traces.body_tensors). Each request's cells are
+the same numbers in the safetensors layout (safetensors_codec.body_tensors). Each request's cells are
 charged at the edge (`cells`); a body the fast loader is sure of is answered there too
 (`fast`), the rest by the views below, which marshmallow validates and words.
 """

@@ -1,0 +1,69 @@
+"""Step 5 for any block of queries over any cache: which keys each query sees, from their positions,
+and steps 4-7 over what it sees. The full pass is the square case (queries 0..n-1 over keys 0..n-1);
+a decode step is a block of queries at positions start.. over the positions its cache holds. Causal
+attention is aligned bottom-right: a query at position p sees the key at position j when j <= p, so
+a single new query sees every cached position up to its own (docs/conventions.md).
+
+Shapes: H heads, m query rows, L cached keys, d the width of a head's query and key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .fused import ROW_BLOCK, attention_heads, causal_mask
+from .steps import NORMALISE, attend, check_scores, scores, scores_bound
+
+
+def future(query_positions: np.ndarray, key_positions: np.ndarray) -> np.ndarray:
+    """[m, L] True where the key comes after the query: step 5's mask, for any block and any cache."""
+    return key_positions[None, :] > query_positions[:, None]
+
+
+@dataclass(frozen=True, eq=False)
+class Masking:
+    """Which keys each query row sees (`hidden` [m, L] True where not), and how the code at hand
+    turns scores into weights (a failure mode's way, `steps.NORMALISE`). `square`: the full pass's
+    own causal mask over n positions, where the row-blocked kernels (fused.py) may run."""
+
+    hidden: np.ndarray  # [m, L]
+    way: str = "before_softmax"
+    square: bool = False
+    lower: bool = False  # the weights are zero above the diagonal: the mix may skip those blocks
+
+    @classmethod
+    def of_pass(cls, n: int, causal: bool, way: str) -> Masking:
+        """The square mask of a full pass over n positions (nothing hidden without the causal mask;
+        the two ways that misplace the mask apply it even then)."""
+        way = way if causal or way in ("wrong_axis", "transposed") else "before_softmax"
+        hidden = causal_mask(n) if causal else np.zeros((n, n), dtype=bool)  # [n, n] the future
+        lower = causal and n > 1 and way in ("before_softmax", "after_softmax", "diagonal")
+        return cls(hidden, way, True, lower)
+
+    @classmethod
+    def of_block(cls, query_positions: np.ndarray, key_positions: np.ndarray, way: str) -> Masking:
+        """A block of queries over a cache: each sees the cached keys at or before its position."""
+        return cls(future(query_positions, key_positions), way)
+
+    def weights(self, s: np.ndarray) -> np.ndarray:
+        """Steps 5-6: scores [H, m, L] -> weights [H, m, L]; a query that sees no key weighs nothing."""
+        if not s.shape[-1]:
+            return s.copy()  # [H, m, 0]: nothing cached to attend over
+        return NORMALISE[self.way](s, self.hidden, self.square)
+
+    def attention(self, q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, field: str):
+        """Steps 4-7 over plain keys and values: q [H, m, d], k [H, L, d], v [H, L, d_v] -> scores and
+        weights [H, m, L], outputs [H, m, d_v]. The full pass done right on more than one block of
+        rows takes the fused kernels; everything else runs as whole-array steps. `field`: the input
+        an overflow in the scores is named after."""
+        bound = scores_bound(q, k, scale)
+        if self.square and self.way == "before_softmax" and q.shape[1] > ROW_BLOCK:
+            s, a, o = attention_heads(q, k, v, scale, self.lower, bound)
+            check_scores(s, bound, field)
+            return s, a, o
+        s = scores(q, k, scale)  # 4. [H, m, d] @ [H, d, L] -> [H, m, L]
+        check_scores(s, bound, field)
+        a = self.weights(s)  # 5-6. [H, m, L]
+        return s, a, attend(a, v, causal=self.lower)  # 7. [H, m, L] @ [H, L, d_v] -> [H, m, d_v]
