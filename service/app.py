@@ -56,6 +56,19 @@ def session_cookie(settings: Settings) -> dict[str, Any]:
     )
 
 
+def _worker_starts(app: Flask, settings: Settings) -> None:
+    """What each gunicorn worker starts once it has the app (service/server/hooks.py): the background
+    process for large traces, and with chDB (one process holds its directory) the analytics sync."""
+    from .api.attention import offload
+    from .server.hooks import on_worker_start
+
+    on_worker_start(app, offload.warm_up)
+    if settings.analytics_url.startswith("chdb:"):
+        from .db.clickhouse import sync_in_background
+
+        on_worker_start(app, sync_in_background)
+
+
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     settings = Settings.load(config)
     app = WorkbenchFlask(__name__, static_folder=None)
@@ -87,6 +100,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(frontend)
     lti.init_app(app)
     edge.init_app(app)  # every request passes it, before Flask
+    _worker_starts(app, settings)
     if settings.proxy_hops:
         from werkzeug.middleware.proxy_fix import ProxyFix
 

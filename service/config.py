@@ -50,7 +50,7 @@ class Settings:
     heavy_compute_waiting: int = 4  # half of gunicorn's default 8 threads
     heavy_compute_wait_seconds: float = 10.0
     heavy_compute_seconds: float = 60.0  # a large trace not done within this is a 503 (nothing waits forever)
-    # Slow clients without a proxy in front (service/worker.py, service/edge/body.py): as nginx's timeouts.
+    # Slow clients without a proxy in front (service/server/worker.py, service/edge/body.py): as nginx's timeouts.
     client_stall_seconds: float = 30.0  # a send or receive that makes no progress this long fails
     body_seconds: float = 30.0  # a request must arrive whole within this
     # Connections one address may hold in one worker (trusted proxies, WORKBENCH_FORWARDED_ALLOW_IPS, exempt)

@@ -73,7 +73,7 @@ def test_gunicorn_settings_come_from_the_environment(monkeypatch, tmp_path):
     spec = importlib.util.spec_from_file_location("gunicorn_conf", ROOT / "gunicorn.conf.py")
     conf = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(conf)
-    assert (conf.workers, conf.threads, conf.worker_class) == (5, 4, "service.worker.BufferingWorker")
+    assert (conf.workers, conf.threads, conf.worker_class) == (5, 4, "service.server.worker.BufferingWorker")
     assert conf.limit_request_line == 8190 and conf.timeout == 30 and conf.accesslog is None
 
 

@@ -81,10 +81,6 @@ def create_month(conn: Connection, month: dt.date) -> None:
     )
 
 
-def create_default(conn: Connection) -> None:
-    conn.execute(text("CREATE TABLE events_default PARTITION OF events DEFAULT"))
-
-
 def span(first: dt.date, last: dt.date) -> list[dt.date]:
     """Every month from `first` to `last`."""
     count = (last.year - first.year) * 12 + last.month - first.month

@@ -32,10 +32,11 @@ from werkzeug.wrappers import Request
 from .. import i18n
 from ..db import DatabaseUnavailable
 from ..observability import REQUESTS, UNAVAILABLE
+from ..server.penalties import EARLY_BYTES
 from . import caller as callers
 from .body import has_body, is_json, parse_json, read_body, refuse_control_characters
 from .caller import CALLER, Caller
-from .limits import EARLY_BYTES, Limits, rate_limit
+from .limits import Limits, rate_limit
 from .problems import PROBLEM_MIMETYPE, Problem, database_problem, unauthorized
 
 __all__ = ["Answer", "EdgeRequest", "answer_fast", "costs", "edge", "init_app", "rate_limit"]

@@ -35,14 +35,13 @@ from limits.storage import MemoryStorage, storage_from_string
 from limits.strategies import FixedWindowRateLimiter, MovingWindowRateLimiter
 
 from ..observability import RATELIMIT_STORAGE_TROUBLE
+from ..server import penalties
 from ..text import N_
-from . import penalties
 from .caller import Caller
 from .problems import Problem
 
 log = logging.getLogger(__name__)
 PREFIX = "workbench"
-EARLY_BYTES = 16384  # bodies this large from a network past its share are refused unread
 
 
 def rate_limit(*limits: str) -> Callable:
@@ -103,7 +102,7 @@ class Limits:
                     headers={"Retry-After": _seconds(reset), **_headers(item, 0, reset)},
                     slug="rate-limited",
                 )
-                if scope == "global" and caller.anonymous:  # the main loop repeats it: service/edge/penalties.py
+                if scope == "global" and caller.anonymous:  # the main loop repeats it: service/server/penalties.py
                     penalties.remember(caller.rate_key, reset - time.time(), 429, refused.detail)
                 raise refused
             if nearest is None or remaining < nearest[0]:

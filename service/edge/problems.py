@@ -237,40 +237,6 @@ def _is_transient(error: DBAPIError) -> bool:
     return any(m in text for m in markers) or type(error.orig).__name__ in ("OperationalError",)
 
 
-# -- errors gunicorn answers itself -----------------------------------------------------------
-# A malformed request line, a URI over `limit_request_line`, a bad Content-Length or too many
-# headers never reach the app: gunicorn writes the response itself, as HTML, through
-# `gunicorn.util.write_error`. `install_in_gunicorn()` (each worker, gunicorn.conf.py's
-# `post_fork`) replaces that one function, so these answers have the shape of every other error.
-
-
-def gunicorn_problem_bytes(status: int, reason: str, message: str) -> bytes:
-    """The whole HTTP response gunicorn sends for an error it caught itself."""
-    body = orjson.dumps(
-        {"type": TYPE_BASE + reason.lower().replace(" ", "-"), "title": reason, "status": status,
-         "detail": message or reason}
-    )  # fmt: skip
-    head = (
-        f"HTTP/1.1 {status} {reason}\r\n"
-        "Connection: close\r\n"
-        "Content-Type: application/problem+json\r\n"
-        f"Content-Length: {len(body)}\r\n\r\n"
-    )
-    return head.encode("latin-1") + body
-
-
-def _write_problem(sock, status_int: int, reason: str, mesg: str) -> None:
-    from gunicorn import util
-
-    util.write_nonblock(sock, gunicorn_problem_bytes(int(status_int), reason, mesg))
-
-
-def install_in_gunicorn() -> None:
-    from gunicorn import util
-
-    util.write_error = _write_problem
-
-
 REALM = 'realm="attention-workbench"'
 
 

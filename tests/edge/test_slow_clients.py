@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 import requests
 
-from service.wire import arrived, continue_now, early_answer
-from service.worker import PIECE
+from service.server.wire import arrived, continue_now, early_answer
+from service.server.worker import PIECE
 
 from ..live import free_port
 
@@ -262,7 +262,7 @@ def test_one_address_holds_only_so_many_connections(tmp_path):
 
 def test_a_large_body_sent_in_pieces_and_a_request_pipelined_behind_it_are_both_answered(tmp_path, client):
     """The main loop holds the body while it arrives; the thread's parser gets it a piece at a
-    time (service/worker.py HeldUnreader) and then finds the pipelined request behind it."""
+    time (service/server/worker.py HeldUnreader) and then finds the pipelined request behind it."""
     port = free_port()
     proc = serve(SERVERS["gunicorn -c gunicorn.conf.py"](port), port, tmp_path)
     tokens = np.random.default_rng(7).normal(size=(120, 512)).round(4).tolist()

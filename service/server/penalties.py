@@ -1,4 +1,4 @@
-"""Refusals the server's main loop repeats without a thread (service/worker.py): once the edge
+"""Refusals the server's main loop repeats without a thread (worker.py): once the edge
 has refused an anonymous address for its request limit (429), or a network past its fair share of
 compute for a large body (503), the same refusal for the same kind of request is answered from
 the request's headers alone, until the Retry-After it gave has passed. A flood then costs the
@@ -6,7 +6,7 @@ server a header scan per request, not a thread, a parse and a Flask answer.
 
 Only what cannot be wrong is repeated: the 429 only for requests with no credentials at all (no
 Authorization, no session cookie: the edge would count them against that address), the 503 only
-for bodies of `limits.EARLY_BYTES` or more from that network (the edge refuses those unread)."""
+for bodies of `EARLY_BYTES` or more from that network (the edge refuses those unread)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import ipaddress
 import threading
 import time
 
+EARLY_BYTES = 16384  # bodies this large from a network past its share are refused unread (service/edge/limits.py)
 MAX_KEPT = 65536  # remembered refusals; past this the expired go, then the oldest
 _lock = threading.Lock()
 _until: dict[str, tuple[float, int, str]] = {}  # key -> (until, status, detail)
@@ -27,11 +28,6 @@ def remember(key: str, seconds: float, status: int, detail: str) -> None:
             for k in [k for k, (until, _, _) in _until.items() if until <= now] or list(_until)[: MAX_KEPT // 2]:
                 del _until[k]
         _until[key] = (now + seconds, status, detail)
-
-
-def forget_all() -> None:
-    with _lock:
-        _until.clear()
 
 
 def refusal_for(address: str, anonymous: bool, large: bool) -> tuple[int, int, str] | None:

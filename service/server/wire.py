@@ -1,6 +1,6 @@
 """What the server's main loop reads in a request's bytes before any thread sees them (used by
-service/worker.py): whether it has arrived whole, what to answer at once (100 Continue, 431, 413,
-a refusal repeated from service/edge/penalties.py), and the bytes of those answers. Pure
+worker.py): whether it has arrived whole, what to answer at once (100 Continue, 431, 413, a refusal
+repeated from penalties.py), and the bytes of those answers, gunicorn's own errors among them. Pure
 functions over a buffer; like the worker, it imports nothing that defines a metric at import."""
 
 from __future__ import annotations
@@ -8,6 +8,9 @@ from __future__ import annotations
 import re
 
 import orjson
+
+from . import penalties
+from .penalties import EARLY_BYTES
 
 HEADERS_END = b"\r\n\r\n"
 CONTENT_LENGTH = re.compile(rb"\r\ncontent-length[ \t]*:[ \t]*(\d+)[ \t]*(?=\r\n|$)")
@@ -131,12 +134,8 @@ REPEATED = {429: (b"Too Many Requests", b"rate-limited"), 503: (b"Service Unavai
 
 def repeated_refusal(buffer: bytes | bytearray, address: str) -> bytes | None:
     """The refusal the edge gave this address (or its network) a moment ago, repeated from the
-    request's headers alone while its Retry-After runs (service/edge/penalties.py); None: the
+    request's headers alone while its Retry-After runs (penalties.py); None: the
     request goes on."""
-    # Imported here, in a worker: the master loads this module before its metrics directory exists.
-    from .edge import penalties
-    from .edge.limits import EARLY_BYTES
-
     end = buffer.find(HEADERS_END)
     if end < 0:
         return None

@@ -27,7 +27,8 @@ from gunicorn import http
 from gunicorn.http.unreader import SocketUnreader
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
-from .config import Settings
+from ..config import Settings
+from .penalties import block_of
 from .wire import CONTINUE, arrived, busy_network, continue_now, early_answer, late_body, repeated_refusal
 
 READ = 1 << 20  # one recv takes what has arrived, up to this: each recv is a GIL release and re-acquire
@@ -112,9 +113,6 @@ class BufferingWorker(ThreadWorker):
         self.thread_share = max(1, self.cfg.threads // 2)
         self.in_threads: dict[str, int] = defaultdict(int)
         self.turns: dict[str, deque[CountedConn]] = {}
-        from .edge.penalties import block_of  # in the worker: the master must not load the app's modules
-
-        self.block_of = block_of
         super().init_process()
 
     def accept(self, listener):
@@ -135,7 +133,7 @@ class BufferingWorker(ThreadWorker):
         self.nr_conns += 1
         conn = CountedConn(self.cfg, client_sock, client_addr, listener.getsockname(), self.places)
         if address not in self.trusted and "*" not in self.trusted:
-            conn.network = self.block_of(address)
+            conn.network = block_of(address)
         self.enqueue_req(conn)
 
     def enqueue_req(self, conn):
