@@ -64,7 +64,7 @@ def _worker_starts(app: Flask, settings: Settings) -> None:
 
     on_worker_start(app, offload.warm_up)
     if settings.analytics_url.startswith("chdb:"):
-        from .db.clickhouse import sync_in_background
+        from .db.stores import sync_in_background
 
         on_worker_start(app, sync_in_background)
 

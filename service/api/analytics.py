@@ -9,8 +9,7 @@ from flask.views import MethodView
 from ..compute.failure_modes import REGISTRY
 from ..db import analytics as q
 from ..db.analytics.item_statistics import item_statistics
-from ..db.analytics.rollup_refresh import catch_up
-from ..db.clickhouse import reading, store_of
+from ..db.stores import store_of
 from ..edge.problems import Problem
 from ..i18n import current
 from ..lessons import Lesson
@@ -53,15 +52,13 @@ def _k() -> int:
 def _catch_up() -> None:
     """Roll up first when far behind (never when the setting is 0: a read replica, nor when
     ClickHouse answers)."""
-    tail = current_app.extensions["settings"].rollups_refresh_on_read_after
-    if tail and store_of(current_app) is None:
-        catch_up(current_app.extensions["db"], tail)
+    store_of(current_app).catch_up(current_app.extensions["settings"].rollups_refresh_on_read_after)
 
 
 def _conn():
     """The store that answers (ClickHouse when configured), every figure of an answer from one
     snapshot of it (the rollups and the events after them agree)."""
-    return reading(current_app.extensions["db"], store_of(current_app))
+    return store_of(current_app).reading()
 
 
 def _kept(count: int | None, learners: int) -> int | None:

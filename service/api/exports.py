@@ -12,8 +12,8 @@ import orjson
 from flask import Response, current_app, stream_with_context
 from flask.views import MethodView
 
-from ..db.clickhouse import reading, store_of
 from ..db.progress import event_json
+from ..db.stores import store_of
 from . import cursors
 from .auth import authorized, needs
 from .schemas.analytics import ExportArgs
@@ -70,8 +70,8 @@ class Export(MethodView):
         principal = authorized()
         after = _decode_row(args["after"]) if args["after"] else None
         settle = current_app.extensions["settings"].export_settle_seconds
-        db, store = current_app.extensions["db"], store_of(current_app)
-        through = _through(db, store, dt.datetime.now(dt.UTC)) - dt.timedelta(seconds=settle)
+        store = store_of(current_app)
+        through = store.through(dt.datetime.now(dt.UTC)) - dt.timedelta(seconds=settle)
         csv_format = args["format"] == "csv"
 
         def rows():
@@ -80,7 +80,7 @@ class Export(MethodView):
                 yield _csv_line(EXPORT_FIELDS)
             while left is None or left > 0:
                 size = PAGE if left is None else min(PAGE, left)
-                with reading(db, store) as conn:
+                with store.reading() as conn:
                     batch = conn.export_page(principal.platform_id, cursor, through, size)
                     languages = conn.locales_of(principal.platform_id, (row.learner for row in batch))
                 for row in batch:
@@ -107,16 +107,6 @@ class Export(MethodView):
                 "Content-Disposition": f"attachment; filename=events.{'csv' if csv_format else 'ndjson'}",
             },
         )
-
-
-def _through(db, store, now: dt.datetime) -> dt.datetime:
-    """Up to when the store holds every event: now for the primary database, the last sync's
-    start for ClickHouse (the settle time is then taken from either)."""
-    if store is None:
-        return now
-    with reading(db, store) as conn:
-        synced = conn.synced_through()
-    return min(now, synced or dt.datetime.fromtimestamp(0, dt.UTC))
 
 
 def _export_record(row: Any, locale: str | None) -> dict[str, Any]:

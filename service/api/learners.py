@@ -10,10 +10,9 @@ from flask.views import MethodView
 
 from ..db import locales
 from ..db import sessions as sessions_db
-from ..db.clickhouse import AnalyticsUnavailable, store_of
-from ..db.clickhouse.sync import forget
 from ..db.erasure import erase_learner
 from ..db.progress import event_json, learner_events, learner_exists, learner_progress
+from ..db.stores import store_of
 from ..edge.problems import Problem
 from ..identity import Principal
 from . import cursors
@@ -98,23 +97,13 @@ class Learner(MethodView):
             raise _not_found(learner)
         store = store_of(current_app)
         erased = erase_learner(
-            current_app.extensions["db"], principal.platform_id, learner, analytics=store is not None
+            current_app.extensions["db"], principal.platform_id, learner, analytics=store.queues_erasures
         )
-        if store is not None:
-            _forget_in_analytics(store, principal.platform_id, learner)
+        store.forget(principal.platform_id, learner)
         if erased is None and principal.learner != learner:
             raise _not_found(learner)
         _end_their_sessions(principal.platform_id, learner)
         return {"learner": learner, "erased": erased or {}, "replays": ERASURE_POLICY}
-
-
-def _forget_in_analytics(store, platform_id: int, learner: str) -> None:
-    """Hide the learner from the analytics store at once; when it cannot be reached, the sync
-    erases them from the queue the erasure wrote (the answer does not wait for it)."""
-    try:
-        forget(store, platform_id, learner)
-    except AnalyticsUnavailable as error:
-        log.warning("erasure queued for the analytics store's next sync: %s", error)
 
 
 def _end_their_sessions(platform_id: int, learner: str) -> None:

@@ -269,12 +269,12 @@ def test_an_erased_learner_cannot_be_read_afterwards(app, ch_app, acme, store, m
     assert not any(rows_of(store, first).values())  # hidden at once
 
     # ClickHouse unreachable at the erasure: the queue keeps the learner until the sync erases them.
-    from service.api import learners as view
+    from service.db import clickhouse
 
     def unreachable(*_):
         raise AnalyticsUnavailable("connection refused")
 
-    monkeypatch.setattr(view, "forget", unreachable)
+    monkeypatch.setattr(clickhouse, "forget", unreachable)
     assert client.delete(f"/api/v1/learners/{second}", headers=acme).status_code == 200
     assert all(rows_of(store, second).values())
     assert sync(db, store)["erased"] == 2

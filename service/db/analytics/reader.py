@@ -1,17 +1,45 @@
-"""The analytics reads on the SQL store, one snapshot per answer: the same methods as
-`service/db/clickhouse/reads.py`'s `ClickHouseReader`, so the API asks either store alike."""
+"""The SQL store (service/db/stores.py): the analytics reads on the primary database, one snapshot
+per answer, with the same methods as `service/db/clickhouse/reads.py`'s `ClickHouseReader`."""
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from sqlalchemy.orm import Session
 
 from .. import locales
+from ..engine import Database
 from . import Window, export_page, has_learners, learners_page, manipulations, mistakes, parameters, timeseries
 from . import token_cells as cells
 from .funnel import durations_of, funnel
 from .item_rollups import Sums, sums
+from .rollup_refresh import catch_up
+
+
+class SqlStore:
+    """The primary database answers analytics from its rollups and the events after them."""
+
+    queues_erasures = False  # its figures are the primary's own: the erasure deleted them
+
+    def __init__(self, db: Database):
+        self.db = db
+
+    @contextmanager
+    def reading(self) -> Iterator[SqlReader]:
+        with self.db.snapshot() as session:
+            yield SqlReader(session)
+
+    def catch_up(self, tail: int) -> None:
+        if tail:  # never when the setting is 0 (a read replica)
+            catch_up(self.db, tail)
+
+    def forget(self, platform_id: int, learner: str) -> None:
+        """Nothing more: the primary's erasure took them out of the rollups."""
+
+    def through(self, now: dt.datetime) -> dt.datetime:
+        return now  # the source of truth is current through now
 
 
 class SqlReader:

@@ -4,53 +4,45 @@ The primary database stays the source of truth."""
 
 from __future__ import annotations
 
-import threading
+import datetime as dt
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
-from ..analytics.reader import SqlReader
-from ..engine import Database
 from .connection import AnalyticsUnavailable, ClickHouse
 from .reads import ClickHouseReader
-from .sync import follow
+from .sync import forget
 
-__all__ = ["AnalyticsUnavailable", "ClickHouse", "reading", "store_of", "sync_in_background"]
+__all__ = ["AnalyticsUnavailable", "ClickHouse", "ClickHouseStore"]
 
-IN_PROCESS_SYNC_SECONDS = 5.0
-
-
-def store_of(app: Any) -> ClickHouse | None:
-    """The app's analytics store, made on first use (None: the SQL store answers)."""
-    url = app.extensions["settings"].analytics_url
-    if not url:
-        return None
-    if "analytics_store" not in app.extensions:
-        app.extensions["analytics_store"] = ClickHouse(url)
-    return app.extensions["analytics_store"]
+log = logging.getLogger(__name__)
 
 
-@contextmanager
-def reading(db: Database, store: ClickHouse | None) -> Iterator[SqlReader | ClickHouseReader]:
-    """The reads of one answer: from ClickHouse when configured, else from one SQL snapshot."""
-    if store is not None:
-        yield ClickHouseReader(store)
-        return
-    with db.snapshot() as session:
-        yield SqlReader(session)
+class ClickHouseStore:
+    """ClickHouse answers analytics from the events the sync copied (service/db/stores.py)."""
 
+    queues_erasures = True  # it holds copies: the sync erases them from the queue the erasure wrote
 
-def sync_in_background(app: Any) -> threading.Thread:
-    """chDB: the one process that may open the store also keeps it current (a daemon thread)."""
-    store = store_of(app)
-    assert store is not None
+    def __init__(self, url: str):
+        self.ch = ClickHouse(url)
 
-    keep = app.extensions["settings"].events_retention_months
-    thread = threading.Thread(
-        target=follow,
-        args=(app.extensions["db"], store, IN_PROCESS_SYNC_SECONDS, None, keep),
-        name="analytics-sync",
-        daemon=True,
-    )
-    thread.start()
-    return thread
+    @contextmanager
+    def reading(self) -> Iterator[ClickHouseReader]:
+        yield ClickHouseReader(self.ch)
+
+    def catch_up(self, tail: int) -> None:
+        """Nothing: the sync keeps it current."""
+
+    def forget(self, platform_id: int, learner: str) -> None:
+        """Hide the learner at once; when the store cannot be reached, the sync erases them from the
+        queue the erasure wrote (the answer does not wait for it)."""
+        try:
+            forget(self.ch, platform_id, learner)
+        except AnalyticsUnavailable as error:
+            log.warning("erasure queued for the analytics store's next sync: %s", error)
+
+    def through(self, now: dt.datetime) -> dt.datetime:
+        """When the last sync began: events committed before it are here."""
+        with self.reading() as reads:
+            synced = reads.synced_through()
+        return min(now, synced or dt.datetime.fromtimestamp(0, dt.UTC))
