@@ -1,5 +1,8 @@
 """Alembic environment: the tables' metadata (service/db/tables.py), batch mode on SQLite."""
 
+import sys
+from pathlib import Path
+
 from alembic import context
 from sqlalchemy import create_engine, pool
 
@@ -7,6 +10,7 @@ from service.db import tables  # noqa: F401  (registers every table on Base.meta
 from service.db.base import Base
 from service.db.types import UTCDateTime
 
+sys.path.insert(0, str(Path(__file__).parent))  # migrations/stored.py: the stored function's versions
 config = context.config
 target_metadata = Base.metadata
 

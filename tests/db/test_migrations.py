@@ -163,21 +163,29 @@ def test_0007_moves_the_event_log_into_months_and_keeps_its_ids(empty_database):
 
 
 MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations" / "versions"
-RECORD_EVENTS_SQL = Path(__file__).resolve().parents[2] / "service" / "db" / "events" / "record_events.sql"
 
 
-def _function_module():
+def _script():
+    import sys
+
     from alembic.config import Config
     from alembic.script import ScriptDirectory
 
+    if str(MIGRATIONS.parent) not in sys.path:
+        sys.path.insert(0, str(MIGRATIONS.parent))  # migrations/stored.py, as env.py does
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS.parent))
-    script = ScriptDirectory.from_config(config)
-    # the newest revision that (re)creates the stored function: later ones may not touch it
-    for revision in script.walk_revisions():
-        if hasattr(revision.module, "FUNCTION"):
-            return revision.module
-    raise AssertionError("no migration installs the stored function")
+    return ScriptDirectory.from_config(config)
+
+
+def _function_versions() -> dict[str, str]:
+    """Every version of the stored function, by the revision that installs it, oldest first."""
+    from stored import version
+
+    script = _script()
+    revisions = [r for r in reversed(list(script.walk_revisions()))]
+    found = [r.revision for r in revisions if hasattr(r.module, "FUNCTION") or hasattr(r.module, "FUNCTION_EDITS")]
+    return {revision: version(revision, script) for revision in found}
 
 
 def test_no_migration_imports_the_application():
@@ -195,20 +203,38 @@ def _body(sql: str) -> str:
     return sql.split("$fn$")[1]
 
 
-def test_the_stored_function_is_one_file_equal_to_the_head_migration():
-    text_in_file = "\n".join(line for line in RECORD_EVENTS_SQL.read_text().splitlines() if not line.startswith("--"))
-    assert text_in_file.strip() == _function_module().FUNCTION.strip()
+def test_each_version_of_the_stored_function_is_written_once_as_edits_of_the_one_before():
+    """The first version is whole in its migration; each later one holds only its edits, and every
+    edit applied exactly once (stored.version raises otherwise)."""
+    versions = _function_versions()
+    assert list(versions) == ["0005", "0007", "0009", "0013"]
+    script = _script()
+    for revision in list(versions)[1:]:
+        module = script.get_revision(revision).module
+        assert not hasattr(module, "FUNCTION")
+        before, _ = module.FUNCTION_EDITS
+        assert before == list(versions)[list(versions).index(revision) - 1]
+    texts = list(versions.values())
+    assert len(set(texts)) == len(texts)  # each edit changed something
+    assert all("CREATE OR REPLACE FUNCTION workbench_record_events(" in t for t in texts)
 
 
-def test_postgresql_runs_the_function_the_file_holds(empty_database):
+def test_postgresql_runs_the_newest_version_after_upgrade_and_the_one_before_after_a_downgrade(empty_database):
     if not empty_database.startswith("postgresql"):
         pytest.skip("SQLite records events with statements (service/db/events/sqlite.py)")
+    versions = _function_versions()
+
+    def installed() -> str:
+        engine = create_engine(empty_database)
+        with engine.connect() as conn:
+            found = conn.execute(text("SELECT prosrc FROM pg_proc WHERE proname = 'workbench_record_events'")).scalar()
+        engine.dispose()
+        return found
+
     upgrade(empty_database)
-    engine = create_engine(empty_database)
-    with engine.connect() as conn:
-        installed = conn.execute(text("SELECT prosrc FROM pg_proc WHERE proname = 'workbench_record_events'")).scalar()
-    engine.dispose()
-    assert installed == _body(RECORD_EVENTS_SQL.read_text())
+    assert installed() == _body(versions["0013"])
+    downgrade(empty_database, "0012")
+    assert installed() == _body(versions["0009"])
 
 
 def test_0009_counts_the_manipulations_already_rolled_up(empty_database):

@@ -1,7 +1,7 @@
 """Recording progress events exactly once: a batch is one transaction, conflicts are found inside
 the insert transaction (never by reading first), the earliest completion wins, durations stay
 current. core.py holds what an event is; sqlite.py and postgresql.py record on their backend
-(PostgreSQL in one call of the function in record_events.sql); group_commit.py writes the events
+(PostgreSQL in one call of its stored function, migrations/stored.py); group_commit.py writes the events
 of requests that arrive together in one transaction (`record_events`, what the API calls)."""
 
 from __future__ import annotations

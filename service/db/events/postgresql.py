@@ -1,5 +1,5 @@
-"""Recording events on PostgreSQL: one call of `workbench_record_events` (its whole text is
-record_events.sql beside this file, installed by the head migration), so one round trip per
+"""Recording events on PostgreSQL: one call of `workbench_record_events` (its versions are
+the migrations', migrations/stored.py assembles each), so one round trip per
 request: skip tombstoned ids, claim and insert the rest once, refuse the whole call on a
 conflicting replay (SQLSTATE WB409), keep first visits and durations, record completions."""
 
