@@ -96,3 +96,21 @@ def test_api_clients_and_api_paths_get_the_problem_document(client):
         answer = client.get(path, headers={"Accept": accept} if accept else {})
         assert answer.status_code == 404 and answer.mimetype == "application/problem+json", (path, accept)
         assert answer.json["status"] == 404
+
+
+def test_only_the_codec_reads_or_writes_a_url_hash():
+    """hash-state.js loads, saves and follows a page's hash and sends a state to an embedded page;
+    no other module touches a hash, so a link always means what the codec says it means."""
+    touching = re.compile(r"location\.hash|hashchange|history\.(replaceState|pushState)")
+    found = sorted(
+        str(path.relative_to(FRONTEND)) for path in (FRONTEND / "js").rglob("*.js") if touching.search(path.read_text())
+    )
+    assert found == ["js/hash-state.js"]
+
+
+def test_one_marker_for_strings_translated_where_they_are_shown_and_one_checklist_restore():
+    texts = {str(p.relative_to(FRONTEND)): p.read_text() for p in (FRONTEND / "js").rglob("*.js")}
+    assert [name for name, text in texts.items() if re.search(r"(const|function) N_\b", text)] == ["js/i18n.js"]
+    assert [name for name, text in texts.items() if "done.add(e.data.manipulation)" in text] == [
+        "js/views/checklist.js"
+    ]

@@ -4,6 +4,7 @@
 
 import { queueEvent } from "./api.js";
 import { post } from "./embed.js";
+import { currentHash } from "./hash-state.js";
 
 export function parameterEvents({ lesson, instance, checkpoint = "experiment", delay = 400 }) {
   const pending = new Map();
@@ -12,7 +13,7 @@ export function parameterEvents({ lesson, instance, checkpoint = "experiment", d
     pending.set(kind, setTimeout(() => {
       pending.delete(kind);
       queueEvent({ lesson, checkpoint, event: "parameter-changed", instance_id: instance, data });
-      post({ type: "parameter-changed", instanceId: instance, data, hash: location.hash });
+      post({ type: "parameter-changed", instanceId: instance, data, hash: currentHash() });
     }, delay));
   };
 }

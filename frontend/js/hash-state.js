@@ -2,6 +2,8 @@
 // properties (the key in the URL, a type, a default, and what is valid), reads its state from the
 // hash and writes it back, so any configuration is a shareable link. A value the hash does not hold,
 // or holds wrongly, is the default; writing leaves out what equals the default unless it is `kept`.
+// This module is the only reader and writer of a URL hash: a page loads, saves and follows its own
+// (load, save, onChange), and a host page changes an embedded page's state through it (send, link).
 
 // Each type says how a value looks in the URL and whether one read from it is valid.
 export const Types = {
@@ -36,7 +38,7 @@ export class HashState {
   }
 
   // The state a hash describes, property by property in the declared order (a check may read earlier ones).
-  read(hash = location.hash) {
+  read(hash) {
     const params = new URLSearchParams(String(hash).replace(/^#/, ""));
     const state = {};
     for (const p of this.props) {
@@ -59,6 +61,48 @@ export class HashState {
     return state;
   }
 
+  // Only the properties `hash` holds, valid, by name (what a link sets and nothing else).
+  partial(hash) {
+    const params = new URLSearchParams(String(hash).replace(/^#/, ""));
+    const found = {};
+    const state = this.defaults();
+    for (const p of this.props) {
+      const value = params.has(p.key) ? p.type.read(params.get(p.key)) : null;
+      if (this.accepts(p, value, state)) found[p.name] = state[p.name] = value;
+    }
+    return found;
+  }
+
+  // The state in a window's hash (this page's by default; a same-origin iframe's for its host).
+  load(win = window) {
+    return this.read(win.location.hash);
+  }
+
+  // Whether this page's URL has no hash at all (an embedded page may then restore what it kept).
+  empty() {
+    return !location.hash.replace(/^#/, "");
+  }
+
+  // Keep `state` as this page's hash, without a history entry or a hashchange.
+  save(state) {
+    history.replaceState(null, "", this.write(state));
+  }
+
+  // Give a loaded same-origin frame's page `state`: its hashchange redraws it.
+  send(state, win) {
+    win.location.hash = this.write(state);
+  }
+
+  // A URL (without its hash) with `state` as its hash: a link, or a frame's src before it loads.
+  link(state, url) {
+    return String(url).split("#")[0] + this.write(state);
+  }
+
+  // Call `then(state)` whenever this page's hash changes (a link followed, a host's send, the back button).
+  onChange(then) {
+    window.addEventListener("hashchange", () => then(this.load()));
+  }
+
   write(state) {
     const params = new URLSearchParams();
     for (const p of this.props) {
@@ -72,6 +116,9 @@ export class HashState {
     return "#" + params.toString().replace(/%2C/gi, ",").replace(/%3B/gi, ";");
   }
 }
+
+// This page's hash as it is, for a host page that follows an embedded page's state (events.js).
+export const currentHash = () => location.hash;
 
 function fallback(p, state) {
   const value = typeof p.default === "function" ? p.default(state) : p.default;

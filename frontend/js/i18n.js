@@ -22,6 +22,9 @@ const plurals = new Intl.PluralRules(locale);
 
 const fill = (text, values) => text.replace(/\{(\w+)\}/g, (whole, key) => (key in values ? String(values[key]) : whole));
 
+// Marks a string for extraction where it is declared; t() translates it where it is shown.
+export const N_ = (text) => text;
+
 export function t(msgid, values = {}) {
   const found = catalog.messages[msgid];
   return fill(typeof found === "string" && found ? found : msgid, values);

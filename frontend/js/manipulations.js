@@ -1,9 +1,9 @@
 // The lesson's four manipulations: which one a change is, if any. The `experiment` checkpoint
 // lists them in the lesson's front matter and completes on the server when all four are reported.
 
+import { N_ } from "./i18n.js";
 import { teachingCase } from "./state.js";
 
-const N_ = (text) => text; // translated where shown (views/checklist.js)
 
 export const MANIPULATIONS = [
   { id: "last-two", text: N_("Change only dimension 3 or 4 of one token: only head 2's weights move.") },

@@ -39,9 +39,9 @@ export const defaults = () => STATE.defaults();
 export const consistent = (state) => STATE.settle(state);
 export const toHash = (state) => STATE.write(state);
 
-export function fromHash(hash = location.hash, restore = false) {
-  if (!hash.replace(/^#/, "") && restore) hash = kept();
-  return STATE.read(hash);
+// The page's state; embedded (`restore`) with nothing in its hash, the one last kept on this device.
+export function loadState(restore = false) {
+  return restore && STATE.empty() && kept() ? STATE.read(kept()) : STATE.load();
 }
 
 // The API request the configuration describes (`learned`: the preset's W_Q, W_K, W_V, W_O).
@@ -67,9 +67,7 @@ export function teachingCase(state) {
   return state.heads === TEACHING_HEADS && state.kv === TEACHING_HEADS && state.qkv === "identity" && !state.reuse;
 }
 
-export function save(state) {
-  history.replaceState(null, "", toHash(state));
-}
+export const save = (state) => STATE.save(state);
 
 export function remember(state) {
   try {

@@ -268,24 +268,22 @@ class FairShare:
             self.total = max(0, self.total - cells)
 
 
+SPENT = {
+    True: N_(
+        "this request costs %(cells)s cells and the compute budget of your network address "
+        "(%(budget)s cells, shared by its browser sessions) is spent; it refills when the window ends"
+    ),
+    False: N_(
+        "this request costs %(cells)s cells and your compute budget of %(budget)s cells is spent; "
+        "it refills when the window ends"
+    ),
+}
+
+
 def _spent(item: RateLimitItem, cells: int, reset: float, by_address: bool) -> Problem:
-    if by_address:
-        return Problem(
-            429,
-            N_(
-                "this request costs %(cells)s cells and the compute budget of your network address "
-                "(%(budget)s cells, shared by its browser sessions) is spent; it refills when the window ends"
-            ),
-            args={"cells": f"{cells:,}", "budget": str(item)},
-            headers={"Retry-After": _seconds(reset)},
-            slug="compute-budget",
-        )
     return Problem(
         429,
-        N_(
-            "this request costs %(cells)s cells and your compute budget of %(budget)s cells is spent; "
-            "it refills when the window ends"
-        ),
+        SPENT[by_address],
         args={"cells": f"{cells:,}", "budget": str(item)},
         headers={"Retry-After": _seconds(reset)},
         slug="compute-budget",

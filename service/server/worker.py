@@ -184,13 +184,19 @@ class BufferingWorker(ThreadWorker):
         if waiting is not None and not waiting:
             del self.turns[network]
 
-    def on_arriving(self, conn, client):
+    def _receive(self, conn) -> int | None:
+        """Bytes read into the scratch buffer: None, nothing yet; 0, the client has gone."""
         try:
-            size = conn.sock.recv_into(self.scratch)
+            return conn.sock.recv_into(self.scratch)
         except (BlockingIOError, InterruptedError):
-            return
+            return None
         except OSError:
-            size = 0
+            return 0
+
+    def on_arriving(self, conn, client):
+        size = self._receive(conn)
+        if size is None:
+            return
         if not size:  # gone before its request arrived
             self._forget(conn)
             self._close(conn)
@@ -251,12 +257,9 @@ class BufferingWorker(ThreadWorker):
         self.poller.register(conn.sock, selectors.EVENT_READ, partial(self.on_lingering, conn))
 
     def on_lingering(self, conn, client):
-        try:
-            size = conn.sock.recv_into(self.scratch)
-        except (BlockingIOError, InterruptedError):
+        size = self._receive(conn)
+        if size is None:
             return
-        except OSError:
-            size = 0
         conn.drained += size
         if not size or conn.drained > LINGER_BYTES:
             self._forget(conn, self.lingering)

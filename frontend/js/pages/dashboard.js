@@ -28,8 +28,6 @@ const VIEW = new HashState([
   { name: "range", type: "string", default: "30", values: RANGES, kept: true },
   { name: "locale", type: "string", default: "", check: (v) => v in LANGUAGES },
 ]);
-const viewFromHash = () => VIEW.read();
-const viewToHash = (view) => VIEW.write(view);
 
 // Whole days back from the start of today (UTC), or null for all time.
 function since(range) {
@@ -43,7 +41,7 @@ const pct = (x) => (x === null || x === undefined ? "" : t("{percent} % of the p
 async function show(key) {
   const headers = { Authorization: `Bearer ${key}` };
   const base = "/api/v1/analytics";
-  const view = viewFromHash();
+  const view = VIEW.load();
   $("status").textContent = t("Loading…");
   const { lessons } = await getJSON("/api/v1/lessons");
   if (!lessons.some((l) => l.id === view.lesson)) view.lesson = lessons[0].id;
@@ -51,7 +49,7 @@ async function show(key) {
   $("lesson").value = view.lesson;
   $("range").value = view.range;
   $("view-form").hidden = false;
-  history.replaceState(null, "", viewToHash(view));
+  VIEW.save(view);
   const lesson = encodeURIComponent(view.lesson);
   const from = since(view.range);
   const fromParam = from ? `from=${encodeURIComponent(from.toISOString())}` : "";
@@ -293,12 +291,12 @@ function init() {
     if (key) show(key).catch((error) => { $("status").textContent = t("Could not load analytics: {reason}", { reason: error.message }); });
   };
   const changed = () => {
-    history.replaceState(null, "", viewToHash({ lesson: $("lesson").value, range: $("range").value, locale: LOCALE.value }));
+    VIEW.save({ lesson: $("lesson").value, range: $("range").value, locale: LOCALE.value });
     refresh();
   };
   $("view-form").addEventListener("change", changed);
   LOCALE.addEventListener("change", changed);
-  window.addEventListener("hashchange", refresh);
+  VIEW.onChange(refresh);
   if (stored) {
     $("api-key").value = stored;
     refresh();

@@ -4,19 +4,18 @@
 // bytes (POST /api/v1/kv-cache). The view lives in the URL hash; the lesson's four manipulations tick
 // as they are done and are reported as parameter-changed events (the server completes `experiment`).
 
-import { ensureSession, getJSON, postJSON, queued, startOutbox } from "../api.js";
+import { getJSON, postJSON, startOutbox } from "../api.js";
 import { embedded, reportHeight } from "../embed.js";
 import { parameterEvents } from "../events.js";
 import { HashState } from "../hash-state.js";
-import { checklist } from "../views/checklist.js";
+import { checklist, restoreDone } from "../views/checklist.js";
 import { drawn, el } from "../views/dom.js";
 import { cacheView, mappingView, memoryView, queryView } from "../views/kv-cache.js";
-import { t } from "../i18n.js";
+import { N_, t } from "../i18n.js";
 
 const LESSON = "kv-cache-and-latent-attention";
 const INSTANCE = "kv-cache-explorable";
 const KV_HEADS = { mha: 4, gqa: 2, mqa: 1, mla: 4 }; // of the preset's four query heads
-const N_ = (text) => text; // translated where shown (views/checklist.js)
 const MANIPULATIONS = [
   { id: "step-decode", text: N_("Step the decode: the new position's key and value join the cache, and its query weighs every cached position.") },
   { id: "switch-kind", text: N_("Switch to GQA, MQA or MLA: fewer keys and values, or a latent, in the cache.") },
@@ -66,7 +65,7 @@ function body(failureMode) {
 function update(change, parameter, value, manipulation) {
   change(state);
   settle(state);
-  history.replaceState(null, "", VIEW.write(state));
+  VIEW.save(state);
   if (manipulation && !done.has(manipulation)) {
     done.add(manipulation);
     drawChecklist();
@@ -132,20 +131,6 @@ function drawChecklist() {
   $("checklist").replaceChildren(...checklist(done, MANIPULATIONS));
 }
 
-async function restoreChecklist() {
-  for (const e of queued()) if (e.instance_id === INSTANCE && e.data && e.data.manipulation) done.add(e.data.manipulation);
-  drawChecklist();
-  try {
-    const learner = await ensureSession();
-    const progress = await getJSON(`/api/v1/learners/${encodeURIComponent(learner)}/progress?lesson=${LESSON}`);
-    const experiment = progress.lessons[0].checkpoints.find((c) => c.id === "experiment");
-    for (const m of (experiment && experiment.manipulations) || []) done.add(m);
-  } catch {
-    // offline or no session yet: what this device holds is shown
-  }
-  drawChecklist();
-}
-
 function wire() {
   $("step").addEventListener("click", () => update((s) => { s.position += 1; }, "position", state.position + 1, "step-decode"));
   $("back-step").addEventListener("click", () => update((s) => { s.position -= 1; }, "position", state.position - 1, "step-decode"));
@@ -161,7 +146,7 @@ function wire() {
     const tokens = Math.round(Number(e.target.value));
     if (Number.isFinite(tokens) && tokens >= 1 && tokens <= 100000000) update((s) => { s.context = tokens; }, "context", tokens);
   });
-  window.addEventListener("hashchange", () => { state = settle(VIEW.read()); drawControls(); render(); });
+  VIEW.onChange((changed) => { state = settle(changed); drawControls(); render(); });
 }
 
 async function init() {
@@ -172,15 +157,15 @@ async function init() {
   modes = new Map(registry.failure_modes.filter((m) => m.decoding || m.step === "kv").map((m) => [m.id, m]));
   for (const mode of modes.values()) $("compare").append(el("option", { value: mode.id, text: mode.name, title: mode.description }));
   $("model").replaceChildren(...models.map((m) => el("option", { value: m.id, text: m.name })));
-  state = settle(VIEW.read());
-  history.replaceState(null, "", VIEW.write(state));
+  state = settle(VIEW.load());
+  VIEW.save(state);
   $("back").hidden = embedded;
   wire();
   drawControls();
   reportHeight();
   await render();
   startOutbox();
-  restoreChecklist();
+  restoreDone(done, { lesson: LESSON, instance: INSTANCE }, drawChecklist);
 }
 
 init().catch((error) => {

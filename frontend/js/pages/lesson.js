@@ -2,7 +2,7 @@
 // Progress is honest about where it is: on the server, or saved on this device until it answers.
 
 import { ApiError, ensureSession, flush, getJSON, isPending, pendingEvents, queued, queueEvent, startOutbox } from "../api.js";
-import { defaults, toHash } from "../state.js";
+import { consistent, defaults, STATE } from "../state.js";
 import { progressBar, syncLine, textForm } from "../views/checkpoint-panel.js";
 import { drawn, el } from "../views/dom.js";
 import { announce, announcer } from "../views/announce.js";
@@ -25,18 +25,27 @@ const postBlocks = []; // the sections asking the post questions (the before-and
 let verdict = null; // the predict section's line saying what the engine found
 let verdictSaid = null;
 
-// The embedded workbench's configuration as a standalone workbench link (its iframe keeps it in its hash).
+// The embedded workbench's state: in its page's hash once loaded, in its src until then.
+function workbenchState(frame) {
+  return frame.dataset.loaded === "true" ? STATE.load(frame.contentWindow) : STATE.read(new URL(frame.src).hash);
+}
+
+// Give the embedded workbench a state: its page redraws once loaded; before, it loads with it.
+function setWorkbenchState(frame, state) {
+  if (frame.dataset.loaded === "true") STATE.send(state, frame.contentWindow);
+  else frame.src = STATE.link(state, frame.src);
+}
+
+// The embedded workbench's configuration as a standalone workbench link.
 function workbenchLink() {
   const frame = document.getElementById("workbench-frame");
-  let hash = "";
+  let state = defaults();
   try {
-    // commas and semicolons as the workbench reads them, so the command stays readable
-    const where = !frame ? "" : frame.dataset.loaded === "true" ? frame.contentWindow.location.hash : new URL(frame.src).hash;
-    hash = where.replace(/%2C/gi, ",").replace(/%3B/gi, ";");
+    if (frame) state = workbenchState(frame);
   } catch {
     // not loaded yet
   }
-  return `${location.origin}/explorables/multi-head-attention${hash || toHash(defaults())}`;
+  return STATE.link(state, `${location.origin}/explorables/multi-head-attention`);
 }
 
 const byId = (id) => checkpoints.find((c) => c.id === id) || {};
@@ -204,15 +213,9 @@ function enhance(section, block) {
           const iframe = document.getElementById("workbench-frame");
           if (!iframe || e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return; // a new tab: the page has a way back
           e.preventDefault();
-          const wanted = new URLSearchParams(new URL(a.href).hash.slice(1));
-          const loaded = iframe.dataset.loaded === "true"; // not yet: it loads as it scrolls into view, from its src
-          const now = new URLSearchParams((loaded ? iframe.contentWindow.location.hash : new URL(iframe.src).hash).slice(1));
-          now.delete("wo");
-          for (const [key, value] of wanted) now.set(key, value);
-          now.set("reuse", "0");
-          const hash = now.toString().replace(/%2C/gi, ",").replace(/%3B/gi, ";");
-          if (loaded) iframe.contentWindow.location.hash = hash;
-          else iframe.src = `${iframe.src.split("#")[0]}#${hash}`;
+          // Its tokens kept; what the link sets; W_O and the reuse toggle back to their defaults.
+          const { wo, reuse } = defaults();
+          setWorkbenchState(iframe, consistent({ ...workbenchState(iframe), wo, reuse, ...STATE.partial(new URL(a.href).hash) }));
           iframe.scrollIntoView({ block: "start", behavior: "smooth" });
         });
       }

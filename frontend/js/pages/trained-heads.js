@@ -45,7 +45,7 @@ const VIEW = new HashState([
 ]);
 
 function readHash() {
-  const view = VIEW.read();
+  const view = VIEW.load();
   Object.assign(state, { model: view.model, text: view.text, selected: view.byte === null ? null : view.byte - 1,
     off: new Set(view.off ? view.off.split(",") : []) });
 }
@@ -53,7 +53,7 @@ function readHash() {
 function writeHash() {
   const view = { model: model.id, text: state.text, byte: state.selected === null ? null : state.selected + 1,
     off: [...state.off].join(",") };
-  history.replaceState(null, "", VIEW.write(view));
+  VIEW.save(view);
 }
 
 const events = parameterEvents({ lesson: LESSON, instance: INSTANCE });

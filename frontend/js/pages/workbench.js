@@ -3,13 +3,13 @@
 // the change is reported (debounced) as a parameter-changed event to the API and to a host page.
 // The lesson's four manipulations tick as they are done; the server completes `experiment`.
 
-import { ensureSession, getJSON, postJSON, queued, startOutbox } from "../api.js";
+import { getJSON, postJSON, startOutbox } from "../api.js";
 import { embedded, post, reportHeight } from "../embed.js";
 import { parameterEvents } from "../events.js";
 import { MANIPULATIONS, manipulationOf } from "../manipulations.js";
-import { consistent, D_MODEL, defaults, fromHash, remember, requestBody, save } from "../state.js";
+import { consistent, D_MODEL, defaults, loadState, remember, requestBody, save, STATE } from "../state.js";
 import { announce, announcer } from "../views/announce.js";
-import { checklist } from "../views/checklist.js";
+import { checklist, restoreDone } from "../views/checklist.js";
 import { diagram } from "../views/diagram.js";
 import { drawn, el, math } from "../views/dom.js";
 import { legend } from "../views/legend.js";
@@ -27,7 +27,7 @@ const STAGE_NAMES = { x: "X", q: "Q", k: "K", v: "V", scores: t("the scores"), w
   "head-output": t("the head outputs"), concat: t("the concatenation"), wo: "W_O", output: t("the output Y"), residual: "X + Y" };
 
 const $ = (id) => document.getElementById(id);
-let state = fromHash(location.hash, embedded);
+let state = loadState(embedded);
 let generation = 0;
 let previous = null; // the last drawn response: cells that changed since are marked
 let learned = null; // the learned-looking projections (GET /api/v1/presets/workbench-learned)
@@ -299,21 +299,6 @@ async function fillComparisons(select) {
   select.value = state.compare;
 }
 
-// Manipulations already done: on the server, or queued on this device and not yet sent.
-async function restoreChecklist() {
-  for (const e of queued()) if (e.instance_id === INSTANCE && e.data && e.data.manipulation) done.add(e.data.manipulation);
-  drawChecklist();
-  try {
-    const learner = await ensureSession();
-    const progress = await getJSON(`/api/v1/learners/${encodeURIComponent(learner)}/progress?lesson=${LESSON}`);
-    const experiment = progress.lessons[0].checkpoints.find((c) => c.id === "experiment");
-    for (const m of (experiment && experiment.manipulations) || []) done.add(m);
-    drawChecklist();
-  } catch {
-    // offline, or no session yet: what this device holds is shown
-  }
-}
-
 function on(id, parameter, change) {
   $(id).addEventListener("change", (e) => {
     const value = e.target.type === "checkbox" ? e.target.checked : e.target.value;
@@ -362,8 +347,8 @@ function init() {
   $("diagram").addEventListener("focusin", (e) => light(e.target));
   $("diagram").addEventListener("pointerleave", () => { delete document.querySelector("main").dataset.lit; unlink(); });
   $("diagram").addEventListener("focusout", () => { delete document.querySelector("main").dataset.lit; unlink(); });
-  window.addEventListener("hashchange", () => {
-    state = fromHash();
+  STATE.onChange((changed) => {
+    state = changed;
     if (embedded) { remember(state); post({ type: "state" }); }
     drawControls();
     render();
@@ -382,7 +367,7 @@ function init() {
   });
   render();
   startOutbox();
-  restoreChecklist();
+  restoreDone(done, { lesson: LESSON, instance: INSTANCE }, drawChecklist);
 }
 
 // Hovering or focusing one head lights it everywhere: its coordinates, lane, concat columns, W_O rows.

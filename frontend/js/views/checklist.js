@@ -1,7 +1,24 @@
 // An explorable's manipulations as a checklist: each item ticks when done (data-done).
 
+import { ensureSession, getJSON, queued } from "../api.js";
 import { el } from "./dom.js";
 import { t } from "../i18n.js";
+
+// The manipulations already done, on the server or queued on this device and not yet sent: added
+// to `done`, and `draw()` called with what this device holds, then again with the server's.
+export async function restoreDone(done, { lesson, instance }, draw) {
+  for (const e of queued()) if (e.instance_id === instance && e.data && e.data.manipulation) done.add(e.data.manipulation);
+  draw();
+  try {
+    const learner = await ensureSession();
+    const progress = await getJSON(`/api/v1/learners/${encodeURIComponent(learner)}/progress?lesson=${lesson}`);
+    const experiment = progress.lessons[0].checkpoints.find((c) => c.id === "experiment");
+    for (const m of (experiment && experiment.manipulations) || []) done.add(m);
+  } catch {
+    // offline, or no session yet: what this device holds is shown
+  }
+  draw();
+}
 
 // `manipulations`: [{id, text}] in the lesson's order (text marked for translation).
 export function checklist(done, manipulations) {
