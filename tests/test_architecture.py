@@ -423,3 +423,9 @@ def test_the_decisions_are_current_and_readable_in_one_sitting():
     text = (SERVICE.parent / "docs" / "decisions.md").read_text()
     assert len(text.splitlines()) <= 500
     assert "superseded" not in text.lower()
+
+
+def test_no_two_test_files_share_a_name():
+    """The tests mirror the rooms; a name says which test file is meant wherever it is named."""
+    names = sorted(p.name for p in (SERVICE.parent / "tests").rglob("test_*.py"))
+    assert sorted({n for n in names if names.count(n) > 1}) == []

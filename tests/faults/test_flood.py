@@ -41,7 +41,7 @@ from service.api.attention.offload import become_background
 
 from ..api.helpers import event
 from ..live import LiveServer
-from .test_faults import make_key
+from .test_worker_kills import make_key
 
 FLOOD_CLIENTS = 4  # half hang up, half download; half maximum-size traces, half mid-size comparisons
 ROUNDS = 8

@@ -17,7 +17,7 @@ import pytest
 
 from ..api.helpers import event
 from ..live import LiveServer, free_port
-from .test_faults import make_key
+from .test_worker_kills import make_key
 
 ROOT = Path(__file__).resolve().parents[2]
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"

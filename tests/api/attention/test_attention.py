@@ -7,7 +7,7 @@ import pytest
 
 from service.compute import FAILURE_MODES
 
-from ..compute.plain_python import reference_mha
+from ...compute.plain_python import reference_mha
 
 pytestmark = pytest.mark.usefixtures("app")
 

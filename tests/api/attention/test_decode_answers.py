@@ -4,7 +4,7 @@ failure modes: the numbers are the pure-Python loops', the cache is what each st
 import numpy as np
 import pytest
 
-from ..compute.plain_python import reference_decode, reference_mha
+from ...compute.plain_python import reference_decode, reference_mha
 
 pytestmark = pytest.mark.usefixtures("app")
 
