@@ -6,12 +6,15 @@ BIN    := $(VENV)/bin
 PIP    := PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
+# `make test` runs the suite on parallel workers (each with its own databases: tests/conftest.py),
+# then the slow, timing-sensitive tests alone, one at a time.
+TEST_WORKERS ?= 3
 
 .DEFAULT_GOAL := help
 .PHONY: help run test lint bench migrate screenshots train minilm i18n clean
 
 help: ## List the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/$$(HOST)/$(HOST)/g; s/$$(PORT)/$(PORT)/g' | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,7 +40,8 @@ node_modules/.modules.yaml: package.json pnpm-lock.yaml
 	else echo "pnpm not found: the TypeScript exercise tests will skip (with Node 20: npm install -g pnpm@12.4.2)"; fi
 
 test: $(VENV)/.installed-dev node_modules/.modules.yaml ## Set up with the dev extra (and pnpm install) and run every test
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not slow" $(PYTEST_ARGS)
+	@rc=0; $(BIN)/python -m pytest -p no:xdist -m slow $(PYTEST_ARGS) || rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ]
 
 lint: $(VENV)/.installed-dev node_modules/.modules.yaml ## ruff (lint and format) over service/, tests/, bench/, training/, exercises/; mypy over service/; tsc over the TypeScript exercise
 	$(BIN)/ruff check service tests bench training exercises

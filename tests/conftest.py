@@ -1,15 +1,44 @@
 """Fixtures in the flaskr style: `app`, `client`, `runner`, `db`; SQLite always, PostgreSQL when
-WORKBENCH_TEST_DATABASE_URL is set (each DB-backed test then runs on both)."""
+WORKBENCH_TEST_DATABASE_URL is set (each DB-backed test then runs on both).
+
+Under pytest-xdist (`make test` runs the suite on parallel workers) each worker has what tests
+must not share: its own PostgreSQL database (`test_gw1` beside `test`), its own Redis database and
+its own directory of heavy-compute slots, set in the environment before any test module reads it,
+so the servers the tests start inherit them too."""
 
 from __future__ import annotations
 
 import os
+import re
+import tempfile
 
 import pytest
 from sqlalchemy import create_engine, text
 
-from service.app import create_app
-from service.db.migrate import upgrade
+
+def _own_resources(worker: str) -> None:
+    """This xdist worker's own database, Redis database and slot directory (worker gw0, gw1, ...)."""
+    index = int(worker.removeprefix("gw"))
+    os.environ["WORKBENCH_HEAVY_SLOTS_DIR"] = os.path.join(tempfile.gettempdir(), f"workbench-heavy-test-{worker}")
+    redis = os.environ.get("WORKBENCH_TEST_REDIS_URL", "")
+    if redis:
+        os.environ["WORKBENCH_TEST_REDIS_URL"] = re.sub(r"/\d+$", f"/{15 - index % 16}", redis)
+    base = os.environ.get("WORKBENCH_TEST_DATABASE_URL", "")
+    if base:
+        name = f"{base.rsplit('/', 1)[1]}_{worker}"
+        admin = create_engine(base, isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            if not conn.execute(text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name}).scalar():
+                conn.execute(text(f'CREATE DATABASE "{name}"'))
+        admin.dispose()
+        os.environ["WORKBENCH_TEST_DATABASE_URL"] = f"{base.rsplit('/', 1)[0]}/{name}"
+
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    _own_resources(os.environ["PYTEST_XDIST_WORKER"])
+
+from service.app import create_app  # noqa: E402  (after the worker's environment is set)
+from service.db.migrate import upgrade  # noqa: E402
 
 PG_URL = os.environ.get("WORKBENCH_TEST_DATABASE_URL", "")
 BACKENDS = ["sqlite", "postgresql"]

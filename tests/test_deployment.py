@@ -3,6 +3,7 @@ Retry-After only where it means something, no redirect built from the Host heade
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -53,8 +54,14 @@ def test_gunicorn_and_make_run_bind_loopback_by_default_and_the_image_opts_in():
     assert "WORKBENCH_BIND=0.0.0.0:8000" in (ROOT / "Dockerfile").read_text()
 
 
-def test_metrics_directories_are_per_instance():
-    assert "workbench-metrics-{os.getpid()}" in (ROOT / "gunicorn.conf.py").read_text()
+def test_metrics_directories_are_per_instance(monkeypatch):
+    """Named after the master's pid (gunicorn.conf.py names it before forking), so two instances on
+    one machine neither mix their counters nor wipe each other's."""
+    from service.server.hooks import metrics_directory
+
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+    assert metrics_directory().endswith(f"workbench-metrics-{os.getpid()}")
+    assert "metrics_directory()" in (ROOT / "gunicorn.conf.py").read_text()
 
 
 def test_retry_after_only_on_429_and_503(client):

@@ -41,7 +41,9 @@ SHARED = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettem
 
 # -- the request side: slots, the pool, waiting, the answer's file -------------------------
 
-SLOTS_DIR = SHARED / f"workbench-heavy-{os.getuid()}"  # one set of slots per machine (container) and user
+# One set of slots per machine (container) and user; instances that must not share theirs (two
+# deployments on one machine, the test suite's parallel workers) each name their own directory.
+SLOTS_DIR = Path(os.environ.get("WORKBENCH_HEAVY_SLOTS_DIR") or SHARED / f"workbench-heavy-{os.getuid()}")
 
 POLL_SECONDS = 0.02  # how often a waiting request looks for a free slot
 
