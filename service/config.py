@@ -53,6 +53,15 @@ class Settings:
     # Slow clients without a proxy in front (service/server/worker.py, service/edge/body.py): as nginx's timeouts.
     client_stall_seconds: float = 30.0  # a send or receive that makes no progress this long fails
     body_seconds: float = 30.0  # a request must arrive whole within this
+    # /readyz says not ready while the SQLite database's disk has less room than what one maximal
+    # request may write (its body four times over: rows, index entries, the WAL's copy) and this margin.
+    ready_margin_bytes: int = 16 * 1024 * 1024
+    send_seconds: float = 60.0  # an answer must be sent whole within this, however slowly the client reads
+    # What one worker holds for its clients at once: bodies still arriving and answers not yet
+    # read (past it: new bodies are a 503, answers go out from their threads); one answer holds at
+    # most answer_room_bytes (more is sent by its thread, within send_seconds).
+    client_bytes_per_worker: int = 128 * 1024 * 1024
+    answer_room_bytes: int = 4 * 1024 * 1024
     # Connections one address may hold in one worker (trusted proxies, WORKBENCH_FORWARDED_ALLOW_IPS, exempt)
     connections_per_address: int = 128
     background_parse_bytes: int = 262144  # compute bodies this large are parsed in the background process
@@ -65,11 +74,19 @@ class Settings:
     # half a core of this machine's throughput; n networks n/(n+1) of it.
     compute_budget_worker: str = "40000000/10 seconds"
     # Storage quotas (service/db/quotas.py): events, and bytes of them, stored per period by one
-    # learner, one browser session and one platform, as "amount/period"; "" turns one off.
+    # learner, one browser session, the browser sessions of one network without a platform's launch
+    # (a /24 or /48: sessions are free to start), and one platform, as "amount/period"; "" turns one
+    # off. The web platform's own quota is an alarm (the fullest-ratio metric), never a refusal.
     quota_learner_events: str = "5000/day"
     quota_learner_bytes: str = "20000000/day"
     quota_session_events: str = "2000/hour"
     quota_session_bytes: str = "5000000/hour"
+    quota_network_events: str = "20000/day"  # a classroom behind one address: thirty learners, many times over
+    quota_network_bytes: str = "40000000/day"
+    # A browser session without a platform's launch sends a few small events at a time (the workbench,
+    # the offline queue): its batches and each event's data are held to these, far under a key's.
+    session_batch_events: int = 50
+    session_data_bytes: int = 4096
     quota_platform_events: str = "5000000/day"
     quota_platform_bytes: str = "5000000000/day"
     # Platforms' origins allowed by CORS (comma separated in the environment).
@@ -142,6 +159,9 @@ class Settings:
             "heavy_compute_waiting",
             "challenge_ttl_seconds",
             "connections_per_address",
+            "client_bytes_per_worker",
+            "session_batch_events",
+            "session_data_bytes",
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"WORKBENCH_{name.upper()} must be at least 1")
@@ -150,8 +170,10 @@ class Settings:
                 raise ConfigError(f"WORKBENCH_{name.upper()} cannot be negative")
         if self.auth_cache_seconds < 0 or self.auth_cache_seconds > 300:
             raise ConfigError("WORKBENCH_AUTH_CACHE_SECONDS must be between 0 and 300")
-        if self.client_stall_seconds <= 0 or self.body_seconds <= 0:
-            raise ConfigError("WORKBENCH_CLIENT_STALL_SECONDS and WORKBENCH_BODY_SECONDS must be above 0")
+        if min(self.client_stall_seconds, self.body_seconds, self.send_seconds) <= 0:
+            raise ConfigError("WORKBENCH_CLIENT_STALL_SECONDS, _BODY_SECONDS and _SEND_SECONDS must be above 0")
+        if self.answer_room_bytes < 0 or self.ready_margin_bytes < 0:
+            raise ConfigError("WORKBENCH_ANSWER_ROOM_BYTES and WORKBENCH_READY_MARGIN_BYTES cannot be negative")
         if self.heavy_compute_seconds <= 0:
             raise ConfigError("WORKBENCH_HEAVY_COMPUTE_SECONDS must be above 0")
         if self.heavy_compute_concurrency < 0 or self.heavy_compute_wait_seconds < 0:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import secrets
 from dataclasses import dataclass
 
@@ -67,3 +68,12 @@ def parse_scopes(text: str) -> frozenset[str]:
 
 def new_learner_id() -> str:
     return "web-" + secrets.token_urlsafe(12)
+
+
+def block_of(address: str) -> str:
+    """The network an address belongs to, for fair shares and quotas: its /24 (IPv4) or /48 (IPv6)."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return f"address:{address}"
+    return "block:" + str(ipaddress.ip_network(f"{ip}/{24 if ip.version == 4 else 48}", strict=False))

@@ -28,6 +28,11 @@ EVENTS = Counter("workbench_events_total", "Events by outcome", ["outcome"])  # 
 CONFLICTS = Counter("workbench_event_conflicts_total", "Requests refused with 409 (same id, other content)")
 UNAVAILABLE = Counter("workbench_unavailable_total", "Responses 503: the database did not answer")
 QUOTA_REFUSALS = Counter("workbench_quota_refusals_total", "Writes refused by a storage quota (429 or 413)", ["quota"])
+QUOTA_ALARMS = Counter(
+    "workbench_quota_alarms_total",
+    "Writes past a quota that alarms instead of refusing (the web platform's)",
+    ["quota"],
+)
 RATELIMIT_STORAGE_TROUBLE = Counter(
     "workbench_ratelimit_storage_trouble_total",
     "Rate-limit store errors (limits then continue per worker, in memory)",

@@ -4,6 +4,7 @@ import pytest
 
 from service.app import create_app
 from service.config import ConfigError, Settings
+from service.db.migrate import upgrade
 
 
 def test_healthz_answers_without_the_database():
@@ -191,3 +192,38 @@ def test_bad_settings_stop_start_up_with_a_clear_message(env, message):
     with pytest.raises(ConfigError, match=None) as info:
         Settings.load(environ=env)
     assert message in str(info.value)
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 12 MB filesystem of its own (tmpfs): what the database's disk has left is real."""
+    import subprocess
+
+    where = tmp_path / "disk"
+    where.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12m", "tmpfs", str(where)], capture_output=True).returncode:
+        pytest.skip("mounting a small filesystem needs root (CI runs as root)")
+    yield where
+    subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def test_readyz_is_not_ready_while_the_disk_cannot_take_one_maximal_request_and_ready_after(small_disk):
+    """The watermark: a 1 MB body may write 4 MB, and a 1 MB margin; with less room free than that
+    the instance says not ready (a balancer sends learners elsewhere before their events fail)."""
+    import os
+
+    url = f"sqlite:///{small_disk / 'workbench.db'}"
+    upgrade(url)
+    app = create_app({"env": "testing", "database_url": url, "max_content_length": 1 << 20,
+                      "ready_margin_bytes": 1 << 20})  # fmt: skip
+    client = app.test_client()
+    assert client.get("/readyz").status_code == 200
+    filler = small_disk / "filler"
+    free = os.statvfs(small_disk).f_bavail * os.statvfs(small_disk).f_frsize
+    filler.write_bytes(b"\0" * (free - 4 * (1 << 20)))  # 4 MB left: under the 5 MB watermark
+    refused = client.get("/readyz")
+    assert refused.status_code == 503 and refused.headers["Retry-After"].isdigit()
+    assert "one maximal request" in refused.json["detail"]  # loopback: the operator reads why
+    filler.unlink()
+    assert client.get("/readyz").status_code == 200
+    app.extensions["db"].dispose()

@@ -11,7 +11,7 @@ from ..db import analytics as q
 from ..db.analytics.item_statistics import item_statistics
 from ..db.stores import store_of
 from ..edge.problems import Problem
-from ..i18n import current
+from ..i18n import current, translate
 from ..lessons import Lesson
 from ..lessons.parameters import PARAMETERS
 from . import cursors
@@ -66,7 +66,12 @@ def _kept(count: int | None, learners: int) -> int | None:
 
 
 def _window(args) -> q.Window:
-    """The request's date range; 'from' must come before 'to'."""
+    """The request's date range: within the dates every store holds, 'from' before 'to'."""
+    for field, key in (("from", "from_"), ("to", "to")):
+        when = args[key]
+        if when is not None and not q.EARLIEST <= when < q.LATEST:
+            said = f"must be from {q.EARLIEST:%Y-%m-%d} up to {q.LATEST:%Y-%m-%d} (UTC), the dates analytics hold"
+            raise Problem(422, f"'{field}' {said}; got {when.isoformat()}", errors={field: [said]})
     if args["from_"] and args["to"] and args["from_"] >= args["to"]:
         raise Problem(422, "'from' must be before 'to'", errors={"from": ["must be before 'to'"]})
     return q.Window(args["from_"], args["to"])
@@ -126,7 +131,8 @@ class Items(MethodView):
         _catch_up()
         with _conn() as conn:
             sums = conn.item_sums(principal.platform_id, lesson.id)
-        return item_statistics(lesson, sums, _k(), lesson.in_locale(current()))
+        locale = current()
+        return item_statistics(lesson, sums, _k(), lesson.in_locale(locale), lambda text: translate(text, locale))
 
 
 @blp.route("/lessons/<string:lesson_id>/durations")

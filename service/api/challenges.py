@@ -28,6 +28,7 @@ from ..exercise.diagnose import traces_per_diagnosis
 from ..i18n import speaker
 from ..text import N_
 from .attention import shortcut
+from .attention.caps import most
 from .auth import authorized, needs
 from .schemas.exercises import AnswersSchema, ChallengeSchema, NewChallengeSchema, VerdictSchema
 from .smorest import JSON_BODY_ERRORS, Blueprint
@@ -47,7 +48,10 @@ SOLVED = N_("this challenge is already solved; ask for a new one to check again"
 
 def verification_cells(req: EdgeRequest) -> int | None:
     """What checking the answers charges: for each answer, one trace's cells for the correct result
-    and each combination of mistakes the checker may try (measured on the answer's own shapes)."""
+    and each combination of mistakes the checker may try (measured on the answer's own shapes); a
+    body too large to parse here, as the largest trace checked that way."""
+    if not req.parsed:
+        return most(req.app.extensions["settings"]) * traces_per_diagnosis(True, True)
     try:
         total = 0
         for answer in req.data["answers"]:

@@ -13,7 +13,7 @@ from flask.views import MethodView
 from ..db.events import Counted, EventConflict, NewEvent, record_events, stored_bytes
 from ..db.quotas import Stored
 from ..edge import JSON, Answer, EdgeRequest, answer_fast
-from ..edge.caller import CALLER
+from ..edge.caller import CALLER, Caller
 from ..edge.json_codec import dumps_bytes
 from ..edge.problems import Problem
 from ..identity import Principal
@@ -21,6 +21,7 @@ from ..lessons import Lesson
 from ..lessons.items import PHASES
 from ..lessons.prediction import PREDICTIONS
 from ..observability import EVENTS
+from ..text import N_
 from . import storage
 from .auth import authorized, needs
 from .schemas.event import EventSchema
@@ -206,15 +207,40 @@ def _named(problem: Problem, alone: bool) -> Problem:
 
 
 def record(
-    app: Flask, principal: Principal, session: dict[str, Any], events: list[dict[str, Any]], alone: bool = False
+    app: Flask, principal: Principal, caller: Caller, events: list[dict[str, Any]], alone: bool = False
 ) -> tuple[int, dict]:
     """Check loaded events against their lessons, the caller and the storage quotas, store them
     exactly once, and answer (status, body); a Problem for what is refused, before anything is
     stored."""
     try:
-        return _record(app, principal, events, storage.counted(app, session))
+        if storage.anonymous_learner(caller):
+            within_a_sessions_limits(app.extensions["settings"], events)
+        return _record(app, principal, events, storage.counted(app, caller))
     except Problem as refused:
         raise _named(refused, alone) from None
+
+
+def within_a_sessions_limits(settings: Any, events: list[dict[str, Any]]) -> None:
+    """A browser session anyone may start sends a few small events at a time: 413 past its batch
+    or data size (a platform's key sends up to max_batch_events, each with MAX_DATA_BYTES)."""
+    most, biggest = settings.session_batch_events, settings.session_data_bytes
+    if len(events) > most:
+        raise Problem(
+            413,
+            N_("a browser session sends at most %(limit)d events at once; this batch has %(count)d"),
+            args={"limit": most, "count": len(events)},
+            extra={"limit": most},
+        )
+    for i, e in enumerate(events):
+        size = len(dumps_bytes(e.get("data") or {}))
+        if size > biggest:
+            raise Problem(
+                413,
+                N_("a browser session's event data is at most %(limit)d bytes of JSON; event %(index)d has %(size)d"),
+                args={"limit": biggest, "index": i + 1, "size": size},
+                errors={f"events.{i}.data": [f"at most {biggest} bytes of JSON from a browser session"]},
+                extra={"limit": biggest},
+            )
 
 
 def _record(app: Flask, principal: Principal, events: list[dict[str, Any]], counting: Counted) -> tuple[int, dict]:
@@ -272,7 +298,7 @@ def fast(req: EdgeRequest) -> Answer | None:
     except NOT_SURE:
         return None
     try:
-        status, body = record(app, who.principal, who.session, events, sent_alone(req.data))
+        status, body = record(app, who.principal, who, events, sent_alone(req.data))
     except EventConflict as exc:
         raise conflict(exc) from None
     return Answer(status, dumps_bytes(body))
@@ -333,8 +359,7 @@ class Events(MethodView):
         principal = authorized()
         try:
             alone = sent_alone(request.environ.get(JSON))
-            session = request.environ[CALLER].session
-            status, body = record(current_app, principal, session, args["events"], alone)
+            status, body = record(current_app, principal, request.environ[CALLER], args["events"], alone)
         except EventConflict as exc:
             raise conflict(exc) from None
         return current_app.response_class(dumps_bytes(body), status=status, mimetype="application/json")

@@ -23,7 +23,7 @@ from ..edge.problems import Problem
 from ..exercise.diagnose import MISTAKES, diagnose, traces_per_diagnosis
 from ..i18n import speaker
 from . import storage
-from .attention.caps import cost
+from .attention.caps import cost, most
 from .auth import authorized, needs
 from .schemas.exercises import CheckResultSchema, CheckSchema, MistakesSchema
 from .smorest import JSON_BODY_ERRORS, Blueprint
@@ -90,7 +90,10 @@ BUNDLES: dict[str, tuple[str, ...]] = {
 
 def diagnosis_cells(req: EdgeRequest) -> int | None:
     """What a diagnosis charges: one trace's cells for the correct result and each combination of
-    mistakes it tries (the largest case tries a few hundred)."""
+    mistakes it tries (the largest case tries a few hundred); a body too large to parse here, the
+    most a diagnosis may cost."""
+    if not req.parsed:
+        return most(req.app.extensions["settings"]) * traces_per_diagnosis(True, False)
     try:
         case = req.data["case"]
         tokens, heads, causal = case["tokens"], case["heads"], case.get("causal", True)
@@ -150,7 +153,7 @@ def _record(platform_id: int, learner: str, case: dict[str, Any], result) -> Non
     case and could have copied the numbers; a challenge (random cases) is what verifies."""
     kept = {"tokens": case["tokens"].tolist(), "heads": case["heads"], "causal": case["causal"]}
     stored = [Stored(learner, ROW_BYTES + len(dumps_bytes(kept)))]
-    counting = storage.counted(current_app, request.environ[CALLER].session)
+    counting = storage.counted(current_app, request.environ[CALLER])
     storage.check(current_app, platform_id, stored, counting)
     with current_app.extensions["db"].write() as session:
         challenges_db.add_check(

@@ -15,16 +15,31 @@ def healthz():
     return jsonify(status="ok")
 
 
+def needed_room(settings) -> int:
+    """What one maximal request may write (its body four times over: the rows, their index
+    entries, the WAL's copy) and the configured margin: a search engine's flood-stage watermark."""
+    return 4 * settings.max_content_length + settings.ready_margin_bytes
+
+
+def _room_for_a_request(free: int | None, settings) -> None:
+    if free is not None and free < needed_room(settings):
+        raise DatabaseUnavailable(
+            f"{free:,} bytes free where the database is, under the {needed_room(settings):,} one maximal request "
+            "may need with the margin (WORKBENCH_READY_MARGIN_BYTES)"
+        )
+
+
 @blp.get("/readyz")
 def readyz():
     """Ready: the database answers and takes a write that needs room (503 with Retry-After
     otherwise: it does not answer, its disk is full, it is read-only). An operator (the metrics
     token, else loopback) also reads why, and whether rate limits are shared; anyone else reads
     only whether it is ready."""
-    db = current_app.extensions["db"]
+    db, settings = current_app.extensions["db"], current_app.extensions["settings"]
     try:
         db.ping()
         db.takes_writes()
+        _room_for_a_request(db.free_bytes(), settings)
     except DatabaseUnavailable as exc:
         detail = f"the database does not take writes: {exc}" if operator() else "not ready"
         raise Problem(503, detail, headers={"Retry-After": "2"}, slug="not-ready") from None

@@ -53,6 +53,8 @@ def cells(req: EdgeRequest) -> int | None:
     heads switched off, measuring their scores again, unless that is measured already (each head
     alone at build time, any other set once per worker): switching heads off and on is then free."""
     model = registry().get(req.view_args.get("model_id", ""))
+    if model is not None and not req.parsed:  # a body too large to parse here: the model's longest text
+        return model.cells("x" * model.context) + model.ablation_cells
     text = req.data.get("text") if isinstance(req.data, dict) else None
     if model is None or not isinstance(text, str):
         return None  # the view says what is wrong

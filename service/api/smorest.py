@@ -75,12 +75,14 @@ def _matrix_schema(self, field, **kwargs) -> dict:
 # is the server): strings in paths, queries and headers hold no control character (the edge
 # refuses a URL with one), and members that exclude each other.
 CONTROL_FREE = "^[^\\u0000-\\u001F\\u007F]*$"
+ANALYTICS_YEARS = "^(19|2[0-2])[0-9]{2}-"  # a date in a query: 1900 to 2299, what every analytics store holds
 EXCLUSIVE = {  # component -> members a request may not send together
     "AttentionRequest": ["latent", "kv_heads"],
     "CompareRequest": ["latent", "kv_heads"],
     "DecodeRequest": ["latent", "kv_heads"],
     "CacheRequest": ["latent", "kv_heads"],
 }
+NOT_EMPTY = ("Output",)  # components a request must send at least one member of (the checker needs one)
 
 
 def _exclusive_bounds(self, field, **kwargs) -> dict:
@@ -133,6 +135,8 @@ class Api(flask_smorest.Api):
                 schema = parameter.get("schema", {})
                 if schema.get("type") == "string" and not schema.keys() & {"pattern", "enum", "format"}:
                     schema["pattern"] = CONTROL_FREE
+                elif schema.get("format") == "date-time":
+                    schema["pattern"] = ANALYTICS_YEARS
         schemas = spec.get("components", {}).get("schemas", {})
         for schema in schemas.values():
             for name, member in schema.get("properties", {}).items():
@@ -142,6 +146,9 @@ class Api(flask_smorest.Api):
         for name, members in EXCLUSIVE.items():
             if name in schemas:
                 schemas[name]["not"] = {"required": members}
+        for name in NOT_EMPTY:
+            if name in schemas:
+                schemas[name]["minProperties"] = 1
         self._caps(schemas)
         lesson = schemas.get("Event", {}).get("properties", {}).get("lesson")
         if lesson is not None:  # the lessons this server has

@@ -12,15 +12,29 @@ from flask import Flask
 
 from ..db import quotas
 from ..db.events import Counted
+from ..edge.caller import Caller
 from ..edge.problems import Problem
-from ..observability import QUOTA_REFUSALS
+from ..identity import WEB_PLATFORM, block_of
+from ..observability import QUOTA_ALARMS, QUOTA_REFUSALS
 from ..text import N_
 
 
-def counted(app: Flask, session: dict[str, Any] | None) -> Counted:
-    """What a request's writes count against: the app's quotas and the caller's browser session."""
-    sid = (session or {}).get("sid")
-    return Counted(app.extensions["quotas"], quotas.session_subject(sid if isinstance(sid, str) else None))
+def counted(app: Flask, caller: Caller) -> Counted:
+    """What a request's writes count against: the app's quotas, the caller's browser session and,
+    for a browser session without a platform's launch (anyone can start one), its network, with the
+    web platform's own quota an alarm rather than a refusal."""
+    sid = caller.session.get("sid")
+    session = quotas.session_subject(sid if isinstance(sid, str) else None)
+    if not anonymous_learner(caller):
+        return Counted(app.extensions["quotas"], session)
+    network = quotas.network_subject(block_of(caller.address.removeprefix("address:")))
+    return Counted(app.extensions["quotas"], session, network, frozenset({"platform"}))
+
+
+def anonymous_learner(caller: Caller) -> bool:
+    """A browser learner of the web platform: a session anyone may start, no platform's launch."""
+    who = caller.principal
+    return who is not None and who.learner is not None and who.platform == WEB_PLATFORM
 
 
 def check(app: Flask, platform_id: int, rows: list[quotas.Stored], counting: Counted) -> None:
@@ -28,20 +42,23 @@ def check(app: Flask, platform_id: int, rows: list[quotas.Stored], counting: Cou
     past a quota (as if every row were new: a replay is checked too, and not counted after)."""
     if not counting.quotas or not rows:
         return
-    wanted, now = quotas.demand(platform_id, rows, counting.session), time.time()
+    wanted, now = quotas.demand(platform_id, rows, counting.session, counting.network), time.time()
     seen: quotas.Seen = app.extensions["quota_seen"]
     if not seen.clear(counting.quotas, wanted, now):  # near a quota, or not read lately: read
         try:
             with app.extensions["db"].reader.connect() as conn:
-                seen.remember(quotas.check(conn, counting.quotas, wanted, now), now)
+                read, alarmed = quotas.check(conn, counting.quotas, wanted, now, counting.alarms)
         except quotas.QuotaExceeded as over:
             raise refusal(over) from None
+        seen.remember(read, now)
+        for passed in alarmed:
+            QUOTA_ALARMS.labels(passed.quota.name).inc()
     seen.let_through(counting.quotas, wanted, now)
 
 
 def count_in(conn: Any, platform_id: int, rows: list[quotas.Stored], counting: Counted) -> None:
     """Count rows stored outside the events' own write (exercise checks), in their transaction."""
-    wanted = quotas.demand(platform_id, rows, counting.session)
+    wanted = quotas.demand(platform_id, rows, counting.session, counting.network)
     quotas.add_usage(conn, quotas.usage_rows(counting.quotas, wanted, time.time()))
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import sqlite3
 import threading
 import time
@@ -165,6 +166,12 @@ class Database:
             self._probe_failure = self._probe()
         if self._probe_failure:
             raise DatabaseUnavailable(self._probe_failure)
+
+    def free_bytes(self) -> int | None:
+        """Free space where the SQLite file lives (None: a server's, which its write probe speaks for)."""
+        if self.sqlite_file is None:
+            return None
+        return shutil.disk_usage(os.path.dirname(os.path.abspath(self.sqlite_file)) or ".").free
 
     def _probe(self) -> str | None:
         key = os.urandom(16).hex()

@@ -7,8 +7,11 @@ most what they carry: one batch each.
 
 Usage lives in `storage_usage`, one row per (subject, window): the subject names the learner
 (`learner:<platform>:<id>`, deleted when the learner is erased), the session (a hash of its id,
-never the id) or the platform; windows are whole periods since the epoch, so every worker agrees
-on where a day begins. `workbench db maintain` deletes windows that have ended."""
+never the id), the network a browser session without a platform's launch writes from (a hash of
+its /24 or /48: sessions are free to start, an address is not) or the platform; windows are whole
+periods since the epoch, so every worker agrees on where a day begins. A quota of an `alarms` kind
+is counted and reported, not refused: the web platform's is shared by every anonymous learner, so
+one who fills it must not refuse everyone else. `workbench db maintain` deletes windows that have ended."""
 
 from __future__ import annotations
 
@@ -21,14 +24,14 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-KINDS = ("learner", "session", "platform")
+KINDS = ("learner", "session", "network", "platform")
 MEASURES = ("events", "bytes")
 ROW_BYTES = 256  # what a stored row costs besides its own data: ids, times, hashes, index entries
 
 
 @dataclass(frozen=True)
 class Quota:
-    kind: str  # learner | session | platform
+    kind: str  # learner | session | network | platform
     measure: str  # events | bytes
     amount: int
     seconds: int  # the period
@@ -79,11 +82,18 @@ def session_subject(sid: str | None) -> str | None:
     return f"session:{hashlib.sha256(sid.encode()).hexdigest()[:32]}" if sid else None
 
 
+def network_subject(block: str) -> str:
+    """A network's subject (`identity.block_of`): a hash, so no address is stored."""
+    return f"network:{hashlib.sha256(block.encode()).hexdigest()[:32]}"
+
+
 def learner_subject(platform_id: int, learner: str) -> str:
     return f"learner:{platform_id}:{learner}"
 
 
-def demand(platform_id: int, rows: Iterable[Stored], session: str | None) -> dict[tuple[str, str], tuple[int, int]]:
+def demand(
+    platform_id: int, rows: Iterable[Stored], session: str | None, network: str | None = None
+) -> dict[tuple[str, str], tuple[int, int]]:
     """(kind, subject) -> (events, bytes) that `rows` would add."""
     totals: dict[tuple[str, str], list[int]] = {}
     for row in rows:
@@ -92,6 +102,8 @@ def demand(platform_id: int, rows: Iterable[Stored], session: str | None) -> dic
             subjects.append(("learner", learner_subject(platform_id, row.learner)))
         if session is not None:
             subjects.append(("session", session))
+        if network is not None:
+            subjects.append(("network", network))
         for key in subjects:
             total = totals.setdefault(key, [0, 0])
             total[0] += 1
@@ -153,16 +165,21 @@ Wanted = dict[tuple[str, str], tuple[int, int]]  # (kind, subject) -> (events, b
 
 
 def check(
-    conn: Connection, quotas: tuple[Quota, ...], wanted: dict[tuple[str, str], tuple[int, int]], now: float
-) -> dict[Key, tuple[int, int]]:
+    conn: Connection,
+    quotas: tuple[Quota, ...],
+    wanted: dict[tuple[str, str], tuple[int, int]],
+    now: float,
+    alarms: frozenset[str] = frozenset(),
+) -> tuple[dict[Key, tuple[int, int]], list[QuotaExceeded]]:
     """Raise QuotaExceeded for the first quota `wanted` would pass (a request too large for any
-    period first, then the one whose period ends last); else what each subject's window holds."""
+    period first, then the one whose period ends last); else what each subject's window holds, and
+    the quotas of the `alarms` kinds it passes (counted, never refused)."""
     relevant = [(q, subject, asked) for (kind, subject), asked in wanted.items() for q in quotas if q.kind == kind]
     if not relevant:
-        return {}
+        return {}, []
     for q, _, (events, size) in relevant:
         asked = events if q.measure == "events" else size
-        if asked > q.amount:
+        if asked > q.amount and q.kind not in alarms:
             raise QuotaExceeded(q, 0, asked, 0)
     keys = sorted({(subject, q.seconds, q.window(now)) for q, subject, _ in relevant})
     used = _read(conn, keys)
@@ -172,9 +189,10 @@ def check(
         have, asked = (had[0], events) if q.measure == "events" else (had[1], size)
         if have + asked > q.amount:
             passed.append(QuotaExceeded(q, have, asked, max(1, int(q.window(now) + q.seconds - now + 0.999))))
-    if passed:
-        raise max(passed, key=lambda e: e.retry_after)
-    return {key: used.get(key, (0, 0)) for key in keys}
+    refused = [e for e in passed if e.quota.kind not in alarms]
+    if refused:
+        raise max(refused, key=lambda e: e.retry_after)
+    return {key: used.get(key, (0, 0)) for key in keys}, [e for e in passed if e.quota.kind in alarms]
 
 
 READ_EVERY = 2.0  # seconds a process trusts what it last read of a subject

@@ -44,7 +44,7 @@ def store_of(app: Any) -> AnalyticsStore:
     if "analytics_store" not in app.extensions:
         url = app.extensions["settings"].analytics_url
         db = app.extensions["db"]
-        app.extensions["analytics_store"] = ClickHouseStore(url) if url else SqlStore(db)
+        app.extensions["analytics_store"] = ClickHouseStore(url, db) if url else SqlStore(db)
     return app.extensions["analytics_store"]
 
 

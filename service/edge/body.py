@@ -10,24 +10,21 @@ process shuts the reading side of sockets whose deadline passed): a trickling bo
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import re
 import socket
-import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import unquote_plus
 
 import orjson
 
+from ..server.deadlines import WATCHDOG
 from ..text import N_
 from .problems import Problem
 
 CHUNK = 65536
-TICK = 0.1  # seconds: how late a deadline may be acted on, at most
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 JSON_TYPE = re.compile(r"^application/(?:[\w.+-]+\+)?json\s*(?:;|$)", re.I)
 
@@ -46,59 +43,6 @@ def refuse_control_characters(environ: dict[str, Any]) -> None:
         raise Problem(
             400, "the URL holds a control character (such as %00); no path or query value may", slug="invalid-url"
         )
-
-
-class Watchdog:
-    """One thread per process that shuts the reading side of sockets whose deadline passed (a
-    read blocked on a trickling client then returns), instead of a timer thread per request."""
-
-    def __init__(self) -> None:
-        self._heap: list[tuple[float, int, socket.socket]] = []
-        self._live: set[int] = set()
-        self._ids = itertools.count()
-        self._wake = threading.Condition()
-        self._thread: threading.Thread | None = None
-
-    def arm(self, sock: socket.socket, seconds: float) -> int:
-        with self._wake:
-            if self._thread is None or not self._thread.is_alive():  # one per process, after any fork
-                self._thread = threading.Thread(target=self._run, name="body-deadlines", daemon=True)
-                self._thread.start()
-            ticket = next(self._ids)
-            due = time.monotonic() + seconds
-            # The thread sleeps until the earliest entry's time; woken only when this one is sooner.
-            sooner = not self._heap or due < self._heap[0][0]
-            heapq.heappush(self._heap, (due, ticket, sock))
-            self._live.add(ticket)
-            if sooner:
-                self._wake.notify()
-            return ticket
-
-    def disarm(self, ticket: int) -> None:
-        with self._wake:
-            self._live.discard(ticket)
-
-    def _run(self) -> None:
-        with self._wake:
-            while True:
-                if not self._heap:
-                    self._wake.wait()
-                    continue
-                due = self._heap[0][0]
-                if due > time.monotonic():
-                    # At most one wake a TICK: a deadline of seconds may be a tenth of a second late.
-                    self._wake.wait(max(due - time.monotonic(), TICK))
-                    continue
-                now = time.monotonic()
-                while self._heap and self._heap[0][0] <= now:  # every entry that is due, at once
-                    _, ticket, sock = heapq.heappop(self._heap)
-                    if ticket in self._live:  # else disarmed: its request finished in time
-                        self._live.discard(ticket)
-                        with suppress(OSError):
-                            sock.shutdown(socket.SHUT_RD)
-
-
-WATCHDOG = Watchdog()
 
 
 @contextmanager

@@ -10,9 +10,12 @@ for bodies of `EARLY_BYTES` or more from that network (the edge refuses those un
 
 from __future__ import annotations
 
-import ipaddress
 import threading
 import time
+
+from ..identity import block_of
+
+__all__ = ["EARLY_BYTES", "block_of", "refusal_for", "remember"]
 
 EARLY_BYTES = 16384  # bodies this large from a network past its share are refused unread (service/edge/limits.py)
 MAX_KEPT = 65536  # remembered refusals; past this the expired go, then the oldest
@@ -42,12 +45,3 @@ def refusal_for(address: str, anonymous: bool, large: bool) -> tuple[int, int, s
             if found is not None and found[0] > now:
                 return found[1], max(1, int(found[0] - now + 0.999)), found[2]
     return None
-
-
-def block_of(address: str) -> str:
-    """The network an address belongs to for fair shares: its /24 (IPv4) or /48 (IPv6)."""
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return f"address:{address}"
-    return "block:" + str(ipaddress.ip_network(f"{ip}/{24 if ip.version == 4 else 48}", strict=False))

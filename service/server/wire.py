@@ -28,6 +28,26 @@ def busy_network(seconds: float) -> bytes:
     )
 
 
+def full_of_bodies() -> bytes:
+    return refusal(
+        503,
+        b"Service Unavailable",
+        b"this server is receiving as many request bodies as it holds at once; try again shortly",
+        slug=b"busy",
+        retry_after=1,
+    )
+
+
+def holds(buffer: bytes | bytearray) -> int:
+    """The bytes a request in `buffer` will hold once whole: its headers and a declared body, or
+    what has arrived of a chunked one (0 until its headers are in)."""
+    end = buffer.find(HEADERS_END)
+    if end < 0:
+        return 0
+    length = CONTENT_LENGTH.search(bytes(buffer[:end]).lower())
+    return max(len(buffer), end + len(HEADERS_END) + int(length.group(1))) if length else len(buffer)
+
+
 def late_body(seconds: float) -> bytes:
     return refusal(
         408, b"Request Timeout", b"the request did not arrive within %g s; send it whole, without pauses" % seconds

@@ -28,13 +28,25 @@ from gunicorn.http.unreader import SocketUnreader
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
 from ..config import Settings
+from .answers import Budget, HeldAnswer
 from .penalties import block_of
-from .wire import CONTINUE, arrived, busy_network, continue_now, early_answer, late_body, repeated_refusal
+from .wire import (
+    CONTINUE,
+    arrived,
+    busy_network,
+    continue_now,
+    early_answer,
+    full_of_bodies,
+    holds,
+    late_body,
+    repeated_refusal,
+)
 
 READ = 1 << 20  # one recv takes what has arrived, up to this: each recv is a GIL release and re-acquire
 PIECE = 65536  # what a thread's parser is handed from the held bytes at a time (one recv's worth)
 LINGER_SECONDS = 2.0  # a connection the main loop answered and closes: how long it drains the client's bytes
 LINGER_BYTES = 1 << 20  # and how many at most
+REQUESTS_PER_CONNECTION = 100  # then the connection closes after its answer (nginx's keepalive_requests)
 
 
 class HeldUnreader(SocketUnreader):
@@ -73,9 +85,9 @@ class HeldUnreader(SocketUnreader):
 class CountedConn(TConn):
     """A connection that gives its address's place back when it closes, once."""
 
-    def __init__(self, cfg, sock, client, server, places: dict):
+    def __init__(self, cfg, sock, client, server, places: dict, budget: Budget):
         super().__init__(cfg, sock, client, server)
-        self.places = places
+        self.places, self.budget = places, budget
         self.address = client[0] if isinstance(client, tuple) else str(client)
         self.buffered = bytearray()
         self.deadline = 0.0
@@ -83,8 +95,16 @@ class CountedConn(TConn):
         self.counted = True
         self.network: str | None = None  # its thread share's group (None: a trusted proxy, no share)
         self.in_thread = False
+        self.reserved = 0  # bytes of the worker's budget its request holds (arriving, or in a thread)
+        self.served = 0  # requests answered on this connection
+        self.answer: bytearray | None = None  # what the thread wrote, for the main loop to send
+        self.outgoing = memoryview(b"")
+        self.sending = 0  # the bytes of the answer being sent, held in the budget
+        self.after = None  # the thread's result, acted on once the answer is sent
 
     def close(self, graceful=False):
+        self.budget.give(self.reserved + self.sending)
+        self.reserved = self.sending = 0
         if self.counted:
             self.counted = False
             self.places[self.address] -= 1
@@ -98,6 +118,10 @@ class BufferingWorker(ThreadWorker):
         settings = Settings.load()
         self.body_limit = settings.max_content_length
         self.body_seconds = settings.body_seconds
+        self.stall_seconds, self.send_seconds = settings.client_stall_seconds, settings.send_seconds
+        self.answer_room = settings.answer_room_bytes
+        self.budget = Budget(settings.client_bytes_per_worker)  # bodies arriving, answers not yet sent
+        self.sending: dict[CountedConn, None] = {}  # answers the main loop is sending, oldest first
         self.per_address = settings.connections_per_address
         trusted = self.cfg.forwarded_allow_ips
         self.trusted = set(trusted if isinstance(trusted, list) else str(trusted).split(","))
@@ -131,7 +155,7 @@ class BufferingWorker(ThreadWorker):
             return
         self.places[address] += 1
         self.nr_conns += 1
-        conn = CountedConn(self.cfg, client_sock, client_addr, listener.getsockname(), self.places)
+        conn = CountedConn(self.cfg, client_sock, client_addr, listener.getsockname(), self.places, self.budget)
         if address not in self.trusted and "*" not in self.trusted:
             conn.network = block_of(address)
         self.enqueue_req(conn)
@@ -161,6 +185,24 @@ class BufferingWorker(ThreadWorker):
         self.arriving[conn] = None
         self.poller.register(conn.sock, selectors.EVENT_READ, partial(self.on_arriving, conn))
 
+    def handle_request(self, req, conn):
+        """In the thread: every request gets the stall timeout, and its answer is written into
+        memory for the main loop to send (`HeldAnswer`); one too large for its room is written
+        here, within the send deadline. After REQUESTS_PER_CONNECTION the connection closes."""
+        conn.sock.settimeout(self.stall_seconds)  # a send or a read that makes no progress this long fails
+        answer = HeldAnswer(conn.sock, self.budget.room(self.answer_room), self.send_seconds)
+        real, conn.sock = conn.sock, answer
+        conn.served += 1
+        try:
+            keep = super().handle_request(req, conn)
+        finally:
+            conn.sock = real
+            answer.done()
+        if answer.held:
+            self.budget.hold(len(answer.held))  # counted at once: the room of the answers after it shrinks
+            conn.answer = answer.held
+        return keep and conn.served < REQUESTS_PER_CONNECTION
+
     def finish_request(self, conn, fs):
         unreader = conn.parser.unreader if conn.parser is not None else None
         if isinstance(unreader, HeldUnreader):
@@ -168,7 +210,45 @@ class BufferingWorker(ThreadWorker):
         if getattr(conn, "in_thread", False):
             self._thread_freed(conn.network)
             conn.in_thread = False
-        super().finish_request(conn, fs)
+        self.budget.give(getattr(conn, "reserved", 0))
+        conn.reserved = 0
+        held, conn.answer = getattr(conn, "answer", None), None
+        if held:
+            conn.outgoing, conn.after, conn.sending = memoryview(held), fs, len(held)
+            conn.sock.setblocking(False)
+            if not self._send_some(conn):
+                conn.deadline = time.monotonic() + self.send_seconds
+                self.sending[conn] = None
+                self.poller.register(conn.sock, selectors.EVENT_WRITE, partial(self.on_writable, conn))
+                return
+        self._sent(conn, fs)
+
+    def _send_some(self, conn) -> bool:
+        """Send what the socket takes now; True when the answer is all sent, or cannot be."""
+        try:
+            sent = conn.sock.send(conn.outgoing)
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:
+            conn.outgoing = memoryview(b"")
+            conn.after = None  # the client is gone: close
+            return True
+        conn.outgoing = conn.outgoing[sent:]
+        return not conn.outgoing
+
+    def on_writable(self, conn, client):
+        if self._send_some(conn):
+            self._forget(conn, self.sending)
+            self._sent(conn, conn.after)
+
+    def _sent(self, conn, fs) -> None:
+        """The answer is out (or cannot go): the thread's result decides the connection's next step."""
+        self.budget.give(conn.sending)
+        conn.outgoing, conn.after, conn.sending = memoryview(b""), None, 0
+        if fs is None:
+            self._close(conn)
+        else:
+            super().finish_request(conn, fs)
 
     def _thread_freed(self, network: str) -> None:
         """A thread of `network`'s share is free: its next waiting request takes it."""
@@ -202,6 +282,11 @@ class BufferingWorker(ThreadWorker):
             self._close(conn)
             return
         conn.buffered += self.scratch[:size]
+        need = holds(conn.buffered) - conn.reserved
+        if need > 0 and not self.budget.take(need):  # past the bytes this worker holds for clients
+            self._close_with(conn, full_of_bodies())
+            return
+        conn.reserved += max(0, need)
         if self._arrived(conn):
             self._forget(conn)
 
@@ -288,6 +373,9 @@ class BufferingWorker(ThreadWorker):
         for conn in [c for c in self.lingering if c.deadline <= now]:
             self._forget(conn, self.lingering)
             self._close(conn)
+        for conn in [c for c in self.sending if c.deadline <= now]:  # a client that does not read its answer
+            self._forget(conn, self.sending)
+            self._sent(conn, None)
         for network, waiting in list(self.turns.items()):
             while waiting and waiting[0].deadline <= now:  # its network's threads stayed busy too long
                 self._close_with(waiting.popleft(), busy_network(self.body_seconds))

@@ -400,3 +400,18 @@ def test_a_group_of_fewer_than_k_learners_is_still_hidden(client, make_key):
     client.post("/api/v1/events", json=event("only-one"), headers=headers)
     funnel = client.get(f"{A}/lessons/{LESSON}/funnel", headers=headers).json
     assert funnel["started"] is None  # one learner: hidden, not 1
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["from=9999-12-31T23:00:00Z", "to=9999-12-31T23:59:59Z", "from=1899-12-31T00:00:00Z", "from=0001-01-01T00:00:00Z"],
+)
+@pytest.mark.parametrize("path", ["/events/timeseries?bucket=week&", "/lessons/multi-head-attention/funnel?"])
+def test_a_date_no_store_holds_is_a_422_naming_the_range_never_a_500(client, analyst, query, path):
+    """A `from` near the year 9999 overflowed past the last day (500), and a date ClickHouse cannot
+    hold looked like an outage (503): every store answers for 1900 to 2300, and says so."""
+    refused = client.get(f"{A}{path}{query}", headers=analyst)
+    assert refused.status_code == 422 and refused.mimetype == "application/problem+json"
+    field = query.split("=")[0]
+    said = "must be from 1900-01-01 up to 2300-01-01 (UTC), the dates analytics hold"
+    assert refused.json["errors"] == {field: [said]}

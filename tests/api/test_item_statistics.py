@@ -81,7 +81,10 @@ def expected(events: list[dict], k: int) -> dict:
                 r = statistics.correlation(xs, ys)
             except statistics.StatisticsError:
                 r = None
-            rows[(item.id, phase)] = (len(pairs), round(sum(xs) / len(xs), 4), None if r is None else round(r, 4))
+            # The rate says how many were right: shown when the right and the wrong are each k or more, or none.
+            safe = sum(xs) in (0, len(xs)) or k <= sum(xs) <= len(xs) - k
+            rate = round(sum(xs) / len(xs), 4) if safe else None
+            rows[(item.id, phase)] = (len(pairs), rate, None if r is None or not safe else round(r, 4))
     n_pre = sum(i.asked_in("pre") for i in LESSON_ITEMS)
     n_post = sum(i.asked_in("post") for i in LESSON_ITEMS)
     complete = [
@@ -173,6 +176,47 @@ def test_an_erased_learner_leaves_the_figures(app, client, acme):
     assert client.delete("/api/v1/learners/learner-05", headers=acme).status_code == 200
     remaining = [e for e in events if e["learner"] != "learner-05"]
     assert_matches(figures(client, acme), expected(remaining, 5))
+
+
+def test_a_rare_number_answer_is_never_listed_and_no_hidden_count_is_a_difference(client, acme):
+    """Six learners answer 2 (right), five answer 4 and one answers 7 (wrong): 7 is never named, it
+    is counted with the other wrong answers, and since the learners, the right and the wrong are
+    shown, hiding that one count would not hide it: 4's count is hidden too."""
+    responses = [2] * 6 + [4] * 5 + [7]
+    post_all(client, acme, [answer(f"learner-{n}", "head-width", r, "pre", n) for n, r in enumerate(responses)])
+    row = next(r for r in figures(client, acme)["items"] if (r["id"], r["phase"]) == ("head-width", "pre"))
+    assert (row["learners"], row["correct_rate"]) == (12, 0.5)
+    assert {c["id"]: (c["count"], c["correct"]) for c in row["choices"]} == {
+        "2.0": (6, True),
+        "4.0": (None, False),
+        "other-wrong": (None, False),
+    }
+    assert [c["text"] for c in row["choices"] if c["id"] == "other-wrong"] == ["other wrong answers"]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_no_shown_figure_identifies_fewer_than_k_learners(client, acme, seed):
+    """Over a cohort: every count shown is 0 or at least k; every number named was given by at
+    least k learners; and no hidden count is the difference of shown ones (within the learners,
+    and within the right and the wrong when the rate is shown, at least two are hidden or none)."""
+    k, events = 5, cohort(seed=seed, learners=11 + seed)
+    post_all(client, acme, events)
+    latest: dict[tuple[str, str, str], object] = {}
+    for e in sorted(events, key=lambda e: e["occurred_at"]):
+        latest[(e["learner"], e["item"], e["data"]["phase"])] = e["data"]["response"]
+    for row in figures(client, acme)["items"]:
+        if row["suppressed"]:
+            continue
+        given = [r for (_, i, p), r in latest.items() if (i, p) == (row["id"], row["phase"])]
+        for choice in row["choices"]:
+            assert choice["count"] is None or choice["count"] == 0 or choice["count"] >= k, (row["id"], choice)
+            if row["kind"] == "number" and not choice["id"].startswith("other-"):
+                assert sum(float(r) == float(choice["id"]) for r in given) >= k, (row["id"], choice)
+        groups = [row["choices"]]
+        if row["correct_rate"] is not None:
+            groups += [[c for c in row["choices"] if c["correct"]], [c for c in row["choices"] if not c["correct"]]]
+        for group in groups:
+            assert sum(c["count"] is None for c in group) != 1, (row["id"], row["phase"], row["choices"])
 
 
 def test_a_number_is_one_response_however_it_is_written(client, acme):

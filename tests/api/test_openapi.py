@@ -202,3 +202,12 @@ def test_fuzzed_requests_get_no_server_error_and_the_document_is_the_server(case
         case.validate_response(response, excluded_checks=[positive_data_acceptance])
     else:
         case.validate_response(response)
+
+
+def test_an_empty_output_is_refused_and_the_document_says_so(client, spec):
+    """The checker needs at least one of the output's parts: the document says `minProperties: 1`,
+    as the server refuses `{}` (a generated client then cannot build a body the server refuses)."""
+    assert spec["components"]["schemas"]["Output"]["minProperties"] == 1
+    body = {"case": {"tokens": [[1.0, 0.0], [0.0, 1.0]], "heads": 1}, "output": {}}
+    refused = client.post("/api/v1/exercises/multi-head-attention/check", json=body)
+    assert refused.status_code == 422 and refused.mimetype == "application/problem+json"

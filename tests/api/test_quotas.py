@@ -127,7 +127,7 @@ def test_one_anonymous_browser_session_cannot_flood_the_disk(quota_app):
     assert client.post("/api/v1/session").status_code in (200, 201)
 
     def batch():
-        events = [event(data={"note": "x" * 7000}) for _ in range(10)]
+        events = [event(data={"note": "x" * 3500}) for _ in range(10)]
         return {"events": [{k: v for k, v in e.items() if k != "learner"} for e in events]}  # the session's own
 
     statuses = [client.post(EVENTS, json=batch()).status_code for _ in range(10)]
@@ -135,6 +135,58 @@ def test_one_anonymous_browser_session_cannot_flood_the_disk(quota_app):
     assert stored(app)[1] <= 200_000
     over = client.post(EVENTS, json=batch())
     assert_quota_problem(over, 429, "session bytes")
+
+
+def session_from(app, address: str):
+    """A test client that is a new browser session from `address`."""
+    client = app.test_client()
+    client.environ_base["REMOTE_ADDR"] = address
+    assert client.post("/api/v1/session").status_code in (200, 201)
+    return client
+
+
+def own(*events):
+    return {"events": [{k: v for k, v in e.items() if k != "learner"} for e in events]}  # the session's own learner
+
+
+def test_sessions_started_from_one_network_cannot_refuse_another_learners_events(quota_app):
+    """The finding: browser sessions are free to start, each with its own session quota, and all of
+    them counted against the web platform's one daily quota, so a few addresses filled it and every
+    browser learner was refused until midnight UTC. Now the sessions of one network share a quota
+    of their own, and the web platform's is an alarm in the metrics, never a refusal."""
+    from prometheus_client import REGISTRY
+
+    app = quota_app(platform_events="30/day", network_events="20/day", session_events="1000/hour")
+    before = REGISTRY.get_sample_value("workbench_quota_alarms_total", {"quota": "platform events"}) or 0
+    refused = []
+    for net in ("203.0.113", "198.51.100", "192.0.2"):  # three networks, ten sessions each
+        for k in range(10):
+            answer = session_from(app, f"{net}.{k + 1}").post(EVENTS, json=own(event(), event(), event()))
+            refused.append(answer.status_code == 429)
+    assert refused.count(False) == 18  # six sessions of three events fit each network's twenty
+    learner = session_from(app, "100.64.0.9")  # another network, after the web platform's 30 are long passed
+    assert learner.post(EVENTS, json=own(event(), event())).status_code == 201
+    over = session_from(app, "203.0.113.77").post(EVENTS, json=own(event(), event(), event()))  # 18 + 3 > 20
+    assert_quota_problem(over, 429, "network events")
+    after = REGISTRY.get_sample_value("workbench_quota_alarms_total", {"quota": "platform events"}) or 0
+    assert after > before  # the operator is told the web platform went past its figure
+
+
+def test_a_browser_sessions_batches_and_data_are_far_smaller_than_a_platforms(quota_app):
+    app = quota_app()
+    browser, acme = session_from(app, "203.0.113.5"), key_for(app)
+    big_batch = own(*(event() for _ in range(51)))
+    refused = browser.post(EVENTS, json=big_batch)
+    assert refused.status_code == 413 and "at most 50 events" in refused.json["detail"]
+    big_data = browser.post(EVENTS, json=own(event(data={"note": "x" * 5000})))
+    assert big_data.status_code == 413 and big_data.json["errors"] == {
+        "events.0.data": ["at most 4096 bytes of JSON from a browser session"]
+    }
+    assert browser.post(EVENTS, json=own(*(event() for _ in range(50)))).status_code == 201
+    batch = {"events": [event("ada", data={"note": "x" * 5000}) for _ in range(51)]}
+    assert (
+        app.test_client().post(EVENTS, json=batch, headers=acme).status_code == 201
+    )  # a platform's key: its own limits
 
 
 def test_a_new_period_has_room_again(quota_app, monkeypatch):

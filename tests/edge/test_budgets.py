@@ -248,3 +248,41 @@ def test_a_network_past_its_share_is_refused_before_its_large_bodies_are_read(ap
     assert refused.status_code == 503 and refused.json["type"].endswith("/busy")
     assert flooder.post("/api/v1/attention", data=b"[1,", content_type="application/json").status_code == 400
     assert spend(flooder, {}, 1, body=WORKBENCH) == [200]  # free: never charged, never refused
+
+
+CHECK_OUTPUT = {"weights": [[[1.0]]], "head_outputs": [[[1.0]]], "concatenated": [[1.0]]}
+# A small body of each route that charges cells, and a budget that holds it twice but not three times
+# (attention measures a padded body in the background, at its real cost); the routes that cannot
+# measure one charge the most a request of theirs may cost, which the budget cannot hold with it.
+PADDED_ROUTES = {
+    "/api/v1/attention": (MID, "3000/minute"),
+    "/api/v1/attention/compare": ({**MID, "failure_mode": "no_scaling"}, "6000/minute"),
+    "/api/v1/attention/decode": ({"tokens": MID["tokens"][:4], "heads": 4}, "12000/minute"),
+    "/api/v1/exercises/multi-head-attention/check": (
+        {"case": {"tokens": [[1.0]], "heads": 1}, "output": CHECK_OUTPUT},
+        "12000/minute",
+    ),
+}
+
+
+@pytest.mark.parametrize("path", sorted(PADDED_ROUTES))
+def test_a_body_padded_past_what_the_edge_parses_is_charged(app_config, path):
+    """A 270 KB body of which 269 KB is white space is not parsed in a request thread; it was charged
+    nothing, and eight networks of them kept every other learner waiting. Now each route charges it:
+    attention what it measures in the background, the others the most they may cost."""
+    import json
+
+    body, budget = PADDED_ROUTES[path]
+    app = budget_app(app_config, client=budget)
+    client, acme = app.test_client(), key_for(app)
+    headers = {**acme, "Content-Type": "application/json"}
+    small = json.dumps(body)
+    assert client.post(path, data=small, headers=headers).status_code == 200
+    padded = small[:-1] + " " * 270_000 + "}"
+    assert len(padded) > app.extensions["settings"].background_parse_bytes
+    first = client.post(path, data=padded, headers=headers)
+    after = client.post(path, data=small, headers=headers)
+    charged = [first.status_code, after.status_code]
+    assert 429 in charged, (path, charged)  # the padded one was refused, or spent what the next one needed
+    refused = first if first.status_code == 429 else after
+    assert refused.json["type"].endswith("/compute-budget")

@@ -321,3 +321,123 @@ def test_an_upload_refused_while_it_is_still_sent_gets_its_answer(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+# -- answers nobody reads, pipelining, bodies in memory (issue 49) -------------------------------
+
+UNREAD = b"GET /api/docs/assets/swagger-ui-bundle.js HTTP/1.1\r\nHost: x\r\n\r\n" * 20  # 1.4 MB answers, pipelined
+
+
+def never_read(port: int, source: str, stop: threading.Event) -> None:
+    """Pipeline GETs of a large static file and never read an answer; reconnect when cut off."""
+    while not stop.is_set():
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(source, 0)) as conn:
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                conn.sendall(UNREAD)
+                stop.wait(120)
+        except OSError:
+            stop.wait(0.5)
+
+
+@pytest.mark.slow
+def test_health_answers_while_forty_connections_from_four_networks_never_read_their_answers(tmp_path):
+    """The finding: forty connections from four /24 networks pipelining GETs (the API reference's
+    assets, pages: no rate limit) and never reading held all 16 threads of the default server, so
+    /healthz answered 6 of 34 times. Now a thread writes its answer into memory and the main loop
+    sends it, within the send deadline; each connection's next request waits until it is sent."""
+    port = free_port()
+    proc = serve(SERVERS["make run (workbench serve)"](port), port, tmp_path)
+    stop = threading.Event()
+    sources = [f"127.0.{1 + k % 4}.{2 + k // 4}" for k in range(40)]
+    threads = [threading.Thread(target=never_read, args=(port, s, stop), daemon=True) for s in sources]
+    try:
+        for t in threads:
+            t.start()
+        time.sleep(2)
+        times = probe(f"http://127.0.0.1:{port}", 15)
+    finally:
+        stop.set()
+        proc.terminate()
+        proc.wait(timeout=30)
+    answered = [t for t in times if t is not None]
+    assert len(answered) >= 0.95 * len(times), f"{len(times) - len(answered)} of {len(times)} probes failed"
+
+
+def test_a_connection_serves_at_most_a_hundred_requests_then_closes(tmp_path):
+    """Pipelined requests per connection are bounded, as nginx's keepalive_requests: the hundredth
+    answer is the last, and the connection closes after it."""
+    port = free_port()
+    proc = serve(SERVERS["make run (workbench serve)"](port), port, tmp_path)
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+            conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n" * 150)
+            received = b""
+            while chunk := conn.recv(65536):
+                received += chunk
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert received.count(b"HTTP/1.1 200 ") == 100
+
+
+def rss_of_children(pid: int) -> int:
+    """The largest resident set of `pid`'s children (the workers), in bytes."""
+    children = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+    most = 0
+    for child in children:
+        try:
+            status = Path(f"/proc/{child}/status").read_text()
+        except OSError:
+            continue
+        kb = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
+        most = max(most, kb * 1024)
+    return most
+
+
+def send_slowly(port: int, source: str, answers: list[bytes]) -> None:
+    """A four-megabyte body in 64 KB pieces over about eight seconds, reading an answer as soon as
+    one comes (a refusal comes before the body is whole)."""
+    import select
+
+    head = b"POST /api/v1/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    head += b"Content-Length: 4000000\r\n\r\n"
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=30, source_address=(source, 0)) as conn:
+            conn.sendall(head)
+            piece = b" " * 65536
+            for sent in range(0, 4_000_000, 65536):
+                if select.select([conn], [], [], 0.13)[0]:
+                    break  # answered before the body was whole
+                conn.sendall(piece[: min(65536, 4_000_000 - sent)])
+            answers.append(conn.recv(400))
+    except OSError as exc:
+        answers.append(repr(exc).encode())
+
+
+@pytest.mark.slow
+def test_192_four_megabyte_bodies_in_flight_keep_the_worker_under_its_memory_budget(tmp_path):
+    """The finding: the main loop held every arriving body until it was whole; 192 connections from
+    12 addresses grew one worker from 114 to 517 MB. Now a worker holds at most
+    WORKBENCH_CLIENT_BYTES_PER_WORKER (128 MiB) of bodies and unsent answers; past it a new body is a
+    503 with Retry-After, and the worker stays under its 512 MiB."""
+    port = free_port()
+    command = ["env", "WORKBENCH_WORKERS=1", *SERVERS["make run (workbench serve)"](port)]
+    proc = serve(command, port, tmp_path)
+    answers: list[bytes] = []
+    sources = [f"127.0.9.{2 + k % 12}" for k in range(192)]
+    threads = [threading.Thread(target=send_slowly, args=(port, s, answers), daemon=True) for s in sources]
+    peak = 0
+    try:
+        for t in threads:
+            t.start()
+        while any(t.is_alive() for t in threads):
+            peak = max(peak, rss_of_children(proc.pid))
+            time.sleep(0.2)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert peak < 512 * 1024 * 1024, f"a worker reached {peak / 2**20:.0f} MiB"
+    refused = [a for a in answers if a.startswith(b"HTTP/1.1 503")]
+    assert refused and all(b"Retry-After" in a for a in refused)  # past the budget: told to come back
+    assert len(answers) == 192

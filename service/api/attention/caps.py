@@ -105,6 +105,14 @@ def _refuse(over: list[tuple[str, str, int, int]]) -> None:
     )
 
 
+def most(settings: Any) -> int:
+    """The cells the largest request within the caps costs: what a body too large to parse at the
+    edge is charged when its route cannot measure it in the background (a padded body pays as the
+    largest one, never nothing)."""
+    n, d_model = settings.max_tokens, settings.max_d_model
+    return min(settings.max_score_cells, settings.max_heads * n * n) + n * d_model
+
+
 def cost(tokens: list, heads: int, compare: bool = False) -> int:
     """What an attention request costs, in cells: the score tensor (heads x n x n) plus the
     activations (n x d_model); a comparison is two traces."""

@@ -25,7 +25,7 @@ from ..schemas.attention import (
 from ..schemas.fields import Doubt, loader
 from ..smorest import JSON_BODY_ERRORS, Blueprint
 from . import offload as heavy
-from .caps import cost, decode_cells, refuse_over_caps
+from .caps import cost, decode_cells, most, refuse_over_caps
 from .shortcut import note
 from .traces import BINARY, compare_body, decode_body, encode, respond, trace_body, wants_binary
 
@@ -161,8 +161,12 @@ class Compare(MethodView):
 
 
 def decode_cost(req: EdgeRequest) -> int | None:
-    """A decode charges its answer's numbers (413 over max_decode_cells) and the full pass it is held to."""
-    if not req.parsed or not isinstance(req.data, dict):
+    """A decode charges its answer's numbers (413 over max_decode_cells) and the full pass it is held to;
+    a body too large to parse here, the most a decode may cost."""
+    settings = req.app.extensions["settings"]
+    if not req.parsed:
+        return settings.max_decode_cells + most(settings)
+    if not isinstance(req.data, dict):
         return None
     refuse_over_caps(req.data, req.app.extensions["settings"])
     cells = decode_cells(req.data)

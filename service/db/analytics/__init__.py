@@ -17,11 +17,17 @@ from . import mistake_rollups, rollups
 BUCKETS = rollups.GRAINS
 
 
+# The dates every analytics store holds, [EARLIEST, LATEST): ClickHouse's DateTime64 runs from 1900
+# to 2299; the SQL stores' buckets need room past the last day (a week's start, the next bucket's).
+EARLIEST = dt.datetime(1900, 1, 1, tzinfo=dt.UTC)
+LATEST = dt.datetime(2300, 1, 1, tzinfo=dt.UTC)
+
+
 @dataclass(frozen=True)
 class Window:
-    """Dates [start, end) (None: no bound). The funnel and durations count the learners who
-    started the lesson (their first event in it) within them; parameters and mistakes count
-    what happened within them."""
+    """Dates [start, end) (None: no bound), within what every store can hold (EARLIEST, LATEST).
+    The funnel and durations count the learners who started the lesson (their first event in it)
+    within them; parameters and mistakes count what happened within them."""
 
     start: dt.datetime | None = None
     end: dt.datetime | None = None

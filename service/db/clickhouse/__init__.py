@@ -8,6 +8,7 @@ import datetime as dt
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from .connection import AnalyticsUnavailable, ClickHouse
 from .reads import ClickHouseReader
@@ -23,8 +24,8 @@ class ClickHouseStore:
 
     queues_erasures = True  # it holds copies: the sync erases them from the queue the erasure wrote
 
-    def __init__(self, url: str):
-        self.ch = ClickHouse(url)
+    def __init__(self, url: str, db: Any):
+        self.ch, self.db = ClickHouse(url), db  # the primary database: erasures reach the item sums from it
 
     @contextmanager
     def reading(self) -> Iterator[ClickHouseReader]:
@@ -37,7 +38,7 @@ class ClickHouseStore:
         """Hide the learner at once; when the store cannot be reached, the sync erases them from the
         queue the erasure wrote (the answer does not wait for it)."""
         try:
-            forget(self.ch, platform_id, learner)
+            forget(self.ch, platform_id, learner, self.db)
         except AnalyticsUnavailable as error:
             log.warning("erasure queued for the analytics store's next sync: %s", error)
 

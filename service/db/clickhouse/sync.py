@@ -138,12 +138,7 @@ def sync(db: Database, ch: ClickHouse, batch: int = BATCH, keep_months: int = 0)
     erased = erase_queued(db, ch)
     copied["erased"] = len(erased)
     for platform_id in set(erased):
-        answered |= {
-            (platform_id, lesson)
-            for (lesson,) in ch.rows(
-                "SELECT DISTINCT toString(lesson) FROM {db}.item_sums WHERE platform_id = {p:UInt32}", p=platform_id
-            )
-        }
+        answered |= answered_lessons(ch, platform_id)
     copied["item_sums"] += item_sums(db, ch, answered)
     copied["expired"] = expire(db, ch, keep_months, started)
     _set_mark(ch, "synced_at", int(started.timestamp() * 1_000_000))
@@ -265,14 +260,26 @@ def _locales(db: Database, ch: ClickHouse, copied: Counter) -> None:
         _set_mark(ch, "learner_locales", int(newest.timestamp() * 1_000_000))
 
 
-def forget(ch: ClickHouse, platform_id: int, learner: str) -> None:
-    """Delete one learner's rows from every table: hidden from reads at once."""
+def forget(ch: ClickHouse, platform_id: int, learner: str, db: Database | None = None) -> None:
+    """Delete one learner's rows from every table: hidden from reads at once. With the primary
+    database (already erased), the platform's item sums too: a sum over the learners' answers holds
+    no learner's name, but a rare number answer is a key of its own, which goes with them."""
     for table in TABLES:
         ch.command(
             f"DELETE FROM {{db}}.{table} WHERE platform_id = {{p:UInt32}} AND learner = {{l:String}}",
             p=platform_id,
             l=learner,
         )
+    if db is not None:
+        item_sums(db, ch, answered_lessons(ch, platform_id))
+
+
+def answered_lessons(ch: ClickHouse, platform_id: int) -> set[tuple[int, str]]:
+    """The platform's lessons whose item sums ClickHouse holds."""
+    found = ch.rows(
+        "SELECT DISTINCT toString(lesson) FROM {db}.item_sums WHERE platform_id = {p:UInt32}", p=platform_id
+    )
+    return {(platform_id, lesson) for (lesson,) in found}
 
 
 def recount(ch: ClickHouse, platform_id: int) -> None:
@@ -296,25 +303,35 @@ def item_sums(db: Database, ch: ClickHouse, lessons: set[tuple[int, str]]) -> in
     """Copy the item statistics' sums of these (platform, lesson)s as the primary holds them now.
     They are sums over each learner's latest answers, which the primary's rollups keep as
     answers arrive and erasures leave (item_rollups.py); counting them again in ClickHouse at
-    each read would take every learner's answers (seconds at ten million events)."""
+    each read would take every learner's answers (seconds at ten million events). A key the
+    primary no longer holds (its last learner erased, or changed their answer) is deleted."""
     if not lessons:
         return 0
     catch_up(db, CATCH_UP_AFTER)  # as an analytics read on the primary would
     version = time.time_ns() // 1000
     rows: list[tuple] = []
+    gone: list[tuple[int, str, str]] = []
     with db.snapshot() as session:
         for platform_id, lesson in sorted(lessons):
             now = sums(session.connection(), platform_id, lesson)
             held = ch.rows(
-                "SELECT toString(dimension), key FROM {db}.item_sums FINAL"
-                " WHERE platform_id = {p:UInt32} AND lesson = {l:String} AND learners > 0",
+                "SELECT DISTINCT toString(dimension), key FROM {db}.item_sums"
+                " WHERE platform_id = {p:UInt32} AND lesson = {l:String}",
                 p=platform_id,
                 l=lesson,
             )
             rows += [(platform_id, lesson, d, k, *values, version) for (d, k), values in now.items()]
-            rows += [(platform_id, lesson, d, k, 0, 0, 0, 0, 0, version) for d, k in held if (d, k) not in now]
+            gone += [(platform_id, lesson, k) for d, k in held if (d, k) not in now]
     names = ("platform_id", "lesson", "dimension", "key", "learners", "sx", "sy", "sxy", "syy", "version")
-    return ch.insert("item_sums", names, rows)
+    copied = ch.insert("item_sums", names, rows)
+    for platform_id, lesson, key in gone:
+        ch.command(
+            "DELETE FROM {db}.item_sums WHERE platform_id = {p:UInt32} AND lesson = {l:String} AND key = {k:String}",
+            p=platform_id,
+            l=lesson,
+            k=key,
+        )
+    return copied
 
 
 def erase_queued(db: Database, ch: ClickHouse) -> list[int]:

@@ -60,6 +60,8 @@ class Counted:
 
     quotas: tuple[quotas.Quota, ...]
     session: str | None = None  # quotas.session_subject of the browser session that sent them
+    network: str | None = None  # quotas.network_subject of an anonymous browser session's network
+    alarms: frozenset[str] = frozenset()  # quota kinds counted and reported, not refused
 
 
 def write_events(
@@ -98,7 +100,7 @@ def write_events(
 
 def _usage(platform_id: int, e: NewEvent, counted: Counted, now: float) -> list[dict[str, int | str]]:
     """The `storage_usage` increments one event makes if it is new."""
-    wanted = quotas.demand(platform_id, [quotas.Stored(e.learner, stored_bytes(e))], counted.session)
+    wanted = quotas.demand(platform_id, [quotas.Stored(e.learner, stored_bytes(e))], counted.session, counted.network)
     return quotas.usage_rows(counted.quotas, wanted, now)
 
 

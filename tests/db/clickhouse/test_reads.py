@@ -88,3 +88,12 @@ def test_a_store_out_of_reach_is_a_503_that_names_no_host(app_config, acme):
         assert response.mimetype == "application/problem+json" and response.headers["Retry-After"]
         said = response.get_data(as_text=True)
         assert "127.0.0.1" not in said and "hunter2" not in said and "SELECT" not in said
+
+
+def test_a_date_clickhouse_cannot_hold_is_the_clients_error_not_an_outage(ch_app, acme):
+    """ClickHouse holds 1900 to 2299: a date outside is a 422 naming the range, as on the SQL store
+    (it was a 503 with Retry-After, as if the store were down)."""
+    client = ch_app.test_client()
+    for query in ("from=1899-06-01T00:00:00Z", "to=2301-01-01T00:00:00Z"):
+        answer = client.get(f"/api/v1/analytics/events/timeseries?{query}", headers=acme)
+        assert answer.status_code == 422 and "Retry-After" not in answer.headers
