@@ -59,7 +59,8 @@ def test_metrics_directories_are_per_instance(monkeypatch):
     one machine neither mix their counters nor wipe each other's."""
     from service.server.hooks import metrics_directory
 
-    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", "")  # recorded, so the name set below is undone after
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR")
     assert metrics_directory().endswith(f"workbench-metrics-{os.getpid()}")
     assert "metrics_directory()" in (ROOT / "gunicorn.conf.py").read_text()
 

@@ -23,6 +23,9 @@ ARGS = [
 ]
 
 pytestmark = pytest.mark.browser
+# Under parallel workers (make test) pages take longer to draw: every wait for something to happen
+# waits this many times longer (what is waited for, and what is asserted, is the same).
+PATIENCE = 3.0 if os.environ.get("PYTEST_XDIST_WORKER") else 1.0
 
 
 def pytest_collection_modifyitems(items):
@@ -39,8 +42,23 @@ def browser():
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield browser
+        yield Patient(browser)
         browser.close()
+
+
+class Patient:
+    """The browser, whose every new context waits PATIENCE times Playwright's default for what it waits for."""
+
+    def __init__(self, browser):
+        self.browser = browser
+
+    def new_context(self, **kwargs):
+        context = self.browser.new_context(**kwargs)
+        context.set_default_timeout(30_000 * PATIENCE)
+        return context
+
+    def __getattr__(self, name):
+        return getattr(self.browser, name)
 
 
 class HostSite:
@@ -119,7 +137,7 @@ def wait_until(target, expression: str, timeout: float = 15.0, interval: float =
     inside the page, which the service's Content-Security-Policy (no unsafe-eval) forbids."""
     import time
 
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + timeout * PATIENCE
     while True:
         if target.evaluate(expression):
             return
@@ -151,7 +169,7 @@ def do_the_four_manipulations(frame):
 
 def open_page(page, live, path: str):
     page.goto(live.url + path)
-    page.wait_for_selector("main[aria-busy=false]", timeout=15000)
+    page.wait_for_selector("main[aria-busy=false]", timeout=15000 * PATIENCE)
     return page
 
 

@@ -4,14 +4,14 @@ every documented example."""
 
 import pytest
 
-from .conftest import open_page
+from .conftest import PATIENCE, open_page
 
 
 def test_swagger_ui_renders_every_operation(page, live):
     messages = []
     page.on("console", lambda m: messages.append(m.text) if m.type == "error" else None)
     page.goto(live.url + "/api/docs/try")
-    page.locator(".opblock").first.wait_for(timeout=15000)
+    page.locator(".opblock").first.wait_for(timeout=15000 * PATIENCE)
     assert page.locator(".opblock").count() >= 20
     assert not [m for m in messages if "Content Security Policy" in m], messages
 
@@ -40,7 +40,7 @@ def _try_it_out(page, path: str, *, example: str | None = None, params: dict | N
         block.locator("textarea.body-param__text").fill(body)
     block.locator(".btn.execute").click()
     status = block.locator(".live-responses-table tbody .response-col_status")
-    status.wait_for(timeout=15000)
+    status.wait_for(timeout=15000 * PATIENCE)
     answer = block.locator(".live-responses-table tbody .response-col_description pre").first.inner_text()
     code = int(status.inner_text().strip())
     block.locator(".btn-clear").click()
@@ -59,7 +59,7 @@ def test_every_documented_request_example_succeeds_through_the_docs_page(page, l
     spec = requests.get(live.url + "/api/v1/openapi.json", timeout=10).json()
     model_id = requests.get(live.url + "/api/v1/models", timeout=10).json()["models"][0]["id"]
     page.goto(live.url + "/api/docs/try")
-    page.locator(".opblock").first.wait_for(timeout=15000)
+    page.locator(".opblock").first.wait_for(timeout=15000 * PATIENCE)
     _authorize(page, token)
 
     tried = {}
@@ -101,4 +101,4 @@ def test_the_reference_is_accessible_and_links_each_operation(page, live, width,
     box = heading.bounding_box()
     assert box and -1 <= box["y"] < height  # the table of contents took the reader to it
     page.get_by_role("link", name="interactive console (Swagger UI)").click()
-    page.locator(".opblock").first.wait_for(timeout=15000)
+    page.locator(".opblock").first.wait_for(timeout=15000 * PATIENCE)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import demo_cohort, embedded_workbench, open_page, wait_until
+from .conftest import PATIENCE, demo_cohort, embedded_workbench, open_page, wait_until
 
 PAGES = {
     "index": "/",
@@ -46,7 +46,7 @@ def shots(tmp_path_factory):
 def load(page, live, path):
     if path == "/api/docs/try":  # Swagger UI: no ready mark of ours
         page.goto(live.url + path)
-        page.wait_for_selector(".swagger-ui .opblock", timeout=15000)
+        page.wait_for_selector(".swagger-ui .opblock", timeout=15000 * PATIENCE)
     else:
         open_page(page, live, path)
 

@@ -16,6 +16,7 @@ from service.lessons import load_catalog
 
 from ..exercise.test_exercise import TYPESCRIPT_READY
 from .conftest import (
+    PATIENCE,
     VIEWPORTS,
     completed,
     do_the_four_manipulations,
@@ -350,7 +351,7 @@ def test_a_prerequisite_in_the_catalog_is_a_link_to_it(page, live, tmp_path):
     server = sqlite_server(tmp_path, WORKBENCH_CONTENT_DIR=str(content))
     try:
         page.goto(server.url + "/lessons/heads-in-practice")
-        page.wait_for_selector("main[aria-busy=false]", timeout=15000)
+        page.wait_for_selector("main[aria-busy=false]", timeout=15000 * PATIENCE)
         link = page.locator("#lesson-header a[href='/lessons/multi-head-attention']")
         assert link.inner_text() == "Multi-head attention"
         assert "Rotary embeddings (not in this catalog yet)" in page.locator("#lesson-header").inner_text()

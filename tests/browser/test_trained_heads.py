@@ -10,7 +10,7 @@ import pytest
 
 from service.models import encoder
 
-from .conftest import open_page, wait_until
+from .conftest import PATIENCE, open_page, wait_until
 
 REPEAT = "Kx7#qPz2!mW4vR9&Kx7#qPz2!mW4vR9&"  # the page's first example: 16 bytes typed twice
 
@@ -257,8 +257,8 @@ def test_an_ablation_that_takes_a_moment_says_it_is_measuring(page, live):
 
     page.route("**/api/v1/models/*/attention", slowly)
     page.get_by_label("Switch off Layer 1 head 1", exact=True).check()
-    page.wait_for_selector("main[aria-busy=true]", timeout=3000)
+    page.wait_for_selector("main[aria-busy=true]", timeout=3000 * PATIENCE)
     assert "Measuring every head's scores again" in page.locator("#status").inner_text()
-    page.wait_for_selector("main[aria-busy=false]", timeout=10000)
+    page.wait_for_selector("main[aria-busy=false]", timeout=10000 * PATIENCE)
     assert page.locator("#status").inner_text() == ""
     assert page.locator("figure.th-head.off").count() == 1

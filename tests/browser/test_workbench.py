@@ -490,7 +490,12 @@ def test_save_as_a_test_gives_a_pytest_that_passes_correct_code_and_fails_a_mist
                 "-k",
                 name,
             ],
-            env={**os.environ, "MHA_EXERCISE": str(HANDWRITTEN), "MHA_MISTAKE": mistake},
+            env={
+                **os.environ,
+                "MHA_EXERCISE": str(HANDWRITTEN),
+                "MHA_MISTAKE": mistake,
+                "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+            },
             capture_output=True,
             text=True,
             timeout=60,
@@ -507,8 +512,12 @@ def test_save_as_a_test_gives_a_vitest_that_passes_correct_code_and_fails_a_mist
         pytest.skip("the TypeScript track needs Node 20, pnpm and `pnpm install`")
     open_page(page, live, PATH + "#wo=learned&causal=0")
     snippet = saved(page, "vitest")
-    suite = ROOT / "exercises" / "multi-head-attention" / "tests" / "saved-case.test.ts"
-    original = (ROOT / "exercises" / "multi-head-attention" / "tests" / "multi-head-attention.test.ts").read_text()
+    # A copy of the exercise of its own, where vitest's configuration finds test files (exercises/**/tests),
+    # never in the exercise's own folder, which other tests run at the same time.
+    copy = ROOT / "exercises" / f"saved-{os.getpid()}-{tmp_path.name}"
+    shutil.copytree(ROOT / "exercises" / "multi-head-attention", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    suite = copy / "tests" / "saved-case.test.ts"
+    original = (copy / "tests" / "multi-head-attention.test.ts").read_text()
     try:
         suite.write_text(original + "\n" + snippet + "\n")
         name = snippet.split('"', 2)[1]
@@ -523,7 +532,7 @@ def test_save_as_a_test_gives_a_vitest_that_passes_correct_code_and_fails_a_mist
         wrong = run("swapped_head_order")
         assert wrong.returncode == 1 and "from the workbench's" in wrong.stdout + wrong.stderr
     finally:
-        suite.unlink(missing_ok=True)
+        shutil.rmtree(copy, ignore_errors=True)
 
 
 def test_save_as_a_test_says_why_a_case_beyond_the_exercise_cannot_be_one(page, live):

@@ -41,13 +41,16 @@ LANGUAGES = ["python", pytest.param("typescript", marks=needs_typescript)]
 SUFFIX = {"python": ".py", "typescript": ".ts"}
 STARTER_BUGS = {"interleaved_split", "no_scaling", "mask_after_softmax"}
 ENGLISH = {"MHA_LANG": "en"}  # the messages' language, whatever this machine's locale; a test may change it
+# A learner's venv (make run's) has pytest alone; this one has the dev extra's plugins (schemathesis,
+# hypothesis, playwright), which took 3 s of every run of the learner's tests to load and none uses.
+AS_A_LEARNERS = {**ENGLISH, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
 
 def run_python_tests(tmp_path, implementation: Path, **env) -> dict[str, str | None]:
     """test name -> failure message (None when it passed, 'skipped' when skipped)."""
     report = tmp_path / "report.xml"
     flags = [f"--lang={env.pop('PYTEST_LANG')}"] if "PYTEST_LANG" in env else []
-    environment = {**os.environ, **ENGLISH, "MHA_EXERCISE": str(implementation), **env, "PYTHONPATH": str(ROOT)}
+    environment = {**os.environ, **AS_A_LEARNERS, "MHA_EXERCISE": str(implementation), **env, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "pytest", str(EXERCISE / "tests"), "-q", "-p", "no:cacheprovider", *flags]
     subprocess.run(
         [*command, f"--junitxml={report}", "-o", "addopts="], cwd=ROOT, env=environment, capture_output=True, text=True
@@ -98,12 +101,21 @@ def run_typescript_tests(tmp_path, implementation: Path, **env) -> dict[str, str
 
 def run_as_learner(command: list[str], implementation: Path | str | None = None) -> subprocess.CompletedProcess:
     """`command` from the repository root, as a learner types it (MHA_EXERCISE names their file)."""
-    env = {**os.environ, **ENGLISH, **({"MHA_EXERCISE": str(implementation)} if implementation else {})}
+    env = {**os.environ, **AS_A_LEARNERS, **({"MHA_EXERCISE": str(implementation)} if implementation else {})}
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
 
 
+_RUNS: dict[tuple, dict[str, str | None]] = {}
+
+
 def run_tests(language: str, tmp_path, implementation: Path, **env) -> dict[str, str | None]:
-    return (run_python_tests if language == "python" else run_typescript_tests)(tmp_path, implementation, **env)
+    """The learner's tests in `language` against `implementation`, each run once per worker (two
+    tests reading the same run, such as a slip's messages in each language, share it)."""
+    key = (language, str(implementation), tuple(sorted(env.items())))
+    if key not in _RUNS:
+        run = run_python_tests if language == "python" else run_typescript_tests
+        _RUNS[key] = run(tmp_path, implementation, **env)
+    return dict(_RUNS[key])
 
 
 def failures(outcomes):
@@ -224,8 +236,8 @@ def test_each_handwritten_slip_is_named_in_every_failure_it_causes(tmp_path, lan
 def test_both_languages_name_each_slip_in_the_same_words(tmp_path, mistake):
     (tmp_path / "py").mkdir()
     (tmp_path / "ts").mkdir()
-    python = failures(run_python_tests(tmp_path / "py", handwritten("python"), MHA_MISTAKE=mistake))
-    typescript = failures(run_typescript_tests(tmp_path / "ts", handwritten("typescript"), MHA_MISTAKE=mistake))
+    python = failures(run_tests("python", tmp_path / "py", handwritten("python"), MHA_MISTAKE=mistake))
+    typescript = failures(run_tests("typescript", tmp_path / "ts", handwritten("typescript"), MHA_MISTAKE=mistake))
     assert mistakes_named(python.values()) == mistakes_named(typescript.values())
     # The words are the same: each message's text up to its first number.
     assert opening_words(python.values()) == opening_words(typescript.values())
@@ -298,26 +310,6 @@ def test_a_masked_diagonal_is_named_whether_it_yields_nan_or_raises(tmp_path, fl
     )
     assert failed and all(("diagonal is masked too" in m or "is the diagonal masked too" in m) for m in failed.values())
     assert not any("RuntimeWarning" in m for m in failed.values())
-
-
-@pytest.fixture(scope="module")
-def bare_python(tmp_path_factory):
-    """A virtualenv holding only numpy and pytest, as a learner's own Python might."""
-    return _venv(tmp_path_factory.mktemp("learner") / "venv", "numpy", "pytest")
-
-
-def _venv(where: Path, *packages: str) -> Path:
-    subprocess.run([sys.executable, "-m", "venv", str(where)], check=True, capture_output=True)
-    python = where / "bin" / "python"
-    installed = subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *packages],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    if installed.returncode:
-        pytest.skip(f"could not install {' and '.join(packages)} into a fresh virtualenv: {installed.stderr[-300:]}")
-    return python
 
 
 def bare_run(python, implementation: Path | None) -> subprocess.CompletedProcess:

@@ -32,7 +32,6 @@ from .test_exercise import (
     SEED_COMMAND,
     STARTER_BUGS,
     SUFFIX,
-    _venv,
     handwritten,
     mistakes_named,
     needs_typescript,
@@ -48,12 +47,6 @@ def server(tmp_path_factory):
     live = sqlite_server(tmp_path_factory.mktemp("scripts"))
     yield live
     live.stop()
-
-
-@pytest.fixture(scope="module")
-def numpy_only(tmp_path_factory):
-    """A virtualenv holding numpy and nothing else, as a learner's own Python might."""
-    return _venv(tmp_path_factory.mktemp("numpy-only") / "venv", "numpy")
 
 
 def unpack(server, language: str, into: Path) -> Path:
