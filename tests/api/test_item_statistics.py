@@ -224,3 +224,12 @@ def test_a_number_is_one_response_however_it_is_written(client, acme):
     post_all(client, acme, events)
     row = next(r for r in figures(client, acme)["items"] if (r["id"], r["phase"]) == ("head-width", "pre"))
     assert [(c["id"], c["count"], c["correct"]) for c in row["choices"]] == [("2.0", 6, True)]
+    assert [c["text"] for c in row["choices"]] == ["2"]  # as a learner writes it
+
+
+def test_a_number_answer_reads_as_written_and_a_fraction_keeps_its_digits(client, acme):
+    events = [answer(f"learner-{n}", "head-width", 2.5, "pre", n) for n in range(5)]
+    events += [answer(f"learner-{n}", "head-width", 3, "pre", n) for n in range(5, 10)]
+    post_all(client, acme, events)
+    row = next(r for r in figures(client, acme)["items"] if (r["id"], r["phase"]) == ("head-width", "pre"))
+    assert {c["id"]: c["text"] for c in row["choices"]} == {"2.5": "2.5", "3.0": "3"}

@@ -240,7 +240,7 @@ def test_the_learners_table_shows_each_learners_language_and_filters_by_it(page,
 @pytest.mark.parametrize("size", VIEWPORTS)
 def test_the_first_screen_names_the_platform_and_says_when_it_has_no_learners_yet(page, live, size):
     """An empty platform reads "no learners yet" (suppression is for groups that exist), with its
-    name; a platform with learners reads its name and no such line."""
+    name, and no chart; a platform with learners reads its name and no such line."""
     from service.db import Database
     from service.db.platforms import create_key
 
@@ -256,7 +256,9 @@ def test_the_first_screen_names_the_platform_and_says_when_it_has_no_learners_ye
     assert page.locator("#platform").inner_text() == "Platform: empty-college"
     assert page.locator("#no-learners[data-empty=true]").is_visible()
     assert "No learners yet" in page.locator("#no-learners").inner_text()
-    assert page.locator("#funnel table tbody tr").nth(0).locator("td").first.text_content() == "0"
+    # a figure over nobody is not drawn: no chart, and not one "hidden: fewer than 5 learners"
+    assert page.locator("svg.chart").count() == 0 and page.locator("#why-hidden").count() == 0
+    assert "fewer than" not in page.locator("#charts").inner_text()
     (token,) = demo_cohort(live, 12, 4, "busy-school")
     page.get_by_label("Analytics key (kept for this tab only)").fill(token)
     page.get_by_role("button", name="Show analytics").click()

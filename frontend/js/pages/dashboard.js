@@ -12,7 +12,9 @@ import { t } from "../i18n.js";
 
 const KEY = "workbench.analyticsKey";
 const MANIPULATION_NAMES = { "last-two": t("changed only dimension 3 or 4"), "first-two": t("changed only dimension 1 or 2"),
-  "causal-mask": t("toggled the causal mask"), "broken-reuse": t("enabled the broken reuse") };
+  "causal-mask": t("toggled the causal mask"), "broken-reuse": t("enabled the broken reuse"),
+  "step-decode": t("stepped the decode"), "switch-kind": t("switched to GQA, MQA or MLA"),
+  "choose-preset": t("chose a released model"), "failure-mode": t("broke the decode with a failure mode") };
 const RANGES = ["7", "30", "all"];
 // The learners table's language filter (moved beside the table each time it is drawn) and the
 // languages this service offers, by tag, in their own names.
@@ -78,6 +80,8 @@ async function show(key) {
   const summary = lessons.find((l) => l.id === view.lesson);
   const titled = checkpointTitles(summary);
   const noLearners = funnel.started === 0;
+  // Charts only for what the lesson has: the exercise's two when a checkpoint asks for passing tests.
+  const hasExercise = ((summary && summary.checkpoints) || []).some((c) => c.requires === "passing-tests");
   $("charts").replaceChildren(
     el("p", { class: "platform-name", id: "platform", dataset: { platform: funnel.platform } },
       t("Platform: {name}", { name: funnel.platform })),
@@ -85,17 +89,26 @@ async function show(key) {
     ...(noLearners ? [el("p", { class: "note", id: "no-learners", dataset: { empty: "true" },
       text: view.range === "all" ? t("No learners yet: no learner of this platform has started this lesson.")
         : t("No learners yet in {range}: no learner of this platform started this lesson then.", { range: rangeText }) })] : []),
-    privacyNote(k),
-    el("div", { class: "chart-grid" },
-    barChart({ k, id: "funnel", title: cohort(t("Learners per checkpoint")), valueLabel: t("learners"),
-      rows: [{ label: t("started"), value: funnel.started }, ...funnel.steps.map((s) => ({ label: s.title, value: s.learners, note: pct(s.share_of_previous) }))] }),
-    barChart({ k, id: "implement", title: cohort(t("How the implement checkpoint was completed")), valueLabel: t("learners"),
+    // A figure over nobody is not drawn (it would only say "hidden"): with no learner in the range
+    // the cohort's charts go; with none ever, every chart does, and the note above says why, once.
+    ...(noLearners && view.range === "all" ? [] : [privacyNote(k), charts()]),
+    ...(noLearners || !items.items.length ? [] : [itemsView(items, k)]),
+    await learnersTable(base, headers, view, summary, k),
+    exportButtons(headers),
+  );
+  $("status").textContent = "";
+
+  function charts() {
+    return el("div", { class: "chart-grid" },
+    ...(noLearners ? [] : [barChart({ k, id: "funnel", title: cohort(t("Learners per checkpoint")), valueLabel: t("learners"),
+      rows: [{ label: t("started"), value: funnel.started }, ...funnel.steps.map((s) => ({ label: s.title, value: s.learners, note: pct(s.share_of_previous) }))] })]),
+    ...(hasExercise && !noLearners ? [barChart({ k, id: "implement", title: cohort(t("How the implement checkpoint was completed")), valueLabel: t("learners"),
       rows: funnel.steps.filter((s) => "verified" in s).flatMap((s) => [
         { label: t("verified by the server (challenge)"), value: s.verified, note: s.title },
         { label: t("reported by the platform"), value: s.reported, note: s.title },
-      ]) }),
-    barChart({ k, id: "durations", title: cohort(t("Median minutes to complete (from first event)")), valueLabel: t("minutes"),
-      rows: durations.checkpoints.map((c) => ({ label: titled(c.checkpoint), value: minutes(c.median_seconds), note: c.p90_seconds === null ? "" : t("p90 {minutes} min", { minutes: minutes(c.p90_seconds) }) })) }),
+      ]) })] : []),
+    ...(noLearners ? [] : [barChart({ k, id: "durations", title: cohort(t("Median minutes to complete (from first event)")), valueLabel: t("minutes"),
+      rows: durations.checkpoints.map((c) => ({ label: titled(c.checkpoint), value: minutes(c.median_seconds), note: c.p90_seconds === null ? "" : t("p90 {minutes} min", { minutes: minutes(c.p90_seconds) }) })) })]),
     columnChart({ k, id: "timeseries", title: t("Events per day, {range} (UTC)", { range: rangeText }), valueLabel: t("events"), openDay: today,
       days: everyDay(from || firstDay(perDay, today), today).map((day) => ({ day, value: perDay.has(day) ? perDay.get(day) : 0 })) }),
     barChart({ k, id: "parameters", title: during(t("Workbench parameters changed")), valueLabel: t("changes"),
@@ -105,13 +118,9 @@ async function show(key) {
       rows: [...parameters.manipulations.manipulations.map((m, i) => ({ label: `${i + 1}. ${MANIPULATION_NAMES[m.id] || m.id}`,
         value: m.learners })), { label: t("all of them: {checkpoint}", { checkpoint: titled(parameters.manipulations.checkpoint) }), value: (funnel.steps.find((s) =>
         s.checkpoint === parameters.manipulations.checkpoint) || {}).learners ?? null, note: t("learners who started in the range") }] })] : []),
-    barChart({ k, id: "mistakes", title: during(t("Mistakes found by the exercise checker")), valueLabel: t("checks"),
-      rows: mistakes.mistakes.map((m) => ({ label: m.name || m.id, value: m.times, note: m.learners === null ? "" : t("{count} learners", { count: m.learners }) })) })),
-    ...(items.items.length ? [itemsView(items, k)] : []),
-    await learnersTable(base, headers, view, summary, k),
-    exportButtons(headers),
-  );
-  $("status").textContent = "";
+    ...(hasExercise ? [barChart({ k, id: "mistakes", title: during(t("Mistakes found by the exercise checker")), valueLabel: t("checks"),
+      rows: mistakes.mistakes.map((m) => ({ label: m.name || m.id, value: m.times, note: m.learners === null ? "" : t("{count} learners", { count: m.learners }) })) })] : []));
+  }
 }
 
 // One label per checkpoint on every chart and table: the lesson's title for it.

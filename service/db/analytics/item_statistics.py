@@ -58,7 +58,7 @@ def _item_row(item: Item, phase: str, sums: Sums, k: int, words: Item, say: Call
         choices.append(
             {
                 "id": choice_id,
-                "text": said.text if said else say(OTHER[choice_id]) if choice_id in OTHER else choice_id,
+                "text": said.text if said else say(OTHER[choice_id]) if choice_id in OTHER else as_typed(choice_id),
                 "count": None if not shown or choice_id in hidden else counts.get(choice_id, 0),
                 "correct": said.id == item.answer if said else right.get(choice_id, False),
                 "misconception": said.misconception if said else None,
@@ -75,6 +75,15 @@ def _item_row(item: Item, phase: str, sums: Sums, k: int, words: Item, say: Call
         "suppressed": not shown,
         "choices": choices,
     }
+
+
+def as_typed(response: str) -> str:
+    """A number answer as a learner writes it: "2", not the stored "2.0" (Python's float text)."""
+    try:
+        value = float(response)
+    except ValueError:
+        return response
+    return str(int(value)) if value.is_integer() and abs(value) < 2**53 else response
 
 
 OTHER = {"other-right": N_("other right answers"), "other-wrong": N_("other wrong answers")}
