@@ -108,7 +108,7 @@ def _walk(rng: random.Random, one: _Learner, items: tuple[Item, ...] = ()) -> No
     one.add("completed", "implement", solved, rng.lognormvariate(2.3, 0.6))
     one.checks.append({"diagnosis": None, "correct": True, "at": one.t})
     if rng.random() < 0.72:
-        text = "only head 2 changed; swapped order breaks W_O"
+        text = "only head 2 changed when I edited the last two features; a swapped head order breaks W_O"
         one.add("completed", "explain", {"text": text}, rng.lognormvariate(1.2, 0.7))
 
 

@@ -17,7 +17,7 @@ import requests
 from service.db.tables import XapiForwarding
 from service.xapi.forward import backlog, configure, forward_once
 
-from .api.helpers import LESSON, answered, event
+from .api.helpers import EXPLANATION, LESSON, answered, event
 from .live import free_port
 
 X = {"X-Experience-API-Version": "1.0.3"}
@@ -41,7 +41,7 @@ def stored(client, acme):
             data={"tests": {"passed": 3, "failed": 2}},
         ),
         completed("ada", "implement", {"tests": {"passed": 5, "failed": 0}}),
-        completed("ada", "explain", {"text": "head 2 only"}),
+        completed("ada", "explain", {"text": EXPLANATION}),
         event("bob", checkpoint=None, event="started", instance_id=None, data={}),
     ]
     assert client.post("/api/v1/events", json={"events": events}, headers=acme).status_code == 201
@@ -127,8 +127,9 @@ def test_filters_limit_and_more(client, stored, analyst):
 @pytest.fixture
 def answers(client, acme):
     events = [answered("head-shapes", "full-width", "post", "ada"), answered("head-width", 2, "pre", "ada")]
-    assert client.post("/api/v1/events", json={"events": events}, headers=acme).status_code == 201
-    return events
+    skip = {**answered("scale", None, "pre", "ada"), "event": "skipped", "data": {"phase": "pre"}}
+    assert client.post("/api/v1/events", json={"events": [*events, skip]}, headers=acme).status_code == 201
+    return [*events, skip]
 
 
 @pytest.mark.databases
@@ -151,6 +152,9 @@ def test_answers_are_answered_statements_about_cmi_interactions(client, answers,
     assert number["object"]["definition"]["interactionType"] == "numeric"
     assert number["object"]["definition"]["correctResponsesPattern"] == ["2"]
     assert number["result"] == {**number["result"], "response": "2", "success": True}
+    skipped = by_id[answers[2]["id"]]  # a question before the workbench passed over: no response, no score
+    assert skipped["verb"]["id"] == "http://id.tincanapi.com/verb/skipped" and "response" not in skipped["result"]
+    assert skipped["object"]["id"].endswith(f"/lessons/{LESSON}/items/scale")
 
 
 def test_answered_statements_validate_against_ralphs_models(client, answers, analyst):

@@ -8,7 +8,8 @@ Runs your function on the link's tokens, heads and mask, compares each stage it 
 (weights, head outputs, concatenation, output) with the correct result, names the first that
 differs and the known mistake that reproduces your numbers, and prints a workbench link that
 draws "yours" beside "correct" at every stage. --json prints
-{"first_divergence": STAGE or "identical", "mistake": ID or null, "max_error": ..., "link": ...}.
+{"first_divergence": STAGE or "identical", "mistake": ID or null, "max_error": ..., "link": ...,
+"left_out": [the link's settings the new link cannot carry, each with why]}.
 Needs Python 3.10+ and numpy; the server is asked only for the learned W_O when the link uses it.
 """
 
@@ -124,13 +125,29 @@ def known_mistake(yours: dict[str, np.ndarray], case: dict) -> str | None:
     )
 
 
+# What a link with your numbers cannot carry: yours is compared with the correct computation, so the
+# broken reuse and a comparison with a failure mode are left out (and said); a replayed cell goes too.
+LEFT_OUT = {
+    "reuse": "the broken reuse (your numbers are compared with the correct computation)",
+    "compare": "the failure-mode comparison (yours takes its place)",
+    "cell": "the replayed weight",
+}
+LESSON = "multi-head-attention"  # the workbench's way back
+
+
 def yours_link(page: str, params: dict[str, str], yours: dict[str, np.ndarray]) -> str:
-    """The workbench link with your numbers beside the correct ones (broken-mode toggles off:
-    yours is compared with the correct computation)."""
-    kept = {k: v for k, v in params.items() if k not in ("reuse", "compare", "yours", "cell")}
+    """The workbench link with your numbers beside the correct ones: every setting read, but those
+    of LEFT_OUT; and the lesson, for a way back to it."""
+    kept = {k: v for k, v in params.items() if k not in (*LEFT_OUT, "yours", "lesson")}
     numbers = {stage: _rounded(yours[part]) for stage, part in STAGES.items()}
     kept["yours"] = json.dumps(numbers, separators=(",", ":"))
+    kept["lesson"] = LESSON
     return page + "#" + urllib.parse.urlencode(kept, quote_via=urllib.parse.quote, safe=",;[]{}:")
+
+
+def left_out(params: dict[str, str]) -> list[str]:
+    """The settings of the link that the link with your numbers does not carry, said in words."""
+    return [f"{key}={params[key]}: {why}" for key, why in LEFT_OUT.items() if params.get(key) not in (None, "", "0")]
 
 
 def _rounded(values: np.ndarray):
@@ -154,6 +171,7 @@ def trace(path: str, link: str) -> dict:
         "problems": shape_problems(yours, case) + [p for p in [nan_problem(yours, case)] if p],
         "case": describe(case),
         "link": yours_link(page, params, yours),
+        "left_out": left_out(params),
     }
 
 
@@ -171,6 +189,8 @@ def report(result: dict) -> str:
             lines.append(f"Your numbers are what the known mistake {mistake} computes{symptom}.")
         else:
             lines.append("No single known mistake computes these numbers (several at once, or a new one).")
+    if result["left_out"]:
+        lines.append("The link below leaves out " + "; ".join(result["left_out"]) + ".")
     lines.append("Yours beside the engine's, at every stage, in the workbench:")
     lines.append(f"  {result['link']}")
     return "\n".join(lines)
@@ -191,7 +211,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(
             json.dumps(
-                {k: result[k] for k in ("first_divergence", "mistake", "max_error", "stages", "problems", "link")}
+                {
+                    k: result[k]
+                    for k in ("first_divergence", "mistake", "max_error", "stages", "problems", "link", "left_out")
+                }
             )
         )
     else:

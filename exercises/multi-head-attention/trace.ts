@@ -101,17 +101,32 @@ export async function trace(path: string, link: string) {
   const mistake = first === "identical" || !comparable.length ? null
     : which(zeroed, c.tokens, c.heads, c.causal ?? true, ALL, [...comparable], c.output_projection ?? undefined);
   const problems = [...shapeProblems(yours, c), ...[nanProblem(yours, c)].filter((p): p is string => Boolean(p))];
-  return { first_divergence: first, mistake, max_error: maxError, stages, problems, case: describe(c), link: yoursLink(page, params, yours) };
+  return { first_divergence: first, mistake, max_error: maxError, stages, problems, case: describe(c), link: yoursLink(page, params, yours), left_out: leftOut(params) };
 }
 
 function denan(values: unknown): unknown {
   return Array.isArray(values) ? values.map(denan) : Number.isNaN(values) ? 0 : values;
 }
 
+// What a link with your numbers cannot carry: yours is compared with the correct computation, so the
+// broken reuse and a comparison with a failure mode are left out (and said); a replayed cell goes too.
+const LEFT_OUT: Record<string, string> = {
+  reuse: "the broken reuse (your numbers are compared with the correct computation)",
+  compare: "the failure-mode comparison (yours takes its place)",
+  cell: "the replayed weight",
+};
+const LESSON = "multi-head-attention"; // the workbench's way back
+
+function leftOut(params: URLSearchParams): string[] {
+  return Object.entries(LEFT_OUT).filter(([key]) => !["", "0", null].includes(params.get(key)))
+    .map(([key, why]) => `${key}=${params.get(key)}: ${why}`);
+}
+
 function yoursLink(page: string, params: URLSearchParams, yours: Result): string {
-  const kept = new URLSearchParams([...params].filter(([key]) => !["reuse", "compare", "yours", "cell"].includes(key)));
+  const kept = new URLSearchParams([...params].filter(([key]) => !(key in LEFT_OUT) && !["yours", "lesson"].includes(key)));
   const rounded = (v: unknown): unknown => (Array.isArray(v) ? v.map(rounded) : Number.isFinite(v) ? Number((v as number).toPrecision(12)) : null);
   kept.set("yours", JSON.stringify(Object.fromEntries(STAGES.map(([stage, part]) => [stage, rounded(yours[part])]))));
+  kept.set("lesson", LESSON);
   // Percent-encoded as URLSearchParams reads it, with the JSON's brackets and commas left readable.
   const readable = (v: string) => encodeURIComponent(v).replace(/%(2C|3B|5B|5D|7B|7D|3A)/g, (code) => decodeURIComponent(code));
   return `${page}#${[...kept].map(([key, value]) => `${key}=${readable(value)}`).join("&")}`;
@@ -130,6 +145,7 @@ function report(result: Awaited<ReturnType<typeof trace>>): string {
       ? `Your numbers are what the known mistake ${result.mistake} computes${result.mistake in SYMPTOMS ? `: ${SYMPTOMS[result.mistake]}` : ""}.`
       : "No single known mistake computes these numbers (several at once, or a new one).");
   }
+  if (result.left_out.length) lines.push(`The link below leaves out ${result.left_out.join("; ")}.`);
   lines.push("Yours beside the engine's, at every stage, in the workbench:", `  ${result.link}`);
   return lines.join("\n");
 }
@@ -152,8 +168,8 @@ async function main(argv: string[]): Promise<number> {
     throw error;
   }
   if (args.includes("--json")) {
-    const { first_divergence, mistake, max_error, stages, problems, link: answer } = result;
-    console.log(JSON.stringify({ first_divergence, mistake, max_error, stages, problems, link: answer }));
+    const { first_divergence, mistake, max_error, stages, problems, link: answer, left_out } = result;
+    console.log(JSON.stringify({ first_divergence, mistake, max_error, stages, problems, link: answer, left_out }));
   } else {
     console.log(report(result));
   }

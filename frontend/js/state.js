@@ -33,6 +33,8 @@ export const STATE = new HashState([
     check: (c, s) => c.length === 3 && c.every(Number.isInteger) && c[0] < s.heads && c.slice(1).every((v) => v >= 0 && v < N) },
   // a learner's own outputs beside the engine's (the exercise's trace): {stage: numbers}
   { name: "yours", type: "object", default: null },
+  // the lesson a link came from (the exercise's trace says so): the page offers a way back to it
+  { name: "lesson", type: "string", default: "", check: (v) => v === "" || /^[a-z0-9-]{1,64}$/.test(v) },
 ]);
 
 export const defaults = () => STATE.defaults();

@@ -17,13 +17,13 @@ from ..edge.caller import CALLER, Caller
 from ..edge.json_codec import dumps_bytes
 from ..edge.problems import Problem
 from ..identity import Principal
-from ..lessons import Lesson
-from ..lessons.items import PHASES
+from ..lessons import Checkpoint, Lesson
 from ..lessons.prediction import PREDICTIONS
 from ..observability import EVENTS
 from ..text import N_
 from . import storage
 from .auth import authorized, needs
+from .item_answers import ITEM_EVENTS, answer_problem, in_order, scored
 from .schemas.event import EventSchema
 from .schemas.events import EventBatchSchema, EventsResultSchema
 from .schemas.fast_events import NOT_SURE, fast_events
@@ -54,8 +54,8 @@ def check_against_lessons(
         if lesson is None:
             errors[f"{where}.lesson"] = [f"unknown lesson {e['lesson']!r}; lessons are {sorted(lessons)}"]
             continue
-        if e["event"] == "answered" or e.get("item") is not None:
-            if misfit := _answer_problem(lesson, e):
+        if e["event"] in ITEM_EVENTS or e.get("item") is not None:
+            if misfit := answer_problem(lesson, e):
                 errors[f"{where}.{misfit[0]}"] = [misfit[1]]
             continue
         checkpoint = lesson.checkpoint(e["checkpoint"]) if e["checkpoint"] else None
@@ -79,37 +79,21 @@ def check_against_lessons(
                     "(POST /api/v1/exercises/multi-head-attention/challenges), not by reporting test counts; "
                     "send 'attempted' to record a run"
                 ]
-            elif problem := _requirement_problem(checkpoint.requires, e["data"]) or _prediction_problem(
-                checkpoint.prediction, e["data"]
-            ):
+            elif problem := _data_problem(checkpoint, e["data"]):
                 errors[f"{where}.data"] = [problem]
         elif "manipulation" in e["data"] and (problem := _manipulation_problem(lesson, e)):
             errors[f"{where}.data"] = [problem]
     return errors
 
 
-def _answer_problem(lesson: Lesson, e: dict[str, Any]) -> tuple[str, str] | None:
-    """(field, message) when an answered event does not fit its item: it names an item of the
-    lesson and no checkpoint; data is exactly {response, phase}, a phase the item is asked in."""
-    if e["event"] != "answered":
-        return "item", f"only answered events name an item, not {e['event']!r} events"
-    if e["checkpoint"] is not None:
-        return "checkpoint", "an answered event names its item, not a checkpoint"
-    if e.get("item") is None:
-        return "item", "an answered event names the item it answers"
-    item = lesson.item(e["item"])
-    if item is None:
-        known = ", ".join(i.id for i in lesson.items) or "none"
-        return "item", f"lesson {lesson.id!r} has no item {e['item']!r}; its items are: {known}"
-    data = e["data"]
-    if set(data) != {"response", "phase"}:
-        return "data", 'an answer\'s data is exactly {"response": ..., "phase": "pre" or "post"}'
-    if data["phase"] not in PHASES or not item.asked_in(data["phase"]):
-        asked = [p for p in PHASES if item.asked_in(p)]
-        return "data", f"data.phase {data['phase']!r}: item {item.id!r} is asked in {' and '.join(asked)}"
-    if problem := item.problem(data["response"]):
-        return "data", f"data.response {problem}"
-    return None
+def _data_problem(checkpoint: Checkpoint, data: dict[str, Any]) -> str | None:
+    """What a learner checkpoint's completion must carry: its requirement, a prediction among its
+    choices, and a text that earns it."""
+    return (
+        _requirement_problem(checkpoint.requires, data)
+        or _prediction_problem(checkpoint.prediction, data)
+        or checkpoint.text_problem(data["text"] if checkpoint.requires == "text" else "")
+    )
 
 
 def _prediction_problem(prediction: str | None, data: dict[str, Any]) -> str | None:
@@ -118,15 +102,6 @@ def _prediction_problem(prediction: str | None, data: dict[str, Any]) -> str | N
         return None
     choices = PREDICTIONS[prediction].choices
     return None if data["choice"] in choices else f"data.choice is one of {', '.join(choices)}"
-
-
-def scored(lesson: Lesson | None, e: dict[str, Any]) -> dict[str, Any]:
-    """An event's data as stored: an answer gains the server's score (`correct`, `misconception`)."""
-    item = lesson.item(e["item"]) if lesson is not None and e.get("item") else None
-    if item is None:
-        return e["data"]
-    correct, misconception = item.score(e["data"]["response"])
-    return {**e["data"], "correct": correct, "misconception": misconception}
 
 
 def _manipulation_problem(lesson: Lesson, e: dict[str, Any]) -> str | None:
@@ -260,6 +235,7 @@ def _record(app: Flask, principal: Principal, events: list[dict[str, Any]], coun
     stored = [Stored(e.learner, stored_bytes(e)) for e in new_events]
     storage.check(app, principal.platform_id, stored, counting)
     db = app.extensions["db"]
+    in_order(db, principal.platform_id, new_events, lessons)
     result = record_events(db, principal.platform_id, new_events, lessons, counting)  # EventConflict: nothing stored
     EVENTS.labels("created").inc(len(result.created))
     EVENTS.labels("duplicate").inc(len(result.replayed))

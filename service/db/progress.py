@@ -74,20 +74,53 @@ def learner_progress(session: Session, platform_id: int, learner: str, lessons: 
     return result
 
 
+def first_item_events(
+    session: Session, platform_id: int, keys: list[tuple[str, str, str]]
+) -> dict[tuple[str, str, str, str], dt.datetime]:
+    """(learner, lesson, item, phase) -> when the learner first answered (or skipped) the item in
+    that phase, for the (learner, lesson, item) keys given."""
+    found: dict[tuple[str, str, str, str], dt.datetime] = {}
+    items: dict[tuple[str, str], set[str]] = {}
+    for learner, lesson, item in keys:
+        items.setdefault((learner, lesson), set()).add(item)
+    for (learner, lesson), asked in items.items():  # one query per learner and lesson
+        rows = session.execute(
+            select(Event.item, Event.data, Event.occurred_at).where(
+                Event.platform_id == platform_id,
+                Event.lesson == lesson,
+                Event.learner == learner,
+                Event.event.in_(("answered", "skipped")),
+                Event.item.in_(sorted(asked)),
+            )
+        )
+        for item, data, at in rows:
+            key = (learner, lesson, item, data.get("phase"))
+            at = at if at.tzinfo else at.replace(tzinfo=dt.UTC)
+            found[key] = min(found.get(key, at), at)
+    return found
+
+
 Answers = dict[tuple[str, str], tuple[Any, bool, dt.datetime]]  # (item, phase) -> (response, correct, at)
 
 
 def latest_answers(session: Session, platform_id: int, learner: str) -> dict[str, Answers]:
-    """lesson -> the learner's latest answer to each (item, phase), with the score it was given."""
+    """lesson -> the learner's latest answer to each (item, phase), with the score it was given; a
+    question passed over before the workbench, with no answer since, as a skip (response None)."""
     rows = session.execute(
-        select(Event.lesson, Event.item, Event.data, Event.occurred_at)
-        .where(Event.platform_id == platform_id, Event.learner == learner, Event.event == "answered")
+        select(Event.lesson, Event.item, Event.event, Event.data, Event.occurred_at)
+        .where(Event.platform_id == platform_id, Event.learner == learner, Event.event.in_(("answered", "skipped")))
         .order_by(Event.occurred_at, Event.id)
     )
     found: dict[str, Answers] = {}
-    for lesson, item, data, at in rows:
-        found.setdefault(lesson, {})[(item, data.get("phase"))] = (data.get("response"), bool(data.get("correct")), at)
+    for lesson, item, event, data, at in rows:
+        said = found.setdefault(lesson, {})
+        key = (item, data.get("phase"))
+        if event == "answered" or key not in said:
+            said[key] = (data.get("response") if event == "answered" else SKIPPED, bool(data.get("correct")), at)
     return found
+
+
+SKIPPED = None  # the response of a question passed over
 
 
 def answers_json(lesson: Lesson, answers: Answers) -> list[dict[str, Any]]:
@@ -102,7 +135,9 @@ def answers_json(lesson: Lesson, answers: Answers) -> list[dict[str, Any]]:
                 continue
             response, correct, at = answers[(item.id, phase)]
             entry: dict[str, Any] = {"item": item.id, "phase": phase, "response": response, "answered_at": at}
-            if not item.asked_again(phase) or (item.id, "post") in answers:
+            if response is SKIPPED:
+                entry["skipped"] = True
+            elif not item.asked_again(phase) or (item.id, "post") in answers:
                 words = shown.item(item.id) or item
                 chosen = words.choice(response) if isinstance(response, str) else None
                 entry.update(correct=correct, misconception=chosen.misconception if chosen else None, answer=item.key())

@@ -71,16 +71,22 @@ def _renderer(name: str):
     return render
 
 
+WORKBENCH = "/explorables/multi-head-attention"
+SHOWN_WITH = {"output": "&amp;wo=learned", "mask": "&amp;causal=1"}  # a step's bug -> the settings that show it
+
+
 def _failure_mode_list(attrs: dict[str, str], locale: str) -> str:
     """The registry's names and descriptions (one source for the engine, the checker and the
     lesson) in the lesson's language, each linking to the workbench comparing it with the
     correct implementation."""
-    page = attrs.get("explorable", "/explorables/multi-head-attention")
+    page = attrs.get("explorable", WORKBENCH)
     items = []
     for mode_id in (i.strip() for i in attrs.get("ids", "").split(",") if i.strip()):
         mode = REGISTRY[mode_id]
-        # Skipping W_O changes nothing while W_O is the identity: the link opens a mixing one.
-        href = f"{html.escape(page)}#compare={mode.id}" + ("&amp;wo=learned" if mode.step == "output" else "")
+        # What the bug needs to show: skipping W_O changes nothing while W_O is the identity (the
+        # link opens a mixing one), a broken mask nothing while the mask is off (it turns it on).
+        shown_with = SHOWN_WITH.get(mode.step, "") if page == WORKBENCH else ""
+        href = f"{html.escape(page)}#compare={mode.id}{shown_with}"
         link = f'<a href="{href}" data-failure-mode="{mode.id}">{html.escape(translate(mode.name, locale))}</a>'
         items.append(f"<li>{link}: {html.escape(translate(mode.description, locale))}.</li>")
     return '<ul class="failure-modes">\n' + "\n".join(items) + "\n</ul>\n"
@@ -200,6 +206,19 @@ def _line_of(front_matter: str, key: str) -> int:
     return 2
 
 
+def _text_rule(path: Path, line: int, raw: dict[str, Any], requires: Any) -> tuple[Any, int]:
+    """A text checkpoint's rule for earning its completion: (vocabulary by language, min_words)."""
+    vocabulary, min_words = raw.get("vocabulary") or {}, raw.get("min_words") or 0
+    if (vocabulary or min_words) and requires != "text":
+        raise LessonError(path, line, f"checkpoint {raw['id']!r}: only text checkpoints set vocabulary, min_words")
+    words = vocabulary.values() if isinstance(vocabulary, dict) else [None]
+    if not all(isinstance(ws, list) and all(isinstance(w, str) and w.strip() for w in ws) for ws in words):
+        raise LessonError(path, line, f"checkpoint {raw['id']!r}: vocabulary maps each language to a list of words")
+    if not isinstance(min_words, int) or isinstance(min_words, bool) or min_words < 0:
+        raise LessonError(path, line, f"checkpoint {raw['id']!r}: min_words is a whole number")
+    return tuple((str(tag), tuple(ws)) for tag, ws in vocabulary.items()), min_words
+
+
 def _checkpoints(path: Path, meta: dict[str, Any], line: int) -> list[Checkpoint]:
     result: list[Checkpoint] = []
     for raw in meta["checkpoints"]:
@@ -230,6 +249,7 @@ def _checkpoints(path: Path, meta: dict[str, Any], line: int) -> list[Checkpoint
                 line,
                 f"checkpoint {raw['id']!r}: a learner checkpoint's prediction is one of {sorted(PREDICTIONS)}",
             )
+        vocabulary, min_words = _text_rule(path, line, raw, requires)
         if any(c.id == raw["id"] for c in result):
             raise LessonError(path, line, f"checkpoint id {raw['id']!r} appears twice")
         result.append(
@@ -242,6 +262,8 @@ def _checkpoints(path: Path, meta: dict[str, Any], line: int) -> list[Checkpoint
                 event=raw.get("event"),
                 manipulations=tuple(manipulations),
                 prediction=raw.get("prediction"),
+                vocabulary=vocabulary,
+                min_words=min_words,
             )
         )
     if not result:

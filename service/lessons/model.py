@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -9,6 +10,9 @@ from .items import Item
 
 COMPLETIONS = ("learner", "explorable-event")
 REQUIREMENTS = ("text", "passing-tests")
+
+
+CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")  # one word per character
 
 
 @dataclass(frozen=True)
@@ -23,6 +27,10 @@ class Checkpoint:
     # done; none: the first matching event completes it.
     manipulations: tuple[str, ...] = ()
     prediction: str | None = None  # learner checkpoints: the engine check its choice is judged by (prediction.py)
+    # text checkpoints that earn their completion: at least `min_words` words (a CJK character is
+    # one) and one word of the lesson's `vocabulary` (language -> words; a word of any language counts)
+    vocabulary: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    min_words: int = 0
 
     def as_json(self) -> dict[str, Any]:
         rule: dict[str, Any] = {"completion": self.completion}
@@ -35,7 +43,20 @@ class Checkpoint:
                 rule["manipulations"] = list(self.manipulations)
         if self.prediction:
             rule["prediction"] = self.prediction
+        if self.min_words or self.vocabulary:
+            rule["min_words"], rule["vocabulary"] = self.min_words, {tag: list(ws) for tag, ws in self.vocabulary}
         return {"id": self.id, "title": self.title, **rule}
+
+    def text_problem(self, text: str) -> str | None:
+        """Why a text does not earn this checkpoint (too short, or no word of the lesson's), or None."""
+        words = len(CJK.sub(" ", text).split()) + len(CJK.findall(text))
+        if words < self.min_words:
+            return f"write at least {self.min_words} words about what you saw; this has {words}"
+        lowered = text.casefold()
+        every = [word for _, words in self.vocabulary for word in words]
+        if every and not any(word.casefold() in lowered for word in every):
+            return f"use the lesson's words for what you saw, such as {', '.join(every[:4])}"
+        return None
 
     def matches(self, event: str, checkpoint: str | None, instance_id: str | None) -> bool:
         """Whether an event counts towards this checkpoint under its rule."""

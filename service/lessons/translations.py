@@ -61,7 +61,14 @@ def load_translations(
                 problems.append(f"{path}: its ids, checkpoints or directives differ from {english.source}'s")
                 continue
             found.setdefault(english.id, {})[locale] = replace(
-                translated, locale=locale, prerequisites_present=english.prerequisites_present
+                translated,
+                locale=locale,
+                prerequisites_present=english.prerequisites_present,
+                # what earns a text checkpoint is the English lesson's, in every language
+                checkpoints=tuple(
+                    replace(mine, vocabulary=its.vocabulary, min_words=its.min_words)
+                    for mine, its in zip(translated.checkpoints, english.checkpoints, strict=True)
+                ),
             )  # prerequisites' titles as the translation writes them
     return found, problems
 

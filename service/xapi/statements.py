@@ -22,6 +22,7 @@ VERBS = {
     "attempted": ADL + "attempted",
     "passed": ADL + "passed",
     "failed": ADL + "failed",
+    "skipped": "http://id.tincanapi.com/verb/skipped",  # the Tin Can registry's: ADL's list has none
 }
 ACTIVITY_TYPES = {
     "lesson": "http://adlnet.gov/expapi/activities/lesson",
@@ -37,6 +38,7 @@ VERB_DISPLAY = {
     "attempted": {"en-US": "attempted", "es": "intentó", "zh-CN": "尝试了"},
     "passed": {"en-US": "passed", "es": "aprobó", "zh-CN": "通过了"},
     "failed": {"en-US": "failed", "es": "no aprobó", "zh-CN": "未通过"},
+    "skipped": {"en-US": "skipped", "es": "omitió", "zh-CN": "跳过了"},
 }
 
 
@@ -46,8 +48,8 @@ def language_map(titles: dict[str, str]) -> dict[str, str]:
 
 
 def verb_for(event: str, checkpoint: str | None, data: dict[str, Any], requires: str | None) -> str:
-    if event == "answered":
-        return "answered"
+    if event in ("answered", "skipped"):
+        return event
     if event == "parameter-changed":
         return "interacted"
     if event == "completed":
@@ -79,7 +81,7 @@ def statement(
     checkpoint = lesson.checkpoint(row.checkpoint) if (lesson and row.checkpoint) else None
     data = row.data or {}
     verb = verb_for(row.event, row.checkpoint, data, checkpoint.requires if checkpoint else None)
-    answer = row.event == "answered" and getattr(row, "item", None)
+    answer = row.event in ("answered", "skipped") and getattr(row, "item", None)
     body = {
         "id": row.event_id,
         "actor": {"objectType": "Agent", "account": {"homePage": home_page, "name": row.learner}},
@@ -89,7 +91,10 @@ def statement(
         "timestamp": timestamp(row.occurred_at),
         "version": VERSION,
     }
-    result = answered_result(data, EXTENSION) if answer else _result(row.event, data, checkpoint)
+    result = _result(row.event, data, checkpoint)
+    if answer:
+        skipped = {"extensions": {EXTENSION + "phase": "pre"}}
+        result = answered_result(data, EXTENSION) if row.event == "answered" else skipped
     if result:
         body["result"] = result
     return body

@@ -82,8 +82,8 @@ def test_misconceptions_are_shown_in_the_learners_language(client, acme):
         (answer("head-width", "2", phase="pre"), "data", "data.response is a number"),
         (answer("head-width", 1e300, phase="pre"), "data", "finite number"),
         ({**answer("head-shapes", "right"), "checkpoint": "predict"}, "checkpoint", "names its item, not a checkpoint"),
-        ({**answer("head-shapes", "right"), "item": None}, "item", "names the item it answers"),
-        ({**event(), "item": "head-shapes"}, "item", "only answered events name an item"),
+        ({**answer("head-shapes", "right"), "item": None}, "item", "names the item it is about"),
+        ({**event(), "item": "head-shapes"}, "item", "only answered and skipped events name an item"),
         ({**answer("head-shapes", "right"), "data": {"response": "right"}}, "data", "exactly"),
     ],
 )
@@ -93,6 +93,53 @@ def test_an_answer_that_does_not_fit_its_item_is_422_naming_it_and_nothing_is_st
     assert response.status_code == 422, response.json
     assert any(text in m for m in response.json["errors"][f"events.1.{field}"]), response.json
     assert client.get("/api/v1/learners/learner-1/events", headers=acme).status_code == 404  # nothing of theirs
+
+
+def stored_events(client, headers, learner="learner-1"):
+    response = client.get(f"/api/v1/learners/{learner}/events", headers=headers)
+    return [] if response.status_code == 404 else response.json["events"]
+
+
+def skip(item: str, **overrides) -> dict:
+    return {**answer(item, None, phase="pre", **overrides), "event": "skipped", "data": {"phase": "pre"}}
+
+
+def test_an_after_answer_without_a_before_answer_is_refused_and_nothing_is_stored(client, acme):
+    """The after question shows the key: answered first, the same question before would score what
+    was shown. A platform's own client cannot invert the order either."""
+    batch = {"events": [answer("head-shapes", "right"), answer("head-width", 2, phase="post")]}
+    refused = client.post("/api/v1/events", json=batch, headers=acme)
+    assert refused.status_code == 409 and refused.json["type"].endswith("answer-order"), refused.json
+    assert list(refused.json["errors"]) == ["events.1"] and "head-width" in refused.json["errors"]["events.1"][0]
+    assert stored_events(client, acme) == []
+
+
+def test_a_batch_is_judged_in_occurred_at_order_whatever_its_order_in_the_list(client, acme):
+    after, before = answer("head-width", 2, occurred_at=at(1)), answer("head-width", 4, phase="pre", occurred_at=at(5))
+    assert client.post("/api/v1/events", json={"events": [after, before]}, headers=acme).status_code == 201
+    late = answer("scale", "sqrt-d-head", phase="pre", occurred_at=at(1))
+    early = answer("scale", "sqrt-d-head", occurred_at=at(2))
+    refused = client.post("/api/v1/events", json={"events": [late, early]}, headers=acme)
+    # each is out of order: the after answer precedes the before one
+    assert refused.status_code == 409 and sorted(refused.json["errors"]) == ["events.0", "events.1"]
+
+
+def test_a_skip_before_opens_the_after_question_and_counts_as_no_answer(client, acme):
+    for body in (skip("head-width", occurred_at=at(5)), answer("head-width", 2, occurred_at=at(1))):
+        assert client.post("/api/v1/events", json=body, headers=acme).status_code == 201
+    shown = items_of(client, acme)
+    assert shown[("head-width", "pre")]["skipped"] is True and shown[("head-width", "pre")]["response"] is None
+    assert shown[("head-width", "post")]["correct"] is True
+    wrong = {**skip("head-width"), "data": {"phase": "post"}}
+    assert client.post("/api/v1/events", json=wrong, headers=acme).status_code == 422
+
+
+def test_once_answered_after_the_before_answer_stands(client, acme):
+    client.post("/api/v1/events", json=answer("head-width", 4, phase="pre", occurred_at=at(10)), headers=acme)
+    client.post("/api/v1/events", json=answer("head-width", 2, occurred_at=at(5)), headers=acme)
+    again = client.post("/api/v1/events", json=answer("head-width", 2, phase="pre", occurred_at=at(1)), headers=acme)
+    assert again.status_code == 409 and "already" in again.json["errors"]["events.0"][0]
+    assert items_of(client, acme)[("head-width", "pre")]["response"] == 4
 
 
 def test_answers_stay_with_their_platform(client, acme, globex):

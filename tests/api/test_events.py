@@ -249,3 +249,37 @@ def test_an_id_with_a_control_character_at_either_end_is_refused_and_nothing_sto
     assert challenge.status_code == 422
     with db.read() as session:
         assert session.scalar(select(func.count()).select_from(Event)) == 0
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("x", "at least 12 words"),
+        ("I clicked around for a while and then some numbers changed on the screen somewhere", "lesson's words"),
+        ("我看到了一些东西", "at least 12 words"),  # eight characters, eight words
+    ],
+)
+def test_an_explanation_too_short_or_without_the_lessons_words_is_refused_with_a_hint(client, db, acme, text, says):
+    refused = client.post("/api/v1/events", json={**completed("explain"), "data": {"text": text}}, headers=acme)
+    assert refused.status_code == 422 and says in refused.json["errors"]["data"][0], refused.json
+    assert count_events(db) == 0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "changing the last two coordinates moved only head 2's weights; reusing one slice makes both heads identical",
+        "al cambiar las dos últimas coordenadas solo se movieron los pesos de la cabeza 2 y nada más",
+        "只改最后两个坐标时，只有头2的权重变了，头1完全没变",
+    ],
+)
+def test_an_explanation_in_any_of_the_lessons_languages_earns_the_checkpoint(client, acme, text):
+    body = {**completed("explain"), "data": {"text": text}}
+    assert client.post("/api/v1/events", json=body, headers=acme).status_code == 201
+    assert progress(client, acme)["explain"]["completed"]
+
+
+def test_the_lesson_says_what_earns_its_explain_checkpoint(client):
+    rules = {c["id"]: c for c in client.get(f"/api/v1/lessons/{LESSON}?lang=es").json["checkpoints"]}
+    assert rules["explain"]["min_words"] == 12 and "cabeza" in rules["explain"]["vocabulary"]["es"]
+    assert "min_words" not in rules["predict"]

@@ -57,6 +57,7 @@ def test_the_lessons_failure_modes_come_from_the_registry(client):
     assert len(listed) == 7
     for mode in listed:
         assert f">{mode['name']}</a>: {mode['description']}." in html.replace("&#x27;", "'")
-        # Skipping W_O changes nothing while W_O is the identity: that link opens a mixing one.
-        extra = "&amp;wo=learned" if mode["step"] == "output" else ""
+        # Each link shows its bug: skipping W_O changes nothing while W_O is the identity (that link
+        # opens a mixing one), a broken mask nothing while the mask is off (that link turns it on).
+        extra = {"output": "&amp;wo=learned", "mask": "&amp;causal=1"}.get(mode["step"], "")
         assert f'href="/explorables/multi-head-attention#compare={mode["id"]}{extra}"' in html

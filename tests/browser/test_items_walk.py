@@ -130,3 +130,36 @@ def test_the_dashboard_shows_each_questions_figures_and_the_gain(page, live, siz
     assert 0 < max(widths) < track and widths[0] == max(widths)
     box = page.locator("#items").bounding_box()
     assert box["x"] >= 0 and box["x"] + box["width"] <= VIEWPORTS[size]["width"] + 1  # nothing off the screen
+
+
+@pytest.mark.parametrize("size", VIEWPORTS)
+def test_the_after_questions_open_only_after_the_before_ones_and_the_experiment(browser, live, size):
+    """Answered first, an after question would show its key to the same question before: closed,
+    saying what they wait for, until the before questions are answered or skipped (a skip is
+    recorded and shown) and the workbench's four manipulations are done."""
+    context = browser.new_context(viewport=VIEWPORTS[size])
+    page = watched_page(context)
+    open_page(page, live, LESSON)
+    pre, post = page.locator("section.directive-items").nth(0), page.locator("section.directive-items").nth(1)
+    note = post.locator(".items-locked")
+    assert "answer (or skip) the questions before the workbench" in note.inner_text()
+    assert "four manipulations" in note.inner_text()
+    assert post.locator("form.item-form[data-locked=true]").count() == post.locator("form.item-form").count()
+    assert post.locator("fieldset:not([disabled])").count() == 0
+    pre.get_by_role("button", name="Skip the questions I cannot answer yet").click()
+    wait_until(page, "[...document.querySelectorAll('section.directive-items')[0].querySelectorAll('.item-feedback')]"
+                     ".every((p) => p.textContent.includes('Skipped'))")  # fmt: skip
+    assert "answer (or skip)" not in note.inner_text() and "four manipulations" in note.inner_text()
+    assert pre.get_by_role("button", name="Skip the questions I cannot answer yet").is_hidden()
+    manipulations_in_any_language(embedded_workbench(page))
+    wait_for_checkpoint(page, "experiment")
+    wait_until(page, "document.querySelectorAll('form.item-form[data-locked=true]').length === 0")
+    assert note.is_hidden()
+    answer_all(post, "post", "en", right=True)
+    wait_until(page, "document.querySelectorAll('.item-feedback.correct').length === 9")
+    # the skips are kept on the server: after a reload they still read as skipped
+    open_page(page, live, LESSON)
+    wait_until(page, "document.querySelectorAll('.item-feedback.correct').length === 9")
+    assert all("Skipped" in t for t in pre.locator(".item-feedback").all_inner_texts())
+    assert page.errors == []
+    context.close()

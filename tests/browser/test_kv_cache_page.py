@@ -148,8 +148,14 @@ def test_a_new_learner_completes_the_case_study(page, live, locale, size):
     frame.locator("#compare").select_option("cache_not_appended")  # break it
     wait_for_checkpoint(page, "experiment")
     assert frame.locator("[data-manipulation][data-done=true]").count() == 4
+    # explain earns its completion: "x" is refused with a hint, and no model answer shows yet
+    page.get_by_label(explanation).fill("x")
+    page.get_by_role("button", name=record_explanation).click()
+    assert page.locator("#explanation-hint").is_visible() and "12" in page.locator("#explanation-hint").inner_text()
+    assert page.locator("[data-answers=explain]").is_hidden() and "explain" not in completed(page)
     page.get_by_label(explanation).fill("The cache holds the same keys and values; MLA keeps the latent and k_R.")
     page.get_by_role("button", name=record_explanation).click()
     wait_for_checkpoint(page, "explain")
     assert completed(page) == {"predict", "experiment", "explain"}
+    assert page.locator("#explanation-hint").is_hidden() and page.locator("[data-answers=explain]").is_visible()
     assert overflow(page) == 0

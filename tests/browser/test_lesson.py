@@ -14,6 +14,7 @@ from playwright.sync_api import expect
 
 from service.lessons import load_catalog
 
+from ..api.helpers import EXPLANATION
 from ..exercise.test_exercise import TYPESCRIPT_READY
 from .conftest import (
     PATIENCE,
@@ -76,7 +77,7 @@ def test_all_four_checkpoints_with_the_mouse_and_kept_after_reload(page, live, m
     wait_for_checkpoint(page, "implement")  # the page learns of it without a reload
     page.get_by_text("Verified:").wait_for()  # and says how: the server checked the numbers
 
-    page.get_by_label("Your explanation").fill("Only head 2 changed; swapping heads breaks W_O.")
+    page.get_by_label("Your explanation").fill(EXPLANATION)
     page.get_by_role("button", name="Record explanation").click()
     wait_for_checkpoint(page, "explain")
     assert completed(page) == {"predict", "experiment", "implement", "explain"}
@@ -189,6 +190,22 @@ def test_a_failure_mode_opens_in_the_lessons_own_workbench_and_a_new_tab_has_a_w
     assert back.is_visible() and back.get_attribute("href") == LESSON
 
 
+def test_after_the_four_manipulations_mask_after_softmax_turns_the_mask_on_and_shows_its_bug(page, live):
+    """The manipulations leave the mask off; the lesson's "Mask after softmax" link turns it on, so
+    the comparison shows where the numbers part. Chosen by hand with the mask off, the workbench says
+    what to turn on."""
+    open_page(page, live, LESSON)
+    frame = embedded_workbench(page)
+    do_the_four_manipulations(frame)
+    expect(frame.get_by_label("Causal mask", exact=True)).not_to_be_checked()
+    page.locator('a[data-failure-mode="mask_after_softmax"]').click()
+    expect(frame.get_by_label("Compare with")).to_have_value("mask_after_softmax")
+    expect(frame.get_by_label("Causal mask", exact=True)).to_be_checked()
+    expect(frame.locator("#status")).to_contain_text("the first stage that differs")
+    frame.get_by_label("Causal mask", exact=True).click()
+    expect(frame.locator("#status")).to_contain_text("Turn on “Causal mask” to see what it does")
+
+
 def test_a_failure_mode_chosen_before_the_workbench_has_loaded_opens_in_it(page, live):
     """The embedded workbench loads as the learner nears it: a failure mode chosen from the lesson
     before that still opens in it, with the lesson's tokens."""
@@ -259,7 +276,7 @@ def test_keyboard_only_walk_through_the_lesson(page, live, monkeypatch):
     assert submit(page, monkeypatch).exit_code == 0
     wait_for_checkpoint(page, "implement")
     tab_to("#explanation")
-    page.keyboard.type("Head 1 did not change.")
+    page.keyboard.type("Head 1 did not change when I edited the last two coordinates of a token.")
     page.keyboard.press("Tab")
     page.keyboard.press("Enter")
     wait_for_checkpoint(page, "explain")
@@ -375,7 +392,7 @@ def test_a_completion_is_said_where_the_learner_is_looking(page, live, size):
     page.get_by_label("Your prediction").fill("Each head is 2 wide; reusing slice 0 loses features 3-4.")
     page.get_by_role("button", name="Record prediction").click()
     wait_for_checkpoint(page, "predict")
-    said = page.locator("body > [data-announce=checkpoint]")
+    said = page.locator("[data-announce=checkpoint]")
     said.wait_for()
     assert "Checkpoint complete" in said.inner_text() and said.get_attribute("aria-live") == "polite"
     assert in_view(page, said)

@@ -17,6 +17,7 @@ from service.lti.registrations import NewRegistration, register
 from tests.lti.lms_server import LmsServer
 from tests.lti.platform import Platform
 
+from ..api.helpers import EXPLANATION
 from ..live import LiveServer
 from .conftest import wait_for_checkpoint, wait_until, watched_page
 
@@ -82,7 +83,7 @@ def test_from_the_course_page_to_two_of_four_in_the_gradebook(browser, tmp_path,
 
         tool.stop()  # a restart between the two checkpoints
         tool.start()
-        frame.get_by_label("Your explanation").fill("Only head 2 changed; swapping heads breaks W_O.")
+        frame.get_by_label("Your explanation").fill(EXPLANATION)
         frame.get_by_role("button", name="Record explanation").click()
         wait_done(frame, "explain")
         assert send_grades(url, monkeypatch) == "sent 1 scores, 0 failed (retried later)"

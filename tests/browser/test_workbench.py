@@ -13,6 +13,7 @@ from urllib.parse import parse_qsl, urlencode
 import numpy as np
 import pytest
 import requests
+from playwright.sync_api import expect
 
 from service.compute.failure_modes import REGISTRY
 
@@ -429,6 +430,7 @@ def test_the_trace_link_shows_yours_beside_correct_from_the_first_difference(pag
     marked = page.eval_on_selector_all("[data-divergence=first]", "els => [...new Set(els.map(e => e.dataset.stage))]")
     assert marked == [result["first_divergence"]]
     assert "Your numbers first differ from the engine's at" in page.locator("#status").inner_text()
+    assert page.locator("#back-to-lesson").get_attribute("href") == "/lessons/multi-head-attention"  # a way back
     yours = json.loads(dict(parse_qsl(result["link"].split("#", 1)[1]))["yours"])
     page.get_by_role("button", name="Show every number").click()
     for name in ("weights", "head-output"):
@@ -610,3 +612,40 @@ def test_one_notation_for_subscripts_in_the_diagram_and_the_lesson(page, live, s
     prose = page.locator("#lesson-body").inner_html()
     assert "W<sub>O</sub>" in prose
     assert "<code>" in prose and "d_model" in prose  # code and the API's names stay as written
+
+
+# What each manipulation changes, and the control the learner needs next (the lesson's order).
+NEXT = [("#token-1-dim-3", "2", "#token-2-dim-1"), ("#token-2-dim-1", "-1", "#causal"), ("#causal", None, "#reuse"),
+        ("#reuse", None, None)]  # fmt: skip
+
+
+@pytest.mark.parametrize("size", VIEWPORTS)
+def test_after_each_manipulation_the_next_control_takes_a_click_and_nothing_covers_the_changed_cells(page, live, size):
+    """The notice that says a manipulation is done takes its own line: the next control is what a
+    press at its centre reaches, at once, and no notice lies over a weight of the heads."""
+    page.set_viewport_size(VIEWPORTS[size])
+    open_page(page, live, PATH)
+    for n, (control, value, following) in enumerate(NEXT, start=1):
+        if value is None:
+            page.locator(control).click()
+        else:
+            page.locator(control).fill(value)
+        notice = page.locator("[data-announce=checkpoint]")
+        expect(notice).to_contain_text(f"{n} of 4" if n < 4 else "All four manipulations done")
+        covered = page.evaluate(
+            """() => { const n = document.querySelector('[data-announce=checkpoint]').getBoundingClientRect();
+                 return [...document.querySelectorAll('input, select, button, [data-stage=weights] td')].filter((e) => {
+                   const b = e.getBoundingClientRect();
+                   const apart = b.right <= n.left || n.right <= b.left || b.bottom <= n.top || n.bottom <= b.top;
+                   return b.width && !apart; }).length; }"""
+        )
+        assert covered == 0
+        if following:
+            page.locator(following).scroll_into_view_if_needed()
+            reached = page.evaluate(
+                """(s) => { const e = document.querySelector(s), b = e.getBoundingClientRect();
+                     const at = document.elementFromPoint(b.left + b.width / 2, b.top + b.height / 2);
+                     return at === e || e.contains(at) || (at && at.htmlFor === e.id); }""",
+                following,
+            )
+            assert reached, following

@@ -232,9 +232,24 @@ def test_trace_links_to_the_workbench_with_your_numbers_beside_the_engines(serve
     assert link.startswith(server.url + "/explorables/multi-head-attention#")
     params = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(link).fragment))
     assert params["wo"] == "learned" and "reuse" not in params  # compared with the correct computation
+    assert params["lesson"] == "multi-head-attention"  # the workbench it opens has a way back
     yours = json.loads(params["yours"])
     assert sorted(yours) == sorted(LEARNER_STAGES) and len(yours["weights"]) == 2
     assert "The first difference is the weights" in done.stdout and "no_scaling" in done.stdout
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_trace_names_each_setting_its_link_cannot_carry(server, language):
+    """A link read with the broken reuse on and a failure mode compared: the new link leaves both
+    out (yours is compared with the correct computation) and says so, in the report and the JSON."""
+    link = server.url + WORKBENCH.replace("reuse=0", "reuse=1") + "&compare=no_scaling"
+    done = run(trace_command(language, handwritten(language), link, "--json"), cwd=ROOT, mistake="no_scaling")
+    result = json.loads(done.stdout)
+    params = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(result["link"]).fragment))
+    assert "reuse" not in params and "compare" not in params and params["causal"] == "1"
+    assert [said.split(":")[0] for said in result["left_out"]] == ["reuse=1", "compare=no_scaling"]
+    words = run(trace_command(language, handwritten(language), link), cwd=ROOT, mistake="no_scaling")
+    assert "leaves out reuse=1: the broken reuse" in words.stdout
 
 
 @pytest.mark.parametrize("language", LANGUAGES)

@@ -22,6 +22,8 @@ let exercise = null; // the exercise panel, whose trace command follows the work
 let answers = new Map(); // "item:phase" -> the latest answer and, once shown to the learner, its score
 const itemForms = []; // every question's form
 const postBlocks = []; // the sections asking the post questions (the before-and-after line goes there)
+const lockNotes = []; // what the after questions wait for, above them
+const skipButtons = []; // the before block's "skip the rest"
 let verdict = null; // the predict section's line saying what the engine found
 let verdictSaid = null;
 
@@ -90,11 +92,14 @@ function drawProgress() {
 // Each question as the server scored it, or as this device still holds it.
 function drawItems() {
   for (const e of queued()) {
-    if (e.lesson === lessonId && e.event === "answered" && !answers.has(`${e.item}:${e.data.phase}`)) {
-      answers.set(`${e.item}:${e.data.phase}`, { response: e.data.response, pending: true });
+    if (e.lesson === lessonId && (e.event === "answered" || e.event === "skipped") && !answers.has(`${e.item}:${e.data.phase}`)) {
+      answers.set(`${e.item}:${e.data.phase}`, e.event === "skipped" ? { skipped: true, pending: true } : { response: e.data.response, pending: true });
     }
   }
-  for (const form of itemForms) form.show(answers.get(`${form.dataset.item}:${form.dataset.phase}`));
+  const locked = afterLocked();
+  for (const form of itemForms) form.show(answers.get(`${form.dataset.item}:${form.dataset.phase}`), form.dataset.phase === "post" ? locked : null);
+  for (const note of lockNotes) { note.hidden = !locked; note.textContent = locked || ""; }
+  for (const button of skipButtons) button.hidden = !unansweredBefore().length;
   for (const section of postBlocks) {
     section.querySelector(".item-gain")?.remove();
     const line = gainLine(lesson.items, answers);
@@ -106,6 +111,27 @@ function drawItems() {
     if (said && verdictSaid !== null && said !== verdictSaid) announce(said);
     verdictSaid = said || "";
   }
+}
+
+// Before, then after: the after questions show their keys, so they open only once every question
+// before the workbench is answered or skipped and the experiment is done (the server holds the same
+// order: docs/decisions.md). Why they are closed, or null when open.
+const unansweredBefore = () => lesson.items.filter((i) => i.phase !== "post" && !answers.has(`${i.id}:pre`));
+
+function afterLocked() {
+  const experiment = lesson.checkpoints.find((c) => c.completion === "explorable-event");
+  const waiting = [];
+  if (unansweredBefore().length) waiting.push(t("answer (or skip) the questions before the workbench"));
+  if (experiment && !byId(experiment.id).completed) waiting.push(t("do the workbench's four manipulations"));
+  if (!waiting.length) return null;
+  const steps = waiting.length === 2 ? t("{first} and {second}", { first: waiting[0], second: waiting[1] }) : waiting[0];
+  return t("These questions open once you {steps}.", { steps });
+}
+
+function skipBefore() {
+  for (const item of unansweredBefore()) queueEvent({ lesson: lessonId, event: "skipped", item: item.id, data: { phase: "pre" } });
+  drawProgress();
+  flush();
 }
 
 function answerItem(item, phase, response) {
@@ -122,7 +148,16 @@ function itemsBlock(section, phase) {
     itemForms.push(form);
     section.append(form);
   });
-  if (phase === "post") postBlocks.push(section);
+  if (phase === "post") {
+    postBlocks.push(section);
+    const note = el("p", { class: "note items-locked", role: "status" });
+    lockNotes.push(note);
+    section.querySelector("h2").after(note);
+  } else {
+    const skip = el("button", { type: "button", class: "secondary items-skip", text: t("Skip the questions I cannot answer yet"), onclick: skipBefore });
+    skipButtons.push(skip);
+    section.append(el("p", {}, skip));
+  }
   drawItems();
 }
 
@@ -149,7 +184,8 @@ function savedText(checkpoint) {
 
 function textCheckpoint(section, { heading, id, label, button, checkpoint, after, choice }) {
   const saved = savedText(checkpoint);
-  const form = textForm({ id, label, button, text: saved ? saved.text : "", done: Boolean(saved && saved.delivered),
+  const rule = lesson.checkpoints.find((c) => c.id === checkpoint);
+  const form = textForm({ id, label, button, text: saved ? saved.text : "", done: Boolean(saved && saved.delivered), rule,
     onSubmit: (text) => {
       const picked = choice && choice.value();
       record(form, checkpoint, "completed", picked ? { text, choice: picked } : { text });

@@ -182,6 +182,9 @@ function statusLine(response, comparison, yours) {
       return t("Compared with “{name}” ({description}): the first stage that differs is {stage}; the stages after it that differ show the broken numbers beside the correct ones (Δ marks the cells).",
         { name: mode.name, description: mode.description, stage: STAGE_NAMES[first] });
     }
+    if (mode.step === "mask" && !state.causal) {
+      return t("Nothing differs: “{name}” breaks the causal mask, and the mask is off. Turn on “Causal mask” to see what it does.", { name: mode.name });
+    }
     if (mode.id === "no_output_projection") {
       return t("Nothing differs: W_O here is the identity, so skipping it changes no number. Choose a learned-looking output projection to see what stopping at the concatenation loses.");
     }
@@ -396,12 +399,15 @@ function link(target) {
   cell.dataset.linked = "true";
 }
 
-// Opened from a lesson (a failure mode's link in a new tab): a visible way back to it.
+// Opened from a lesson (a failure mode's link in a new tab, or the link the exercise's trace prints,
+// which names its lesson): a visible way back to it.
 function backToLesson() {
-  if (embedded || !document.referrer) return;
-  const from = new URL(document.referrer);
-  if (from.origin !== location.origin || !from.pathname.startsWith("/lessons/")) return;
-  const back = el("a", { href: from.pathname, id: "back-to-lesson", class: "back-link", text: t("← Back to the lesson") });
+  if (embedded) return;
+  const from = document.referrer ? new URL(document.referrer) : null;
+  const lesson = state.lesson ? `/lessons/${state.lesson}`
+    : from && from.origin === location.origin && from.pathname.startsWith("/lessons/") ? from.pathname : null;
+  if (!lesson) return;
+  const back = el("a", { href: lesson, id: "back-to-lesson", class: "back-link", text: t("← Back to the lesson") });
   document.querySelector("main").prepend(back);
 }
 

@@ -1,29 +1,30 @@
-// A completion said where the learner is looking: a polite live region placed just below the
-// element they last used (the button they clicked, the toggle they flipped), so it is on screen
-// whatever the page's size or scroll, inside an embedded workbench too; it fades after a while.
+// A completion said where the learner is looking, never over what they need next: a polite live
+// region in the page's flow, moved to just after the block the learner last used (the form they
+// sent, the controls they changed), so it takes its own line there instead of covering a control or
+// the numbers the action changed. It stays until their next action (a press or a key), not on a timer.
 
 import { el } from "./dom.js";
 
-const SHOWN_MS = 12000;
 let region = null;
-let timer = 0;
 
 // Made once, empty, as the page starts: a live region must exist before its text changes.
 export function announcer() {
   if (!region) {
     region = el("div", { class: "announcement", role: "status", "aria-live": "polite", dataset: { announce: "checkpoint" }, hidden: true });
     document.body.append(region);
+    // The next action clears it (captured before the action's own handlers, which may announce again).
+    for (const kind of ["pointerdown", "keydown"]) document.addEventListener(kind, () => { region.hidden = true; }, true);
   }
   return region;
 }
 
+// The block an element belongs to: the announcement goes after it, in the flow.
+const BLOCKS = "form, fieldset, .wb-checklist, section, iframe";
+
 export function announce(text, near = document.activeElement) {
   const box = announcer();
-  const anchor = near && near !== document.body ? near.getBoundingClientRect() : null;
-  const top = anchor && anchor.bottom + 80 < window.innerHeight ? anchor.bottom + 8 : window.innerHeight - 96;
-  box.style.top = `${Math.max(8, top) + window.scrollY}px`;
+  const block = near && near !== document.body ? near.closest(BLOCKS) : null;
+  if (block && block.parentElement) block.after(box);
   box.hidden = false;
   box.textContent = text;
-  clearTimeout(timer);
-  timer = setTimeout(() => { box.hidden = true; }, SHOWN_MS);
 }

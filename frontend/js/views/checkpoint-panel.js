@@ -28,16 +28,23 @@ export function syncLine(node, { pending, deliveredAt, unreachable }) {
 }
 
 // A text checkpoint: the learner's words, restored after a reload, with an honest note of where they are.
-export function textForm({ id, label, button, text = "", done, onSubmit }) {
-  const area = el("textarea", { id, required: true });
+// `rule`: the checkpoint's {min_words, vocabulary} when its text must earn the completion (the
+// server holds the same rule and refuses what this would).
+export function textForm({ id, label, button, text = "", done, onSubmit, rule = null }) {
+  const area = el("textarea", { id, required: true, "aria-describedby": `${id}-hint` });
   area.value = text;
   const note = el("p", { class: "done-note", role: "status", hidden: !done, text: done ? t("Recorded on the server.") : "" });
+  const hint = el("p", { class: "text-hint", id: `${id}-hint`, role: "alert", hidden: true });
   const form = el("form", { class: "checkpoint-form", onsubmit: (e) => {
     e.preventDefault();
     const value = area.value.trim();
     if (!value) { area.focus(); return; }
+    const problem = rule && textProblem(rule, value);
+    hint.hidden = !problem;
+    hint.textContent = problem || "";
+    if (problem) { area.focus(); return; }
     onSubmit(value);
-  } }, el("label", { for: id, text: label }), area, el("p", {}, el("button", { type: "submit", text: button })), note);
+  } }, el("label", { for: id, text: label }), area, hint, el("p", {}, el("button", { type: "submit", text: button })), note);
   form.showDelivery = (delivered) => {
     note.hidden = false;
     note.classList.toggle("queued", !delivered);
@@ -46,4 +53,19 @@ export function textForm({ id, label, button, text = "", done, onSubmit }) {
       : t("Saved on this device; it will be sent when the server answers.");
   };
   return form;
+}
+
+const CJK = /[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]/gu; // one word per character
+
+// Why a text does not earn its checkpoint, as a hint, or null: as service/lessons/model.py judges it.
+export function textProblem({ min_words: least = 0, vocabulary = {} }, text) {
+  const words = text.replace(CJK, " ").split(/\s+/u).filter(Boolean).length + (text.match(CJK) || []).length;
+  if (words < least) return t("Say a little more: at least {least} words about what you saw (this has {words}).", { least, words });
+  const lowered = text.toLocaleLowerCase();
+  const every = Object.values(vocabulary).flat(); // a word of any of the lesson's languages counts
+  if (every.length && !every.some((w) => lowered.includes(w.toLocaleLowerCase()))) {
+    const examples = (vocabulary[locale] || vocabulary.en || every).slice(0, 4).join(locale.startsWith("zh") ? "、" : ", ");
+    return t("Use the lesson's words for what you saw, such as {examples}.", { examples });
+  }
+  return null;
 }

@@ -27,10 +27,17 @@ export function itemForm({ item, phase, position, onAnswer }) {
     onAnswer(response);
   } }, el("fieldset", {}, el("legend", {}, `${position}. `, math(item.prompt)), options), el("p", {}, button), feedback);
 
-  form.show = (answered) => {
+  // `locked`: why the question cannot be answered yet (the after questions wait for the before ones
+  // and the experiment), or null.
+  form.show = (answered, locked = null) => {
+    const fieldset = form.querySelector("fieldset");
+    fieldset.disabled = Boolean(locked) && !answered;
+    button.hidden = Boolean(locked) && !answered;
+    form.dataset.locked = locked && !answered ? "true" : "false";
     if (!answered) return;
     for (const input of inputs) {
-      if (item.kind === "choice") input.checked = input.value === answered.response;
+      if (answered.skipped) input.checked = false;
+      else if (item.kind === "choice") input.checked = input.value === answered.response;
       else input.value = String(answered.response);
       input.disabled = true; // one answer per phase: the score stands for what was first understood
     }
@@ -47,6 +54,7 @@ function answerText(item, answer) {
 }
 
 function feedbackFor(item, answered) {
+  if (answered.skipped) return [t("Skipped: this question comes back after the workbench.")];
   if (answered.pending) return [t("Saved on this device; it is scored when it reaches the server.")];
   if (answered.correct === undefined) return [t("Recorded. This question comes back after the workbench, and its answer is shown then.")];
   if (answered.correct) return [el("strong", { text: t("Correct.") })];

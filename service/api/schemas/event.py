@@ -9,7 +9,7 @@ from marshmallow import Schema, ValidationError, fields, post_load, pre_load, va
 
 from .fields import SafeString, UTCDateTime
 
-EVENT_KINDS = ("started", "attempted", "completed", "parameter-changed", "answered")
+EVENT_KINDS = ("started", "attempted", "completed", "parameter-changed", "answered", "skipped")
 SERVER_OWNED = ("stored_at", "platform", "platform_id", "content_hash", "seq", "status")
 MAX_DATA_BYTES = 8192
 MAX_DATA_DEPTH = 6

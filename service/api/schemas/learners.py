@@ -48,7 +48,10 @@ class CheckpointStateSchema(Schema):
 class ItemAnswerSchema(Schema):
     item = fields.String()
     phase = fields.String()
-    response = fields.Raw(metadata={"description": "the latest response: a choice id or a number"})
+    response = fields.Raw(metadata={"description": "the latest response: a choice id or a number; null when skipped"})
+    skipped = fields.Boolean(
+        metadata={"description": "true when the learner passed over the question before the workbench"}
+    )
     answered_at = fields.DateTime()
     correct = fields.Boolean(
         metadata={"description": "absent while the item is still to be asked again after the workbench"}

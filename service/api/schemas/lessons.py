@@ -14,6 +14,14 @@ class CheckpointRuleSchema(Schema):
     prediction = fields.String(
         metadata={"description": "a prediction the engine judges after the experiment (progress says whether it held)"}
     )
+    min_words = fields.Integer(
+        metadata={"description": "text checkpoints that earn their completion: the fewest words (a CJK character: one)"}
+    )
+    vocabulary = fields.Dict(
+        keys=fields.String(),
+        values=fields.List(fields.String()),
+        metadata={"description": "language -> the lesson's words; the text uses at least one, of any language"},
+    )
 
 
 class ItemChoiceSchema(Schema):
