@@ -120,6 +120,12 @@ export class HashState {
 // This page's hash as it is, for a host page that follows an embedded page's state (events.js).
 export const currentHash = () => location.hash;
 
+// Give a loaded same-origin frame a link's hash as it is: for a page whose properties the host does
+// not declare (the KV cache explorable), which reads it and keeps only its own keys.
+export function forward(hash, win) {
+  win.location.hash = hash;
+}
+
 function fallback(p, state) {
   const value = typeof p.default === "function" ? p.default(state) : p.default;
   return Array.isArray(value) ? structuredClone(value) : value;

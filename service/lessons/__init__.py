@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import replace
 from pathlib import Path
@@ -15,7 +16,15 @@ __all__ = ["Block", "Checkpoint", "Lesson", "LessonError", "init_app", "load_cat
 
 def load_catalog(directory: str | Path) -> dict[str, Lesson]:
     """Every lesson with its translations (`Lesson.in_locale`). A translation that does not fit
-    is left out with a warning: the English lesson is served in its place, never a broken page."""
+    is left out with a warning: the English lesson is served in its place, never a broken page.
+    Loaded once per process for the same files (their paths, sizes and times): lessons are frozen."""
+    root = Path(directory).resolve()
+    stamp = tuple(sorted((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in root.rglob("*.md")))
+    return dict(_catalog(root, stamp))
+
+
+@functools.lru_cache(maxsize=8)
+def _catalog(directory: Path, stamp: tuple) -> dict[str, Lesson]:
     lessons = load_lessons(directory)
     translations, problems = load_translations(directory, lessons)
     for problem in problems:

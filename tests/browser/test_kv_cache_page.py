@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 import requests
+from playwright.sync_api import expect
 
 from .conftest import completed, embedded_workbench, open_page, wait_for_checkpoint, wait_until
 from .test_layout import SIZES, overflow
@@ -159,3 +160,62 @@ def test_a_new_learner_completes_the_case_study(page, live, locale, size):
     assert completed(page) == {"predict", "experiment", "explain"}
     assert page.locator("#explanation-hint").is_hidden() and page.locator("[data-answers=explain]").is_visible()
     assert overflow(page) == 0
+
+
+def output_gap(live, mode, position):
+    """Independently of the page: the broken decode's output row against the right one's, at a position."""
+    broken, right = decode_body(live, "mha", failure_mode=mode), decode_body(live, "mha")
+    rows = broken["steps"][position - 1]["output"], right["steps"][position - 1]["output"]
+    return max(abs(a - b) for a, b in zip(*rows, strict=True))
+
+
+def test_the_headline_says_what_holds_at_the_current_position(page, live):
+    """A broken decode is often identical at first: the headline speaks of this position, then of the run."""
+    first = next(p for p in range(1, 7) if output_gap(live, "decode_position_reset", p) > 1e-12)
+    assert first > 1  # the position reset changes nothing at position 1 (its position is 0 either way)
+    open_page(page, live, PATH + "#compare=decode_position_reset&position=1")
+    equality = page.locator("#equality")
+    expect(equality).to_contain_text("identical to recomputing the full pass at position 1")
+    assert f"differs from position {first} on" in equality.inner_text()
+    open_page(page, live, PATH + f"#compare=decode_position_reset&position={first}")
+    expect(equality).to_contain_text(f"at position {first} the decode differs")
+    assert float(equality.get_attribute("data-here")) == pytest.approx(output_gap(live, "decode_position_reset", first))
+
+
+def test_a_failure_mode_that_needs_another_kind_says_so_as_it_switches(page, live):
+    open_page(page, live, PATH)
+    page.get_by_label("Break the decode").select_option("gqa_tiled")
+    note = page.locator("#kv-note")
+    expect(note).to_contain_text("so it needs GQA: switched to GQA")
+    assert page.get_by_label("Keys and values").input_value() == "gqa"
+
+
+def test_absorbed_mla_says_what_changes_and_that_the_numbers_are_equal(page, live):
+    open_page(page, live, PATH + "#kind=mla")
+    note = page.locator("#absorbed-note")
+    expect(note).to_contain_text("rebuilt from the cached latent")
+    page.get_by_label("Absorbed (W_UK folded into the query)").check()
+    expect(note).to_contain_text("K and V are never formed")
+    assert 0 <= float(note.get_attribute("data-value")) < 1e-12  # equal but for float64 rounding
+
+
+@pytest.mark.parametrize("typed", ["0", "200000000", "", "2.5"])
+def test_an_invalid_context_is_refused_with_a_visible_message(page, live, typed):
+    open_page(page, live, PATH)
+    before = page.locator("#memory").inner_text()
+    field = page.get_by_label("Context (tokens)")
+    field.fill(typed)
+    field.dispatch_event("change")
+    error = page.locator("#context-error")
+    expect(error).to_be_visible()
+    assert "whole number of tokens from 1 to 100,000,000" in error.inner_text()
+    assert field.get_attribute("aria-invalid") == "true" and page.locator("#memory").inner_text() == before
+
+
+def test_each_manipulation_is_announced_and_the_hash_keeps_only_this_pages_keys(page, live):
+    open_page(page, live, PATH + "#kind=mqa&reuse=0&t=1,2")
+    assert page.evaluate("location.hash") == "#kind=mqa"  # the other workbench's keys do not ride along
+    page.locator("#step").click()
+    expect(page.locator("[data-announce=checkpoint]")).to_contain_text("Manipulation 1 of 4 done")
+    page.get_by_label("Keys and values").select_option("gqa")
+    expect(page.locator("[data-announce=checkpoint]")).to_contain_text("Manipulation 2 of 4 done")

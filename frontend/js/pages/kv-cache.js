@@ -8,6 +8,7 @@ import { getJSON, postJSON, startOutbox } from "../api.js";
 import { embedded, reportHeight } from "../embed.js";
 import { parameterEvents } from "../events.js";
 import { HashState } from "../hash-state.js";
+import { announce, announcer } from "../views/announce.js";
 import { checklist, restoreDone } from "../views/checklist.js";
 import { drawn, el } from "../views/dom.js";
 import { cacheView, mappingView, memoryView, queryView } from "../views/kv-cache.js";
@@ -43,9 +44,18 @@ const VIEW = new HashState([
 let state = null;
 
 // A failure mode needs its step: tiling needs shared kv heads (GQA), a wrong RoPE position needs RoPE.
+// What it switched is said beside the controls (`switched`), never done silently.
+let switched = "";
 function settle(s) {
-  if (s.compare === "gqa_tiled" && s.kind !== "gqa") s.kind = "gqa";
-  if (s.compare === "decode_position_reset") s.rope = true;
+  switched = "";
+  if (s.compare === "gqa_tiled" && s.kind !== "gqa") {
+    s.kind = "gqa";
+    switched = t("“{mode}” breaks how query heads share key/value heads, so it needs GQA: switched to GQA, 2 key/value heads for 4 query heads.", { mode: modes.get(s.compare)?.name ?? s.compare });
+  }
+  if (s.compare === "decode_position_reset" && !s.rope) {
+    s.rope = true;
+    switched = t("“{mode}” breaks the positions RoPE turns by, so it needs RoPE: turned RoPE on.", { mode: modes.get(s.compare)?.name ?? s.compare });
+  }
   return s;
 }
 
@@ -69,6 +79,9 @@ function update(change, parameter, value, manipulation) {
   if (manipulation && !done.has(manipulation)) {
     done.add(manipulation);
     drawChecklist();
+    // said as the other workbench says it, after the controls just used
+    announce(done.size === MANIPULATIONS.length ? t("All four manipulations done: the experiment checkpoint is complete.")
+      : t("Manipulation {done} of {all} done: {text}", { done: done.size, all: MANIPULATIONS.length, text: t(MANIPULATIONS.find((m) => m.id === manipulation).text) }));
   }
   events({ parameter, value, ...(manipulation ? { manipulation } : {}) });
   drawControls();
@@ -78,8 +91,10 @@ function update(change, parameter, value, manipulation) {
 async function render() {
   const mine = ++generation;
   const broken = state.compare || null;
-  const [answer, correct] = await Promise.all([postJSON("/api/v1/attention/decode", body(broken)),
-    broken ? postJSON("/api/v1/attention/decode", body(null)) : null]);
+  // beside a broken decode, the right one; beside absorbed MLA, the naive form (the numbers it equals)
+  const other = state.kind === "mla" ? { ...body(null), latent: { ...body(null).latent, absorbed: !state.absorbed } } : null;
+  const [answer, correct, naive] = await Promise.all([postJSON("/api/v1/attention/decode", body(broken)),
+    broken ? postJSON("/api/v1/attention/decode", body(null)) : null, other ? postJSON("/api/v1/attention/decode", other) : null]);
   if (mine !== generation) return;
   const t0 = state.position - 1;
   const step = answer.steps[t0];
@@ -91,20 +106,51 @@ async function render() {
   $("cache").replaceChildren(cacheView(step, state.kind));
   $("mapping").replaceChildren(mappingView(step.heads, state.kind));
   $("query").replaceChildren(queryView(step, correct ? correct.steps[t0] : null));
-  drawEquality(answer.max_difference_from_full_pass, broken);
+  drawEquality(answer, correct, broken);
+  drawAbsorbed(answer, naive);
+  $("kv-note").textContent = switched;
+  $("kv-note").hidden = !switched;
   await drawMemory();
   document.querySelector("main").classList.remove("awaits-data");
   drawn();
 }
 
-function drawEquality(difference, broken) {
+// The largest difference between two decodes' outputs, position by position.
+const apart = (a, b) => a.steps.map((s, i) => Math.max(...s.output.map((v, j) => Math.abs(v - b.steps[i].output[j]))));
+
+// What holds at the current position, and over the run: a broken decode is often identical at first.
+function drawEquality(answer, correct, broken) {
   const node = $("equality");
+  const difference = answer.max_difference_from_full_pass;
   node.dataset.stage = "equality";
   node.dataset.value = String(difference);
   node.classList.toggle("differs", difference > 1e-12);
   if (difference === 0) node.textContent = t("Same numbers as recomputing the full causal pass: max difference 0.");
   else if (difference <= 1e-12) node.textContent = t("Same numbers as recomputing the full causal pass, to float64 rounding: max difference {difference}.", { difference: difference.toExponential(1) });
-  else node.textContent = t("{mode}: the decode differs from recomputing the full pass by up to {difference}.", { mode: modes.get(broken)?.name ?? broken, difference: difference.toPrecision(3) });
+  else {
+    const by = apart(answer, correct); // per position, against the right decode
+    const here = by[state.position - 1];
+    const from = by.findIndex((d) => d > 1e-12) + 1;
+    const mode = modes.get(broken)?.name ?? broken;
+    node.dataset.here = String(here);
+    node.classList.toggle("differs", here > 1e-12);
+    node.textContent = here > 1e-12
+      ? t("{mode}: at position {position} the decode differs from recomputing the full pass by up to {here}; over the run it differs from position {from} on, by up to {difference}.", { mode, position: state.position, here: here.toPrecision(3), from, difference: difference.toPrecision(3) })
+      : t("{mode}: identical to recomputing the full pass at position {position}; it differs from position {from} on, by up to {difference}.", { mode, position: state.position, from, difference: difference.toPrecision(3) });
+  }
+}
+
+// Absorbed latent attention: what changes (K and V never formed) and what does not (the numbers).
+function drawAbsorbed(answer, naive) {
+  const node = $("absorbed-note");
+  node.hidden = !naive;
+  if (!naive) return;
+  const [absorbed, plain] = state.absorbed ? [answer, naive] : [naive, answer];
+  const difference = Math.max(...apart(absorbed, plain));
+  node.dataset.value = String(difference);
+  node.textContent = state.absorbed
+    ? t("Absorbed: K and V are never formed. Each query is moved into the latent space (through W_UK) and scored against the cached latents themselves; the output is read back through W_UV. The numbers equal the naive form's to within {difference}: the same products, multiplied in another order, so only float64 rounding differs.", { difference: difference.toExponential(1) })
+    : t("Naive: the keys and values are rebuilt from the cached latent (through W_UK and W_UV) at every step. Tick “Absorbed” to fold W_UK into the query instead: the numbers stay equal, to within {difference}.", { difference: difference.toExponential(1) });
 }
 
 async function drawMemory() {
@@ -143,10 +189,16 @@ function wire() {
     e.target.value ? "failure-mode" : null));
   $("model").addEventListener("change", (e) => update((s) => { s.model = e.target.value; s.context = 0; }, "model", e.target.value, "choose-preset"));
   $("context").addEventListener("change", (e) => {
-    const tokens = Math.round(Number(e.target.value));
-    if (Number.isFinite(tokens) && tokens >= 1 && tokens <= 100000000) update((s) => { s.context = tokens; }, "context", tokens);
+    const text = e.target.value.trim();
+    const tokens = Number(text);
+    const valid = text !== "" && Number.isInteger(tokens) && tokens >= 1 && tokens <= 100000000;
+    $("context-error").hidden = valid;
+    $("context-error").textContent = valid ? "" : t("A context is a whole number of tokens from 1 to 100,000,000; “{text}” is not one. The cache below is still for {tokens} tokens.", { text, tokens: state.context || models.find((m) => m.id === state.model).context });
+    e.target.setAttribute("aria-invalid", valid ? "false" : "true");
+    if (valid) update((s) => { s.context = tokens; }, "context", tokens);
   });
-  VIEW.onChange((changed) => { state = settle(changed); drawControls(); render(); });
+  // A link followed or a host's change: its state, settled, and only this page's keys kept.
+  VIEW.onChange((changed) => { state = settle(changed); VIEW.save(state); drawControls(); render(); });
 }
 
 async function init() {
@@ -160,6 +212,7 @@ async function init() {
   state = settle(VIEW.load());
   VIEW.save(state);
   $("back").hidden = embedded;
+  announcer();
   wire();
   drawControls();
   reportHeight();

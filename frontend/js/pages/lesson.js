@@ -2,6 +2,7 @@
 // Progress is honest about where it is: on the server, or saved on this device until it answers.
 
 import { ApiError, ensureSession, flush, getJSON, isPending, pendingEvents, queued, queueEvent, startOutbox } from "../api.js";
+import { forward } from "../hash-state.js";
 import { consistent, defaults, STATE } from "../state.js";
 import { progressBar, syncLine, textForm } from "../views/checkpoint-panel.js";
 import { drawn, el } from "../views/dom.js";
@@ -11,6 +12,7 @@ import { gainLine, itemForm, predictionChoice, predictionVerdict } from "../view
 import { t } from "../i18n.js";
 
 const lessonId = decodeURIComponent(location.pathname.split("/").pop());
+const WORKBENCH_PAGE = "/explorables/multi-head-attention";
 const $ = (id) => document.getElementById(id);
 let learner = null;
 let lesson = null;
@@ -249,9 +251,17 @@ function enhance(section, block) {
           const iframe = document.getElementById("workbench-frame");
           if (!iframe || e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return; // a new tab: the page has a way back
           e.preventDefault();
-          // Its tokens kept; what the link sets; W_O and the reuse toggle back to their defaults.
-          const { wo, reuse } = defaults();
-          setWorkbenchState(iframe, consistent({ ...workbenchState(iframe), wo, reuse, ...STATE.partial(new URL(a.href).hash) }));
+          const target = new URL(a.href);
+          if (target.pathname !== new URL(iframe.src, location.href).pathname) return;
+          if (target.pathname !== WORKBENCH_PAGE) {
+            // another explorable (the KV cache's) reads its own hash, and keeps only its own keys
+            if (iframe.dataset.loaded === "true") forward(target.hash, iframe.contentWindow);
+            else iframe.src = target.href;
+          } else {
+            // Its tokens kept; what the link sets; W_O and the reuse toggle back to their defaults.
+            const { wo, reuse } = defaults();
+            setWorkbenchState(iframe, consistent({ ...workbenchState(iframe), wo, reuse, ...STATE.partial(target.hash) }));
+          }
           iframe.scrollIntoView({ block: "start", behavior: "smooth" });
         });
       }

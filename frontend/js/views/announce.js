@@ -1,7 +1,7 @@
 // A completion said where the learner is looking, never over what they need next: a polite live
 // region in the page's flow, moved to just after the block the learner last used (the form they
 // sent, the controls they changed), so it takes its own line there instead of covering a control or
-// the numbers the action changed. It stays until their next action (a press or a key), not on a timer.
+// the numbers the action changed. It stays until their next action (a click or a key), not on a timer.
 
 import { el } from "./dom.js";
 
@@ -12,8 +12,10 @@ export function announcer() {
   if (!region) {
     region = el("div", { class: "announcement", role: "status", "aria-live": "polite", dataset: { announce: "checkpoint" }, hidden: true });
     document.body.append(region);
-    // The next action clears it (captured before the action's own handlers, which may announce again).
-    for (const kind of ["pointerdown", "keydown"]) document.addEventListener(kind, () => { region.hidden = true; }, true);
+    // The next action clears it: a click (once its target is chosen, so nothing moves under the
+    // pointer between press and release) or a key, captured before the action's own handlers, which
+    // may announce again.
+    for (const kind of ["click", "keydown"]) document.addEventListener(kind, () => { region.hidden = true; }, true);
   }
   return region;
 }
