@@ -187,7 +187,7 @@ def test_a_failure_mode_that_needs_another_kind_says_so_as_it_switches(page, liv
     page.get_by_label("Break the decode").select_option("gqa_tiled")
     note = page.locator("#kv-note")
     expect(note).to_contain_text("so it needs GQA: switched to GQA")
-    assert page.get_by_label("Keys and values").input_value() == "gqa"
+    assert page.get_by_label("Keys and values", exact=True).input_value() == "gqa"
 
 
 def test_absorbed_mla_says_what_changes_and_that_the_numbers_are_equal(page, live):
@@ -217,5 +217,5 @@ def test_each_manipulation_is_announced_and_the_hash_keeps_only_this_pages_keys(
     assert page.evaluate("location.hash") == "#kind=mqa"  # the other workbench's keys do not ride along
     page.locator("#step").click()
     expect(page.locator("[data-announce=checkpoint]")).to_contain_text("Manipulation 1 of 4 done")
-    page.get_by_label("Keys and values").select_option("gqa")
+    page.get_by_label("Keys and values", exact=True).select_option("gqa")
     expect(page.locator("[data-announce=checkpoint]")).to_contain_text("Manipulation 2 of 4 done")
