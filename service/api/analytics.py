@@ -302,9 +302,11 @@ class Learners(MethodView):
         lesson = _lesson(args["lesson"])
         after = cursors.decode(args["cursor"]) if args["cursor"] else ""
         with _conn() as conn:
-            # Rows about individuals: only for a group of at least k, like every other figure here.
+            # Rows about individuals: only for a group of at least k, like every other figure here
+            # (none at all hides no one: an empty page, not a suppressed one).
             if not conn.has_learners(principal.platform_id, lesson.id, _k()):
-                return {"lesson": lesson.id, "k": _k(), "learners": [], "next": None, "suppressed": True}
+                nobody = not conn.has_learners(principal.platform_id, lesson.id, 1)
+                return {"lesson": lesson.id, "k": _k(), "learners": [], "next": None, "suppressed": not nobody}
             rows = conn.learners_page(principal.platform_id, lesson.id, after, args["limit"] + 1, args["locale"])
         page = rows[: args["limit"]]
         more = len(rows) > args["limit"]

@@ -14,7 +14,7 @@ from service.db.challenges import add_check
 from service.db.platforms import ensure_platform
 from service.db.tables import Event, RollupWatermark
 
-from .helpers import LESSON, event, experiment
+from .helpers import EXPLANATION, LESSON, event, experiment
 
 pytestmark = pytest.mark.databases
 T0 = dt.datetime(2026, 11, 20, 10, 0, tzinfo=dt.UTC)
@@ -26,7 +26,7 @@ def at(minutes: float) -> str:
 
 
 def completed(learner, checkpoint, minutes, **data):
-    payload = data or ({"tests": {"passed": 4, "failed": 0}} if checkpoint == "implement" else {"text": "x"})
+    payload = data or ({"tests": {"passed": 4, "failed": 0}} if checkpoint == "implement" else {"text": EXPLANATION})
     return event(
         learner, checkpoint=checkpoint, event="completed", instance_id=None, data=payload, occurred_at=at(minutes)
     )
@@ -415,3 +415,10 @@ def test_a_date_no_store_holds_is_a_422_naming_the_range_never_a_500(client, ana
     field = query.split("=")[0]
     said = "must be from 1900-01-01 up to 2300-01-01 (UTC), the dates analytics hold"
     assert refused.json["errors"] == {field: [said]}
+
+
+def test_a_platform_with_no_learners_gets_an_empty_page_not_a_hidden_one(client, make_key):
+    """None at all hides no one: the learners page says there are none, where one to k-1 is hidden."""
+    analyst = make_key("empty-college", "analytics:read")
+    learners = client.get(f"{A}/learners?lesson={LESSON}", headers=analyst).json
+    assert learners["suppressed"] is False and learners["learners"] == [] and learners["next"] is None

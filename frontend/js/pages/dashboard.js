@@ -89,9 +89,9 @@ async function show(key) {
     ...(noLearners ? [el("p", { class: "note", id: "no-learners", dataset: { empty: "true" },
       text: view.range === "all" ? t("No learners yet: no learner of this platform has started this lesson.")
         : t("No learners yet in {range}: no learner of this platform started this lesson then.", { range: rangeText }) })] : []),
-    // A figure over nobody is not drawn (it would only say "hidden"): with no learner in the range
-    // the cohort's charts go; with none ever, every chart does, and the note above says why, once.
-    ...(noLearners && view.range === "all" ? [] : [privacyNote(k), charts()]),
+    // A figure over nobody is not drawn (it would only say "hidden"): with no learner starting in the
+    // range the cohort's charts go; with no event in it either, every chart does, and the note says why.
+    ...(noLearners && !series.rows.some((r) => r.events === null || r.events > 0) ? [] : [privacyNote(k), charts()]),
     ...(noLearners || !items.items.length ? [] : [itemsView(items, k)]),
     await learnersTable(base, headers, view, summary, k),
     exportButtons(headers),
@@ -174,8 +174,9 @@ async function learnersTable(base, headers, view, summary, k) {
     const page = await getJSON(`${base}/learners?lesson=${encodeURIComponent(lesson)}&limit=${LEARNERS_PAGE}` +
       (view.locale ? `&locale=${encodeURIComponent(view.locale)}` : "") + (cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""),
     headers);
-    if (page.suppressed) {
-      body.replaceChildren(el("tr", {}, el("td", { colspan: "6", text: hidden(k) })));
+    if (page.suppressed || (!cursor && !page.learners.length)) {
+      // a group of one to k-1 is hidden; none at all hides no one
+      body.replaceChildren(el("tr", {}, el("td", { colspan: "6", text: page.suppressed ? hidden(k) : t("No learners yet.") })));
       return;
     }
     for (const row of page.learners) {
