@@ -225,6 +225,73 @@ def wires(page):
     )
 
 
+def geometry(target):
+    """Every drawn wire's path against the boxes: its two ends, the direction its last stretch runs
+    (x and y of the arrowhead's approach) and the stage labels it crosses."""
+    return target.evaluate(
+        """() => [...document.querySelectorAll('svg.wires path.wire')].map((p) => {
+          const body = p.closest('.diagram-body').getBoundingClientRect(), L = p.getTotalLength();
+          const at = (l) => { const q = p.getPointAtLength(l); return { x: q.x + body.left, y: q.y + body.top }; };
+          const points = Array.from({ length: 41 }, (_, i) => at((L * i) / 40));
+          const [before, end] = [at(Math.max(0, L - 4)), at(L)];
+          const crossed = [...document.querySelectorAll('.stage-label')].filter((label) => {
+            const r = label.getBoundingClientRect();
+            return r.width && points.some((q) => q.x > r.left + 1 && q.x < r.right - 1 && q.y > r.top + 1 && q.y < r.bottom - 1);
+          }).map((label) => label.textContent);
+          return { from: p.dataset.from, to: p.dataset.to, dx: end.x - before.x, dy: end.y - before.y, crossed };
+        })"""
+    )
+
+
+STATES = {
+    "default": "",
+    "reuse": "#reuse=1",
+    "compare": "#compare=swapped_head_order",
+    "yours": "#yours=" + '{"weights":[[[1,0,0],[0.5,0.5,0],[0.3,0.3,0.4]],[[1,0,0],[0.5,0.5,0],[0.3,0.3,0.4]]]}',
+    "stage opened": "",
+}
+WIDTHS = {"1280x800": (1280, 800), "1024x768": (1024, 768), "768x1024": (768, 1024), "390x844": (390, 844)}
+
+
+@pytest.mark.parametrize("state", STATES)
+@pytest.mark.parametrize("size", WIDTHS)
+def test_every_wire_leaves_its_source_ends_on_its_target_runs_with_the_data_and_crosses_no_label(page, live, size, state):
+    """At every width and in every state a wire goes from the box named by data-from to the one named
+    by data-to, its arrowhead pointing right or down (the data's way through the block), and it runs
+    through no stage's label; where the layout cannot draw one cleanly there is none."""
+    width, height = WIDTHS[size]
+    page.set_viewport_size({"width": width, "height": height})
+    open_page(page, live, "/explorables/multi-head-attention" + STATES[state])
+    if state == "stage opened":
+        page.locator('[data-stage="head-output"][data-head="1"] .stage-open').first.click()
+    page.evaluate("new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
+    for wire in wires(page):
+        assert wire["start"] is not None and wire["start"] <= 12, wire
+        assert wire["end"] is not None and wire["end"] <= 6, wire
+    for wire in geometry(page):
+        assert wire["dx"] >= -0.5 and wire["dy"] >= -0.5 and wire["dx"] + wire["dy"] > 1, wire  # right or down
+        assert wire["crossed"] == [], wire
+
+
+@pytest.mark.parametrize("state", ["default", "reuse", "stage opened"])
+def test_the_lessons_embedded_workbench_is_wired_right_at_1280(page, live, state):
+    """About 1,200 px wide inside the lesson, where a head's stages used to wrap and the wires ran back."""
+    page.set_viewport_size({"width": 1280, "height": 800})
+    open_page(page, live, "/lessons/multi-head-attention")
+    frame = embedded_workbench(page)
+    if state == "reuse":
+        frame.get_by_label("Reuse head 1 features for both heads (broken)", exact=True).click()
+    if state == "stage opened":
+        frame.locator('[data-stage="head-output"][data-head="1"] .stage-open').first.click()
+    inner = page.frame(name="workbench")
+    inner.evaluate("new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
+    for wire in wires(inner):
+        assert wire["start"] is not None and wire["start"] <= 12 and wire["end"] is not None and wire["end"] <= 6, wire
+    for wire in geometry(inner):
+        assert wire["dx"] >= -0.5 and wire["dy"] >= -0.5 and wire["dx"] + wire["dy"] > 1, wire
+        assert wire["crossed"] == [], wire
+
+
 def test_at_1280_the_block_is_one_wired_drawing_with_the_stream_and_both_heads_on_screen(page, live):
     page.set_viewport_size({"width": 1280, "height": 800})
     open_page(page, live, "/explorables/multi-head-attention")

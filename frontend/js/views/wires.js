@@ -26,41 +26,55 @@ function path(d, from, to) {
   return svg("path", { d, class: "wire", "marker-end": "url(#wire-head)", "data-from": from, "data-to": to });
 }
 
-// Every wire as [d, from, to], in the data's order.
+// Whether a wire can run cleanly from box a to box b in the data's direction: rightwards, with room
+// between the boxes and a height both share (`y`), or downwards with room between them. Where the
+// layout wraps a lane's stages onto two rows, or a box moves past its target, no wire is drawn: the
+// arrows in the text still join them, and a wire drawn backwards would say the wrong thing.
+const rightwards = (a, b, y) => b.left - a.right > 2 * GAP && y >= Math.max(a.top, b.top) && y <= Math.min(a.bottom, b.bottom);
+const downwards = (a, b) => b.top - a.bottom > 2 * GAP;
+
+// Every wire as [d, from, to], in the data's order; a wire the layout cannot draw cleanly is null.
 function routes(body, origin) {
   const q = (sel, root = body) => root.querySelector(sel);
   const branch = box(q(".branch"), origin);
   const x = box(q(".stream-x"), origin), proj = box(q(".projections"), origin);
   const gutter = branch.left - 9; // the stream's way up runs left of the block
-  const out = [[`M${x.cx},${x.top - GAP} V${x.top - 10} H${gutter} V${proj.cy} H${proj.left - GAP}`, "x", "projections"]];
+  const out = [proj.left - GAP > gutter && x.left > gutter
+    ? [`M${x.cx},${x.top - GAP} V${x.top - 10} H${gutter} V${proj.cy} H${proj.left - GAP}`, "x", "projections"] : null];
   const lanes = [...body.querySelectorAll(".lane")];
   const busX = box(q(".lanes"), origin).left + 6; // inside the block, left of the lanes
   const concatNode = q('[data-stage="concat"]');
   const concat = glyphBox(concatNode, origin);
   const intoConcat = concat.left - 12;
+  // the way down into the concatenation runs right of every lane, or no head's wire takes it
+  const clearOfLanes = intoConcat - Math.max(...[...body.querySelectorAll(".lane")].map((l) => box(l, origin).right)) > GAP;
   for (const laneNode of lanes) {
     const h = laneNode.dataset.head;
     // Q K V, then each stage after the arrow that names its operation (QKᵀ ÷ √d, softmax, A·V).
     const steps = [q(".qkv-group", laneNode), ...["scores", "weights", "head-output"].map((s) => q(`[data-stage="${s}"]`, laneNode))];
     const names = ["qkv", "scores", "weights", "head-output"];
-    const first = glyphBox(steps[0], origin);
-    out.push([`M${busX},${proj.bottom + GAP} V${first.cy} H${box(steps[0], origin).left - GAP}`, "projections", `lane:${h}`]);
+    const first = glyphBox(steps[0], origin), firstStage = box(steps[0], origin);
+    out.push(firstStage.left - GAP > busX && downwards(proj, first)
+      ? [`M${busX},${proj.bottom + GAP} V${first.cy} H${firstStage.left - GAP}`, "projections", `lane:${h}`] : null);
     for (let i = 1; i < steps.length; i++) {
       const a = box(steps[i - 1], origin), b = box(steps[i], origin);
       const label = steps[i].previousElementSibling;
       const y = label ? box(label, origin).bottom - 8 : b.top + 12;
-      out.push([`M${a.right + GAP},${y} H${b.left - GAP}`, `${names[i - 1]}:${h}`, `${names[i]}:${h}`]);
+      out.push(rightwards(a, b, y) ? [`M${a.right + GAP},${y} H${b.left - GAP}`, `${names[i - 1]}:${h}`, `${names[i]}:${h}`] : null);
     }
     const o = glyphBox(steps[3], origin), oStage = box(steps[3], origin);
-    out.push([`M${oStage.right + GAP},${o.cy} H${intoConcat} V${concat.cy} H${concat.left - GAP}`, `head-output:${h}`, "concat"]);
+    out.push(clearOfLanes && intoConcat - oStage.right > 2 * GAP
+      ? [`M${oStage.right + GAP},${o.cy} H${intoConcat} V${concat.cy} H${concat.left - GAP}`, `head-output:${h}`, "concat"] : null);
   }
+  const concatStage = box(concatNode, origin);
   const wo = glyphBox(q('[data-stage="wo"]'), origin), y = glyphBox(q('[data-stage="output"]'), origin);
-  out.push([`M${concat.cx},${box(concatNode, origin).bottom + GAP} V${wo.top - GAP}`, "concat", "wo"]);
+  out.push(downwards(concatStage, wo) ? [`M${concat.cx},${concatStage.bottom + GAP} V${wo.top - GAP}`, "concat", "wo"] : null);
   const woStage = box(q('[data-stage="wo"]'), origin);
-  out.push([`M${wo.cx},${woStage.bottom + GAP} V${y.top - GAP}`, "wo", "output"]);
+  out.push(downwards(woStage, y) ? [`M${wo.cx},${woStage.bottom + GAP} V${y.top - GAP}`, "wo", "output"] : null);
   const plus = box(q(".plus"), origin), yStage = box(q('[data-stage="output"]'), origin);
-  out.push([`M${y.cx},${yStage.bottom + GAP} V${plus.top - 12} H${plus.cx} V${plus.top - GAP}`, "output", "plus"]);
-  return out;
+  out.push(plus.top - 12 > yStage.bottom + GAP
+    ? [`M${y.cx},${yStage.bottom + GAP} V${plus.top - 12} H${plus.cx} V${plus.top - GAP}`, "output", "plus"] : null);
+  return out.filter(Boolean);
 }
 
 // Draws (or redraws) the wires of `body` (the .diagram-body) into its own layer, when it is laid
