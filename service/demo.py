@@ -115,9 +115,12 @@ def _walk(rng: random.Random, one: _Learner, items: tuple[Item, ...] = ()) -> No
 def _answer(rng: random.Random, one: _Learner, items: tuple[Item, ...], phase: str, skill: float) -> None:
     """A learner's answers to the questions of one phase: right more often after the workbench
     and the more skilled they are; a wrong choice is most often the first listed misconception
-    (the common one), and a few learners skip a question."""
+    (the common one), and a few learners skip a question (before the workbench, a recorded skip)."""
     for item in (i for i in items if i.asked_in(phase)):
         if rng.random() < 0.04:
+            if phase == "pre":  # passed over before the workbench: recorded, so the after question opens
+                one.add("skipped", None, {"phase": "pre"}, 0.1)
+                one.events[-1] = replace(one.events[-1], item=item.id)
             continue
         chance = min(0.97, 0.1 + 0.6 * skill + (0.3 if phase == "post" else 0.0))
         right = rng.random() < chance

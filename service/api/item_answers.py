@@ -56,7 +56,7 @@ def scored(lesson: Lesson | None, e: dict[str, Any]) -> dict[str, Any]:
 
 def in_order(db: Any, platform_id: int, events: list[NewEvent], lessons: dict[str, Lesson]) -> None:
     """Before, then after: an answer after the workbench to a question asked in both phases needs
-    the learner's answer (or skip) before it, earlier; and once answered after, the before answer
+    the learner's answer (or skip) before it, no later; and once answered after, the before answer
     stands (a 409 naming the rule). A batch is judged whole, in occurred_at order, with what is stored."""
     twice = [(i, e, (e.learner, e.lesson, e.item)) for i, e in enumerate(events) if e.item and _asked_twice(lessons, e)]
     if not twice:
@@ -68,7 +68,7 @@ def in_order(db: Any, platform_id: int, events: list[NewEvent], lessons: dict[st
     out_of_order = {}
     for i, e, key in twice:
         before, after = first.get((*key, "pre")), first.get((*key, "post"))
-        if e.data["phase"] == "post" and (before is None or before >= e.occurred_at):
+        if e.data["phase"] == "post" and (before is None or before > e.occurred_at):
             out_of_order[f"events.{i}"] = [
                 f"item {e.item!r}: no answer (or skip) before the workbench precedes this one"
             ]

@@ -236,7 +236,8 @@ def geometry(target):
           const [before, end] = [at(Math.max(0, L - 4)), at(L)];
           const crossed = [...document.querySelectorAll('.stage-label')].filter((label) => {
             const r = label.getBoundingClientRect();
-            return r.width && points.some((q) => q.x > r.left + 1 && q.x < r.right - 1 && q.y > r.top + 1 && q.y < r.bottom - 1);
+            const inside = (q) => q.x > r.left + 1 && q.x < r.right - 1 && q.y > r.top + 1 && q.y < r.bottom - 1;
+            return r.width && points.some(inside);
           }).map((label) => label.textContent);
           return { from: p.dataset.from, to: p.dataset.to, dx: end.x - before.x, dy: end.y - before.y, crossed };
         })"""
@@ -255,7 +256,7 @@ WIDTHS = {"1280x800": (1280, 800), "1024x768": (1024, 768), "768x1024": (768, 10
 
 @pytest.mark.parametrize("state", STATES)
 @pytest.mark.parametrize("size", WIDTHS)
-def test_every_wire_leaves_its_source_ends_on_its_target_runs_with_the_data_and_crosses_no_label(page, live, size, state):
+def test_every_wire_leaves_its_source_ends_on_its_target_runs_with_the_data_and_crosses_no_label(page, live, size, state):  # noqa: E501
     """At every width and in every state a wire goes from the box named by data-from to the one named
     by data-to, its arrowhead pointing right or down (the data's way through the block), and it runs
     through no stage's label; where the layout cannot draw one cleanly there is none."""

@@ -12,7 +12,6 @@ from service.lti.registrations import NewRegistration, register
 from .lms_server import LmsServer
 from .platform import Platform
 
-
 # 2048-bit RSA keys take a fifth of a second each, and every test makes two or three (a platform's,
 # the tool's on first use): drawn from a pool of real keys made once per process, never the same
 # key twice in a row, so a rotation still yields a new key and two platforms hold different ones.
