@@ -62,9 +62,12 @@ def resolve(spec: dict, node: dict) -> dict:
 def type_of(spec: dict, schema: dict) -> str:
     if "$ref" in schema:
         return schema["$ref"].rsplit("/", 1)[-1]
-    if "oneOf" in schema:
-        return " or ".join(type_of(spec, s) for s in schema["oneOf"])
-    kind = schema.get("type", "any")
+    if "oneOf" in schema or "anyOf" in schema:
+        return " or ".join(type_of(spec, s) for s in schema.get("oneOf", schema.get("anyOf")))
+    if "allOf" in schema:  # a described or nullable reference: {"allOf": [{"$ref": ...}], "nullable": true}
+        named = " and ".join(type_of(spec, s) for s in schema["allOf"])
+        return named + (" or null" if schema.get("nullable") else "")
+    kind = schema.get("type", "object" if "properties" in schema else "any")
     if kind == "array":
         return f"array of {type_of(spec, schema.get('items', {}))}"
     if "enum" in schema:
@@ -85,24 +88,45 @@ def security(op: dict) -> Markup:
     return schemes + (Markup("; scope ") + scopes if scopes else "") if schemes else Markup("")
 
 
+def _object(spec: dict, schema: dict) -> dict | None:
+    """The object a field holds (through a reference, allOf or an array's items), or None."""
+    schema = resolve(spec, schema)
+    if schema.get("type") == "array":
+        return _object(spec, schema.get("items", {}))
+    if "allOf" in schema and len(schema["allOf"]) == 1:
+        return _object(spec, schema["allOf"][0])
+    return schema if "properties" in schema else None
+
+
+def fields_of(spec: dict, schema: dict, prefix: str = "", depth: int = 3) -> list[dict]:
+    """Every field of an object, and of the objects it holds (`heads[].query`, `latent.down`), as
+    far as `depth` levels: what a client sends or reads back, named by its path."""
+    target = _object(spec, schema)
+    if target is None or depth == 0:
+        return []
+    required = set(target.get("required", []))
+    found = []
+    for name, prop in target.get("properties", {}).items():
+        path = f"{prefix}{name}"
+        found.append(
+            {
+                "name": path,
+                "required": name in required,
+                "type": type_of(spec, prop),
+                "description": prop.get("description", ""),
+            }
+        )
+        inner = "[]." if resolve(spec, prop).get("type") == "array" else "."
+        found += fields_of(spec, prop, path + inner, depth - 1)
+    return found
+
+
 def body(spec: dict, op: dict) -> dict | None:
     if "requestBody" not in op:
         return None
     content_type, media = next(iter(op["requestBody"]["content"].items()))
     schema = media.get("schema", {})
-    fields = []
-    if "$ref" in schema:
-        target = resolve(spec, schema)
-        required = set(target.get("required", []))
-        for name, prop in target.get("properties", {}).items():
-            fields.append(
-                {
-                    "name": name,
-                    "required": name in required,
-                    "type": type_of(spec, prop),
-                    "description": prop.get("description", ""),
-                }
-            )
+    fields = fields_of(spec, schema) if "$ref" in schema else []
     examples = [(f"Example: {label}", ex["value"]) for label, ex in media.get("examples", {}).items()]
     if "example" in media:
         examples.append(("Example", media["example"]))
@@ -122,11 +146,15 @@ def parameters(spec: dict, path_item: dict, op: dict) -> list[dict]:
     return found
 
 
-def responses(spec: dict, op: dict) -> list[tuple[str, str, str]]:
+def responses(spec: dict, op: dict) -> list[tuple[str, str, str, list[dict]]]:
+    """Each answer: its status, description, content types and, for a JSON success, its fields."""
     found = []
     for status in sorted(op.get("responses", {}), key=lambda s: (s == "default", s)):
         answer = resolve(spec, op["responses"][status])
-        found.append((status, answer.get("description", ""), ", ".join(answer.get("content", {}))))
+        content = answer.get("content", {})
+        schema = content.get("application/json", {}).get("schema", {})
+        fields = fields_of(spec, schema) if status.startswith("2") and schema else []
+        found.append((status, answer.get("description", ""), ", ".join(content), fields))
     return found
 
 

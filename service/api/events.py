@@ -310,7 +310,9 @@ ONE_OR_MANY = {
                                 **_EXAMPLE_EVENT,
                                 "id": "8f2e6b1d-0c3a-4f7e-a5d9-3e8b1c2d4f60",
                                 "checkpoint": "explain",
-                                "data": {"text": "reusing head 1's features for both heads makes them attend alike: head 2's slice is lost"},
+                                "data": {
+                                    "text": "reusing head 1's features for both heads makes them attend alike: head 2's slice is lost"
+                                },
                             },
                         ]
                     }

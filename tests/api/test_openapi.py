@@ -211,3 +211,45 @@ def test_an_empty_output_is_refused_and_the_document_says_so(client, spec):
     body = {"case": {"tokens": [[1.0, 0.0], [0.0, 1.0]], "heads": 1}, "output": {}}
     refused = client.post("/api/v1/exercises/multi-head-attention/check", json=body)
     assert refused.status_code == 422 and refused.mimetype == "application/problem+json"
+
+
+@pytest.mark.parametrize(
+    "anchor_path, fields",
+    [
+        (
+            "/api/v1/attention/decode",
+            ["steps", "steps[].heads", "steps[].heads[].weights", "steps[].cache", "max_difference_from_full_pass"],
+        ),
+        (
+            "/api/v1/kv-cache",
+            ["kind", "bytes_per_token", "bytes_total", "mha_equivalent", "mha_equivalent.bytes_total"],
+        ),
+        (
+            "/api/v1/analytics/lessons/{lesson_id}/items",
+            ["items", "items[].choices", "items[].choices[].misconception", "gain"],
+        ),
+        ("/api/v1/attention", ["heads", "heads[].weights", "concat", "output"]),
+    ],
+)
+def test_the_reference_shows_what_each_operation_answers(client, spec, anchor_path, fields):
+    """What comes back, field by field, nested bodies with their fields: what the document defines."""
+    import html
+
+    text = html.unescape(client.get("/api/docs").get_data(as_text=True))
+    heading = re.search(rf'<h3 id="[^"]+"><code>(GET|POST) {re.escape(anchor_path)}</code></h3>', text)
+    section = text[heading.start() :].split("</article>", 1)[0]
+    shown = re.findall(r'data-response-field="([^"]+)"', section)
+    assert set(fields) <= set(shown), sorted(set(fields) - set(shown))
+    typed = dict(re.findall(r'data-response-field="([^"]+)"><td><code>[^<]*</code></td><td>([^<]*)</td>', section))
+    assert "any" not in typed.values(), typed
+
+
+def test_the_reference_types_nested_request_fields_by_their_schemas(client):
+    import html
+
+    text = html.unescape(client.get("/api/docs").get_data(as_text=True))
+    heading = re.search(r'<h3 id="[^"]+"><code>POST /api/v1/attention</code></h3>', text)
+    section = text[heading.start() :].split("</article>", 1)[0]
+    for field, kind in (("latent", "Latent"), ("rope", "Rope or null"), ("projections", "Projections")):
+        assert re.search(rf"<td><code>{field}</code></td><td>{kind}</td>", section), field
+    assert "<code>latent.down</code>" in section and "<code>projections.output</code>" in section

@@ -256,7 +256,9 @@ WIDTHS = {"1280x800": (1280, 800), "1024x768": (1024, 768), "768x1024": (768, 10
 
 @pytest.mark.parametrize("state", STATES)
 @pytest.mark.parametrize("size", WIDTHS)
-def test_every_wire_leaves_its_source_ends_on_its_target_runs_with_the_data_and_crosses_no_label(page, live, size, state):  # noqa: E501
+def test_every_wire_leaves_its_source_ends_on_its_target_runs_with_the_data_and_crosses_no_label(
+    page, live, size, state
+):  # noqa: E501
     """At every width and in every state a wire goes from the box named by data-from to the one named
     by data-to, its arrowhead pointing right or down (the data's way through the block), and it runs
     through no stage's label; where the layout cannot draw one cleanly there is none."""
