@@ -63,7 +63,7 @@ def type_of(spec: dict, schema: dict) -> str:
     if "$ref" in schema:
         return schema["$ref"].rsplit("/", 1)[-1]
     if "oneOf" in schema or "anyOf" in schema:
-        return " or ".join(type_of(spec, s) for s in schema.get("oneOf", schema.get("anyOf")))
+        return " or ".join(type_of(spec, s) for s in schema.get("oneOf") or schema.get("anyOf") or [])
     if "allOf" in schema:  # a described or nullable reference: {"allOf": [{"$ref": ...}], "nullable": true}
         named = " and ".join(type_of(spec, s) for s in schema["allOf"])
         return named + (" or null" if schema.get("nullable") else "")

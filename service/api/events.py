@@ -311,7 +311,7 @@ ONE_OR_MANY = {
                                 "id": "8f2e6b1d-0c3a-4f7e-a5d9-3e8b1c2d4f60",
                                 "checkpoint": "explain",
                                 "data": {
-                                    "text": "reusing head 1's features for both heads makes them attend alike: head 2's slice is lost"
+                                    "text": "both heads reading head 1's features attend alike: head 2's slice is lost"
                                 },
                             },
                         ]
