@@ -40,7 +40,7 @@ node_modules/.modules.yaml: package.json pnpm-lock.yaml
 	else echo "pnpm not found: the TypeScript exercise tests will skip (with Node 20: npm install -g pnpm@12.4.2)"; fi
 
 test: $(VENV)/.installed-dev node_modules/.modules.yaml ## Set up with the dev extra (and pnpm install) and run every test
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not slow" --durations=15 $(PYTEST_ARGS)
 	@rc=0; $(BIN)/python -m pytest -p no:xdist -m slow $(PYTEST_ARGS) || rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ]
 
 lint: $(VENV)/.installed-dev node_modules/.modules.yaml ## ruff (lint and format) over service/, tests/, bench/, training/, exercises/; mypy over service/; tsc over the TypeScript exercise

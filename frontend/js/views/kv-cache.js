@@ -8,7 +8,7 @@ import { paint } from "./color.js";
 import { el, fmt } from "./dom.js";
 import { scrollRegion } from "./matrix.js";
 import { svg } from "./svg.js";
-import { locale, t } from "../i18n.js";
+import { locale, t, tn } from "../i18n.js";
 
 const grouped = new Intl.NumberFormat(locale);
 export const whole = (x) => grouped.format(x);
@@ -125,10 +125,11 @@ export function memoryView(answer, model, tokens) {
       el("span", { class: "kv-bar-track" },
         bar(i ? "kv-bar kv-bar-muted" : "kv-bar", Math.max(0.5, (r.value / max) * 100), { stage: r.stage, value: String(r.value) }),
         el("span", { class: "kv-bar-value", text: bytes(r.value) })))));
+  const counted = tn("{count} token", "{count} tokens", tokens, { count: whole(tokens) }); // outside t(): extracted
   const cached = answer.positions_cached < tokens ? t(" (a sliding window keeps {window})", { window: whole(answer.positions_cached) }) : "";
   return el("div", {}, chart,
-    el("p", { class: "kv-figures" }, t("{elements} numbers a token ({bytes} a token) over {layers} layers; {tokens} tokens{cached}: {total}, {ratio} % of the MHA equivalent.", {
+    el("p", { class: "kv-figures" }, t("{elements} numbers a token ({bytes} a token) over {layers} layers; {tokens}{cached}: {total}, {ratio} % of the MHA equivalent.", {
       elements: whole(answer.elements_per_token), bytes: bytes(answer.bytes_per_token), layers: model.request.layers,
-      tokens: whole(tokens), cached, total: bytes(answer.bytes_total), ratio: fmt(answer.ratio_to_mha * 100, 1) })),
+      tokens: counted, cached, total: bytes(answer.bytes_total), ratio: fmt(answer.ratio_to_mha * 100, 1) })),
     el("p", { class: "note" }, t("Source: {source}", { source: model.source })));
 }
