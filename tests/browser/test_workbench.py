@@ -373,8 +373,8 @@ def test_one_edit_does_not_complete_the_experiment_the_four_manipulations_do(pag
 def test_token_edits_outside_the_lessons_case_do_not_tick_and_say_why(page, live, where, size):
     page.set_viewport_size(VIEWPORTS[size])
     """The finding: token edits under learned projections or four heads silently did not count.
-    Now a note beside the checklist says so and why, and one click returns to the teaching case,
-    where the next edit counts."""
+    Now a note under the tokens just edited says so and why, in view at both sizes, and one click
+    returns to the teaching case, where the next edit counts."""
     open_page(page, live, link(**where))
     note = page.locator("[data-note=not-counted]")
     assert note.count() == 0
@@ -382,7 +382,9 @@ def test_token_edits_outside_the_lessons_case_do_not_tick_and_say_why(page, live
     assert page.locator('[data-manipulation="last-two"]').get_attribute("data-done") == "false"
     note.wait_for()
     assert note.is_visible() and "teaching case" in note.inner_text()
-    assert note.evaluate("n => n.closest('#checklist') !== null")  # next to the checklist
+    assert note.evaluate("n => n.previousElementSibling.id === 'tokens'")  # where the edit happened
+    box, height = note.bounding_box(), page.viewport_size["height"]
+    assert box["y"] >= 0 and box["y"] + box["height"] <= height  # in the viewport, not below the fold
     note.get_by_role("button", name="Back to the teaching case").click()
     page.wait_for_selector("main[aria-busy=false]")
     assert note.count() == 0

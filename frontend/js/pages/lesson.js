@@ -139,6 +139,9 @@ function skipBefore() {
 function answerItem(item, phase, response) {
   queueEvent({ lesson: lessonId, event: "answered", item: item.id, data: { response, phase } });
   drawProgress();
+  // the verdict where the learner can read it (on a phone it may be below the screen's edge)
+  const form = itemForms.find((f) => f.dataset.item === item.id && f.dataset.phase === phase);
+  if (form) form.querySelector(".item-feedback").scrollIntoView({ block: "nearest" });
   flush();
 }
 

@@ -272,11 +272,14 @@ const everyStage = () => ["projections", "concat", "wo", "output", "residual",
   ...Array.from({ length: state.heads }, (_, h) => ["q", "k", "v", "scores", "head-output"].map((s) => `${s}:${h}`)).flat()];
 
 function drawChecklist() {
-  $("checklist").replaceChildren(...checklist(done, MANIPULATIONS), ...(notCounted ? [notCountedNote()] : []));
+  $("checklist").replaceChildren(...checklist(done, MANIPULATIONS));
+  // the note goes where the edit happened, under the tokens, in view of the learner who typed
+  document.querySelector("[data-note=not-counted]")?.remove();
+  if (notCounted) $("tokens").after(notCountedNote());
 }
 
-// Why a token edit did not tick anything, where the checklist is: the lesson's claim (one head
-// moves) holds in its teaching case only, and one click returns there, the tokens kept.
+// Why a token edit did not tick anything, under the tokens just edited: the lesson's claim (one
+// head moves) holds in its teaching case only, and one click returns there, the tokens kept.
 function notCountedNote() {
   const back = el("button", { type: "button", class: "secondary", text: t("Back to the teaching case") });
   back.addEventListener("click", () => {
