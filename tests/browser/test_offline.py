@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from ..api.helpers import EXPLANATION
 from ..live import sqlite_server
 from .conftest import (
     completed,
@@ -84,10 +85,10 @@ def test_the_embedded_workbench_keeps_its_state_and_chips_follow_its_queue(tab, 
 
 def test_an_explanation_comes_back_after_a_reload_from_the_server(tab, server):
     open_page(tab, server, LESSON)
-    tab.get_by_label("Your explanation").fill("Only head 2 moved.")
+    tab.get_by_label("Your explanation").fill(EXPLANATION)
     tab.get_by_role("button", name="Record explanation").click()
     tab.get_by_text("Recorded on the server.").wait_for()
     tab.evaluate("localStorage.clear()")  # the words must come from the server, not from this device
     tab.reload()
     tab.wait_for_selector("main[aria-busy=false]")
-    assert tab.get_by_label("Your explanation").input_value() == "Only head 2 moved."
+    assert tab.get_by_label("Your explanation").input_value() == EXPLANATION

@@ -25,7 +25,7 @@ let answers = new Map(); // "item:phase" -> the latest answer and, once shown to
 const itemForms = []; // every question's form
 const postBlocks = []; // the sections asking the post questions (the before-and-after line goes there)
 const lockNotes = []; // what the after questions wait for, above them
-const skipButtons = []; // the before block's "skip the rest"
+const skipButtons = []; // the before block's "skip the rest", each on its line
 let verdict = null; // the predict section's line saying what the engine found
 let verdictSaid = null;
 
@@ -101,7 +101,7 @@ function drawItems() {
   const locked = afterLocked();
   for (const form of itemForms) form.show(answers.get(`${form.dataset.item}:${form.dataset.phase}`), form.dataset.phase === "post" ? locked : null);
   for (const note of lockNotes) { note.hidden = !locked; note.textContent = locked || ""; }
-  for (const button of skipButtons) button.hidden = !unansweredBefore().length;
+  for (const line of skipButtons) line.hidden = !unansweredBefore().length; // its line: a button's display is styled
   for (const section of postBlocks) {
     section.querySelector(".item-gain")?.remove();
     const line = gainLine(lesson.items, answers);
@@ -159,9 +159,9 @@ function itemsBlock(section, phase) {
     lockNotes.push(note);
     section.querySelector("h2").after(note);
   } else {
-    const skip = el("button", { type: "button", class: "secondary items-skip", text: t("Skip the questions I cannot answer yet"), onclick: skipBefore });
-    skipButtons.push(skip);
-    section.append(el("p", {}, skip));
+    const line = el("p", {}, el("button", { type: "button", class: "secondary items-skip", text: t("Skip the questions I cannot answer yet"), onclick: skipBefore }));
+    skipButtons.push(line);
+    section.append(line);
   }
   drawItems();
 }
