@@ -193,6 +193,8 @@ class BufferingWorker(ThreadWorker):
         answer = HeldAnswer(conn.sock, self.budget.room(self.answer_room), self.send_seconds)
         real, conn.sock = conn.sock, answer
         conn.served += 1
+        if conn.served >= REQUESTS_PER_CONNECTION:
+            req.must_close = True  # its answer says "Connection: close", so the client opens another
         try:
             keep = super().handle_request(req, conn)
         finally:

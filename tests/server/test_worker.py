@@ -366,7 +366,8 @@ def test_health_answers_while_forty_connections_from_four_networks_never_read_th
 
 def test_a_connection_serves_at_most_a_hundred_requests_then_closes(tmp_path):
     """Pipelined requests per connection are bounded, as nginx's keepalive_requests: the hundredth
-    answer is the last, and the connection closes after it."""
+    answer is the last, it says so ("Connection: close", so a client with a pool of connections
+    opens another instead of sending into a closed one), and the connection closes after it."""
     port = free_port()
     proc = serve(SERVERS["make run (workbench serve)"](port), port, tmp_path)
     try:
@@ -379,6 +380,8 @@ def test_a_connection_serves_at_most_a_hundred_requests_then_closes(tmp_path):
         proc.terminate()
         proc.wait(timeout=30)
     assert received.count(b"HTTP/1.1 200 ") == 100
+    answers = received.split(b"HTTP/1.1 200 ")[1:]
+    assert b"Connection: close" in answers[-1] and not any(b"Connection: close" in a for a in answers[:-1])
 
 
 def rss_of_children(pid: int) -> int:
