@@ -101,6 +101,10 @@ def test_a_released_models_cache_is_drawn_in_bytes_with_its_source(page, live):
         "34,560" in page.locator(".kv-figures").inner_text() and "2405.04434" in page.locator(".kv-memory").inner_text()
     )
     page.get_by_label("Model", exact=True).select_option("llama-3-8b")
+    page.get_by_label("Context (tokens)").fill("4096")  # typed while the model's redraw may still land
+    page.get_by_label("Context (tokens)").dispatch_event("change")
+    wait_until(page, "document.querySelector('[data-stage=memory]').dataset.value === String(1024 ** 3 / 2)")
+    assert page.get_by_label("Context (tokens)").input_value() == "4096"  # the redraw did not splice into it
     page.get_by_label("Context (tokens)").fill("8192")
     page.get_by_label("Context (tokens)").dispatch_event("change")
     wait_until(page, "document.querySelector('[data-stage=memory]').dataset.value === String(1024 ** 3)")

@@ -157,7 +157,8 @@ async function drawMemory() {
   const model = models.find((m) => m.id === state.model);
   const tokens = state.context || model.context;
   $("model").value = model.id;
-  $("context").value = String(tokens);
+  // never under the learner's fingers: a redraw that lands while they type would splice its digits into theirs
+  if (document.activeElement !== $("context")) $("context").value = String(tokens);
   const answer = await postJSON("/api/v1/kv-cache", { ...model.request, tokens });
   $("memory").replaceChildren(memoryView(answer, model, tokens));
 }
