@@ -28,6 +28,13 @@ pytestmark = pytest.mark.browser
 PATIENCE = 3.0 if os.environ.get("PYTEST_XDIST_WORKER") else 1.0
 
 
+def pytest_configure(config):
+    """Playwright's assertions (`expect`) wait as patiently as its actions do."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=5_000 * PATIENCE)
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         if "tests/browser" in str(item.fspath):
