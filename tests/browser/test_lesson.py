@@ -190,6 +190,17 @@ def test_a_failure_mode_opens_in_the_lessons_own_workbench_and_a_new_tab_has_a_w
     assert back.is_visible() and back.get_attribute("href") == LESSON
 
 
+def scrolled(page) -> None:
+    """Wait until the page has stopped scrolling (two readings 100 ms apart agree)."""
+    last = None
+    for _ in range(100):
+        now = page.evaluate("window.scrollY")
+        if now == last:
+            return
+        last = now
+        page.wait_for_timeout(100)
+
+
 def test_after_the_four_manipulations_mask_after_softmax_turns_the_mask_on_and_shows_its_bug(page, live):
     """The manipulations leave the mask off; the lesson's "Mask after softmax" link turns it on, so
     the comparison shows where the numbers part. Chosen by hand with the mask off, the workbench says
@@ -202,7 +213,9 @@ def test_after_the_four_manipulations_mask_after_softmax_turns_the_mask_on_and_s
     expect(frame.get_by_label("Compare with")).to_have_value("mask_after_softmax")
     expect(frame.get_by_label("Causal mask", exact=True)).to_be_checked()
     expect(frame.locator("#status")).to_contain_text("the first stage that differs")
+    scrolled(page)  # the link scrolls the workbench into view, smoothly: a click meanwhile lands elsewhere
     frame.get_by_label("Causal mask", exact=True).click()
+    expect(frame.get_by_label("Causal mask", exact=True)).not_to_be_checked()
     expect(frame.locator("#status")).to_contain_text("Turn on “Causal mask” to see what it does")
 
 
