@@ -8,8 +8,8 @@ import { getJSON, postJSON, startOutbox } from "../api.js";
 import { embedded, reportHeight } from "../embed.js";
 import { parameterEvents } from "../events.js";
 import { HashState } from "../hash-state.js";
-import { announce, announcer } from "../views/announce.js";
-import { checklist, restoreDone } from "../views/checklist.js";
+import { announcer } from "../views/announce.js";
+import { checklist, restoreDone, sayDone } from "../views/checklist.js";
 import { drawn, el } from "../views/dom.js";
 import { cacheView, mappingView, memoryView, queryView } from "../views/kv-cache.js";
 import { N_, t } from "../i18n.js";
@@ -79,9 +79,7 @@ function update(change, parameter, value, manipulation) {
   if (manipulation && !done.has(manipulation)) {
     done.add(manipulation);
     drawChecklist();
-    // said as the other workbench says it, after the controls just used
-    announce(done.size === MANIPULATIONS.length ? t("All four manipulations done: the experiment checkpoint is complete.")
-      : t("Manipulation {done} of {all} done: {text}", { done: done.size, all: MANIPULATIONS.length, text: t(MANIPULATIONS.find((m) => m.id === manipulation).text) }));
+    sayDone(done, MANIPULATIONS, manipulation);
   }
   events({ parameter, value, ...(manipulation ? { manipulation } : {}) });
   drawControls();

@@ -8,8 +8,8 @@ import { embedded, post, reportHeight } from "../embed.js";
 import { parameterEvents } from "../events.js";
 import { MANIPULATIONS, manipulationOf } from "../manipulations.js";
 import { consistent, D_MODEL, defaults, loadState, remember, requestBody, save, STATE } from "../state.js";
-import { announce, announcer } from "../views/announce.js";
-import { checklist, restoreDone } from "../views/checklist.js";
+import { announcer } from "../views/announce.js";
+import { checklist, restoreDone, sayDone } from "../views/checklist.js";
 import { diagram } from "../views/diagram.js";
 import { drawn, el, math } from "../views/dom.js";
 import { legend } from "../views/legend.js";
@@ -53,11 +53,7 @@ function update(change, parameter, data) {
     if (manipulation) done.add(manipulation);
     notCounted = uncounted;
     drawChecklist();
-    if (manipulation && done.size === MANIPULATIONS.length) {
-      announce(t("All four manipulations done: the experiment checkpoint is complete."));
-    } else if (manipulation) {
-      announce(t("Manipulation {done} of {all} done: {text}", { done: done.size, all: MANIPULATIONS.length, text: t(MANIPULATIONS.find((m) => m.id === manipulation).text) }));
-    }
+    if (manipulation) sayDone(done, MANIPULATIONS, manipulation);
   }
   // A token manipulation carries the edit itself: the server's engine judges the learner's prediction on it.
   const edit = parameter === "token" && manipulation ? { tokens_before: before.tokens, tokens: structuredClone(state.tokens), causal: state.causal } : {};

@@ -1,6 +1,7 @@
 // An explorable's manipulations as a checklist: each item ticks when done (data-done).
 
 import { ensureSession, getJSON, queued } from "../api.js";
+import { announce } from "./announce.js";
 import { el } from "./dom.js";
 import { t } from "../i18n.js";
 
@@ -21,6 +22,12 @@ export async function restoreDone(done, { lesson, instance }, draw) {
 }
 
 // `manipulations`: [{id, text}] in the lesson's order (text marked for translation).
+// A manipulation just done, said as both workbenches say it (views/announce.js: after the controls used).
+export function sayDone(done, manipulations, id) {
+  announce(done.size === manipulations.length ? t("All four manipulations done: the experiment checkpoint is complete.")
+    : t("Manipulation {done} of {all} done: {text}", { done: done.size, all: manipulations.length, text: t(manipulations.find((m) => m.id === id).text) }));
+}
+
 export function checklist(done, manipulations) {
   const MANIPULATIONS = manipulations;
   const items = MANIPULATIONS.map((m, k) => el("li", { dataset: { manipulation: m.id, done: String(done.has(m.id)) } },
