@@ -73,6 +73,7 @@ class Gunicorn:
         cwd: Path = ROOT,
         health: str = "/healthz",
         config: str | None = None,
+        worker: str | None = None,
     ):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -87,6 +88,7 @@ class Gunicorn:
             "--log-level",
             "warning",
             *(["-c", config] if config else []),  # the command line still decides workers, threads, bind
+            *(["-k", worker] if worker else []),
             app,
         ]
         self.env = {**os.environ, **(env or {})}

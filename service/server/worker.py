@@ -172,8 +172,7 @@ class BufferingWorker(ThreadWorker):
                     return
                 self.in_threads[network] += 1
                 conn.in_thread = True
-            conn.whole = False
-            conn.sock.setblocking(True)
+            conn.whole = False  # the thread makes the socket blocking again (gunicorn's handle)
             super().enqueue_req(conn)
             return
         if conn.parser is not None:  # bytes read ahead past the last request: this one's start
@@ -182,8 +181,11 @@ class BufferingWorker(ThreadWorker):
         conn.deadline = time.monotonic() + self.body_seconds
         if self._arrived(conn):
             return
-        self.arriving[conn] = None
-        self.poller.register(conn.sock, selectors.EVENT_READ, partial(self.on_arriving, conn))
+        # A kept-alive connection comes here because it is readable: what has arrived is read now,
+        # and the poller waits only for a request still arriving (one select and register saved).
+        if not self._take(conn):
+            self.arriving[conn] = None
+            self.poller.register(conn.sock, selectors.EVENT_READ, partial(self.on_arriving, conn))
 
     def handle_request(self, req, conn):
         """In the thread: every request gets the stall timeout, and its answer is written into
@@ -276,21 +278,26 @@ class BufferingWorker(ThreadWorker):
             return 0
 
     def on_arriving(self, conn, client):
+        if self._take(conn):
+            self._forget(conn)
+
+    def _take(self, conn) -> bool:
+        """Read what has arrived; True when the connection no longer waits in `self.arriving`:
+        its request went to a thread, or it was answered or closed."""
         size = self._receive(conn)
         if size is None:
-            return
+            return False
         if not size:  # gone before its request arrived
             self._forget(conn)
             self._close(conn)
-            return
+            return True
         conn.buffered += self.scratch[:size]
         need = holds(conn.buffered) - conn.reserved
         if need > 0 and not self.budget.take(need):  # past the bytes this worker holds for clients
             self._close_with(conn, full_of_bodies())
-            return
+            return True
         conn.reserved += max(0, need)
-        if self._arrived(conn):
-            self._forget(conn)
+        return self._arrived(conn)
 
     def _arrived(self, conn) -> bool:
         """True when the connection needs nothing more from the main loop: its request went to a

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from typing import Any
 
 import numpy as np
@@ -73,10 +74,12 @@ def note(args: dict[str, Any]) -> None:
     projections = args.get("projections") or {}
     if any(projections.get(p) is not None for p in ("query", "key", "value")) or args.get("kv_heads"):
         return
-    if args.get("latent"):
+    if args.get("latent") or args.get("window") or args.get("sink_logit"):
+        return
+    store = marks()
+    if not any(store.marked(key) for key in _open_keys()):  # no challenge open: nothing to fingerprint
         return
     key = fingerprint(tokens, args["heads"], args.get("causal", True), projections.get("output"))
-    store = marks()
     if store.marked(f"case/{key}"):
         store.mark(f"seen/{key}", current_app.extensions["settings"].challenge_ttl_seconds)
 
@@ -84,6 +87,7 @@ def note(args: dict[str, Any]) -> None:
 def remember(cases: list[dict[str, Any]], seconds: int) -> None:
     """An open challenge's cases, for `seconds` (its lifetime)."""
     store = marks()
+    store.mark(_open_keys()[0], 2 * seconds)  # kept past the end of the next window
     for case in cases:
         store.mark(f"case/{_of(case)}", seconds)
 
@@ -92,6 +96,15 @@ def seen(cases: list[dict[str, Any]]) -> bool:
     """Whether any of these cases was computed by the API while the challenge was open."""
     store = marks()
     return any(store.marked(f"seen/{_of(case)}") for case in cases)
+
+
+def _open_keys() -> tuple[str, str]:
+    """A challenge opened in this window of its lifetime's length, or the one before, may still be
+    open. Marked per window, for two lifetimes from its first mark: a mark keeps the expiry of its
+    first count, so one key for every challenge would lapse with the first."""
+    ttl = current_app.extensions["settings"].challenge_ttl_seconds
+    window = int(time.time() // ttl)
+    return f"open/{window}", f"open/{window - 1}"
 
 
 def _of(case: dict[str, Any]) -> str:
