@@ -39,6 +39,8 @@ class Settings:
     max_heads: int = 64
     max_score_cells: int = 512 * 1024  # heads * n * n: also bounds the response (about 30 MB of JSON)
     max_decode_cells: int = 1024 * 1024  # the numbers a decode's answer holds (each step's cache included)
+    max_tiles: int = 4096  # the tiles of an online softmax, over every head: each is one step of its loop
+    max_tiled_cells: int = 1024 * 1024  # the numbers its answer holds (each tile's rows' running values)
     max_batch_events: int = 500
     challenge_ttl_seconds: int = 3600  # how long an exercise challenge can be answered
     auth_cache_seconds: float = 5.0  # a verified key is trusted this long without a database read
@@ -153,6 +155,8 @@ class Settings:
             "max_heads",
             "max_score_cells",
             "max_decode_cells",
+            "max_tiles",
+            "max_tiled_cells",
             "max_content_length",
             "max_batch_events",
             "k_anonymity",

@@ -16,6 +16,7 @@ from .compute.conventions import conventions
 from .compute.decode import DecodeTrace
 from .compute.divergence import Comparison
 from .compute.failure_modes import REGISTRY
+from .compute.online import TiledPass
 
 HEAD_PARTS: tuple[str, ...] = ("query", "key", "value", "query_before_rope", "key_before_rope", "scores")
 HEAD_PARTS += ("masked_scores", "weights", "output", "summary")
@@ -80,6 +81,9 @@ def trace_json(
         if part in wanted["top"]:
             body[part] = rnd(residual if part == "residual" and residual is not None else getattr(trace, part))
     body["cache"] = cache_shape(trace.config)
+    cfg = trace.config
+    if getattr(cfg, "window", None) is not None or getattr(cfg, "sink_logit", None) is not None:
+        body["long_context"] = {"window": cfg.window, "sinks": cfg.sinks, "sink_logit": cfg.sink_logit}
     for part in ("latent", "rope_key"):  # latent attention: what its cache holds
         if getattr(trace, part) is not None:
             body[part] = rnd(getattr(trace, part))
@@ -157,6 +161,38 @@ def _position(trace: DecodeTrace, arrays: dict[str, np.ndarray], cache: dict[str
     }
 
 
+def tiled_json(tiled: TiledPass, difference: dict | None, precision: int | None = None) -> dict:
+    """`POST /attention/tiled`: each head's tiles in the order computed, with its rows' running values
+    after each (null for a skipped tile; null for m and L where a row has seen no key), the output and
+    L; the counts, the memory, the largest difference from the plain pass, and where a slip parts."""
+
+    def rnd(a: np.ndarray | None) -> np.ndarray | None:
+        return None if a is None else rounded(a, precision)  # -inf is written as null
+
+    heads = []
+    for h, head in enumerate(tiled.heads):
+        tiles = [{"query_block": t.query_block, "key_block": t.key_block, "rows": list(t.rows), "keys": list(t.keys),
+                  "status": t.status, "m": rnd(t.m), "alpha": rnd(t.alpha), "l": rnd(t.l), "o_tilde": rnd(t.o_tilde)}
+                 for t in head.tiles]  # fmt: skip
+        item = {"index": h, "tiles": tiles, "output": rnd(head.output), "lse": rnd(head.lse)}
+        if head.sink is not None:
+            item["sink"] = {name: rnd(value) for name, value in head.sink.items()}
+        heads.append(item)
+    mode = tiled.slip
+    return {
+        "block_q": tiled.block_q,
+        "block_k": tiled.block_k,
+        "failure_mode": None
+        if mode is None
+        else {"id": mode, "name": REGISTRY[mode].name, "description": REGISTRY[mode].description},  # fmt: skip
+        "heads": heads,
+        "tiles": tiled.counts,
+        "memory": tiled.memory,
+        "max_difference_from_plain": tiled.max_difference_from_plain,
+        "first_difference": difference,
+    }
+
+
 def _heads(trace, wanted: set[str], head_arrays, masked, summaries, per_head) -> list[dict[str, Any]]:
     """Each head's item: its index, features, kv head and the parts asked for."""
     extra = ("query_before_rope", "key_before_rope", "latent_query", "latent_output")
@@ -176,6 +212,8 @@ def _heads(trace, wanted: set[str], head_arrays, masked, summaries, per_head) ->
             item["masked_scores"] = head_arrays["scores"][h] if masked is None else masked[h]
         if summaries is not None:
             item["summary"] = {k: v[h] for k, v in summaries.items()}
+        if getattr(trace.config, "sink_logit", None) is not None and "weights" in wanted:
+            item["row_sums"] = head_arrays["weights"][h].sum(axis=-1)  # [n] below one: the sink took the rest
         if per_head is not None:
             item.update(per_head(h))
         heads.append(item)

@@ -116,7 +116,8 @@ def test_the_edge_knows_no_resource():
 # the process tuning have rooms of their own.
 COMPUTE = {
     "__init__", "cache_memory", "config", "conventions", "decode", "divergence", "engine", "errors",
-    "failure_modes", "fused", "inputs", "kv", "latent", "masks", "parallel", "pipeline", "reference", "steps", "trace",
+    "failure_modes", "fused", "inputs", "kv", "latent", "masks", "online", "parallel", "pipeline", "reference", "steps",
+    "trace",
 }  # fmt: skip
 
 

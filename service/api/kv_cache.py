@@ -32,6 +32,10 @@ def preset_json(preset: ModelPreset) -> dict[str, Any]:
         request["latent"] = {"d_c": s.d_c, "d_rope": s.d_rope}
     if s.window is not None:
         request["window"] = s.window
+    if s.sinks:
+        request["sinks"] = s.sinks
+    if s.local_per_global is not None:
+        request["layer_pattern"] = {"local_per_global": s.local_per_global, "global_first": s.global_first}
     return {"id": preset.id, "name": preset.name, "request": request, "context": preset.context,
             "source": preset.source, "note": preset.note}  # fmt: skip
 
@@ -57,9 +61,11 @@ class Cache(MethodView):
     @blp.problems(*JSON_BODY_ERRORS)
     def post(self, args):
         """The cache's elements and bytes per token and for the context, beside the MHA equivalent"""
-        latent = args.get("latent") or {}
+        latent, pattern = args.get("latent") or {}, args.get("layer_pattern") or {}
         with engine_errors():
             shape = CacheShape(layers=args["layers"], heads=args["heads"], d_head=args["d_head"],
                                kv_heads=args.get("kv_heads"), d_c=latent.get("d_c"), d_rope=latent.get("d_rope", 0),
-                               window=args.get("window"))  # fmt: skip
+                               window=args.get("window"), sinks=args.get("sinks", 0),
+                               local_per_global=pattern.get("local_per_global"),
+                               global_first=pattern.get("global_first", False))  # fmt: skip
             return memory(shape, args["tokens"], args["bytes_per_element"])

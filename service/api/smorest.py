@@ -157,16 +157,17 @@ class Api(flask_smorest.Api):
 
     def _caps(self, schemas: dict) -> None:
         """This server's caps (its settings) as the bounds of what it computes: tokens at most
-        max_tokens rows of at most max_d_model numbers, heads and kv_heads at most max_heads."""
+        max_tokens rows of at most max_d_model numbers, heads and kv_heads at most max_heads, a prefill
+        and a tile's sides at most max_tokens."""
         settings = self._app.extensions["settings"]
-        for name in ("AttentionRequest", "CompareRequest", "DecodeRequest", "Case"):
+        for name in ("AttentionRequest", "CompareRequest", "DecodeRequest", "TiledRequest", "Case"):
             properties = schemas.get(name, {}).get("properties", {})
             if "tokens" in properties:
                 properties["tokens"]["maxItems"] = settings.max_tokens
                 properties["tokens"]["items"]["maxItems"] = settings.max_d_model
-            for member in ("heads", "kv_heads", "prefill"):
+            for member in ("heads", "kv_heads", "prefill", "block_q", "block_k"):
                 if member in properties:
-                    cap = settings.max_tokens if member == "prefill" else settings.max_heads
+                    cap = settings.max_heads if member.endswith("heads") else settings.max_tokens
                     properties[member]["maximum"] = min(properties[member].get("maximum", cap), cap)
         for name in ("Projections", "Latent"):  # every matrix at most max_d_model rows and columns
             for matrix in schemas.get(name, {}).get("properties", {}).values():

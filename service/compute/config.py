@@ -55,6 +55,11 @@ class AttentionConfig:
     rope: RopeConfig | None = None
     failure_mode: str | None = None
     latent: LatentShape | None = None  # multi-head latent attention (latent.py)
+    # Long contexts (masks.py): query i sees key j when i - window < j <= i, or j < sinks; a learned
+    # sink logit per head joins each row's softmax denominator only (gpt-oss).
+    window: int | None = None
+    sinks: int = 0
+    sink_logit: tuple[float, ...] | None = None
     variant: Grouped | LatentShape = field(init=False, compare=False)  # where keys and values come from (kv.py)
     d_head: int = field(init=False, compare=False)
     kv_width: int = field(init=False, compare=False)  # K and V's width: kv_heads * d_head
@@ -92,6 +97,7 @@ class AttentionConfig:
                 "set causal to true",
                 field="failure_mode",
             )
+        self._check_long_context()
         recipe = recipe_of(self.failure_mode)
         derived = {"kv_width": self.kv_heads * d_head, "group_size": self.heads // self.kv_heads, "recipe": recipe,
                    "decoding": recipe.decoding, "cache_kind": variant.kind(self.heads),
@@ -99,6 +105,36 @@ class AttentionConfig:
         for name, value in derived.items():
             object.__setattr__(self, name, value)  # frozen: set once, here
         object.__setattr__(self, "scale", self.scale_with(recipe))
+
+    def _check_long_context(self) -> None:
+        """A window, sinks and a sink logit: their ranges, and what they need."""
+        window, sinks, logit = self.window, self.sinks, self.sink_logit
+        if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
+            raise AttentionInputError(f"window must be a positive integer, got {window!r}", field="window")
+        if isinstance(sinks, bool) or not isinstance(sinks, int) or sinks < 0:
+            raise AttentionInputError(f"sinks must be a whole number of positions, got {sinks!r}", field="sinks")
+        if (window is not None or sinks) and not self.causal:
+            raise AttentionInputError(
+                "a sliding window limits how far back a causal query looks: set causal to true",
+                field="window" if window is not None else "sinks",
+            )
+        if sinks and window is None:
+            raise AttentionInputError(
+                "sinks are the first positions kept visible beside a sliding window: give a window too", field="sinks"
+            )
+        if logit is not None:
+            if len(logit) != self.heads:
+                raise AttentionInputError(
+                    f"sink_logit needs one number per head: {self.heads}, got {len(logit)}", field="sink_logit"
+                )
+            if not all(math.isfinite(z) for z in logit):
+                raise AttentionInputError("sink_logit must be finite numbers", field="sink_logit")
+        if self.failure_mode is not None and recipe_of(self.failure_mode).decoding and (window or sinks or logit):
+            raise AttentionInputError(
+                "the decoding failure modes are computed by a decode over the whole cache, which does not take "
+                "window, sinks or sink_logit: leave them out for this failure mode",
+                field="failure_mode",
+            )
 
     @property
     def d_rope(self) -> int:

@@ -35,6 +35,9 @@ def multi_head_attention(
     latent: mla.LatentWeights | dict | None = None,
     failure_mode: str | None = None,
     reference: bool = False,
+    window: int | None = None,
+    sinks: int = 0,
+    sink_logit=None,
 ) -> AttentionTrace:
     """Causal (by default) multi-head attention of token rows `x` `[n][d_model]`, float64.
 
@@ -46,12 +49,15 @@ def multi_head_attention(
     (latent.py); `rope` then turns only its decoupled parts. `failure_mode` computes exactly what the
     named broken implementation would (one that only decoding can make is computed by decoding,
     decode.py, and its rows laid out as one pass). `reference` computes it with the plain per-head
-    loop that specifies the engine (reference.py) instead of its fast kernels.
+    loop that specifies the engine (reference.py) instead of its fast kernels. `window` W: query i
+    sees key j when i - W < j <= i (W keys with itself); `sinks` S: the first S positions stay visible
+    beside it; `sink_logit` `[heads]`: a learned logit that joins each row's softmax denominator only,
+    so a row's weights sum to less than one (gpt-oss).
     """
     # Overflow is detected by explicit checks (with the place it happened), not warnings.
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         x, cfg, w = prepare(x, heads, causal, (w_q, w_k, w_v, w_o), (b_q, b_k, b_v, b_o), kv_heads, rope, latent,
-                            failure_mode)  # fmt: skip
+                            failure_mode, (window, sinks, sink_logit))  # fmt: skip
         if cfg.decoding:
             return decode(x, cfg, w).as_pass()
         return _pipeline(x, cfg, w, cfg.recipe, reference)

@@ -45,10 +45,11 @@ class FailureMode:
     name: str  # short, for people: a select option, a chart label
     description: str  # what the broken code does (the contract's table)
     advice: str  # what the checker tells a learner who made it
-    step: str  # the pipeline step it breaks: split, kv, rope, scale, mask, cache, concat, output
+    step: str  # the pipeline step it breaks: split, kv, rope, scale, mask, cache, concat, output, online
     change: dict[str, str]  # the Recipe fields it changes
-    engine: bool = True  # the engine computes it (`failure_mode=`); else the checker only
+    engine: bool = True  # the engine's pass computes it (`failure_mode=`); else the checker or the tiles only
     decoding: bool = False  # it happens only while decoding with a cache (a full pass cannot make it)
+    tiled: bool = False  # it happens only in the online softmax, tile by tile (online.py)
     exercise: bool = True  # the exercise's checker looks for it (its cases have Q = K = V = X, no cache)
 
 
@@ -179,6 +180,48 @@ _MODES = (
         exercise=False,
     ),
     FailureMode(
+        "online_no_rescale",
+        N_("Online softmax not rescaled"),
+        N_("the online softmax never rescales: alpha is fixed at 1 when the running maximum rises"),
+        N_(
+            "What the rows held was not rescaled when the running maximum rose: multiply l and O~ by "
+            "alpha = exp(m_previous - m_new) before adding the new tile."
+        ),
+        "online",
+        {},
+        engine=False,
+        exercise=False,
+        tiled=True,
+    ),
+    FailureMode(
+        "online_max_not_carried",
+        N_("Running maximum not carried"),
+        N_("the running maximum is never written back: each tile takes its own maximum and drops what came before"),
+        N_(
+            "The running maximum was not carried to the next tile: after each tile set m to m_new, so the next "
+            "rescale keeps what the row holds."
+        ),
+        "online",
+        {},
+        engine=False,
+        exercise=False,
+        tiled=True,
+    ),
+    FailureMode(
+        "online_diagonal_skipped",
+        N_("Diagonal tile skipped"),
+        N_("a tile on the diagonal is treated as future and skipped: each row loses the keys of its own block"),
+        N_(
+            "The tiles on the diagonal were skipped as if they were future: compute them and apply the causal mask "
+            "inside the tile."
+        ),
+        "online",
+        {},
+        engine=False,
+        exercise=False,
+        tiled=True,
+    ),
+    FailureMode(
         "no_mask",
         N_("No causal mask"),
         N_("no causal mask: queries attend to later tokens"),
@@ -256,6 +299,7 @@ def as_json() -> list[dict[str, object]]:
             "step": m.step,
             "engine": m.engine,
             "decoding": m.decoding,
+            "tiled": m.tiled,
         }
         for m in _MODES
     ]

@@ -54,6 +54,22 @@ def weights_of(s: np.ndarray, future: np.ndarray, how: str) -> np.ndarray:
     return softmax(np.where(future, -np.inf, s)).T  # transposed
 
 
+def kept_beside(sink: float, s: np.ndarray, future: np.ndarray) -> np.ndarray:
+    """[n, 1] what each row keeps beside a learned sink logit: the sink joins the softmax as one more
+    column, whose weight is then dropped."""
+    return 1.0 - softmax(np.hstack([np.where(future, -np.inf, s), np.full((len(s), 1), sink)]))[:, -1:]
+
+
+def hidden_of(n: int, cfg: Any) -> np.ndarray:
+    """[n, n] the keys each query does not see: its future, and under a sliding window the keys
+    `window` or more back that are not sinks."""
+    hidden = np.triu(np.ones((n, n), dtype=bool), k=1) if cfg.causal else np.zeros((n, n), dtype=bool)
+    for i in range(n) if cfg.window is not None else ():
+        for j in range(i + 1):
+            hidden[i, j] = i - j >= cfg.window and j >= cfg.sinks
+    return hidden
+
+
 def check(a: np.ndarray, field: str) -> np.ndarray:
     if not np.isfinite(a).all():
         raise AttentionInputError(f"{field} overflowed float64; the inputs are too large to compute", field=field)
@@ -80,7 +96,7 @@ def plain_loop(x: np.ndarray, cfg: Any, w: Any, how: Any, features: np.ndarray, 
         c = check(x @ lat.down, "latent.down")  # [n, d_c]
         k = check(c @ lat.up_key, "latent.up_key")  # [n, H * d_head]: every head has its own
         v = check(c @ lat.up_value, "latent.up_value")
-    future = np.triu(np.ones((n, n), dtype=bool), k=1) if cfg.causal else np.zeros((n, n), dtype=bool)
+    future = hidden_of(n, cfg)
     masking = how.mask if cfg.causal or how.mask in ("wrong_axis", "transposed") else "before_softmax"
     scale = cfg.scale_with(how)
     names = ("query", "key", "value", "plain_q", "plain_k", "scores", "weights", "head_outputs")
@@ -98,6 +114,7 @@ def plain_loop(x: np.ndarray, cfg: Any, w: Any, how: Any, features: np.ndarray, 
             q_h, k_h = rotate(q_h, cfg.rope.style, cfg.rope.base), rotate(k_h, cfg.rope.style, cfg.rope.base)  # 3.
         s_h = check((q_h @ k_h.T) * scale, score_field)  # 4. [n, n]
         a_h = weights_of(s_h, future, masking)  # 5-6. [n, n]
+        a_h = a_h if cfg.sink_logit is None else a_h * kept_beside(cfg.sink_logit[h], s_h, future)  # a sink's share
         for name, value in (("query", q_h), ("key", k_h), ("value", v_h), ("scores", s_h), ("weights", a_h),
                             ("head_outputs", a_h @ v_h)):  # 7. [n, d_head]  # fmt: skip
             parts[name].append(value)

@@ -30,7 +30,6 @@ def english(msgid: str, /, **values: object) -> str:
 TOLERANCE = 1e-6
 
 MISTAKES: dict[str, str] = {m.id: m.advice for m in REGISTRY.values()}  # id -> what the learner reads
-MASKING = set(GROUPS[2]) - {None}
 UNMASKED = (None, "softmax_wrong_axis")  # the masking step's mistakes that show without a mask
 
 

@@ -67,3 +67,21 @@ def test_a_custom_configuration_with_half_byte_elements(client):
 def test_a_configuration_that_does_not_fit_is_a_422_naming_it(client, body, field):
     response = client.post("/api/v1/kv-cache", json=body)
     assert response.status_code == 422 and field in response.json["errors"], response.json
+
+
+def test_gemma_3_through_the_api_by_layer_kind(client):
+    body = presets(client)["gemma-3-27b"]["request"]
+    assert body["layer_pattern"] == {"local_per_global": 5, "global_first": False}
+    answer = client.post("/api/v1/kv-cache", json=body).json
+    assert answer["layers"]["local"] == {"layers": 52, "positions_cached": 1024, "bytes": 52 * 1024 * 8192}
+    assert answer["layers"]["global"]["layers"] == 10
+    assert round(answer["bytes_if_every_layer_global"] / 2**30, 2) == 62.00
+    assert round(answer["bytes_total"] / 2**30, 2) == 10.41
+
+
+def test_a_layer_pattern_without_a_window_is_a_422(client):
+    body = {"layers": 4, "heads": 4, "d_head": 8, "tokens": 64, "bytes_per_element": 2,
+            "layer_pattern": {"local_per_global": 1}}  # fmt: skip
+    response = client.post("/api/v1/kv-cache", json=body)
+    assert response.status_code == 422
+    assert "window" in response.json["errors"]

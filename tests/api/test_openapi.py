@@ -155,6 +155,8 @@ BEYOND_THE_SCHEMA = {
     ("unprocessable-entity", "output"),  # the output's shape follows the case's
     ("unprocessable-entity", "ablate"),  # layers and heads that the model in the path has
     ("unprocessable-entity", "prefill"),  # at most the tokens given
+    ("unprocessable-entity", "block_q"),  # a tile's sides: at most the tokens given
+    ("unprocessable-entity", "block_k"),
     # a matrix is rectangular (every row as long as the first); its sizes follow d_model and heads
     ("unprocessable-entity", "tokens"),
     ("unprocessable-entity", "projections"),
@@ -168,9 +170,10 @@ BEYOND_THE_SCHEMA = {
     ("unprocessable-entity", "data"),
     ("unprocessable-entity", "occurred_at"),  # from 2000 to the server's clock (and a few minutes)
 }
-# Caps on products of sizes (heads * n * n, a decode's every step; a text's bytes within the
-# context of the model in the path): the single sizes' caps are in the document, their products not.
-PRODUCT_CAPS = {"max_score_cells", "max_decode_cells", "context"}
+# Caps on products of sizes (heads * n * n, a decode's every step, the tiles and their numbers; a text's
+# bytes within the context of the model in the path): the single sizes' caps are in the document, their
+# products not.
+PRODUCT_CAPS = {"max_score_cells", "max_decode_cells", "max_tiles", "max_tiled_cells", "context"}
 
 
 def beyond_the_schema(response) -> bool:

@@ -60,15 +60,23 @@ def kv_of(h, heads, kv, failure_mode):
     return h % kv if failure_mode == "gqa_tiled" else h // (heads // kv)
 
 
-def softmax_visible(row, visible):
-    """Softmax over the visible cells; a row that sees nothing is all zeros."""
+def softmax_visible(row, visible, sink=None):
+    """Softmax over the visible cells; a row that sees nothing is all zeros. `sink`: a logit that
+    joins the denominator as one more cell, whose weight is then dropped (gpt-oss)."""
     seen = [s for s, v in zip(row, visible, strict=True) if v]
     if not seen:
         return [0.0] * len(row)
-    top = max(seen)
+    top = max(seen) if sink is None else max(*seen, sink)
     exps = [math.exp(s - top) if v else 0.0 for s, v in zip(row, visible, strict=True)]
-    total = sum(exps)
+    total = sum(exps) + (0.0 if sink is None else math.exp(sink - top))
     return [e / total for e in exps]
+
+
+def sees(i, j, causal=True, window=None, sinks=0):
+    """Whether query i sees key j: not in its future, and within its window (i - j < window) or a sink."""
+    if causal and j > i:
+        return False
+    return window is None or i - j < window or j < sinks
 
 
 class Token:
@@ -171,7 +179,7 @@ def _finish(result, x, heads, w_o, failure_mode):
 
 def reference_mha(
     x, heads, causal=True, w_q=None, w_k=None, w_v=None, w_o=None, kv_heads=None, rope=None, failure_mode=None,
-    latent=None,
+    latent=None, window=None, sinks=0, sink_logit=None,
 ):  # fmt: skip
     if failure_mode in DECODING:  # only decoding goes wrong this way: generate, and lay the rows out
         return reference_decode(x, heads, w_q, w_k, w_v, w_o, kv_heads, rope, latent, failure_mode)
@@ -195,8 +203,10 @@ def reference_mha(
         scores, weights = [], []
         for i in range(n):
             row = [sum(q[i][t] * k[j][t] for t in range(width)) / divisor for j in range(n)]
-            future = [causal and j > i for j in range(n)]
-            if failure_mode == "mask_after_softmax":  # normalise over everything, then zero the future
+            future = [not sees(i, j, causal, window, sinks) for j in range(n)]
+            if sink_logit is not None:
+                weights.append(softmax_visible(row, [not f for f in future], sink_logit[h]))
+            elif failure_mode == "mask_after_softmax":  # normalise over everything, then zero the future
                 top = max(row)
                 exps = [math.exp(s - top) for s in row]
                 total = sum(exps)
@@ -215,3 +225,53 @@ def reference_mha(
         ):
             result[key].append(value)
     return _finish(result, x, heads, w_o, failure_mode)
+
+
+def reference_tiles(scores, values, visible, block_q, block_k, slip=None, sink=None):
+    """The online softmax of one head as FlashAttention-2's Algorithm 1 writes it, a row at a time:
+    `scores` [n][n], `values` [n][d_v], `visible` [n][n] booleans. Returns the tiles (status, and
+    each row's m, alpha, l, O~ after it), each row's output and L. `slip`: one of the three broken
+    loops (online_no_rescale, online_max_not_carried, online_diagonal_skipped)."""
+    n, d_v = len(scores), len(values[0])
+    tiles, output, lse = [], [], []
+    for r0 in range(0, n, block_q):
+        rows = range(r0, min(r0 + block_q, n))
+        m = {i: -math.inf for i in rows}  # what the loop carries
+        last = dict(m)  # the maximum the last tile computed
+        l = {i: 0.0 for i in rows}  # noqa: E741
+        o = {i: [0.0] * d_v for i in rows}
+        for c0 in range(0, n, block_k):
+            keys = range(c0, min(c0 + block_k, n))
+            cells = [visible[i][j] for i in rows for j in keys]
+            status = "skipped" if not any(cells) else "computed" if all(cells) else "masked"
+            if slip == "online_diagonal_skipped" and status == "masked":
+                status = "skipped"
+            tile = {"rows": (rows[0], rows[-1] + 1), "keys": (keys[0], keys[-1] + 1), "status": status}
+            if status != "skipped":
+                tile.update(m=[], alpha=[], l=[], o_tilde=[])
+                for i in rows:
+                    seen = [scores[i][j] for j in keys if visible[i][j]]
+                    new = max(m[i], *seen) if seen else m[i]
+                    if slip == "online_no_rescale":
+                        alpha = 1.0
+                    else:
+                        alpha = math.exp(m[i] - new) if m[i] > -math.inf else 0.0
+                    p = {j: math.exp(scores[i][j] - new) for j in keys if visible[i][j]}
+                    l[i] = alpha * l[i] + sum(p.values())
+                    o[i] = [alpha * o[i][t] + sum(p[j] * values[j][t] for j in p) for t in range(d_v)]
+                    last[i] = new
+                    if slip != "online_max_not_carried":
+                        m[i] = new
+                    for name, value in (("m", new), ("alpha", alpha), ("l", l[i]), ("o_tilde", list(o[i]))):
+                        tile[name].append(value)
+            tiles.append(tile)
+        for i in rows:
+            if sink is not None:  # one more score, with no value, at the end
+                top = max(last[i], sink)
+                alpha = math.exp(last[i] - top) if last[i] > -math.inf else 0.0
+                l[i] = alpha * l[i] + math.exp(sink - top)
+                o[i] = [alpha * e for e in o[i]]
+                last[i] = top
+            output.append([e / l[i] for e in o[i]] if l[i] > 0 else [0.0] * d_v)
+            lse.append(last[i] + math.log(l[i]) if l[i] > 0 else -math.inf)
+    return {"tiles": tiles, "output": output, "lse": lse}

@@ -39,8 +39,12 @@ def test_every_preset_reads_table_1_and_names_its_source(preset):
     kv = s.heads if s.kv_heads is None else s.kv_heads
     expected = table_1(answer["kind"], s.heads, kv, s.d_head, s.d_c, s.d_rope, s.layers)
     assert answer["elements_per_token"] == expected
-    positions = min(preset.context, s.window or preset.context)
-    assert answer["bytes_total"] == expected * positions * preset.bytes_per_element
+    positions = [  # each layer's: a windowed layer holds its window, a global one the whole context
+        min(preset.context, s.window) if s.window and (s.local_per_global is None or layer_is_local(
+            i, s.local_per_global, s.global_first)) else preset.context
+        for i in range(s.layers)
+    ]  # fmt: skip
+    assert answer["bytes_total"] == expected // s.layers * sum(positions) * preset.bytes_per_element
     assert preset.source.startswith(("https://", "arXiv:"))
 
 
@@ -94,3 +98,65 @@ def test_a_configuration_that_does_not_fit_is_refused_by_name(kwargs, tokens, si
     with pytest.raises(AttentionInputError) as info:
         memory(CacheShape(**kwargs), tokens, size)
     assert info.value.field == field
+
+
+GIB = 2**30
+
+
+def layer_is_local(i, local_per_global, global_first):
+    """The layer pattern written out: k local layers and one global, repeated."""
+    place = i % (local_per_global + 1)
+    return place != 0 if global_first else place != local_per_global
+
+
+@pytest.mark.parametrize(
+    ("model", "every_layer_global_gib", "released_gib"),
+    [("gemma-3-27b", 62.00, 10.41), ("gpt-oss-20b", 6.00, 3.00), ("mistral-7b", 4.00, 0.50)],
+)
+def test_local_layers_save_what_the_model_cards_say(model, every_layer_global_gib, released_gib):
+    preset = next(p for p in PRESETS if p.id == model)
+    answer = memory(preset.shape, preset.context, 2)
+    assert round(answer["bytes_if_every_layer_global"] / GIB, 2) == every_layer_global_gib
+    assert round(answer["bytes_total"] / GIB, 2) == released_gib
+
+
+def test_gemma_3_caches_52_local_layers_of_1024_positions_and_10_global_ones():
+    shape = next(p for p in PRESETS if p.id == "gemma-3-27b").shape
+    locals_ = sum(layer_is_local(i, 5, False) for i in range(62))
+    answer = memory(shape, 131072, 2)
+    assert answer["layers"]["local"]["layers"] == locals_ == 52
+    assert answer["layers"]["global"]["layers"] == 10
+    per_position = 2 * 16 * 128 * 2  # keys and values of 16 heads of 128, bf16
+    assert answer["layers"]["local"]["bytes"] == 52 * 1024 * per_position
+    assert answer["layers"]["global"]["bytes"] == 10 * 131072 * per_position
+    assert answer["reach"] is None  # a global layer sees every position
+
+
+@pytest.mark.parametrize(("layers", "k", "global_first"), [(24, 1, False), (24, 1, True), (62, 5, True), (7, 3, False)])
+def test_the_layer_pattern_counts_its_local_layers(layers, k, global_first):
+    shape = CacheShape(layers=layers, heads=4, d_head=8, window=16, local_per_global=k, global_first=global_first)
+    assert shape.local_layers == sum(layer_is_local(i, k, global_first) for i in range(layers))
+
+
+def test_sinks_stay_beside_the_window_in_every_windowed_layer():
+    shape = CacheShape(layers=2, heads=4, d_head=8, kv_heads=2, window=1020, sinks=4)
+    answer = memory(shape, 65536, 2)
+    assert answer["positions_cached"] == 1024  # StreamingLLM's 4 sinks + 1,020 recent
+    assert answer["bytes_total"] == 2 * 1024 * (2 * 2 * 8) * 2
+    assert memory(shape, 100, 2)["positions_cached"] == 100  # a context shorter than both: all of it
+
+
+def test_mistral_reaches_its_layers_times_the_window_less_one_plus_one():
+    shape = next(p for p in PRESETS if p.id == "mistral-7b").shape
+    assert memory(shape, 32768, 2)["reach"] == 32 * (4096 - 1) + 1
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field"),
+    [({"sinks": 4}, "window"), ({"local_per_global": 5}, "window"), ({"window": 8, "sinks": -1}, "sinks"),
+     ({"window": 8, "local_per_global": 0}, "layer_pattern.local_per_global")],
+)  # fmt: skip
+def test_sinks_and_a_pattern_without_a_window_are_refused_by_name(arguments, field):
+    with pytest.raises(AttentionInputError) as refused:
+        CacheShape(layers=2, heads=4, d_head=8, **arguments)
+    assert refused.value.field == field

@@ -86,6 +86,35 @@ def refuse_over_decode_cap(raw: Any, settings: Any) -> int | None:
     return cells
 
 
+def tiled_size(raw: Any) -> tuple[int, int] | None:
+    """(tiles, numbers) an online softmax's answer holds at most, from the raw JSON: every head's tiles,
+    each with its rows' m, alpha, l and O~ (skipped ones counted as computed); None when the body is
+    not of that shape (the schema says why)."""
+    if not isinstance(raw, dict):
+        return None
+    tokens, heads = raw.get("tokens"), _int(raw.get("heads"))
+    block_q, block_k = _int(raw.get("block_q")), _int(raw.get("block_k"))
+    n = _len(tokens)
+    d_model = _len(tokens[0]) if n and isinstance(tokens, list) else None
+    if not (n and d_model and heads and block_q and block_k) or block_q < 1 or block_k < 1 or d_model % heads:
+        return None
+    block_q, block_k = min(block_q, n), min(block_k, n)
+    tiles = heads * -(-n // block_q) * -(-n // block_k)
+    return tiles, tiles * block_q * (3 + d_model // heads)
+
+
+def refuse_over_tiled_caps(raw: Any, settings: Any) -> tuple[int, int] | None:
+    """413 naming max_tiles or max_tiled_cells when an online softmax would take more; else its size."""
+    size = tiled_size(raw)
+    if size is not None:
+        caps = (("block_k", "max_tiles", size[0], settings.max_tiles),
+                ("block_k", "max_tiled_cells", size[1], settings.max_tiled_cells))  # fmt: skip
+        over = [cap for cap in caps if cap[2] > cap[3]]
+        if over:
+            _refuse(over)
+    return size
+
+
 def _refuse(over: list[tuple[str, str, int, int]]) -> None:
     what = {
         "max_tokens": "n (tokens)",
@@ -93,6 +122,8 @@ def _refuse(over: list[tuple[str, str, int, int]]) -> None:
         "max_heads": "heads",
         "max_score_cells": "heads * n * n (the score tensor)",
         "max_decode_cells": "the numbers in the decode's answer (every step's row and its cache)",
+        "max_tiles": "the tiles of the online softmax over every head (heads * ceil(n / block_q) * ceil(n / block_k))",
+        "max_tiled_cells": "the numbers in the online softmax's answer (each tile's rows' running values)",
     }
     details = [f"{what[cap]} is {value}, over the cap {cap} = {limit}" for _, cap, value, limit in over]
     raise Problem(

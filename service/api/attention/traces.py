@@ -14,9 +14,10 @@ from flask import current_app, request
 from ...compute import AttentionInputError, AttentionTrace, multi_head_attention
 from ...compute.decode import decode_attention, max_difference
 from ...compute.divergence import compare
+from ...compute.online import first_difference, tiled_attention
 from ...edge.json_codec import dumps_bytes
 from ...edge.problems import Problem
-from ...trace_json import comparison_json, decode_json, trace_json
+from ...trace_json import comparison_json, decode_json, tiled_json, trace_json
 from . import safetensors_codec
 
 
@@ -24,6 +25,9 @@ def respond(body: dict) -> Any:
     """JSON, or the safetensors layout when the client asks for `application/octet-stream`."""
     binary = wants_binary(request.accept_mimetypes)
     return current_app.response_class(encode(body, binary), mimetype=BINARY if binary else "application/json")
+
+
+LONG_CONTEXT = ("window", "sinks", "sink_logit")
 
 
 def engine_arguments(args: dict[str, Any]) -> dict[str, Any]:
@@ -39,6 +43,7 @@ def engine_arguments(args: dict[str, Any]) -> dict[str, Any]:
         "kv_heads": args.get("kv_heads"),
         "rope": None if rope is None else {"style": rope["style"], "base": rope.get("base", 10000.0)},
         "latent": args.get("latent"),
+        **{name: args[name] for name in LONG_CONTEXT if args.get(name) is not None},  # the pass's, not the decode's
     }
 
 
@@ -84,6 +89,17 @@ def decode_body(args: dict[str, Any]) -> dict:
                                  failure_mode=args.get("failure_mode"), **kwargs)  # fmt: skip
         full = multi_head_attention(args["tokens"], args["heads"], **kwargs)
     return decode_json(trace, max_difference(trace.as_pass(), full), args.get("precision"))
+
+
+def tiled_body(args: dict[str, Any]) -> dict:
+    """`POST /attention/tiled`: the pass's softmax computed online, tile by tile; with a failure mode,
+    the broken tiles and where they first part from the right ones."""
+    blocks = {"block_q": args["block_q"], "block_k": args["block_k"], **engine_arguments(args)}
+    slip = args.get("failure_mode")
+    with engine_errors():
+        tiled = tiled_attention(args["tokens"], args["heads"], slip=slip, **blocks)
+        right = None if slip is None else tiled_attention(args["tokens"], args["heads"], **blocks)
+    return tiled_json(tiled, None if right is None else first_difference(right, tiled), args.get("precision"))
 
 
 BINARY = "application/octet-stream"

@@ -23,11 +23,12 @@ from ..schemas.attention import (
     DecodeResponseSchema,
 )
 from ..schemas.fields import Doubt, loader
+from ..schemas.tiled import TiledRequestSchema, TiledResponseSchema
 from ..smorest import JSON_BODY_ERRORS, Blueprint
 from . import offload as heavy
-from .caps import cost, decode_cells, most, refuse_over_caps
+from .caps import cost, decode_cells, most, refuse_over_caps, refuse_over_tiled_caps
 from .shortcut import note
-from .traces import BINARY, compare_body, decode_body, encode, respond, trace_body, wants_binary
+from .traces import BINARY, compare_body, decode_body, encode, respond, tiled_body, trace_body, wants_binary
 
 blp = Blueprint(
     "attention",
@@ -193,3 +194,32 @@ class Decode(MethodView):
         """Generate position by position with a KV cache: each step's new query row, the cache after it, and the
         largest difference from recomputing the full causal pass"""
         return respond(decode_body(args))
+
+
+def tiled_cost(req: EdgeRequest) -> int | None:
+    """An online softmax charges its answer's numbers (413 over max_tiles or max_tiled_cells) and the
+    plain pass it runs over (twice with a failure mode: the right tiles too)."""
+    settings = req.app.extensions["settings"]
+    if not req.parsed:
+        return 2 * (settings.max_tiled_cells + most(settings))
+    if not isinstance(req.data, dict):
+        return None
+    refuse_over_caps(req.data, settings)
+    size = refuse_over_tiled_caps(req.data, settings)
+    measured = cells_of(req.data)
+    if size is None or measured is None:
+        return None
+    return (size[1] + measured) * (2 if req.data.get("failure_mode") else 1)
+
+
+@blp.route("/tiled")
+class Tiled(MethodView):
+    @costs(tiled_cost)
+    @blp.arguments(TiledRequestSchema(), example={**EXAMPLE, "block_q": 2, "block_k": 2})
+    @blp.response(200, TiledResponseSchema)
+    @blp.problems(*JSON_BODY_ERRORS)
+    def post(self, args):
+        """Compute the softmax online, tile by tile (FlashAttention-2's loop): every tile's running maximum,
+        rescale factor, running sum and unnormalised output, the output and log-sum-exp, and the largest
+        difference from the plain pass"""
+        return current_app.response_class(encode(tiled_body(args), None), mimetype="application/json")

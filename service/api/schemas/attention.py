@@ -18,6 +18,9 @@ class ProjectionsSchema(Schema):
     output = Matrix(metadata={"description": "W_O [d_model][d_model]"})
 
 
+LONGEST = 1 << 20  # a window or sinks past any text a request may carry
+
+
 class LatentSchema(Schema):
     """Multi-head latent attention (DeepSeek-V2): keys and values come from a latent per token."""
 
@@ -78,6 +81,23 @@ class AttentionRequestSchema(TraceOptionsSchema):
         validate=validate.OneOf(sorted(FAILURE_MODES)),
         metadata={"description": "compute what this broken implementation would"},
     )
+    window = StrictInteger(
+        validate=validate.Range(min=1, max=LONGEST),
+        metadata={"description": "a sliding window W: query i sees key j when i - W < j <= i (W keys with itself, "
+                  "Hugging Face's convention; Mistral's paper counts W + 1); causal only"},
+    )  # fmt: skip
+    sinks = StrictInteger(
+        load_default=0,
+        validate=validate.Range(min=0, max=LONGEST),
+        metadata={"description": "attention sinks S: the first S positions stay visible to every query beside its "
+                  "window (StreamingLLM); needs a window"},
+    )  # fmt: skip
+    sink_logit = fields.List(
+        StrictFloat(),
+        validate=validate.Length(min=1, max=4096),
+        metadata={"description": "a learned sink logit per head (gpt-oss): joins each row's softmax denominator "
+                  "only, so a row's weights sum to less than one (each head's row_sums)"},
+    )  # fmt: skip
 
     @pre_load
     def _caps_first(self, data, **kwargs):
@@ -86,6 +106,9 @@ class AttentionRequestSchema(TraceOptionsSchema):
 
 
 class DecodeRequestSchema(AttentionRequestSchema):
+    class Meta:
+        exclude = ("window", "sinks", "sink_logit")  # the decode's rolling cache is not built yet (issue 50)
+
     prefill = StrictInteger(
         load_default=1,
         validate=validate.Range(min=1),
@@ -157,6 +180,16 @@ class HeadSchema(Schema):
         fields.List(fields.Float()),
         metadata={"description": "absorbed latent attention: the head's weights times the latent, before W_UV,h"},
     )
+    row_sums = fields.List(
+        fields.Float(),
+        metadata={"description": "under a sink logit: each row's weights summed, below one (the sink took the rest)"},
+    )
+
+
+class LongContextSchema(Schema):
+    window = fields.Integer(allow_none=True, metadata={"description": "the sliding window W, null without one"})
+    sinks = fields.Integer(metadata={"description": "the first positions every query sees beside its window"})
+    sink_logit = fields.List(fields.Float(), allow_none=True, metadata={"description": "each head's sink logit"})
 
 
 class CacheSchema(Schema):
@@ -174,6 +207,9 @@ class AttentionResponseSchema(Schema):
     output = Grid
     residual = Grid
     cache = fields.Nested(CacheSchema)
+    long_context = fields.Nested(
+        LongContextSchema, metadata={"description": "present when the request gave a window or a sink logit"}
+    )
     latent = fields.List(
         fields.List(fields.Float()), metadata={"description": "latent attention: C = X W_DKV [n][d_c]"}
     )

@@ -11,11 +11,17 @@ class FailureModeSchema(Schema):
     description = fields.String(metadata={"description": "what the broken code does"})
     advice = fields.String(metadata={"description": "what the checker tells a learner who made it"})
     step = fields.String(
-        metadata={"description": "the pipeline step it breaks: split, kv, rope, scale, mask, cache, concat, output"}
+        metadata={
+            "description": "the pipeline step it breaks: split, kv, rope, scale, mask, cache, concat, output, "
+            "online (the online softmax)"
+        }
     )
     engine = fields.Boolean(metadata={"description": "POST /attention computes it as failure_mode"})
     decoding = fields.Boolean(
         metadata={"description": "only decoding with a KV cache makes it (POST /attention/decode computes it)"}
+    )
+    tiled = fields.Boolean(
+        metadata={"description": "only the online softmax makes it, tile by tile (POST /attention/tiled computes it)"}
     )
 
 

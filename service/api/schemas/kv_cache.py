@@ -5,7 +5,7 @@ from __future__ import annotations
 from marshmallow import Schema, fields, validate
 
 from ...compute.cache_memory import MOST_BYTES
-from .fields import StrictFloat, StrictInteger
+from .fields import StrictBoolean, StrictFloat, StrictInteger
 
 # Bounds that keep every answer an exact JSON number (the service checks the product too).
 LIMITS = {"layers": 1024, "heads": 1024, "d_head": 4096, "d_c": 65536, "d_rope": 4096, "tokens": 100_000_000}
@@ -24,6 +24,15 @@ class LatentShapeSchema(Schema):
     )
 
 
+class LayerPatternSchema(Schema):
+    local_per_global = StrictInteger(
+        required=True,
+        validate=validate.Range(min=1, max=LIMITS["layers"]),
+        metadata={"description": "windowed layers per full one: 1 alternates (Gemma 2, gpt-oss), 5 is Gemma 3"},
+    )
+    global_first = StrictBoolean(load_default=False, metadata={"description": "the pattern starts with the full layer"})
+
+
 class CacheRequestSchema(Schema):
     layers = StrictInteger(required=True, validate=validate.Range(min=1, max=LIMITS["layers"]))
     heads = StrictInteger(
@@ -37,7 +46,15 @@ class CacheRequestSchema(Schema):
     latent = fields.Nested(LatentShapeSchema, metadata={"description": "multi-head latent attention"})
     window = StrictInteger(
         validate=validate.Range(min=1, max=LIMITS["tokens"]),
-        metadata={"description": "a sliding window: the cache holds at most this many positions"},
+        metadata={"description": "a sliding window: a windowed layer caches at most this many positions (and sinks)"},
+    )
+    sinks = StrictInteger(
+        validate=validate.Range(min=0, max=LIMITS["tokens"]),
+        metadata={"description": "attention sinks: the first positions a windowed layer keeps too (S + W cached)"},
+    )
+    layer_pattern = fields.Nested(
+        LayerPatternSchema,
+        metadata={"description": "local (windowed) and global layers; omitted with a window: every layer windowed"},
     )
     bytes_per_element = StrictFloat(
         required=True,
@@ -62,6 +79,19 @@ class Exact(fields.Field):
         return value
 
 
+class LayerKindSchema(Schema):
+    layers = fields.Integer()
+    positions_cached = fields.Integer()
+    bytes = Exact()
+
+
+class LayersSchema(Schema):
+    local = fields.Nested(LayerKindSchema, metadata={"description": "the windowed layers"})
+    global_ = fields.Nested(
+        LayerKindSchema, data_key="global", attribute="global", metadata={"description": "the full layers"}
+    )
+
+
 class MhaEquivalentSchema(Schema):
     elements_per_token = fields.Integer()
     bytes_total = Exact()
@@ -78,6 +108,12 @@ class CacheResponseSchema(Schema):
         MhaEquivalentSchema, metadata={"description": "the same heads with keys and values of their own"}
     )
     ratio_to_mha = fields.Float()
+    layers = fields.Nested(LayersSchema, metadata={"description": "with a window: the cache by kind of layer"})
+    bytes_if_every_layer_global = Exact(metadata={"description": "with a window: the same cache without it"})
+    reach = fields.Integer(
+        allow_none=True,
+        metadata={"description": "with every layer windowed: how far back information travels, L(W - 1) + 1"},
+    )
 
 
 class ModelConfigSchema(Schema):

@@ -198,3 +198,32 @@ def test_a_comparison_marks_each_head_only_where_its_numbers_differ(client):
             assert not any(s in found["stages"] for s in ["x"])
         else:
             assert found["first_head"] is None, mode
+
+
+def test_a_window_sinks_and_a_sink_logit_through_the_api(client):
+    body = post(client, {"tokens": X.tolist(), "heads": 2, "window": 2, "sinks": 1, "sink_logit": [0.5, -0.5]})
+    ref = reference_mha(X.tolist(), 2, window=2, sinks=1, sink_logit=[0.5, -0.5])
+    for h, head in enumerate(body["heads"]):
+        np.testing.assert_allclose(head["weights"], ref["weights"][h], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(head["row_sums"], np.sum(ref["weights"][h], axis=-1), rtol=0, atol=1e-12)
+        assert all(total < 1 for total in head["row_sums"])
+    assert body["long_context"] == {"window": 2, "sinks": 1, "sink_logit": [0.5, -0.5]}
+    assert body["heads"][0]["weights"][3][1] == 0  # position 1 is out of row 3's window and not a sink
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [({"window": 2, "causal": False}, "window"), ({"sinks": 1}, "sinks"), ({"sink_logit": [1.0]}, "sink_logit"),
+     ({"window": 0}, "window")],
+)  # fmt: skip
+def test_a_window_the_engine_cannot_take_is_a_422_naming_it(client, extra, field):
+    response = client.post("/api/v1/attention", json={"tokens": X.tolist(), "heads": 2, **extra})
+    assert response.status_code == 422, response.json
+    assert response.mimetype == "application/problem+json"
+    assert field in response.json["errors"]
+
+
+def test_the_decode_refuses_a_window_until_its_rolling_cache_exists(client):
+    response = client.post("/api/v1/attention/decode", json={"tokens": X.tolist(), "heads": 2, "window": 2})
+    assert response.status_code == 422
+    assert "window" in str(response.json["errors"])
