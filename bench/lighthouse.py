@@ -36,6 +36,8 @@ PAGES = {
     "trained heads": "/explorables/trained-heads",
     "kv cache": "/explorables/kv-cache",
     "case study lesson": "/lessons/kv-cache-and-latent-attention",
+    "online softmax": "/explorables/online-softmax",
+    "online softmax lesson": "/lessons/online-softmax",
     "dashboard": "/dashboard",
     "API reference": "/api/docs",
 }

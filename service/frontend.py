@@ -25,6 +25,7 @@ PAGES = {
     "/figures/four-heads": "four-heads.html",
     "/explorables/trained-heads": "trained-heads.html",
     "/explorables/kv-cache": "kv-cache.html",
+    "/explorables/online-softmax": "online-softmax.html",
     "/dashboard": "dashboard.html",
 }
 

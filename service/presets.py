@@ -91,6 +91,13 @@ def _kv_cache() -> dict[str, Any]:
     }
 
 
+def _online_softmax() -> dict[str, Any]:
+    """The online softmax page's case: eight 4-d tokens (seeded, one decimal, spread so that a row's
+    maximum often rises from one key block to the next), two heads of width 2, causal."""
+    x = np.round(np.random.default_rng(51).normal(size=(8, 4)) * 1.6, 1) + 0.0
+    return {"tokens": x.tolist(), "heads": 2, "causal": True}
+
+
 @lru_cache(maxsize=1)
 def presets() -> dict[str, dict[str, Any]]:
     return {
@@ -131,5 +138,12 @@ def presets() -> dict[str, dict[str, Any]]:
             "they are (MHA), with kv_heads 2 (GQA) or 1 (MQA), or with the latent weights given (MLA: a 4-wide "
             "latent and a 2-wide decoupled RoPE key per token).",
             "request": _kv_cache(),
+        },
+        "online-softmax": {
+            "id": "online-softmax",
+            "title": "The online softmax, tile by tile",
+            "description": "Eight 4-d tokens, two heads of width 2, causal, for POST /attention/tiled: 2 x 2 tiles "
+            "give 10 computed (4 on the diagonal, masked inside) and 6 skipped.",
+            "request": _online_softmax(),
         },
     }

@@ -198,6 +198,41 @@ def demo_cohort(live, learners: int, seed: int, platform: str, *scope_sets: str)
     return tokens
 
 
+# What each locale calls a lesson's prediction and explanation forms (its catalog's words, written out).
+FORMS = {
+    "en": ("Your prediction", "Record prediction", "Your explanation", "Record explanation"),
+    "es": ("Tu predicción", "Guardar la predicción", "Tu explicación", "Guardar la explicación"),
+    "zh-CN": ("你的预测", "保存预测", "你的解释", "保存解释"),
+}
+
+
+def predict_in_lesson(page, live, lesson: str, locale: str, viewport: tuple[int, int], prediction: str):
+    """A new learner opens `lesson` in `locale` at `viewport`, records `prediction` and reaches the
+    embedded explorable: its frame locator, and the locale's labels of the explanation form."""
+    page.set_viewport_size({"width": viewport[0], "height": viewport[1]})
+    open_page(page, live, f"{lesson}?lang={locale}")
+    assert page.evaluate("document.documentElement.lang") == locale
+    label, record, explanation, record_explanation = FORMS[locale]
+    page.get_by_label(label).fill(prediction)
+    page.get_by_role("button", name=record).click()
+    wait_for_checkpoint(page, "predict")
+    return embedded_workbench(page), explanation, record_explanation
+
+
+def computed(live, path: str, body: dict) -> dict:
+    """What the live API answers `body` at `path` (independently of any page), checked to be a 200."""
+    import requests
+
+    response = requests.post(live.url + path, json=body, timeout=30)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def values(locator) -> list[float | None]:
+    """The numbers a page's cells show, read from their data-value (None where a cell holds none)."""
+    return [None if v == "" else float(v) for v in locator.evaluate_all("cells => cells.map(c => c.dataset.value)")]
+
+
 def embedded_workbench(page):
     """The lesson's embedded workbench, scrolled to so that it loads (the lesson loads it lazily,
     as the learner nears it) and drawn: its frame locator."""

@@ -9,7 +9,7 @@ import pytest
 import requests
 from playwright.sync_api import expect
 
-from .conftest import completed, embedded_workbench, open_page, wait_for_checkpoint, wait_until
+from .conftest import completed, computed, open_page, predict_in_lesson, values, wait_for_checkpoint, wait_until
 from .test_layout import SIZES, overflow
 
 PATH = "/explorables/kv-cache"
@@ -31,13 +31,7 @@ def decode_body(live, kind, rope=True, failure_mode=None):
         body["kv_heads"] = KV_HEADS[kind]
     if failure_mode:
         body["failure_mode"] = failure_mode
-    response = requests.post(live.url + "/api/v1/attention/decode", json=body)
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
-def values(locator):
-    return [float(v) for v in locator.evaluate_all("cells => cells.map(c => c.dataset.value)")]
+    return computed(live, "/api/v1/attention/decode", body)
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -127,11 +121,6 @@ def test_stepping_with_the_keyboard_grows_the_cache_and_the_link_keeps_the_view(
     again.close()
 
 
-WORDS = {
-    "en": ("Your prediction", "Record prediction", "Your explanation", "Record explanation"),
-    "es": ("Tu predicción", "Guardar la predicción", "Tu explicación", "Guardar la explicación"),
-    "zh-CN": ("你的预测", "保存预测", "你的解释", "保存解释"),
-}
 KINDS = {"en": "MLA: a latent per token (DeepSeek-V2)", "es": "MLA: un latente por token (DeepSeek-V2)",
          "zh-CN": "MLA：每个词元一个潜在向量（DeepSeek-V2）"}  # fmt: skip
 
@@ -139,14 +128,8 @@ KINDS = {"en": "MLA: a latent per token (DeepSeek-V2)", "es": "MLA: un latente p
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("locale", ["en", "es", "zh-CN"])
 def test_a_new_learner_completes_the_case_study(page, live, locale, size):
-    page.set_viewport_size(dict(zip(("width", "height"), SIZES[size], strict=True)))
-    open_page(page, live, f"{LESSON}?lang={locale}")
-    assert page.evaluate("document.documentElement.lang") == locale
-    prediction, record, explanation, record_explanation = WORDS[locale]
-    page.get_by_label(prediction).fill("128 KiB a token, 1 GiB for 8,192 tokens, 4 GiB as MHA.")
-    page.get_by_role("button", name=record).click()
-    wait_for_checkpoint(page, "predict")
-    frame = embedded_workbench(page)
+    said = "128 KiB a token, 1 GiB for 8,192 tokens, 4 GiB as MHA."
+    frame, explanation, record_explanation = predict_in_lesson(page, live, LESSON, locale, SIZES[size], said)
     frame.locator("#step").click()  # step the decode
     frame.locator("#kind").select_option(label=KINDS[locale])  # switch to MLA
     frame.locator("#model").select_option("llama-3-8b")  # a released model

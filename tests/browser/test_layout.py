@@ -23,6 +23,8 @@ PAGES = {
     "trained-heads": "/explorables/trained-heads",
     "kv-cache": "/explorables/kv-cache",
     "kv-lesson": "/lessons/kv-cache-and-latent-attention",
+    "online-softmax": "/explorables/online-softmax",
+    "online-lesson": "/lessons/online-softmax",
     "dashboard": "/dashboard",
     "api-docs": "/api/docs",
     "api-console": "/api/docs/try",
@@ -288,6 +290,9 @@ def test_the_lessons_embedded_workbench_is_wired_right_at_1280(page, live, state
         frame.locator('[data-stage="head-output"][data-head="1"] .stage-open').first.click()
     inner = page.frame(name="workbench")
     inner.evaluate("new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
+    drawn = {(wire["from"], wire["to"]) for wire in wires(inner)}
+    for h in ("0", "1"):  # A·V reaches each head's output, its stages wrapped onto two rows or not
+        assert (f"weights:{h}", f"head-output:{h}") in drawn and (f"head-output:{h}", "concat") in drawn, drawn
     for wire in wires(inner):
         assert wire["start"] is not None and wire["start"] <= 12 and wire["end"] is not None and wire["end"] <= 6, wire
     for wire in geometry(inner):

@@ -21,7 +21,7 @@ from .test_lti import course_and_tool, lesson_frame
 ROOT = Path(__file__).resolve().parents[2]
 LESSON = "/lessons/multi-head-attention"
 PAGES = ["/", LESSON, "/explorables/multi-head-attention", "/figures/four-heads", "/explorables/trained-heads",
-         "/explorables/kv-cache", "/dashboard"]  # fmt: skip
+         "/explorables/kv-cache", "/explorables/online-softmax", "/lessons/online-softmax", "/dashboard"]  # fmt: skip
 # What each locale calls the prediction form's parts (its catalog's words, written out here).
 PREDICT = {"es": ("Tu predicción", "Guardar la predicción"), "zh-CN": ("你的预测", "保存预测")}
 # Names, symbols and identifiers that are the same in every language.
