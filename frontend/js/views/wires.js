@@ -27,11 +27,18 @@ function path(d, from, to) {
 }
 
 // Whether a wire can run cleanly from box a to box b in the data's direction: rightwards, with room
-// between the boxes and a height both share (`y`), or downwards with room between them. Where the
-// layout wraps a lane's stages onto two rows, or a box moves past its target, no wire is drawn: the
-// arrows in the text still join them, and a wire drawn backwards would say the wrong thing.
+// between the boxes and a height both share (`y`), or downwards with room between them. Where a box
+// moves past its target with no clean way round, no wire is drawn: the arrows in the text still
+// join them, and a wire drawn backwards would say the wrong thing.
 const rightwards = (a, b, y) => b.left - a.right > 2 * GAP && y >= Math.max(a.top, b.top) && y <= Math.min(a.bottom, b.bottom);
 const downwards = (a, b) => b.top - a.bottom > 2 * GAP;
+// Where a lane's stages wrap (the lesson's ~1,200 px), the wire leaves the stage that ends the first
+// row from below, runs along the gap between the rows (below everything on the first) and enters
+// the next stage from above: down, across, down, never through a box. `row` is the first row's bottom.
+const wrapped = (a, b, row) => {
+  const across = b.top - 4 * GAP; // the arrowhead comes straight down its last stretch
+  return across - row > GAP ? `M${a.cx},${a.bottom + GAP} V${across} H${b.cx} V${b.top - GAP}` : null;
+};
 
 // Every wire as [d, from, to], in the data's order; a wire the layout cannot draw cleanly is null.
 function routes(body, origin) {
@@ -60,7 +67,10 @@ function routes(body, origin) {
       const a = box(steps[i - 1], origin), b = box(steps[i], origin);
       const label = steps[i].previousElementSibling;
       const y = label ? box(label, origin).bottom - 8 : b.top + 12;
-      out.push(rightwards(a, b, y) ? [`M${a.right + GAP},${y} H${b.left - GAP}`, `${names[i - 1]}:${h}`, `${names[i]}:${h}`] : null);
+      const named = label && box(label, origin); // the operation's name, on the first row or beside b
+      const row = Math.max(...steps.slice(0, i).map((s) => box(s, origin).bottom), named && named.bottom <= b.top ? named.bottom : 0);
+      const d = rightwards(a, b, y) ? `M${a.right + GAP},${y} H${b.left - GAP}` : b.top > row ? wrapped(a, b, row) : null;
+      out.push(d ? [d, `${names[i - 1]}:${h}`, `${names[i]}:${h}`] : null);
     }
     const o = glyphBox(steps[3], origin), oStage = box(steps[3], origin);
     out.push(clearOfLanes && intoConcat - oStage.right > 2 * GAP
