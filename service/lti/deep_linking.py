@@ -56,6 +56,11 @@ def choices() -> list[Choice]:
             "A KV cache, step by step",
             "Decoding with a KV cache alone: MHA, GQA, MQA, latent attention, a released model's cache in bytes.",
         ),
+        Choice(
+            "/explorables/online-softmax",
+            "The online softmax, tile by tile",
+            "Attention computed one block of keys at a time, as FlashAttention does, on numbers you edit.",
+        ),
     ]
 
 

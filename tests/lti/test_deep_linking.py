@@ -62,10 +62,12 @@ def test_each_choice_returns_a_response_the_platforms_library_accepts(client, lm
     assert list(responses) == [
         "Multi-head attention",
         "In real models: the KV cache, grouped-query and latent attention",
+        "How attention is computed at length: the online softmax",
         "Two-head causal attention workbench",
         "Four heads over six positions",
         "Trained heads: previous-token and induction heads at work",
         "A KV cache, step by step",
+        "The online softmax, tile by tile",
     ]
     platform_side = LmsSide(tool_key_set=client.get("/lti/jwks").get_json())
     platform_side.get_registration()
@@ -77,10 +79,12 @@ def test_each_choice_returns_a_response_the_platforms_library_accepts(client, lm
     assert urls == [
         "http://localhost/lessons/multi-head-attention",
         "http://localhost/lessons/kv-cache-and-latent-attention",
+        "http://localhost/lessons/online-softmax",
         "http://localhost/explorables/multi-head-attention",
         "http://localhost/figures/four-heads",
         "http://localhost/explorables/trained-heads",
         "http://localhost/explorables/kv-cache",
+        "http://localhost/explorables/online-softmax",
     ]
 
 
