@@ -1,9 +1,6 @@
-// The diagram's connectors: SVG paths drawn over the attention block, from the residual stream into
-// W_Q/W_K/W_V, down a bus into each head's lane, through the lane, out of every head into the
-// concatenation, through W_O to Y and back into the stream at the ⊕. They are measured from the
-// laid-out boxes, so they follow whatever the numbers and the language make the boxes; where the
-// block is laid out for a phone (one column, data order down the page) the arrows in the text do
-// the joining and no wire is drawn. Decorative: every join is also said in words (aria-hidden).
+// The diagram's connectors, SVG paths over the block in the data's order: the stream into W_Q/W_K/W_V,
+// a bus into each lane, through it, every head into the concatenation, W_O, Y and the ⊕. Measured from
+// the laid-out boxes; on a phone (one column) the text's arrows join them instead. Decorative (aria-hidden).
 
 import { svg } from "./svg.js";
 
@@ -26,19 +23,14 @@ function path(d, from, to) {
   return svg("path", { d, class: "wire", "marker-end": "url(#wire-head)", "data-from": from, "data-to": to });
 }
 
-// Whether a wire can run cleanly from box a to box b in the data's direction: rightwards, with room
-// between the boxes and a height both share (`y`), or downwards with room between them. Where a box
-// moves past its target with no clean way round, no wire is drawn: the arrows in the text still
-// join them, and a wire drawn backwards would say the wrong thing.
+// A clean run from box a to b in the data's direction: rightwards at a height both share (`y`), or
+// down; else no wire (the text's arrows still join them; a wire drawn backwards would mislead).
 const rightwards = (a, b, y) => b.left - a.right > 2 * GAP && y >= Math.max(a.top, b.top) && y <= Math.min(a.bottom, b.bottom);
 const downwards = (a, b) => b.top - a.bottom > 2 * GAP;
-// Where a lane's stages wrap (the lesson's ~1,200 px), the wire leaves the stage that ends the first
-// row from below, runs along the gap between the rows (below everything on the first) and enters
-// the next stage from above: down, across, down, never through a box. `row` is the first row's bottom.
-const wrapped = (a, b, row) => {
-  const across = b.top - 4 * GAP; // the arrowhead comes straight down its last stretch
-  return across - row > GAP ? `M${a.cx},${a.bottom + GAP} V${across} H${b.cx} V${b.top - GAP}` : null;
-};
+// A lane wrapped onto two rows (the lesson's ~1,200 px): down from a, along the gap below the first
+// row (its bottom `row`), down into b; never through a box.
+const wrapped = (a, b, row, across = b.top - 4 * GAP) =>
+  across - row > GAP ? `M${a.cx},${a.bottom + GAP} V${across} H${b.cx} V${b.top - GAP}` : null;
 
 // Every wire as [d, from, to], in the data's order; a wire the layout cannot draw cleanly is null.
 function routes(body, origin) {
@@ -54,7 +46,7 @@ function routes(body, origin) {
   const concat = glyphBox(concatNode, origin);
   const intoConcat = concat.left - 12;
   // the way down into the concatenation runs right of every lane, or no head's wire takes it
-  const clearOfLanes = intoConcat - Math.max(...[...body.querySelectorAll(".lane")].map((l) => box(l, origin).right)) > GAP;
+  const clearOfLanes = intoConcat - Math.max(...lanes.map((l) => box(l, origin).right)) > GAP;
   for (const laneNode of lanes) {
     const h = laneNode.dataset.head;
     // Q K V, then each stage after the arrow that names its operation (QKᵀ ÷ √d, softmax, A·V).
@@ -65,9 +57,8 @@ function routes(body, origin) {
       ? [`M${busX},${proj.bottom + GAP} V${first.cy} H${firstStage.left - GAP}`, "projections", `lane:${h}`] : null);
     for (let i = 1; i < steps.length; i++) {
       const a = box(steps[i - 1], origin), b = box(steps[i], origin);
-      const label = steps[i].previousElementSibling;
-      const y = label ? box(label, origin).bottom - 8 : b.top + 12;
-      const named = label && box(label, origin); // the operation's name, on the first row or beside b
+      const label = steps[i].previousElementSibling, named = label && box(label, origin); // the operation's name
+      const y = named ? named.bottom - 8 : b.top + 12;
       const row = Math.max(...steps.slice(0, i).map((s) => box(s, origin).bottom), named && named.bottom <= b.top ? named.bottom : 0);
       const d = rightwards(a, b, y) ? `M${a.right + GAP},${y} H${b.left - GAP}` : b.top > row ? wrapped(a, b, row) : null;
       out.push(d ? [d, `${names[i - 1]}:${h}`, `${names[i]}:${h}`] : null);
@@ -77,11 +68,11 @@ function routes(body, origin) {
       ? [`M${oStage.right + GAP},${o.cy} H${intoConcat} V${concat.cy} H${concat.left - GAP}`, `head-output:${h}`, "concat"] : null);
   }
   const concatStage = box(concatNode, origin);
-  const wo = glyphBox(q('[data-stage="wo"]'), origin), y = glyphBox(q('[data-stage="output"]'), origin);
+  const [woNode, yNode] = ["wo", "output"].map((s) => q(`[data-stage="${s}"]`));
+  const wo = glyphBox(woNode, origin), y = glyphBox(yNode, origin), woStage = box(woNode, origin);
   out.push(downwards(concatStage, wo) ? [`M${concat.cx},${concatStage.bottom + GAP} V${wo.top - GAP}`, "concat", "wo"] : null);
-  const woStage = box(q('[data-stage="wo"]'), origin);
   out.push(downwards(woStage, y) ? [`M${wo.cx},${woStage.bottom + GAP} V${y.top - GAP}`, "wo", "output"] : null);
-  const plus = box(q(".plus"), origin), yStage = box(q('[data-stage="output"]'), origin);
+  const plus = box(q(".plus"), origin), yStage = box(yNode, origin);
   out.push(plus.top - 12 > yStage.bottom + GAP
     ? [`M${y.cx},${yStage.bottom + GAP} V${plus.top - 12} H${plus.cx} V${plus.top - GAP}`, "output", "plus"] : null);
   return out.filter(Boolean);
