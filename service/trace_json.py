@@ -156,9 +156,18 @@ def _position(trace: DecodeTrace, arrays: dict[str, np.ndarray], cache: dict[str
         "concat": arrays["concat"][t],
         "output": arrays["output"][t],
         "residual": arrays["residual"][t],
-        "cache": {name: part[..., : t + 1, :] for name, part in cache.items()},
+        **_held(trace, cache, t),
         "cache_elements": trace.cache_elements(t),
     }
+
+
+def _held(trace: DecodeTrace, cache: dict[str, np.ndarray], t: int) -> dict:
+    """The cache after position t: every position so far, or under a window what the rolling cache
+    holds, slot by slot, with the positions in its slots (`cache_positions`)."""
+    if trace.config.window is None:
+        return {"cache": {name: part[..., : t + 1, :] for name, part in cache.items()}}
+    at = trace.cache_positions(t)
+    return {"cache": {name: part[..., at, :] for name, part in cache.items()}, "cache_positions": at.tolist()}
 
 
 def tiled_json(tiled: TiledPass, difference: dict | None, precision: int | None = None) -> dict:

@@ -8,7 +8,11 @@ the four lines of a KV cache (Llama's `cache_k[:, start:end] = xk; keys = cache_
     out = source.attend(heads.query, held, ...)        # attend: each query sees keys j <= its position
 
 A query block shorter than its keys is masked bottom-right (masks.py), so row t of every step equals
-row t of the full causal pass (tests/compute/test_decode.py holds them to 1e-12). Where the keys and
+row t of the full causal pass (tests/compute/test_decode.py holds them to 1e-12). Under a sliding
+window W with S sinks the cache rolls (Mistral's rolling buffer): it holds at most S + W positions,
+position p written to slot S + (p - S) mod W once p >= S, and each query reads its keys at their
+original positions; a prefill longer than the window attends over its own rows before they are
+written (tests/compute/test_rolling_cache.py). Where the keys and
 values come from is the variant's (kv.py). The broken decodes of the registry are small functions
 chosen by the recipe's data, as steps 5-6 are: `decode_mask_top_left` (QUERY_AT), `decode_position_reset`
 (ROTATE_AT) and `cache_not_appended` (APPEND).
@@ -43,9 +47,11 @@ class DecodeTrace:
     query: np.ndarray  # [H, n, d_q] each row as its step rotated it
     key: np.ndarray | None  # [H, n, d_k] each query head's keys from the cache (None: absorbed latent form)
     value: np.ndarray | None  # [H, n, d_v]
-    cache: dict[str, np.ndarray]  # what the cache holds after the last step, by name, positions along axis -2:
-    # keys and values [kv, n, d] per key/value head, or the latent [n, d_c] (and the RoPE key [n, d_rope])
+    cache: dict[str, np.ndarray]  # what each position put in the cache, by name, positions along axis -2:
+    # keys and values [kv, n, d] per key/value head, or the latent [n, d_c] (and the RoPE key [n, d_rope]);
+    # under a window the cache after step t holds only `cache_positions(t)` of them
     reach: np.ndarray  # [n] how many cached positions row t's query attended over (t + 1 when done right)
+    scored: np.ndarray  # [n, n] True where row t's step scored key j (it was in what the step read)
     seen: np.ndarray  # [n, n] True where row t's query put weight on key j (in the cache, not masked)
     scores: np.ndarray  # [H, n, n] row t: its step's scaled scores over the cache; 0 beyond `reach`
     weights: np.ndarray  # [H, n, n] row t: its step's weights; 0 where not seen
@@ -62,9 +68,13 @@ class DecodeTrace:
     def prefill(self) -> int:
         return self.blocks[0][1]
 
+    def cache_positions(self, position: int) -> np.ndarray:
+        """[L] the positions the cache holds once `position` is appended, in slot order."""
+        return held_after(position, self.config.window, self.config.sinks)
+
     def cache_elements(self, position: int) -> int:
         """Numbers in the cache once `position` is appended (one layer): positions x elements per token."""
-        return (position + 1) * self.config.cache_elements_per_token
+        return len(self.cache_positions(position)) * self.config.cache_elements_per_token
 
     def as_pass(self) -> AttentionTrace:
         """The decode's rows laid out as one pass's trace (what /attention and /attention/compare
@@ -72,7 +82,7 @@ class DecodeTrace:
         its reach) are filled in as the dot products they would have been, so `scores` keeps its
         meaning (before masking); `mask` is every cell the decode did not attend to."""
         cfg = self.config
-        later = np.arange(cfg.n)[None, :] >= self.reach[:, None]  # [n, n] never scored by the row's step
+        later = ~self.scored  # [n, n] never scored by the row's step
         features, kv_features, ranges = layout(cfg, cfg.recipe.split)
         arrays = {"scores": np.where(later, self.rescored, self.scores), "mask": ~self.seen}
         for array in arrays.values():
@@ -88,11 +98,14 @@ class DecodeTrace:
 
 def decode_attention(x, heads: int, *, prefill: int = 1, causal: bool = True, w_q=None, w_k=None, w_v=None,
                      w_o=None, kv_heads: int | None = None, rope=None, latent=None,
-                     failure_mode: str | None = None) -> DecodeTrace:  # fmt: skip
+                     failure_mode: str | None = None, window: int | None = None, sinks: int = 0,
+                     sink_logit=None) -> DecodeTrace:  # fmt: skip
     """Generate tokens `x` [n][d_model] position by position with a KV cache (the first `prefill`
-    at once), every intermediate kept; the arguments are `multi_head_attention`'s."""
+    at once), every intermediate kept; the arguments are `multi_head_attention`'s (a window makes
+    the cache roll)."""
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-        x, cfg, w = prepare(x, heads, causal, (w_q, w_k, w_v, w_o), (None,) * 4, kv_heads, rope, latent, failure_mode)
+        x, cfg, w = prepare(x, heads, causal, (w_q, w_k, w_v, w_o), (None,) * 4, kv_heads, rope, latent, failure_mode,
+                            (window, sinks, sink_logit))  # fmt: skip
         return decode(x, cfg, w, prefill)
 
 
@@ -133,8 +146,55 @@ class Cache:
         return np.zeros((*part.shape[:-2], self.n, part.shape[-1]))  # [.., n, d]
 
 
+def slot_of(position: int, window: int, sinks: int) -> int:
+    """Where a rolling cache writes `position`: its own slot while a sink, then around the window's W."""
+    return position if position < sinks else sinks + (position - sinks) % window
+
+
+def held_after(position: int, window: int | None, sinks: int) -> np.ndarray:
+    """[L] the positions a cache holds once 0..position are written, in slot order: all of them
+    without a window; else the sinks and the last W, each in its slot."""
+    if window is None:
+        return np.arange(position + 1)
+    kept = [p for p in range(position + 1) if p < sinks or p > position - window]
+    return np.array(sorted(kept, key=lambda p: slot_of(p, window, sinks)), dtype=np.int64)
+
+
+class RollingCache(Cache):
+    """A sliding window's cache: at most `sinks + window` slots; a position past the sinks overwrites
+    the one W before it (which no later query sees)."""
+
+    def __init__(self, n: int, window: int, sinks: int):
+        super().__init__(min(n, sinks + window))
+        self.window, self.sinks = window, sinks
+        self.at = np.full(self.n, -1, dtype=np.int64)  # [slots] the position each slot holds
+
+    def append(self, rows: Parts, start: int, end: int) -> None:
+        first, second = self.parts or (self._buffer(rows[0]), self._buffer(rows[1]))
+        keep = [p for p in range(start, end) if p < self.sinks or p >= end - self.window]  # the rest are overwritten
+        slots = [slot_of(p, self.window, self.sinks) for p in keep]
+        rows_kept = [p - start for p in keep]
+        first[..., slots, :], second[..., slots, :] = rows[0][..., rows_kept, :], rows[1][..., rows_kept, :]
+        self.at[slots] = keep
+        self.parts, self.length = (first, second), min(self.n, end)
+
+    def read(self, length: int | None = None) -> tuple[Parts, np.ndarray]:
+        (first, second), _ = super().read(length)
+        return (first, second), self.at[: first.shape[-2]].copy()
+
+
 def append_then_read(cache: Cache, rows: Parts, start: int, end: int):
-    """Done right: the new positions join the cache, then the query reads it back, itself included."""
+    """Done right: the new positions join the cache, then the query reads it back, itself included.
+    A block longer than one position over a rolling cache reads what the cache held and its own rows:
+    its later rows would overwrite keys its earlier queries see."""
+    if isinstance(cache, RollingCache) and end - start > 1:
+        before = cache.read() if cache.parts is not None else None
+        cache.append(rows, start, end)
+        if before is None:
+            return rows, np.arange(start, end)
+        (first, second), at = before
+        joined = (np.concatenate([first, rows[0]], axis=-2), np.concatenate([second, rows[1]], axis=-2))
+        return joined, np.concatenate([at, np.arange(start, end)])
     cache.append(rows, start, end)
     return cache.read()
 
@@ -162,10 +222,12 @@ class _Decoder:
     def __init__(self, x: np.ndarray, cfg: AttentionConfig, w: Projections):
         self.x, self.cfg, self.recipe = x, cfg, cfg.recipe
         self.source = cfg.variant.source(cfg, w, self.recipe, *head_features(cfg, self.recipe.split))
-        self.w, self.cache = w, Cache(cfg.n)
+        self.w, self.ledger = w, Cache(cfg.n)  # every position's cached rows, for the trace
+        self.cache = self.ledger if cfg.window is None else RollingCache(cfg.n, cfg.window, cfg.sinks)
         n, heads = cfg.n, cfg.heads
         self.scores, self.weights = np.zeros((heads, n, n)), np.zeros((heads, n, n))  # [H, n, n] each
         self.seen, self.reach = np.zeros((n, n), dtype=bool), np.zeros(n, dtype=np.int64)
+        self.scored = np.zeros((n, n), dtype=bool)
         self.rows: dict[str, np.ndarray] = {}  # per-position arrays, allocated by the first block
 
     def run(self, prefill: int) -> DecodeTrace:
@@ -179,7 +241,9 @@ class _Decoder:
         how = self.recipe
         heads = self.source.project(self.x[start:end], ROTATE_AT[how.positions](start, end))  # 1-3.
         held, at = APPEND[how.append](self.cache, heads.cache, start, end)  # the cache and its positions [L]
-        masking = Masking.of_block(QUERY_AT[how.decode_mask](start, end), at, how.mask)  # 5. [m, L]
+        if self.cache is not self.ledger:
+            self.ledger.append(heads.cache, start, end)
+        masking = Masking.of_block(QUERY_AT[how.decode_mask](start, end), at, how.mask, self.cfg)  # 5. [m, L]
         done = self.source.attend(heads.query, held, self.cfg.scale_with(how), masking)  # 4-7.
         self.keep(start, end, at, heads.query, masking, done)
 
@@ -195,6 +259,7 @@ class _Decoder:
         self.weights[:, start:end, at] = done.weights
         self.seen[start:end, at] = ~masking.hidden
         self.reach[start:end] = len(at)
+        self.scored[start:end, at] = True
         for name, part in finish(self.x[start:end], done.outputs, self.w, self.recipe).items():  # 8-10. [m, d_model]
             if name not in self.rows:
                 self.rows[name] = np.zeros((self.cfg.n, part.shape[1]))
@@ -202,16 +267,17 @@ class _Decoder:
 
     def trace(self, blocks) -> DecodeTrace:
         cfg, rows, source = self.cfg, self.rows, self.source
-        held, _ = self.cache.read()
+        held, _ = self.ledger.read()
         keys, values = source.keys_values(held)
         rescored = source.scores(rows["query"], held, cfg.scale)  # [H, n, n]
         cache = source.named(held)
-        arrays = [self.x, self.scores, self.weights, self.seen, self.reach, rescored, *cache.values(), *rows.values()]
+        arrays = [self.x, self.scores, self.weights, self.seen, self.reach, self.scored, rescored, *cache.values(),
+                  *rows.values()]  # fmt: skip
         for array in [*arrays, *(a for a in (keys, values) if a is not None)]:
             array.setflags(write=False)
         return DecodeTrace(
             config=cfg, blocks=tuple(blocks), tokens=self.x, query=rows["query"], key=keys, value=values,
-            cache=cache, reach=self.reach, seen=self.seen, scores=self.scores, weights=self.weights,
+            cache=cache, reach=self.reach, scored=self.scored, seen=self.seen, scores=self.scores, weights=self.weights,
             head_outputs=rows["head_outputs"], concat=rows["concat"], output=rows["output"],
             residual=rows["residual"], kv_head=kv_heads_of(cfg, self.recipe), rescored=rescored,
             latent_query=rows.get("latent_query"), latent_output=rows.get("latent_output"),

@@ -71,9 +71,14 @@ class Masking:
         return cls(hidden, way, True, lower, logit)
 
     @classmethod
-    def of_block(cls, query_positions: np.ndarray, key_positions: np.ndarray, way: str) -> Masking:
-        """A block of queries over a cache: each sees the cached keys at or before its position."""
-        return cls(future(query_positions, key_positions), way)
+    def of_block(cls, query_positions: np.ndarray, key_positions: np.ndarray, way: str, cfg: Any = None) -> Masking:
+        """A block of queries over a cache: each sees the cached keys at or before its position, and
+        under `cfg`'s sliding window only those within it or among its sinks (and its sink logit)."""
+        window, sinks, sink = (None, 0, None) if cfg is None else (cfg.window, cfg.sinks, cfg.sink_logit)
+        logit = None if sink is None else np.asarray(sink, dtype=float)  # [H]
+        if window is None:
+            return cls(future(query_positions, key_positions), way, sink=logit)
+        return cls(out_of_reach(query_positions, key_positions, window, sinks), way, sink=logit)
 
     def weights(self, s: np.ndarray) -> np.ndarray:
         """Steps 5-6: scores [H, m, L] -> weights [H, m, L]; a query that sees no key weighs nothing."""

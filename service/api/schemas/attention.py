@@ -106,9 +106,6 @@ class AttentionRequestSchema(TraceOptionsSchema):
 
 
 class DecodeRequestSchema(AttentionRequestSchema):
-    class Meta:
-        exclude = ("window", "sinks", "sink_logit")  # the decode's rolling cache is not built yet (issue 50)
-
     prefill = StrictInteger(
         load_default=1,
         validate=validate.Range(min=1),
@@ -236,8 +233,10 @@ class DecodeHeadSchema(Schema):
 
 
 class DecodeCacheSchema(Schema):
-    key = fields.List(Grid, metadata={"description": "[kv_heads][position + 1][d_head] after RoPE"})
-    value = fields.List(Grid, metadata={"description": "[kv_heads][position + 1][d_head]"})
+    key = fields.List(
+        Grid, metadata={"description": "[kv_heads][position + 1][d_head] after RoPE (with a window: per slot)"}
+    )
+    value = fields.List(Grid, metadata={"description": "[kv_heads][position + 1][d_head] (with a window: per slot)"})
     latent = Grid
     rope_key = Grid
 
@@ -253,6 +252,11 @@ class DecodeStepSchema(Schema):
         DecodeCacheSchema,
         metadata={"description": "what the cache holds once this position is in it: keys and values per kv head, "
                   "or the latent (and RoPE key) under latent attention"},
+    )  # fmt: skip
+    cache_positions = fields.List(
+        fields.Integer(),
+        metadata={"description": "with a window: the positions the rolling cache holds, in slot order (at most "
+                  "sinks + window; position p >= sinks in slot sinks + (p - sinks) mod window)"},
     )  # fmt: skip
     cache_elements = fields.Integer(metadata={"description": "numbers in that cache (one layer)"})
 

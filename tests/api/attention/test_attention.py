@@ -223,7 +223,17 @@ def test_a_window_the_engine_cannot_take_is_a_422_naming_it(client, extra, field
     assert field in response.json["errors"]
 
 
-def test_the_decode_refuses_a_window_until_its_rolling_cache_exists(client):
-    response = client.post("/api/v1/attention/decode", json={"tokens": X.tolist(), "heads": 2, "window": 2})
-    assert response.status_code == 422
-    assert "window" in str(response.json["errors"])
+def test_the_decode_rolls_its_cache_under_a_window_and_equals_the_windowed_pass(client):
+    body = {"tokens": X.tolist(), "heads": 2, "window": 2, "sinks": 1}
+    response = client.post("/api/v1/attention/decode", json=body)
+    assert response.status_code == 200, response.json
+    decoded = response.json
+    assert decoded["max_difference_from_full_pass"] <= 1e-12  # the pass under the same window and sink
+    ref = reference_mha(X.tolist(), 2, window=2, sinks=1)
+    for step in decoded["steps"]:
+        t = step["position"]
+        np.testing.assert_allclose(step["output"], ref["output"][t], rtol=0, atol=1e-12)
+        held = step["cache_positions"]  # the sink, then the last two in their slots
+        assert sorted(held) == sorted({0, *range(max(0, t - 1), t + 1)}) and len(held) <= 3
+        keys = np.array(step["cache"]["key"])  # [kv_heads][slots][d_head]: the identity projection keeps X
+        np.testing.assert_allclose(keys[0], X[held][:, : X.shape[1] // 2], rtol=0, atol=0)  # head 1's features
