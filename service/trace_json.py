@@ -133,7 +133,7 @@ def decode_json(trace: DecodeTrace, difference: float, precision: int | None = N
 def _position(trace: DecodeTrace, arrays: dict[str, np.ndarray], cache: dict[str, np.ndarray], t: int) -> dict:
     """Position t of a decode: each head's new query, its scores and weights over positions 0..t (null
     where it did not attend), its output; the new row of the concatenation, output and residual; the cache."""
-    seen = trace.seen[t, : t + 1]
+    seen, held = trace.seen[t, : t + 1], trace.cache_positions(t)
     heads = []
     for h, g in enumerate(trace.kv_head.tolist()):
         item: dict[str, Any] = {
@@ -156,18 +156,10 @@ def _position(trace: DecodeTrace, arrays: dict[str, np.ndarray], cache: dict[str
         "concat": arrays["concat"][t],
         "output": arrays["output"][t],
         "residual": arrays["residual"][t],
-        **_held(trace, cache, t),
+        "cache": {name: part[..., held, :] for name, part in cache.items()},  # with a window, its slots
+        **({"cache_positions": held.tolist()} if trace.config.window is not None else {}),
         "cache_elements": trace.cache_elements(t),
     }
-
-
-def _held(trace: DecodeTrace, cache: dict[str, np.ndarray], t: int) -> dict:
-    """The cache after position t: every position so far, or under a window what the rolling cache
-    holds, slot by slot, with the positions in its slots (`cache_positions`)."""
-    if trace.config.window is None:
-        return {"cache": {name: part[..., : t + 1, :] for name, part in cache.items()}}
-    at = trace.cache_positions(t)
-    return {"cache": {name: part[..., at, :] for name, part in cache.items()}, "cache_positions": at.tolist()}
 
 
 def tiled_json(tiled: TiledPass, difference: dict | None, precision: int | None = None) -> dict:

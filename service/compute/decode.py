@@ -124,26 +124,34 @@ def decode(x: np.ndarray, cfg: AttentionConfig, w: Projections, prefill: int = 1
 
 
 class Cache:
-    """A KV cache: its two parts preallocated for n positions along axis -2, appended a block at a time."""
+    """A KV cache: its two parts preallocated along axis -2, appended a block at a time. Under a sliding
+    window it rolls (Mistral's rolling buffer): S + W slots, position p >= S written to slot
+    S + (p - S) mod W, over the position W before it, which no later query sees."""
 
-    def __init__(self, n: int):
-        self.n, self.length = n, 0
+    def __init__(self, n: int, window: int | None = None, sinks: int = 0):
+        self.window, self.sinks, self.length = window, sinks, 0
+        self.n = n if window is None else min(n, sinks + window)
+        self.at = np.arange(self.n)  # [slots] the position each slot holds
         self.parts: Parts | None = None
 
     def append(self, rows: Parts, start: int, end: int) -> None:
         first, second = self.parts or (self._buffer(rows[0]), self._buffer(rows[1]))
-        first[..., start:end, :], second[..., start:end, :] = rows
-        self.parts, self.length = (first, second), end
+        window, sinks = self.window or end, self.sinks
+        kept = [p for p in range(start, end) if p < sinks or p >= end - window]  # the rest are overwritten
+        slots = [slot_of(p, window, sinks) for p in kept]
+        first[..., slots, :], second[..., slots, :] = (part[..., [p - start for p in kept], :] for part in rows)
+        self.at[slots] = kept
+        self.parts, self.length = (first, second), min(self.n, end)
 
     def read(self, length: int | None = None) -> tuple[Parts, np.ndarray]:
-        """The first `length` positions held (all by default), and those positions [L]."""
+        """The first `length` slots (all filled by default), and the positions they hold [L]."""
         assert self.parts is not None
         length = self.length if length is None else length
         first, second = (part[..., :length, :] for part in self.parts)
-        return (first, second), np.arange(length)
+        return (first, second), self.at[:length].copy()
 
     def _buffer(self, part: np.ndarray) -> np.ndarray:
-        return np.zeros((*part.shape[:-2], self.n, part.shape[-1]))  # [.., n, d]
+        return np.zeros((*part.shape[:-2], self.n, part.shape[-1]))  # [.., slots, d]
 
 
 def slot_of(position: int, window: int, sinks: int) -> int:
@@ -156,47 +164,21 @@ def held_after(position: int, window: int | None, sinks: int) -> np.ndarray:
     without a window; else the sinks and the last W, each in its slot."""
     if window is None:
         return np.arange(position + 1)
-    kept = [p for p in range(position + 1) if p < sinks or p > position - window]
+    kept = [*range(min(sinks, position + 1)), *range(max(sinks, position - window + 1), position + 1)]
     return np.array(sorted(kept, key=lambda p: slot_of(p, window, sinks)), dtype=np.int64)
-
-
-class RollingCache(Cache):
-    """A sliding window's cache: at most `sinks + window` slots; a position past the sinks overwrites
-    the one W before it (which no later query sees)."""
-
-    def __init__(self, n: int, window: int, sinks: int):
-        super().__init__(min(n, sinks + window))
-        self.window, self.sinks = window, sinks
-        self.at = np.full(self.n, -1, dtype=np.int64)  # [slots] the position each slot holds
-
-    def append(self, rows: Parts, start: int, end: int) -> None:
-        first, second = self.parts or (self._buffer(rows[0]), self._buffer(rows[1]))
-        keep = [p for p in range(start, end) if p < self.sinks or p >= end - self.window]  # the rest are overwritten
-        slots = [slot_of(p, self.window, self.sinks) for p in keep]
-        rows_kept = [p - start for p in keep]
-        first[..., slots, :], second[..., slots, :] = rows[0][..., rows_kept, :], rows[1][..., rows_kept, :]
-        self.at[slots] = keep
-        self.parts, self.length = (first, second), min(self.n, end)
-
-    def read(self, length: int | None = None) -> tuple[Parts, np.ndarray]:
-        (first, second), _ = super().read(length)
-        return (first, second), self.at[: first.shape[-2]].copy()
 
 
 def append_then_read(cache: Cache, rows: Parts, start: int, end: int):
     """Done right: the new positions join the cache, then the query reads it back, itself included.
-    A block longer than one position over a rolling cache reads what the cache held and its own rows:
-    its later rows would overwrite keys its earlier queries see."""
-    if isinstance(cache, RollingCache) and end - start > 1:
-        before = cache.read() if cache.parts is not None else None
+    A block of several over a rolling cache reads what it held and its own rows (its later rows
+    would overwrite keys its earlier queries see), as Hugging Face's prefill does."""
+    if cache.window is None or end - start == 1:
         cache.append(rows, start, end)
-        if before is None:
-            return rows, np.arange(start, end)
-        (first, second), at = before
-        joined = (np.concatenate([first, rows[0]], axis=-2), np.concatenate([second, rows[1]], axis=-2))
-        return joined, np.concatenate([at, np.arange(start, end)])
+        return cache.read()
+    held, at = cache.read() if cache.length else ((rows[0][..., :0, :], rows[1][..., :0, :]), np.arange(0))
     cache.append(rows, start, end)
-    return cache.read()
+    joined = tuple(np.concatenate([h, r], axis=-2) for h, r in zip(held, rows, strict=True))
+    return joined, np.concatenate([at, np.arange(start, end)])
 
 
 def read_then_append(cache: Cache, rows: Parts, start: int, end: int):
@@ -223,7 +205,7 @@ class _Decoder:
         self.x, self.cfg, self.recipe = x, cfg, cfg.recipe
         self.source = cfg.variant.source(cfg, w, self.recipe, *head_features(cfg, self.recipe.split))
         self.w, self.ledger = w, Cache(cfg.n)  # every position's cached rows, for the trace
-        self.cache = self.ledger if cfg.window is None else RollingCache(cfg.n, cfg.window, cfg.sinks)
+        self.cache = self.ledger if cfg.window is None else Cache(cfg.n, cfg.window, cfg.sinks)
         n, heads = cfg.n, cfg.heads
         self.scores, self.weights = np.zeros((heads, n, n)), np.zeros((heads, n, n))  # [H, n, n] each
         self.seen, self.reach = np.zeros((n, n), dtype=bool), np.zeros(n, dtype=np.int64)

@@ -53,6 +53,11 @@ class FailureMode:
     exercise: bool = True  # the exercise's checker looks for it (its cases have Q = K = V = X, no cache)
 
 
+def _tiled(mode_id: str, name: str, description: str, advice: str) -> FailureMode:
+    """A slip only the online softmax makes, tile by tile (online.py): no pass or checker computes it."""
+    return FailureMode(mode_id, name, description, advice, "online", {}, engine=False, exercise=False, tiled=True)
+
+
 _MODES = (
     FailureMode(
         "reuse_first_slice",
@@ -179,7 +184,7 @@ _MODES = (
         decoding=True,
         exercise=False,
     ),
-    FailureMode(
+    _tiled(
         "online_no_rescale",
         N_("Online softmax not rescaled"),
         N_("the online softmax never rescales: alpha is fixed at 1 when the running maximum rises"),
@@ -187,13 +192,8 @@ _MODES = (
             "What the rows held was not rescaled when the running maximum rose: multiply l and O~ by "
             "alpha = exp(m_previous - m_new) before adding the new tile."
         ),
-        "online",
-        {},
-        engine=False,
-        exercise=False,
-        tiled=True,
     ),
-    FailureMode(
+    _tiled(
         "online_max_not_carried",
         N_("Running maximum not carried"),
         N_("the running maximum is never written back: each tile takes its own maximum and drops what came before"),
@@ -201,13 +201,8 @@ _MODES = (
             "The running maximum was not carried to the next tile: after each tile set m to m_new, so the next "
             "rescale keeps what the row holds."
         ),
-        "online",
-        {},
-        engine=False,
-        exercise=False,
-        tiled=True,
     ),
-    FailureMode(
+    _tiled(
         "online_diagonal_skipped",
         N_("Diagonal tile skipped"),
         N_("a tile on the diagonal is treated as future and skipped: each row loses the keys of its own block"),
@@ -215,11 +210,6 @@ _MODES = (
             "The tiles on the diagonal were skipped as if they were future: compute them and apply the causal mask "
             "inside the tile."
         ),
-        "online",
-        {},
-        engine=False,
-        exercise=False,
-        tiled=True,
     ),
     FailureMode(
         "no_mask",
