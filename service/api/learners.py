@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 
 from flask import current_app
 from flask.views import MethodView
 
 from ..db import locales
-from ..db import sessions as sessions_db
-from ..db.erasure import erase_learner
+from ..db.erasure import erase_everywhere
 from ..db.progress import event_json, learner_events, learner_exists, learner_progress
 from ..db.stores import store_of
 from ..edge.problems import Problem
@@ -95,25 +93,17 @@ class Learner(MethodView):
         principal = authorized()
         if not principal.may_act_for(learner):
             raise _not_found(learner)
-        store = store_of(current_app)
-        erased = erase_learner(
-            current_app.extensions["db"], principal.platform_id, learner, analytics=store.queues_erasures
-        )
-        store.forget(principal.platform_id, learner)
+        erased = erase(principal.platform_id, learner, sessions=principal.learner == learner)
         if erased is None and principal.learner != learner:
             raise _not_found(learner)
-        _end_their_sessions(principal.platform_id, learner)
         return {"learner": learner, "erased": erased or {}, "replays": ERASURE_POLICY}
 
 
-def _end_their_sessions(platform_id: int, learner: str) -> None:
-    """Every browser session of the erased learner is refused from now on: their cookie writes
-    nothing more under the erased id (a new visit starts a new learner)."""
-    mark = sessions_db.learner_mark(platform_id, learner)
-    lifetime = current_app.permanent_session_lifetime
-    with current_app.extensions["db"].write() as session:
-        sessions_db.revoke(session, mark, dt.datetime.now(dt.UTC) + lifetime)
-    current_app.extensions["session_cache"].put(mark, True, seconds=lifetime.total_seconds())
+def erase(platform_id: int, learner: str, sessions: bool = True) -> dict[str, int] | None:
+    """`erase_everywhere` with this app's database, stores and sessions."""
+    app = current_app
+    return erase_everywhere(app.extensions["db"], store_of(app), app.extensions["session_cache"],
+                            app.permanent_session_lifetime, platform_id, learner, sessions)  # fmt: skip
 
 
 def encode_cursor(row_id: int) -> str:

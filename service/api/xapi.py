@@ -14,7 +14,6 @@ import orjson
 from flask import current_app, request, url_for
 from flask.views import MethodView
 
-from ..db import locales
 from ..edge.problems import Problem
 from ..xapi import queries as statements_db
 from ..xapi import statements as xapi
@@ -103,11 +102,11 @@ class Statements(MethodView):
             last_id, exhausted = None, False
             while len(statements) < limit and not exhausted:
                 rows = statements_db.events_page(session, principal.platform_id, where, after, limit * 2)
-                languages = locales.of(session, principal.platform_id, (row.learner for row in rows))
+                bodies = xapi.statements_of(session, principal.platform_id, rows, home_page, settings.activity_base,
+                                            lessons)  # fmt: skip
                 exhausted = len(rows) < limit * 2
-                for row in rows:
+                for row, body in zip(rows, bodies, strict=True):
                     last_id = row.id
-                    body = xapi.statement(row, home_page, settings.activity_base, lessons, languages.get(row.learner))
                     if args["verb"] is None or body["verb"]["id"] == args["verb"]:
                         statements.append(body)
                         if len(statements) == limit:

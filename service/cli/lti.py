@@ -54,6 +54,23 @@ def register(keyset_file, platform_name: str, deployment_ids, return_hosts, **ur
         raise click.ClickException(str(e)) from None
 
 
+@lti.command("invite")
+@click.option("--platform", "platform_name", required=True, help="Our platform its learners will belong to.")
+@click.option("--hours", default=24.0, show_default=True, help="How long the invitation stays good (it is good once).")
+def invite(platform_name: str, hours: float) -> None:
+    """Print a registration URL to paste into the platform (LTI Dynamic Registration): good once."""
+    from ..lti.dynamic import invite as new_invitation
+
+    if not 0 < hours <= 24 * 30:
+        raise click.ClickException("an invitation lasts more than 0 and at most 720 hours")
+    with _database().write() as session:
+        token = new_invitation(session, platform_name, int(hours * 3600))
+    click.echo(f"{_settings().public_base}/lti/register?invitation={token}")
+    click.echo(
+        f"Paste it into the platform's tool registration (Moodle: Register a tool by URL) within {hours:g} hours."
+    )
+
+
 @lti.command("list")
 def listing() -> None:
     """Every registered platform."""
@@ -63,7 +80,9 @@ def listing() -> None:
         for row, platform in rows(session):
             keys = row.keyset_url or "key set file"
             deployments = ",".join(row.deployment_ids)
-            click.echo(f"{row.id}\t{platform}\t{row.issuer}\t{row.client_id}\t{deployments}\t{keys}")
+            click.echo(
+                f"{row.id}\t{platform}\t{row.issuer}\t{row.client_id}\t{deployments}\t{keys}\t{row.registered_by}"
+            )
 
 
 @lti.command("remove")

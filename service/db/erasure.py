@@ -3,17 +3,19 @@ so a later replay is acknowledged, never stored again."""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from sqlalchemy import delete, select, text
 from sqlalchemy.orm import Session
 
 from . import quotas
+from . import sessions as sessions_db
 from .analytics import mistake_rollups
 from .analytics.rollup_refresh import forget_learner, forget_standing
 from .engine import Database
 from .events import dialect_insert, tombstone
-from .lti_tables import LtiGradeLink
+from .lti_tables import LtiGradeLink, LtiLearnerCourse
 from .tables import (
     AnalyticsErasure,
     CheckpointProgress,
@@ -45,6 +47,7 @@ def erase_learner(db: Database, platform_id: int, learner: str, analytics: bool 
             for model in (CheckpointProgress, ExerciseCheck, ExerciseChallenge, LtiGradeLink)
         )
         _delete_of(session, LearnerLocale, platform_id, learner)  # even for a learner who wrote nothing
+        _delete_of(session, LtiLearnerCourse, platform_id, learner)
         if not event_ids and not progress and not checks and not challenges and not grade_links:
             return None
         _delete_of(session, Event, platform_id, learner)
@@ -53,6 +56,25 @@ def erase_learner(db: Database, platform_id: int, learner: str, analytics: bool 
         forget_standing(session.connection(), platform_id, learner)
         _tombstones(session, platform_id, event_ids)
         return {"events": len(event_ids), "checkpoints": progress, "exercise_checks": checks}
+
+
+def erase_everywhere(db: Database, store: Any, cache: Any, lifetime: dt.timedelta, platform_id: int, learner: str,
+                     sessions: bool = True) -> dict[str, int] | None:  # fmt: skip
+    """Everything stored about the learner, gone: in the database (and queued for the analytics
+    `store`), in the answers it keeps in memory, and every browser session of theirs refused for the
+    sessions' `lifetime` (the sessions' `cache` told at once: their cookie writes nothing more under
+    the erased id; a new visit starts a new learner). What was erased; None when nothing was stored
+    (then sessions are refused only if `sessions`). What `DELETE /learners/{id}` and an LTI
+    platform's deletion notice do."""
+    erased = erase_learner(db, platform_id, learner, analytics=store.queues_erasures)
+    store.forget(platform_id, learner)
+    if erased is None and not sessions:
+        return None
+    mark = sessions_db.learner_mark(platform_id, learner)
+    with db.write() as session:
+        sessions_db.revoke(session, mark, dt.datetime.now(dt.UTC) + lifetime)
+    cache.put(mark, True, seconds=lifetime.total_seconds())
+    return erased
 
 
 def _delete_of(session: Session, model: Any, platform_id: int, learner: str) -> int:

@@ -33,7 +33,25 @@ class LtiRegistration(Base):
     # Hosts its deep-linking return URLs may be on besides those of the URLs above (a Canvas
     # school's own domain, say); None: those alone.
     return_hosts: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+    # "command" (`workbench lti register`) or "dynamic" (the platform opened an invitation: service/lti/dynamic.py)
+    registered_by: Mapped[str] = mapped_column(String(16), default="command", server_default="command")
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class LtiLearnerCourse(Base):
+    """The course a launched learner last opened a lesson from: the platform's context id, which the
+    lesson's xAPI statements name as their parent activity (service/xapi/statements.py)."""
+
+    __tablename__ = "lti_learner_courses"
+    __table_args__ = (UniqueConstraint("platform_id", "learner", "lesson"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    platform_id: Mapped[int] = mapped_column(ForeignKey("platforms.id", ondelete="CASCADE"))
+    learner: Mapped[str] = mapped_column(String(128))
+    lesson: Mapped[str] = mapped_column(String(64))
+    registration_id: Mapped[int] = mapped_column(ForeignKey("lti_registrations.id", ondelete="CASCADE"))
+    course: Mapped[str] = mapped_column(String(255))  # the platform's context id
+    updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
 class LtiKey(Base):

@@ -42,6 +42,7 @@ class NewRegistration:
     keyset: dict[str, Any] | None = None
     auth_audience: str | None = None
     return_hosts: tuple[str, ...] = ()  # deep-linking return URLs' hosts besides its URLs' own
+    registered_by: str = "command"  # or "dynamic": the platform registered the tool itself
 
     def check(self) -> None:
         if (self.keyset_url is None) == (self.keyset is None):
@@ -74,6 +75,7 @@ def register(session: Session, new: NewRegistration) -> LtiRegistration:
     registration.keyset_url = new.keyset_url
     registration.keyset = new.keyset
     registration.return_hosts = sorted({h.lower() for h in new.return_hosts}) or None
+    registration.registered_by = new.registered_by
     session.add(registration)
     session.flush()
     return registration

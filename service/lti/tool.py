@@ -246,6 +246,13 @@ def pseudonym(issuer: str, sub: str) -> str:
     return "lti-" + hashlib.sha256(f"{issuer}\n{sub}".encode()).hexdigest()[:32]
 
 
+SCOPES = (  # what the tool asks of a platform: grades, and an instructor's course's members
+    "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
+    "https://purl.imsglobal.org/spec/lti-ags/scope/score",
+    "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly",
+)
+
+
 class PatientSession(requests.Session):
     """Fetches a platform's key set, giving up after a few seconds (a platform that does not
     answer must not hold a worker thread)."""

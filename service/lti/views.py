@@ -11,21 +11,27 @@ import time
 from urllib.parse import parse_qs, urlsplit
 
 import requests
-from flask import Blueprint, current_app, redirect, url_for
+from flask import Blueprint, current_app, redirect, request, url_for
 from flask import session as cookie
 from pylti1p3.contrib.flask import FlaskCookieService, FlaskOIDCLogin
 from pylti1p3.exception import LtiException
 
+from ..db import lti_courses
 from ..db import sessions as sessions_db
+from ..db.erasure import erase_everywhere
+from ..db.stores import store_of
 from ..db.tables import Platform
 from ..edge.caller import browser_learner
 from ..edge.problems import Problem
 from ..i18n import keep, supported
-from . import grades, keys
+from ..observability import security_header_values
+from . import dynamic, grades, keys, notices
 from .course import course_of
 from .course import learners as course_learners
 from .deep_linking import selection_page
-from .tool import CLAIM, PatientSession, StrictLaunch, ToolRegistration, pseudonym, services
+from .registrations import RegistrationError
+from .registrations import register as store_registration
+from .tool import CLAIM, SCOPES, PatientSession, StrictLaunch, ToolRegistration, pseudonym, services
 
 blp = Blueprint("lti", __name__, url_prefix="/lti")
 
@@ -35,11 +41,6 @@ DEFAULT_PAGE = "/lessons/multi-head-attention"  # where a launch that names no p
 # such a launch names the tool, not a page, and lands on the default lesson.
 NAMES_THE_TOOL = ("/", "/lti/launch", "/lti/login")
 log = logging.getLogger("service.lti")
-SCOPES = (
-    "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
-    "https://purl.imsglobal.org/spec/lti-ags/scope/score",
-    "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly",
-)
 
 
 class LaunchRefused(Exception):
@@ -133,6 +134,9 @@ def start_session(registration: ToolRegistration, claims: dict, path: str) -> No
         if path.startswith("/lessons/"):
             lesson = path.removeprefix("/lessons/")
             grades.link(session, registration.row_id, registration.platform_id, learner, lesson, claims)
+            course = (claims.get(CLAIM + "context") or {}).get("id")
+            if isinstance(course, str) and course:  # its statements name the course as their parent
+                lti_courses.keep(session, registration.platform_id, learner, lesson, registration.row_id, course)
         mark = sessions_db.learner_mark(registration.platform_id, learner)
         sessions_db.restore(session, mark)  # launched again after an erasure: this session is theirs
     current_app.extensions["session_cache"].put(mark, False)
@@ -162,17 +166,89 @@ def _public() -> str:
 
 def refused(error: Exception):
     """The page a refused login or launch shows (nothing was recorded)."""
-    reason = html.escape(str(error) or error.__class__.__name__)
-    page = (
-        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Launch refused</title>'
+    return page("This launch could not be accepted", str(error) or error.__class__.__name__, 400,
+                "Nothing was recorded. Ask the course's administrator to check the tool's registration "
+                "(docs/lti.md), or open the lesson again from the course.")  # fmt: skip
+
+
+def page(title: str, reason: str, status: int, after: str, close: bool = False, opener: str | None = None):
+    """A page for the person at the platform: what happened, why, what next; `close` tells the
+    platform's window that a registration is done (org.imsglobal.lti.close). The platform at
+    `opener` may frame it, and a window it opened keeps it as its opener (the close message's way)."""
+    script = '<script src="/static/js/lti-close.js"></script>' if close else ""
+    body = (
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        '<link rel="stylesheet" href="/static/css/app.css"></head><body><main class="page">'
-        "<h1>This launch could not be accepted</h1>"
-        f'<p class="lti-reason">{reason}</p>'
-        "<p>Nothing was recorded. Ask the course's administrator to check the tool's registration "
-        "(docs/lti.md), or open the lesson again from the course.</p></main></body></html>"
+        f'<link rel="stylesheet" href="/static/css/app.css">{script}</head><body><main class="page">'
+        f'<h1>{html.escape(title)}</h1><p class="lti-reason">{html.escape(reason)}</p>'
+        f"<p>{html.escape(after)}</p></main></body></html>"
     )
-    return current_app.response_class(page, status=400, mimetype="text/html")
+    response = current_app.response_class(body, status=status, mimetype="text/html")
+    if opener:
+        csp = dict(security_header_values(current_app.extensions["settings"]))["Content-Security-Policy"]
+        response.headers["Content-Security-Policy"] = f"{csp} {opener}"  # frame-ancestors is its last directive
+        response.headers["Cross-Origin-Opener-Policy"] = "unsafe-none"
+    return response
+
+
+@blp.get("/register")
+def register_dynamically():
+    """LTI Dynamic Registration: the platform opened an invitation (service/lti/dynamic.py)."""
+    db, settings, args = current_app.extensions["db"], current_app.extensions["settings"], request.args
+    token, opener = args.get("invitation", ""), _origin(args.get("openid_configuration", ""))
+    try:
+        with db.read() as session:
+            platform = dynamic.invited(session, token)
+        if platform is None:
+            raise dynamic.RegistrationRefused(
+                "this invitation was used already, has expired, or was never issued: ask for a new one "
+                "(workbench lti invite)"
+            )
+        registrar = dynamic.Registrar(_public(), _public() + DEFAULT_PAGE, args.get("openid_configuration", ""),
+                                      args.get("registration_token"), settings.env != "production")  # fmt: skip
+        new = dynamic.registered(registrar, platform)
+        with db.write() as session:
+            if not dynamic.spend(session, token):
+                raise dynamic.RegistrationRefused("this invitation was used by another registration meanwhile")
+            row = store_registration(session, new)
+            log.info("platform %s registered dynamically: %s client %s", platform, row.issuer, row.client_id)
+    except (dynamic.RegistrationRefused, RegistrationError) as e:
+        return page("This registration could not be completed", str(e), 400,
+                    "Nothing was stored. Ask for a new invitation if this one is spent, or check the platform's "
+                    "settings (docs/lti.md).", opener=opener)  # fmt: skip
+    return page("The tool is registered", f"Registered with {new.issuer} for {platform}: launches from it now open "
+                "the lessons.", 200, "You can close this window.", close=True, opener=opener)  # fmt: skip
+
+
+def _origin(url: str) -> str | None:
+    """The platform's origin, from its configuration's URL: it may frame or open the registration."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme in ("http", "https") and parts.netloc else None
+
+
+MAX_NOTICES = 100  # a batch of the Platform Notification Service, at most
+
+
+@blp.post("/notices")
+def receive_notices():
+    """LTI Platform Notification Service: a registered platform's signed notices (service/lti/notices.py)."""
+    body = request.get_json(silent=True)
+    sent = body.get("notices") if isinstance(body, dict) else None
+    if not isinstance(sent, list) or not sent or len(sent) > MAX_NOTICES:
+        raise Problem(400, f'a batch of notices is {{"notices": [{{"jwt": ...}}, ...]}}, 1 to {MAX_NOTICES} of them',
+                      slug="invalid-notices")  # fmt: skip
+    tokens = [n.get("jwt") if isinstance(n, dict) else None for n in sent]
+    try:
+        return {"notices": notices.receive(current_app.extensions["db"], tokens, _erase)}
+    except notices.NoticeRefused as e:
+        raise Problem(401, f"the notices were refused, none acted on: {e}", slug="notice-refused") from None
+
+
+def _erase(platform_id: int, learner: str) -> None:
+    """A learner deleted on the platform, erased here as `DELETE /learners/{id}` does."""
+    app = current_app
+    erase_everywhere(app.extensions["db"], store_of(app), app.extensions["session_cache"],
+                     app.permanent_session_lifetime, platform_id, learner)  # fmt: skip
 
 
 @blp.get("/course")

@@ -11,7 +11,7 @@ from typing import Any
 import requests
 from sqlalchemy import func, select
 
-from ..db import Database, locales
+from ..db import Database
 from ..db.platforms import platform_by_name
 from ..db.tables import Event, Platform, XapiForwarding
 from ..lessons import Lesson
@@ -111,10 +111,9 @@ def _forward_platform(db, target, platform, lessons, activity_base, batch, settl
     while True:
         with db.read() as session:
             rows = events_after(session, platform.id, target.last_event_row, settled, batch)
-            languages = locales.of(session, platform.id, (r.learner for r in rows))
+            body = xapi.statements_of(session, platform.id, rows, platform.home_page, activity_base, lessons)
         if not rows:
             return sent, None
-        body = [xapi.statement(r, platform.home_page, activity_base, lessons, languages.get(r.learner)) for r in rows]
         try:
             _deliver(http, target, body, timeout)
         except DeliveryError as exc:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import datetime as dt
 from typing import Any
+from urllib.parse import quote
 
+from ..db import locales, lti_courses
 from ..lessons import Checkpoint, Lesson
 from .interactions import answered_object, answered_result
 
@@ -26,6 +28,7 @@ VERBS = {
 }
 ACTIVITY_TYPES = {
     "lesson": "http://adlnet.gov/expapi/activities/lesson",
+    "course": "http://adlnet.gov/expapi/activities/course",
     "interaction": "http://adlnet.gov/expapi/activities/interaction",
     "assessment": "http://adlnet.gov/expapi/activities/assessment",
 }
@@ -72,11 +75,27 @@ def activity_id(base: str, lesson: str, checkpoint: str | None = None) -> str:
     return f"{lesson_iri}/checkpoints/{checkpoint}" if checkpoint else lesson_iri
 
 
+def statements_of(session: Any, platform_id: int, rows: list[Any], home_page: str, base: str,
+                  lessons: dict[str, Lesson]) -> list[dict[str, Any]]:  # fmt: skip
+    """The statements of a platform's event `rows`, each with its learner's language and course."""
+    languages = locales.of(session, platform_id, (r.learner for r in rows))
+    courses = lti_courses.of(session, platform_id, rows)
+    return [statement(r, home_page, base, lessons, languages.get(r.learner), courses.get((r.learner, r.lesson)))
+            for r in rows]  # fmt: skip
+
+
 def statement(
-    row: Any, home_page: str, base: str, lessons: dict[str, Lesson], locale: str | None = None
+    row: Any,
+    home_page: str,
+    base: str,
+    lessons: dict[str, Lesson],
+    locale: str | None = None,
+    course: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """`row` has event_id, learner, lesson, checkpoint, event, instance_id, data, occurred_at;
-    `locale`: the language the learner reads the service in, when known (service/db/locales.py)."""
+    `locale`: the language the learner reads the service in, when known (service/db/locales.py);
+    `course`: the LTI course the learner opened the lesson from (service/db/lti_courses.py), which
+    becomes the first parent activity, with the learner's registration in it (as Open edX Aspects reads them)."""
     lesson = lessons.get(row.lesson)
     checkpoint = lesson.checkpoint(row.checkpoint) if (lesson and row.checkpoint) else None
     data = row.data or {}
@@ -87,7 +106,7 @@ def statement(
         "actor": {"objectType": "Agent", "account": {"homePage": home_page, "name": row.learner}},
         "verb": {"id": VERBS[verb], "display": VERB_DISPLAY[verb]},
         "object": answered_object(lesson, row, base) if answer else _target(row, lesson, checkpoint, base),
-        "context": _context(row, base, locale),
+        "context": _context(row, base, locale, course),
         "timestamp": timestamp(row.occurred_at),
         "version": VERSION,
     }
@@ -145,19 +164,20 @@ def _result(event: str, data: dict[str, Any], checkpoint: Checkpoint | None) -> 
     return result
 
 
-def _context(row: Any, base: str, locale: str | None) -> dict[str, Any]:
+def _context(row: Any, base: str, locale: str | None, course: dict[str, str] | None) -> dict[str, Any]:
     language = "en-US" if locale in (None, "en") else locale  # RFC 5646, as the language maps spell it
     context: dict[str, Any] = {"platform": "attention-workbench", "language": language}
+    parents = []
+    if course:
+        context["registration"] = course["registration"]
+        course_id = f"{course['issuer'].rstrip('/')}/course/{quote(course['course'], safe='')}"
+        named = {"type": ACTIVITY_TYPES["course"], "name": {"en-US": course["course"]}}
+        parents.append({"objectType": "Activity", "id": course_id, "definition": named})
     if row.checkpoint or getattr(row, "item", None):
-        context["contextActivities"] = {
-            "parent": [
-                {
-                    "objectType": "Activity",
-                    "id": activity_id(base, row.lesson),
-                    "definition": {"type": ACTIVITY_TYPES["lesson"]},
-                }
-            ]
-        }
+        parents.append({"objectType": "Activity", "id": activity_id(base, row.lesson),
+                        "definition": {"type": ACTIVITY_TYPES["lesson"]}})  # fmt: skip
+    if parents:
+        context["contextActivities"] = {"parent": parents}
     if row.instance_id:
         context["extensions"] = {EXTENSION + "instance_id": row.instance_id}
     return context

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
+from urllib.parse import urlencode
 
 import requests
 from click.testing import CliRunner
@@ -106,3 +107,34 @@ def test_from_the_course_page_to_two_of_four_in_the_gradebook(browser, tmp_path,
         assert "Ada" not in text
         assert not page.errors, page.errors
         teacher.close()
+
+
+def test_an_administrator_pastes_one_url_and_the_platform_registers_the_tool(browser, tmp_path, monkeypatch):
+    """Moodle's "Register a tool by URL", played by the loopback platform: the invitation opens in a
+    new window, the tool registers itself and tells the platform's window to close the dialog; the
+    course page's launch then works with no other step."""
+    url = f"sqlite:///{tmp_path / 'tool.db'}"
+    upgrade(url)
+    with LmsServer(Platform(client_id="dynamic-client-1", deployment="deployment-7")) as lms:
+        lms.platform.issuer = lms.url
+        tool = LiveServer({"WORKBENCH_DATABASE_URL": url, "WORKBENCH_RATELIMIT_ENABLED": "0",
+                           "WORKBENCH_FRAME_ANCESTORS": lms.url}).start()  # fmt: skip
+        try:
+            monkeypatch.setenv("WORKBENCH_DATABASE_URL", url)
+            monkeypatch.setenv("WORKBENCH_PUBLIC_URL", tool.url)
+            invitation = CliRunner().invoke(main, ["lti", "invite", "--platform", "moodle"]).output.splitlines()[0]
+            assert invitation.startswith(tool.url + "/lti/register?invitation=")
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            page = watched_page(context)
+            page.goto(lms.url + "/register-tool?" + urlencode({"invitation": invitation}))
+            wait_until(page, "document.getElementById('status').textContent === 'closed'")
+            listed = CliRunner().invoke(main, ["lti", "list"]).output
+            assert f"{lms.url}\tdynamic-client-1\tdeployment-7" in listed and listed.strip().endswith("dynamic")
+            lms.tool = tool.url
+            lms.tool_jwks = requests.get(tool.url + "/lti/jwks", timeout=10).json()
+            page.goto(lms.url + "/course")  # the first launch from the registered platform
+            lesson_frame(page)
+            assert not page.errors, page.errors
+            context.close()
+        finally:
+            tool.stop()

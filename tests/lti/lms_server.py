@@ -1,6 +1,8 @@
 """The platform's side running for real on loopback: its key set, its OAuth2 token endpoint
-(which checks the tool's signed client assertion against the tool's key set) and line items
-that record the scores posted to them."""
+(which checks the tool's signed client assertion against the tool's key set), line items that
+record the scores posted to them, and LTI Dynamic Registration's two endpoints: its OpenID
+configuration and a registration endpoint that records what the tool sends (the specification's
+example configuration, https://www.imsglobal.org/spec/lti-dr/v1p0 section 3.5.1)."""
 
 from __future__ import annotations
 
@@ -29,6 +31,59 @@ class LmsServer:
         platform.auth_url = self.url + "/auth"
         self.tool = ""  # the tool's base URL, for the course page
         self.locale: str | None = None  # the learner's language, sent as launch_presentation.locale
+        self.registration_token = "registration-token-" + secrets.token_hex(4)  # what an invitation's opener carries
+        self.configuration_changes: dict = {}  # what this platform's OpenID configuration says otherwise
+        self.registrations: list[tuple[str, dict]] = []  # (Authorization header, body) of each registration posted
+        self.registration_error: dict | None = None  # answer registrations with this 400 error
+
+    def registration_page(self, invitation: str) -> str:
+        """Moodle's "Register a tool by URL": the tool's page opens in a new window with the
+        configuration's URL and a registration token; this page waits for its close message."""
+        opened = invitation + "&" + urlencode({"openid_configuration": self.url + "/openid-configuration",
+                                               "registration_token": self.registration_token})  # fmt: skip
+        return (
+            '<!doctype html><title>Register a tool</title><p id="status">waiting</p><script>'
+            'addEventListener("message", (e) => { if (e.data && e.data.subject === "org.imsglobal.lti.close") '
+            'document.getElementById("status").textContent = "closed"; });'
+            f"window.open({json.dumps(opened)}, 'registration');</script>"
+        )
+
+    def openid_configuration(self) -> dict:
+        return {
+            "issuer": self.platform.issuer,
+            "token_endpoint": self.url + "/token",
+            "token_endpoint_auth_methods_supported": ["private_key_jwt"],
+            "token_endpoint_auth_signing_alg_values_supported": ["RS256"],
+            "jwks_uri": self.url + "/jwks",
+            "authorization_endpoint": self.url + "/auth",
+            "registration_endpoint": self.url + "/register",
+            "scopes_supported": [
+                "openid",
+                "https://purl.imsglobal.org/spec/lti-ags/scope/score",
+                "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
+            ],  # fmt: skip
+            "response_types_supported": ["id_token"],
+            "subject_types_supported": ["public", "pairwise"],
+            "id_token_signing_alg_values_supported": ["RS256", "ES256"],
+            "claims_supported": ["sub", "iss", "name", "given_name", "family_name", "nickname", "email"],
+            "https://purl.imsglobal.org/spec/lti-platform-configuration": {
+                "product_family_code": "ExampleLMS",
+                "messages_supported": [{"type": "LtiResourceLinkRequest"}, {"type": "LtiDeepLinkingRequest"}],
+                "variables": ["CourseSection.timeFrame.end", "CourseSection.timeFrame.begin"],
+            },
+            **self.configuration_changes,
+        }
+
+    def register_tool(self, authorization: str, body: dict) -> tuple[int, dict]:
+        """The registration endpoint: the tool's request recorded; its client id and deployment answered."""
+        self.registrations.append((authorization, body))
+        if authorization != "Bearer " + self.registration_token:
+            return 401, {"error": "invalid_token"}
+        if self.registration_error is not None:
+            return 400, self.registration_error
+        key = "https://purl.imsglobal.org/spec/lti-tool-configuration"
+        tool = {**body[key], "deployment_id": self.platform.deployment}
+        return 201, {**body, "client_id": self.platform.client_id, key: tool}
 
     def __enter__(self) -> LmsServer:
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
@@ -122,6 +177,8 @@ class LmsServer:
                 path, _, query = self.path.partition("?")
                 if path == "/jwks":
                     return self._answer(200, server.platform.jwks())
+                if path == "/openid-configuration":
+                    return self._answer(200, server.openid_configuration())
                 if path == "/memberships":
                     bearer = self.headers.get("Authorization", "").removeprefix("Bearer ")
                     typed = self.headers.get("Accept") == "application/vnd.ims.lti-nrps.v2.membershipcontainer+json"
@@ -130,6 +187,8 @@ class LmsServer:
                     return self._answer(200, {"id": server.url + "/memberships", "members": server.members})
                 if path == "/course":
                     return self._html(server.course_page())
+                if path == "/register-tool":
+                    return self._html(server.registration_page(parse_qs(query)["invitation"][0]))
                 if path == "/teach":
                     return self._html(server.course_page("teacher-1", "/dashboard"))
                 if path == "/auth":
@@ -153,6 +212,8 @@ class LmsServer:
                 if self.path == "/token":
                     form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
                     return self._answer(*server.issue_token(form))
+                if self.path == "/register":
+                    return self._answer(*server.register_tool(self.headers.get("Authorization", ""), json.loads(body)))
                 bearer = self.headers.get("Authorization", "").removeprefix("Bearer ")
                 typed = self.headers.get("Content-Type") == "application/vnd.ims.lis.v1.score+json"
                 if not self.path.endswith("/scores") or bearer not in server.tokens or not typed:

@@ -62,6 +62,7 @@ def test_each_choice_returns_a_response_the_platforms_library_accepts(client, lm
     assert list(responses) == [
         "Multi-head attention",
         "In real models: the KV cache, grouped-query and latent attention",
+        "Long contexts: sliding windows, a rolling cache and attention sinks",
         "How attention is computed at length: the online softmax",
         "Two-head causal attention workbench",
         "Four heads over six positions",
@@ -79,6 +80,7 @@ def test_each_choice_returns_a_response_the_platforms_library_accepts(client, lm
     assert urls == [
         "http://localhost/lessons/multi-head-attention",
         "http://localhost/lessons/kv-cache-and-latent-attention",
+        "http://localhost/lessons/long-context",
         "http://localhost/lessons/online-softmax",
         "http://localhost/explorables/multi-head-attention",
         "http://localhost/figures/four-heads",

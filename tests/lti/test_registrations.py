@@ -49,7 +49,8 @@ def test_register_list_and_remove(cli, tmp_path):
         "https://lms.example.edu",
         "tool-client-1",
         "d1,d2",
-        "https://lms.example.edu/jwks\n",
+        "https://lms.example.edu/jwks",
+        "command\n",  # typed by an operator, not registered by the platform itself
     ]
     assert cli("remove", "1").output.strip() == "removed registration 1"
     assert cli("list").output == ""

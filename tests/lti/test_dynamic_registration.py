@@ -1,0 +1,189 @@
+"""LTI Dynamic Registration, as an administrator and a platform do it: `workbench lti invite`, the
+platform opening the invitation with its OpenID configuration, the tool's registration request
+checked field by field against the specification (https://www.imsglobal.org/spec/lti-dr/v1p0,
+sections 3.5-3.6), the stored registration, then a first launch, deep linking and a grade with no
+other step; and every refusal, each storing nothing."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import func, select
+
+from service.cli import main
+from service.db.lti_tables import LtiRegistration
+from service.lti import dynamic
+from service.lti.notices import USER_DELETED
+
+from .lms_server import LmsServer
+from .platform import CLAIM, TOOL, Platform
+from .test_deep_linking import deep_linking_request
+from .test_erasure import every_row
+from .test_grades import complete, send
+from .test_notices import notice
+
+pytestmark = pytest.mark.databases  # SQLite and PostgreSQL
+
+TOOL_CONFIGURATION = "https://purl.imsglobal.org/spec/lti-tool-configuration"
+
+
+@pytest.fixture
+def platform(app, client):
+    """A platform on loopback that has not registered the tool: its issuer is its own address."""
+    with LmsServer(Platform(client_id="dynamic-client-9", deployment="deployment-9")) as server:
+        server.platform.issuer = server.url
+        server.tool_jwks = client.get("/lti/jwks").get_json()  # for its token endpoint's checks
+        yield server
+
+
+@pytest.fixture
+def cli(app, monkeypatch):
+    monkeypatch.setenv("WORKBENCH_DATABASE_URL", app.extensions["settings"].database_url)
+    return lambda *args: CliRunner().invoke(main, ["lti", *args])
+
+
+def invitation(cli) -> str:
+    printed = cli("invite", "--platform", "moodle-east")
+    assert printed.exit_code == 0, printed.output
+    url = urlsplit(printed.output.splitlines()[0])
+    assert url.path == "/lti/register"
+    return parse_qs(url.query)["invitation"][0]
+
+
+def opened(client, platform: LmsServer, token: str, **changes):
+    """The platform opens the invitation, as Moodle does in its registration dialog."""
+    query = {"invitation": token, "openid_configuration": platform.url + "/openid-configuration",
+             "registration_token": platform.registration_token, **changes}  # fmt: skip
+    return client.get("/lti/register", query_string=query)
+
+
+def stored(app) -> list[LtiRegistration]:
+    with app.extensions["db"].read() as session:
+        return list(session.scalars(select(LtiRegistration)))
+
+
+def test_an_invitation_registers_the_tool_with_the_request_the_specification_describes(app, client, cli, platform):
+    page = opened(client, platform, invitation(cli))
+    assert page.status_code == 200, page.get_data(as_text=True)
+    assert '<script src="/static/js/lti-close.js"></script>' in page.get_data(as_text=True)
+    # the platform may show it in its dialog's iframe, or keep it as the window it opened
+    assert page.headers["Content-Security-Policy"].endswith(f"frame-ancestors 'self' {platform.url}")
+    assert page.headers["Cross-Origin-Opener-Policy"] == "unsafe-none"
+    assert "org.imsglobal.lti.close" in client.get("/static/js/lti-close.js").get_data(as_text=True)
+    ((authorization, body),) = platform.registrations
+    assert authorization == "Bearer " + platform.registration_token
+    assert body["application_type"] == "web"
+    assert body["response_types"] == ["id_token"]
+    assert body["grant_types"] == ["implicit", "client_credentials"]
+    assert body["initiate_login_uri"] == TOOL + "/lti/login"
+    assert body["redirect_uris"] == [TOOL + "/lti/launch"]
+    assert body["jwks_uri"] == TOOL + "/lti/jwks"
+    assert body["token_endpoint_auth_method"] == "private_key_jwt"
+    assert body["client_name"] and body["logo_uri"].startswith(TOOL)
+    assert set(body["scope"].split(" ")) == {
+        "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
+        "https://purl.imsglobal.org/spec/lti-ags/scope/score",
+        "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly",
+    }
+    tool = body[TOOL_CONFIGURATION]
+    assert tool["domain"] == "localhost" and tool["target_link_uri"] == TOOL + "/lessons/multi-head-attention"
+    assert {m["type"] for m in tool["messages"]} == {"LtiResourceLinkRequest", "LtiDeepLinkingRequest"}
+    assert "sub" in tool["claims"] and "email" not in tool["claims"]
+    (row,) = stored(app)
+    assert (row.issuer, row.client_id, row.deployment_ids) == (platform.url, "dynamic-client-9", ["deployment-9"])
+    assert (row.auth_login_url, row.auth_token_url, row.keyset_url) == (
+        platform.url + "/auth", platform.url + "/token", platform.url + "/jwks"
+    )  # fmt: skip
+    assert row.registered_by == "dynamic" and row.keyset is None
+    listed = cli("list").output.strip().split("\t")
+    assert listed[2:5] == [platform.url, "dynamic-client-9", "deployment-9"] and listed[-1] == "dynamic"
+
+
+def test_the_first_launch_deep_linking_a_grade_and_a_notice_need_no_other_step(app, client, cli, platform):
+    assert opened(client, platform, invitation(cli)).status_code == 200
+    lms = platform.platform
+    params = lms.login(client)  # the login redirects to the authorization endpoint the configuration named
+    claims = lms.claims(params["nonce"], **platform.grades_claim())
+    assert lms.launch(client, params["state"], lms.id_token(claims)).status_code == 303
+    learner = client.get("/api/v1/session").get_json()["learner"]
+    complete(client, learner, "predict")
+    assert send(app) == {"sent": 1, "failed": 0}  # signed for the token endpoint the configuration named
+    assert platform.scores["/lineitems/1"][-1]["scoreGiven"] == 1
+    params = lms.login(client)  # an instructor's deep linking launch, returning to the platform's own host
+    request = deep_linking_request(lms, params["nonce"], return_url=platform.url + "/deep-linking/return")
+    choices = lms.launch(client, params["state"], lms.id_token(request))
+    assert choices.status_code == 200, choices.get_data(as_text=True)
+    text = choices.get_data(as_text=True)
+    assert f'action="{platform.url}/deep-linking/return"' in text and "Long contexts: sliding windows" in text
+    # the platform deletes its user: a signed notice erases the learner here
+    deleted = lms.id_token(notice(lms, USER_DELETED, sub="user-42"))
+    answer = client.post("/lti/notices", json={"notices": [{"jwt": deleted}]})
+    assert answer.status_code == 200 and answer.json["notices"][0]["done"] == "erased"
+    assert not any(learner in row for _, row in every_row(app.extensions["db"]))
+
+
+def test_an_invitation_is_good_once(app, client, cli, platform):
+    token = invitation(cli)
+    assert opened(client, platform, token).status_code == 200
+    again = opened(client, platform, token)
+    assert again.status_code == 400 and "used already" in again.get_data(as_text=True)
+    assert len(stored(app)) == 1 and len(platform.registrations) == 1  # the second never reached the platform
+
+
+def test_an_expired_or_forged_invitation_is_refused_and_nothing_is_asked_or_stored(app, client, platform):
+    with app.extensions["db"].write() as session:
+        expired = dynamic.invite(session, "moodle-east", seconds=0)
+    for token in (expired, "forged-" + "x" * 40, ""):
+        page = opened(client, platform, token)
+        assert page.status_code == 400 and "never issued" in page.get_data(as_text=True)
+    assert stored(app) == [] and platform.registrations == []
+
+
+@pytest.mark.parametrize(
+    ("changes", "words"),
+    [
+        ({"issuer": "https://lms.example.edu"}, "is not on the host it was read from"),
+        ({"id_token_signing_alg_values_supported": ["ES256"]}, "RS256"),
+        ({"response_types_supported": ["code"]}, "id_token response type"),
+        ({"https://purl.imsglobal.org/spec/lti-platform-configuration": {
+            "messages_supported": [{"type": "LtiResourceLinkRequest"}]}}, "LtiDeepLinkingRequest"),
+        ({"registration_endpoint": "http://lms.example.edu/register"}, "must be an https URL"),
+    ],
+)  # fmt: skip
+def test_a_configuration_that_does_not_hold_is_refused_and_the_invitation_stays_good(
+    app, client, cli, platform, changes, words
+):
+    platform.configuration_changes = changes
+    token = invitation(cli)
+    page = opened(client, platform, token)
+    assert page.status_code == 400 and words in page.get_data(as_text=True)
+    assert stored(app) == [] and platform.registrations == []  # refused before anything was posted
+    platform.configuration_changes = {}
+    assert opened(client, platform, token).status_code == 200  # not spent: the corrected platform registers
+
+
+def test_a_platform_that_refuses_the_registration_is_said_and_nothing_is_stored(app, client, cli, platform):
+    platform.registration_error = {"error": "invalid_client_metadata", "error_description": "no such domain here"}
+    page = opened(client, platform, invitation(cli))
+    assert page.status_code == 400
+    assert "the platform refused the registration (400: no such domain here)" in page.get_data(as_text=True)
+    assert stored(app) == []
+
+
+def test_a_configuration_url_that_is_not_https_is_refused_unless_it_is_this_machine(app, client, cli, platform):
+    page = opened(client, platform, invitation(cli), openid_configuration="http://lms.example.edu/openid")
+    assert page.status_code == 400 and "openid_configuration must be an https URL" in page.get_data(as_text=True)
+    assert stored(app) == []
+
+
+def test_a_launch_from_a_dynamically_registered_platform_still_checks_its_deployment(app, client, cli, platform):
+    assert opened(client, platform, invitation(cli)).status_code == 200
+    lms = platform.platform
+    params = lms.login(client)
+    claims = lms.claims(params["nonce"], **{CLAIM + "deployment_id": "deployment-other"})
+    refused = lms.launch(client, params["state"], lms.id_token(claims))
+    assert refused.status_code == 400 and client.get("/api/v1/session").get_json().get("learner") is None
+    with app.extensions["db"].read() as session:
+        assert session.scalar(select(func.count()).select_from(LtiRegistration)) == 1
