@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import secrets
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -25,12 +26,19 @@ from ..edge import EdgeRequest, costs
 from ..edge.problems import Problem
 from ..exercise.challenge import Verdict, check_answers, new_cases
 from ..exercise.diagnose import traces_per_diagnosis
+from ..exercise.online import RUNS
 from ..i18n import speaker
 from ..text import N_
 from .attention import shortcut
-from .attention.caps import most
+from .attention.caps import cost, most, tiled_size
 from .auth import authorized, needs
-from .schemas.exercises import AnswersSchema, ChallengeSchema, NewChallengeSchema, VerdictSchema
+from .schemas.exercises import (
+    AnswersSchema,
+    ChallengeSchema,
+    NewChallengeSchema,
+    OnlineAnswersSchema,
+    VerdictSchema,
+)
 from .smorest import JSON_BODY_ERRORS, Blueprint
 
 blp = Blueprint(
@@ -40,7 +48,8 @@ blp = Blueprint(
     description="Verified exercise results: random cases answered by the learner's own code.",
 )
 
-LESSON, CHECKPOINT = "multi-head-attention", "implement"
+# Each exercise's challenge completes its lesson's `implement` checkpoint (the lesson has the exercise's id).
+EXERCISE, CHECKPOINT = "<any('multi-head-attention', 'online-softmax'):exercise>", "implement"
 ATTEMPTS = 30  # answers one challenge takes; then the learner asks for fresh cases
 
 SOLVED = N_("this challenge is already solved; ask for a new one to check again")
@@ -50,27 +59,39 @@ def verification_cells(req: EdgeRequest) -> int | None:
     """What checking the answers charges: for each answer, one trace's cells for the correct result
     and each combination of mistakes the checker may try (measured on the answer's own shapes); a
     body too large to parse here, as the largest trace checked that way."""
+    return _cells(req, traces_per_diagnosis(True, True), lambda a: len(a["weights"]) * len(a["concatenated"]) ** 2
+                  + len(a["concatenated"]) * len(a["concatenated"][0]))  # fmt: skip
+
+
+def online_verification_cells(req: EdgeRequest) -> int | None:
+    """The same for the online softmax: a case's plain pass and its tiles (the blocks are the stored
+    case's, so charged as the most tiles, 1 x 1), for each loop the checker may run."""
+
+    def one(answer: dict[str, Any]) -> int:
+        tokens = [[0.0] * len(answer["output"][0])] * len(answer["output"])
+        size = tiled_size({"tokens": tokens, "heads": 1, "block_q": 1, "block_k": 1})
+        return cost(tokens, 1) + (size[1] if size else 0)
+
+    return _cells(req, RUNS, one)
+
+
+def _cells(req: EdgeRequest, runs: int, one: Callable[[dict[str, Any]], int]) -> int | None:
     if not req.parsed:
-        return most(req.app.extensions["settings"]) * traces_per_diagnosis(True, True)
+        return most(req.app.extensions["settings"]) * runs
     try:
-        total = 0
-        for answer in req.data["answers"]:
-            heads, n = len(answer["weights"]), len(answer["concatenated"])
-            d_model = len(answer["concatenated"][0])
-            total += (heads * n * n + n * d_model) * traces_per_diagnosis(True, True)
-        return total
+        return sum(one(answer) for answer in req.data["answers"]) * runs
     except (KeyError, TypeError, IndexError):
         return None  # not an answers body: the schema says what is wrong
 
 
-@blp.route("/multi-head-attention/challenges")
+@blp.route(f"/{EXERCISE}/challenges")
 class Challenges(MethodView):
     @needs("events:write")
     @blp.arguments(NewChallengeSchema(), example={"learner": "student-42"})
     @blp.response(201, ChallengeSchema)
     @blp.problems(401, 403, 503, *JSON_BODY_ERRORS)
-    def post(self, args):
-        """Issue fresh random cases to a learner (valid for a limited time)"""
+    def post(self, args, exercise):
+        """Issue fresh random cases of the exercise to a learner (valid for a limited time)"""
         principal = authorized()
         learner = principal.learner or args.get("learner")
         if learner is None:
@@ -82,9 +103,9 @@ class Challenges(MethodView):
             id=secrets.token_hex(16),
             platform_id=principal.platform_id,
             learner=learner,
-            lesson=LESSON,
+            lesson=exercise,
             checkpoint=CHECKPOINT,
-            cases=new_cases(np.random.default_rng(secrets.randbits(128))),
+            cases=new_cases(np.random.default_rng(secrets.randbits(128)), exercise),
             created_at=now,
             expires_at=now + dt.timedelta(seconds=current_app.extensions["settings"].challenge_ttl_seconds),
             attempts=0,
@@ -95,14 +116,14 @@ class Challenges(MethodView):
         return _json(challenge, now)
 
 
-@blp.route("/multi-head-attention/challenges/<string:challenge_id>")
+@blp.route(f"/{EXERCISE}/challenges/<string:challenge_id>")
 class Challenge(MethodView):
     @needs("events:write", optional=True)
     @blp.response(200, ChallengeSchema)
     @blp.problems(404)
-    def get(self, challenge_id):
+    def get(self, exercise, challenge_id):
         """A challenge's cases and status (the id is the credential)"""
-        return _json(_find(challenge_id), dt.datetime.now(dt.UTC))
+        return _json(_find(challenge_id, exercise), dt.datetime.now(dt.UTC))
 
 
 @blp.route("/multi-head-attention/challenges/<string:challenge_id>/answers")
@@ -128,37 +149,57 @@ class Answers(MethodView):
     @blp.problems(404, 409, 410, 429, 503, *JSON_BODY_ERRORS)
     def post(self, args, challenge_id):
         """Check the learner's answers with the engine; a full solution completes the checkpoint"""
-        challenge = _find(challenge_id)
-        now = dt.datetime.now(dt.UTC)
-        if challenge.solved_at is not None:
-            raise Problem(409, SOLVED, slug="solved")
-        if challenge.expires_at <= now:
-            raise Problem(410, N_("this challenge has expired; ask for a new one"), slug="expired")
-        if challenge.attempts >= ATTEMPTS:
-            raise Problem(
-                429,
-                N_("this challenge has taken its %(attempts)d answers; ask for a new one (fresh cases)"),
-                args={"attempts": ATTEMPTS},
-                slug="attempts",
-            )
-        if len(args["answers"]) != len(challenge.cases):
-            raise Problem(
-                422,
-                N_("this challenge has %(cases)d cases; send one answer for each, in order"),
-                args={"cases": len(challenge.cases)},
-                errors={"answers": [f"expected {len(challenge.cases)} answers, got {len(args['answers'])}"]},
-            )
-        try:
-            verdict = check_answers(challenge.cases, args["answers"])
-        except AttentionInputError as exc:
-            raise Problem(422, str(exc), errors={exc.field or "answers": [str(exc)]}) from None
-        engine_seen = verdict.correct and shortcut.seen(challenge.cases)
-        result = verdict.as_json(challenge.cases, engine_seen)  # kept in English, answered in the caller's language
-        completed = _record(challenge, result, now, engine_seen)
-        return {**in_language(result, challenge.cases), "completed": completed}
+        return answer(args, _find(challenge_id, "multi-head-attention"))
 
 
-def _find(challenge_id: str) -> ExerciseChallenge:
+@blp.route("/online-softmax/challenges/<string:challenge_id>/answers")
+class OnlineAnswers(MethodView):
+    @costs(online_verification_cells)
+    @needs("events:write", optional=True)
+    @blp.arguments(
+        OnlineAnswersSchema(),
+        description="One answer per case, in order, each holding `output` [n][d] and `lse` [n] for that case.",
+        example={"answers": [{"output": [[1, 0], [0.5, 0.5]], "lse": [0.7071, 0.6931]}]},
+    )
+    @blp.response(200, VerdictSchema)
+    @blp.problems(404, 409, 410, 429, 503, *JSON_BODY_ERRORS)
+    def post(self, args, challenge_id):
+        """Check the learner's online softmax with the engine's tiled loop; a full solution completes the checkpoint"""
+        return answer(args, _find(challenge_id, "online-softmax"))
+
+
+def answer(args: dict[str, Any], challenge: ExerciseChallenge) -> dict[str, Any]:
+    """The verdict on a challenge's answers, recorded (the attempt, each case, the learner's event)."""
+    now = dt.datetime.now(dt.UTC)
+    if challenge.solved_at is not None:
+        raise Problem(409, SOLVED, slug="solved")
+    if challenge.expires_at <= now:
+        raise Problem(410, N_("this challenge has expired; ask for a new one"), slug="expired")
+    if challenge.attempts >= ATTEMPTS:
+        raise Problem(
+            429,
+            N_("this challenge has taken its %(attempts)d answers; ask for a new one (fresh cases)"),
+            args={"attempts": ATTEMPTS},
+            slug="attempts",
+        )
+    if len(args["answers"]) != len(challenge.cases):
+        raise Problem(
+            422,
+            N_("this challenge has %(cases)d cases; send one answer for each, in order"),
+            args={"cases": len(challenge.cases)},
+            errors={"answers": [f"expected {len(challenge.cases)} answers, got {len(args['answers'])}"]},
+        )
+    try:
+        verdict = check_answers(challenge.cases, args["answers"])
+    except AttentionInputError as exc:
+        raise Problem(422, str(exc), errors={exc.field or "answers": [str(exc)]}) from None
+    engine_seen = verdict.correct and shortcut.seen(challenge.cases)
+    result = verdict.as_json(challenge.cases, engine_seen)  # kept in English, answered in the caller's language
+    completed = _record(challenge, result, now, engine_seen)
+    return {**in_language(result, challenge.cases), "completed": completed}
+
+
+def _find(challenge_id: str, exercise: str) -> ExerciseChallenge:
     if len(challenge_id) != 32 or any(c not in "0123456789abcdef" for c in challenge_id):
         raise Problem(404, N_("no such challenge (an id is 32 hex digits)"), slug="not-found")
     with current_app.extensions["db"].read() as session:
@@ -168,7 +209,7 @@ def _find(challenge_id: str) -> ExerciseChallenge:
         principal.platform_id != getattr(challenge, "platform_id", None)
         or not principal.may_act_for(getattr(challenge, "learner", ""))
     )
-    if challenge is None or foreign:
+    if challenge is None or foreign or challenge.lesson != exercise:
         raise Problem(404, N_("no such challenge"), slug="not-found")
     return challenge
 
@@ -210,7 +251,10 @@ def _json(challenge: ExerciseChallenge, now: dt.datetime) -> dict[str, Any]:
         "expires_at": challenge.expires_at,
         "attempts": challenge.attempts,
         "answers_url": current_app.extensions["settings"].public_base
-        + url_for("challenges.Answers", challenge_id=challenge.id),
+        + url_for(
+            "challenges.OnlineAnswers" if challenge.lesson == "online-softmax" else "challenges.Answers",
+            challenge_id=challenge.id,
+        ),  # fmt: skip
         "result": in_language(challenge.last_result, challenge.cases) if challenge.last_result else None,
     }
 

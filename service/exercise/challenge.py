@@ -15,6 +15,7 @@ import numpy as np
 from ..compute.errors import AttentionInputError
 from ..text import N_
 from .diagnose import PARTS, Diagnosis, Say, diagnose, english
+from .online import diagnose_online, new_online_cases
 
 # (d_model, heads): every case has at least two heads of width at least two, so each known
 # mistake (interleaving, reuse, scale, concatenation order) changes the numbers.
@@ -24,8 +25,10 @@ SHAPES = ((4, 2), (6, 3), (8, 2), (8, 4), (6, 2))
 KINDS = ((True, True), (True, False), (False, True))
 
 
-def new_cases(rng: np.random.Generator) -> list[dict[str, Any]]:
-    """Three small random cases (JSON-ready), one of each KIND."""
+def new_cases(rng: np.random.Generator, exercise: str = "multi-head-attention") -> list[dict[str, Any]]:
+    """Three small random cases (JSON-ready) of the exercise: the multi-head ones one of each KIND."""
+    if exercise == "online-softmax":
+        return new_online_cases(rng)
     cases = []
     for causal, projected in KINDS:
         d_model, heads = SHAPES[int(rng.integers(len(SHAPES)))]
@@ -43,7 +46,11 @@ def new_cases(rng: np.random.Generator) -> list[dict[str, Any]]:
 
 def describe(case: dict[str, Any], say: Say = english) -> str:
     n, d_model = len(case["tokens"]), len(case["tokens"][0])
-    about = say(N_("%(n)d tokens of width %(width)d, %(heads)d heads"), n=n, width=d_model, heads=case["heads"])
+    if "block_q" in case:  # an online-softmax case
+        about = say(N_("%(n)d tokens of width %(width)d, tiles of %(block_q)d x %(block_k)d"), n=n, width=d_model,
+                    block_q=case["block_q"], block_k=case["block_k"])  # fmt: skip
+    else:
+        about = say(N_("%(n)d tokens of width %(width)d, %(heads)d heads"), n=n, width=d_model, heads=case["heads"])
     mask = say(N_("causal")) if case["causal"] else say(N_("no mask"))
     projection = say(N_(", with W_O")) if case.get("output_projection") is not None else ""
     return f"{about}, {mask}{projection}"
@@ -110,17 +117,16 @@ def check_answers(cases: list[dict[str, Any]], answers: list[dict[str, np.ndarra
     when an answer has the wrong shape."""
     verdicts = []
     for i, (case, answer) in enumerate(zip(cases, answers, strict=True)):
-        output = {p: answer[p] for p in PARTS if p in answer}
         try:
-            verdicts.append(
-                diagnose(
-                    case["tokens"],
-                    case["heads"],
-                    case["causal"],
-                    output,
-                    output_projection=case.get("output_projection"),
+            if "block_q" in case:  # an online-softmax case: its output and each row's L
+                blocks = (case["block_q"], case["block_k"])
+                verdicts.append(
+                    diagnose_online(case["tokens"], case["causal"], *blocks, answer["output"], answer["lse"])
                 )
-            )
+            else:
+                output = {p: answer[p] for p in PARTS if p in answer}
+                projection = case.get("output_projection")
+                verdicts.append(diagnose(case["tokens"], case["heads"], case["causal"], output, projection))
         except AttentionInputError as exc:
             part = (exc.field or "output").removeprefix("output").lstrip(".")
             raise AttentionInputError(

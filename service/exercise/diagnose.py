@@ -126,13 +126,13 @@ def diagnose(tokens, heads: int, causal: bool, output: dict[str, np.ndarray], ou
             )
     got = {p: np.asarray(output[p], dtype=float) for p in parts}
     nan = next((p for p in parts if np.isnan(got[p]).any()), None)
-    error = max(_max_difference(got[p], correct[p]) for p in parts)
+    error = max(max_difference(got[p], correct[p]) for p in parts)
     if nan is None and error <= TOLERANCE:
         return Diagnosis(True, error, ())
-    found = (nan, _first_nan(got[nan])) if nan else None
+    found = (nan, first_nan(got[nan])) if nan else None
     for combo in sorted(_combinations(causal, output_projection is not None), key=len):
         candidate = expected_outputs(tokens, heads, causal, *combo, output_projection=output_projection)
-        if all(_matches(got[p], candidate[p]) for p in parts):
+        if all(matches(got[p], candidate[p]) for p in parts):
             return Diagnosis(False, error, combo, found)
     return Diagnosis(False, error, (), found)
 
@@ -142,19 +142,19 @@ def traces_per_diagnosis(causal: bool, projected: bool) -> int:
     return 1 + len(_combinations(causal, projected))
 
 
-def _matches(got: np.ndarray, candidate: np.ndarray) -> bool:
+def matches(got: np.ndarray, candidate: np.ndarray) -> bool:
     """Equal within the tolerance, NaN standing for the zeros of a row that sees nothing."""
     return np.allclose(np.nan_to_num(got, nan=0.0), candidate, atol=TOLERANCE, rtol=0)
 
 
-def _max_difference(got: np.ndarray, want: np.ndarray) -> float:
+def max_difference(got: np.ndarray, want: np.ndarray) -> float:
     """The largest difference over the cells that are numbers (NaN is reported by name)."""
     diff = np.abs(got - want)
     finite = diff[np.isfinite(diff)]
     return float(finite.max()) if finite.size else 0.0
 
 
-def _first_nan(values: np.ndarray) -> tuple[tuple[str, int], ...]:
+def first_nan(values: np.ndarray) -> tuple[tuple[str, int], ...]:
     """Where the first NaN is, 1-based as the lesson counts: (("head", 1), ("query", 1), ("key", 2))."""
     where = [int(t) + 1 for t in np.argwhere(np.isnan(values))[0]]
     names = ("head", "query", "key") if values.ndim == 3 else ("query", "feature")

@@ -95,11 +95,15 @@ def trace_command(language: str, implementation: Path, link: str, *flags: str) -
 def test_each_download_holds_the_repositorys_files_under_one_folder(server, tmp_path, language):
     folder = unpack(server, language, tmp_path)
     unpacked = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
-    assert unpacked == sorted(BUNDLES[language])
-    for name in BUNDLES[language]:
+    assert unpacked == sorted(BUNDLES["multi-head-attention"][language])
+    for name in BUNDLES["multi-head-attention"][language]:
         assert (folder / name).read_bytes() == (ROOT / name).read_bytes(), name
-    tracked = subprocess.run(["git", "ls-files", *BUNDLES[language]], cwd=ROOT, capture_output=True, text=True)
-    assert sorted(tracked.stdout.split()) == sorted(BUNDLES[language])  # nothing in a download is untracked
+    tracked = subprocess.run(
+        ["git", "ls-files", *BUNDLES["multi-head-attention"][language]], cwd=ROOT, capture_output=True, text=True
+    )
+    assert sorted(tracked.stdout.split()) == sorted(
+        BUNDLES["multi-head-attention"][language]
+    )  # nothing in a download is untracked
 
 
 def test_a_download_is_cached_by_its_etag(server):

@@ -7,12 +7,12 @@ import { command as commandLine } from "./command.js";
 import { el } from "./dom.js";
 import { fillNodes, locale, t } from "../i18n.js";
 
-const CHALLENGES = "/api/v1/exercises/multi-head-attention/challenges";
-const KEPT = "exercise.open-challenge";
 const POLL_MS = 2500;
 
-// command(url): the exact submit command for the learner's language.
-export function challengePanel({ verification, onVerdict, command }) {
+// command(url): the exact submit command for the learner's language; exercise: whose cases.
+export function challengePanel({ exercise, verification, onVerdict, command }) {
+  const CHALLENGES = `/api/v1/exercises/${exercise}/challenges`;
+  const KEPT = `exercise.open-challenge.${exercise}`;
   const status = el("p", { class: "verdict", role: "status", "aria-live": "polite" });
   const line = commandLine("challenge-command");
   const expires = el("span");

@@ -8,37 +8,30 @@ import { el } from "./dom.js";
 import { fillNodes, t } from "../i18n.js";
 
 const CHOSEN = "exercise.language";
-// Identifiers stay code in every language: {name: text} -> {name: <code>text</code>}.
-const codes = (names) => Object.fromEntries(Object.entries(names).map(([k, v]) => [k, el("code", { text: v })]));
-const DOWNLOADS = "/api/v1/exercises/multi-head-attention";
-
 // What differs between the two tracks; the tests, the messages and the server's checks are shared.
 export const TRACKS = {
   python: {
     name: "Python",
     needs: t("Python 3.10+ with numpy (and pytest for the tests)"),
-    contract: () => fillNodes(t("{signature} returns a dict of numpy arrays or nested lists: {weights} [H][n][n], {head_outputs} [H][n][d_head], {concatenated} and {output} [n][d_model]."),
-      codes({ signature: "multi_head_attention(tokens, heads, causal=True, output_projection=None)", weights: "weights",
-        head_outputs: "head_outputs", concatenated: "concatenated", output: "output" })),
     file: "starter.py",
     setup: null,
-    test: (block) => block.python || "pytest exercises/multi-head-attention/tests",
+    test: (block) => block.python,
     trace: (path, file, link) => `python ${path}/trace.py ${path}/${file} '${link}'`,
     submit: (path, file, url) => `python ${path}/submit.py ${path}/${file} --challenge ${url}`,
   },
   typescript: {
     name: "TypeScript",
     needs: t("Node 20 and pnpm 12 ({command})", { command: "npm install -g pnpm@12.4.2" }),
-    contract: () => fillNodes(t("{signature} returns {result}, each a {three} or {two} in the same axes as the Python track."),
-      codes({ signature: "multiHeadAttention(tokens, heads, { causal, outputProjection })",
-        result: "{ weights, headOutputs, concatenated, output }", three: "number[][][]", two: "number[][]" })),
     file: "starter.ts",
     setup: "pnpm install",
     test: (block) => block.command,
-    trace: (path, file, link) => `pnpm run trace -- ${path}/${file} '${link}'`,
-    submit: (path, file, url) => `pnpm run submit -- ${path}/${file} --challenge ${url}`,
+    trace: (path, file, link) => `${script(path, "trace")} ${path}/${file} '${link}'`,
+    submit: (path, file, url) => `${script(path, "submit")} ${path}/${file} --challenge ${url}`,
   },
 };
+
+// The TypeScript track runs the first exercise's scripts by name (package.json), the others' by path.
+const script = (path, name) => (path.endsWith("/multi-head-attention") ? `pnpm run ${name} --` : `pnpm exec tsx ${path}/${name}.ts`);
 
 export function chosenTrack() {
   try {
@@ -57,19 +50,18 @@ function keep(track) {
   }
 }
 
-// workbenchLink(): the workbench's current configuration as a link (the lesson's embedded one).
+// workbenchLink(): the embedded workbench's (or explorable's) current configuration as a link.
 export function exercisePanel({ block, verification, onVerdict, workbenchLink }) {
   let track = chosenTrack();
   const path = block.path;
+  const exercise = path.split("/").pop();
+  const commandFor = (name, value) => TRACKS[track][name](path, TRACKS[track].file, value);
   const parts = {
-    needs: el("span"), contract: el("p", { class: "track-contract" }),
+    needs: el("span"),
     download: el("a", { id: "exercise-download", download: "" }),
     setup: el("li"), test: command("exercise-test"), trace: command("exercise-trace"),
   };
-  const challenge = challengePanel({
-    verification, onVerdict,
-    command: (url) => TRACKS[track].submit(path, TRACKS[track].file, url),
-  });
+  const challenge = challengePanel({ exercise, verification, onVerdict, command: (url) => commandFor("submit", url) });
 
   const choice = el("fieldset", { class: "track-choice" }, el("legend", { text: t("Your programming language") }),
     ...Object.entries(TRACKS).map(([id, one]) => el("label", {},
@@ -79,14 +71,13 @@ export function exercisePanel({ block, verification, onVerdict, workbenchLink })
   function draw() {
     const chosen = TRACKS[track];
     parts.needs.textContent = chosen.needs;
-    parts.contract.replaceChildren(...chosen.contract());
-    parts.download.href = `${DOWNLOADS}/${track}.zip`;
-    parts.download.textContent = `multi-head-attention-${track}.zip`;
+    parts.download.href = `/api/v1/exercises/${exercise}/${track}.zip`;
+    parts.download.textContent = `${exercise}-${track}.zip`;
     parts.setup.hidden = !chosen.setup;
     parts.setup.replaceChildren(...fillNodes(t("In the unpacked folder, install the test runner once: {command}"),
       { command: el("code", { text: chosen.setup || "" }) }));
     parts.test.set(chosen.test(block));
-    parts.trace.set(chosen.trace(path, chosen.file, workbenchLink()));
+    parts.trace.set(commandFor("trace", workbenchLink()));
     challenge.redraw();
   }
 
@@ -96,11 +87,11 @@ export function exercisePanel({ block, verification, onVerdict, workbenchLink })
     parts.setup,
     el("li", {}, t("Run the tests from the unpacked folder and fix the starter until they pass; each failure names the mistake:"),
       parts.test.node),
-    el("li", {}, t("See your numbers beside the engine's in the workbench above, stage by stage (the link is its current configuration; the script prints a link that draws yours beside the correct ones):"),
+    el("li", {}, t("See your numbers beside the engine's in the explorable above (the link is its current state; the script prints a link that draws yours beside the correct ones):"),
       parts.trace.node),
     el("li", {}, t("Prove it on fresh cases the server picks:")));
   draw();
-  const node = el("div", { class: "exercise-panel" }, choice, parts.contract, steps, challenge.node);
+  const node = el("div", { class: "exercise-panel" }, choice, steps, challenge.node);
   // refresh(): the workbench changed, so the trace command's link follows it.
-  return { node, refresh: () => parts.trace.set(TRACKS[track].trace(path, TRACKS[track].file, workbenchLink())) };
+  return { node, refresh: () => parts.trace.set(commandFor("trace", workbenchLink())) };
 }

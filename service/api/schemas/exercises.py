@@ -112,13 +112,26 @@ class ChallengeAnswerSchema(Schema):
     output = Numbers(3, required=True)
 
 
-class AnswersSchema(Schema):
-    answers = fields.List(
-        fields.Nested(ChallengeAnswerSchema),
+def answer_per_case(answer: type[Schema]) -> fields.List:
+    return fields.List(
+        fields.Nested(answer),
         required=True,
         validate=validate.Length(min=1, max=8),
         metadata={"description": "one answer per case, in the challenge's order"},
     )
+
+
+class AnswersSchema(Schema):
+    answers = answer_per_case(ChallengeAnswerSchema)
+
+
+class OnlineAnswerSchema(Schema):
+    output = Numbers(2, required=True, metadata={"description": "[n][d]: diag(l)^-1 O~"})
+    lse = Numbers(1, required=True, metadata={"description": "[n]: each row's log-sum-exp L = m + log l"})
+
+
+class OnlineAnswersSchema(Schema):
+    answers = answer_per_case(OnlineAnswerSchema)
 
 
 class NewChallengeSchema(Schema):
@@ -130,9 +143,11 @@ class NewChallengeSchema(Schema):
 
 class ChallengeCaseSchema(Schema):
     tokens = fields.List(fields.List(fields.Float()))
-    heads = fields.Integer()
+    heads = fields.Integer(metadata={"description": "multi-head cases"})
     causal = fields.Boolean()
     output_projection = fields.List(fields.List(fields.Float()), allow_none=True)
+    block_q = fields.Integer(metadata={"description": "online-softmax cases: one head, Q = K = V = tokens"})
+    block_k = fields.Integer(metadata={"description": "online-softmax cases"})
 
 
 class CaseVerdictSchema(Schema):
@@ -162,3 +177,22 @@ class ChallengeSchema(Schema):
     attempts = fields.Integer()
     answers_url = fields.String()
     result = fields.Nested(VerdictSchema, allow_none=True, metadata={"description": "the latest verdict"})
+
+
+class OnlineCaseSchema(Schema):
+    tokens = Matrix(required=True, metadata={"description": "[n][d]: Q = K = V = tokens, one head"})
+    causal = StrictBoolean(load_default=True)
+    block_q = StrictInteger(required=True, validate=validate.Range(min=1, max=MAX_N))
+    block_k = StrictInteger(required=True, validate=validate.Range(min=1, max=MAX_N))
+
+
+class OnlineOutputSchema(Schema):
+    output = Numbers(2, required=True, metadata={"description": "[n][d]: diag(l)^-1 O~"})
+    lse = Numbers(1, metadata={"description": "[n]: each row's log-sum-exp L = m + log l"})
+
+
+class OnlineCheckSchema(CheckSchema):
+    """The online-softmax exercise's check: the same body's form, its own case and output."""
+
+    case = fields.Nested(OnlineCaseSchema, required=True)
+    output = fields.Nested(OnlineOutputSchema, required=True)
