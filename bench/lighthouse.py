@@ -38,6 +38,7 @@ PAGES = {
     "case study lesson": "/lessons/kv-cache-and-latent-attention",
     "online softmax": "/explorables/online-softmax",
     "online softmax lesson": "/lessons/online-softmax",
+    "long-context lesson": "/lessons/long-context",
     "dashboard": "/dashboard",
     "API reference": "/api/docs",
 }

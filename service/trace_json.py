@@ -83,7 +83,8 @@ def trace_json(
     body["cache"] = cache_shape(trace.config)
     cfg = trace.config
     if getattr(cfg, "window", None) is not None or getattr(cfg, "sink_logit", None) is not None:
-        body["long_context"] = {"window": cfg.window, "sinks": cfg.sinks, "sink_logit": cfg.sink_logit}
+        body["long_context"] = {"window": cfg.window, "sinks": cfg.sinks, "sink_logit": cfg.sink_logit,
+                                "positions": cfg.positions}  # fmt: skip
     for part in ("latent", "rope_key"):  # latent attention: what its cache holds
         if getattr(trace, part) is not None:
             body[part] = rnd(getattr(trace, part))
@@ -91,8 +92,9 @@ def trace_json(
 
 
 def cache_shape(cfg: Any) -> dict[str, Any]:
-    """What a KV cache of this attention holds per token, in one layer."""
-    return {"kind": cfg.cache_kind, "elements_per_token": cfg.cache_elements_per_token}
+    """What a KV cache of this attention holds per token, and once the last position is in, in one layer."""
+    per_token = cfg.cache_elements_per_token
+    return {"kind": cfg.cache_kind, "elements_per_token": per_token, "elements": cfg.cached_positions * per_token}
 
 
 def comparison_json(comparison: Comparison, include: set[str] | None = None, precision: int | None = None) -> dict:
@@ -133,7 +135,7 @@ def decode_json(trace: DecodeTrace, difference: float, precision: int | None = N
 def _position(trace: DecodeTrace, arrays: dict[str, np.ndarray], cache: dict[str, np.ndarray], t: int) -> dict:
     """Position t of a decode: each head's new query, its scores and weights over positions 0..t (null
     where it did not attend), its output; the new row of the concatenation, output and residual; the cache."""
-    seen, held = trace.seen[t, : t + 1], trace.cache_positions(t)
+    cfg, seen, held = trace.config, trace.seen[t, : t + 1], trace.cache_positions(t)
     heads = []
     for h, g in enumerate(trace.kv_head.tolist()):
         item: dict[str, Any] = {
@@ -157,8 +159,9 @@ def _position(trace: DecodeTrace, arrays: dict[str, np.ndarray], cache: dict[str
         "output": arrays["output"][t],
         "residual": arrays["residual"][t],
         "cache": {name: part[..., held, :] for name, part in cache.items()},  # with a window, its slots
-        **({"cache_positions": held.tolist()} if trace.config.window is not None else {}),
+        **({"cache_positions": held.tolist()} if cfg.window is not None else {}),
         "cache_elements": trace.cache_elements(t),
+        **({"rope_positions": trace.rope_positions(t)} if cfg.window is not None and cfg.rope else {}),
     }
 
 
@@ -180,6 +183,7 @@ def tiled_json(tiled: TiledPass, difference: dict | None, precision: int | None 
             item["sink"] = {name: rnd(value) for name, value in head.sink.items()}
         heads.append(item)
     mode = tiled.slip
+    assert not isinstance(mode, tuple)  # the API asks for one failure mode; several are the exercise's
     return {
         "block_q": tiled.block_q,
         "block_k": tiled.block_k,

@@ -245,7 +245,10 @@ FOLDERS = "service|tests|bench|frontend|migrations|exercises|content|training|de
 PATH_NAMED = re.compile(
     rf"(?<![\w/.{{])((?:{FOLDERS})/[\w./-]+\.(?:py|md|sql|js|css|html|json|toml|conf|yml|txt|ts))(?![\w{{])"
 )
-EXERCISE = SERVICE.parent / "exercises" / "multi-head-attention"  # paths inside a download are relative to it
+EXERCISES = [
+    SERVICE.parent / "exercises" / name for name in ("multi-head-attention", "online-softmax")
+]  # paths inside a
+# download are relative to its exercise
 
 
 def missing_paths(texts) -> list[str]:
@@ -254,7 +257,7 @@ def missing_paths(texts) -> list[str]:
         f"{name}: {path}"
         for name, text in texts
         for path in set(PATH_NAMED.findall(text))
-        if not (root / path).exists() and not (EXERCISE / path).exists()
+        if not (root / path).exists() and not any((exercise / path).exists() for exercise in EXERCISES)
     )
 
 

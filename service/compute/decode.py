@@ -12,10 +12,13 @@ row t of the full causal pass (tests/compute/test_decode.py holds them to 1e-12)
 window W with S sinks the cache rolls (Mistral's rolling buffer): it holds at most S + W positions,
 position p written to slot S + (p - S) mod W once p >= S, and each query reads its keys at their
 original positions; a prefill longer than the window attends over its own rows before they are
-written (tests/compute/test_rolling_cache.py). Where the keys and
+written (tests/compute/test_rolling_cache.py). Under `positions="cache"` (StreamingLLM) keys are
+cached before RoPE and turned at each step by their place in the cache, the query by its own: a
+cache holding [0-3, 6-8] decodes token 9 at places 0 to 7. Where the keys and
 values come from is the variant's (kv.py). The broken decodes of the registry are small functions
 chosen by the recipe's data, as steps 5-6 are: `decode_mask_top_left` (QUERY_AT), `decode_position_reset`
-(ROTATE_AT) and `cache_not_appended` (APPEND).
+(ROTATE_AT), `cache_not_appended` (APPEND), `positions_from_text` (RENUMBER), and the cache's and
+the mask's reach (`reach`: `decode_ignores_window`, `cache_not_truncated`, the pass's three).
 
 Shapes: n positions, H heads, kv key/value heads, d_q (d_k) the width of a head's query (key):
 d_head, plus d_rope under latent attention; d_v = d_head; m the rows of a block; L the cache's length.
@@ -24,13 +27,14 @@ d_head, plus d_rope under latent attention; d_v = d_head; m the rows of a block;
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from .config import AttentionConfig
 from .errors import AttentionInputError
 from .inputs import Projections, head_features, kv_heads_of, layout, prepare
-from .kv import Parts, traced
+from .kv import Parts, rotated, traced
 from .masks import Masking
 from .pipeline import finish
 from .trace import AttentionTrace
@@ -70,7 +74,17 @@ class DecodeTrace:
 
     def cache_positions(self, position: int) -> np.ndarray:
         """[L] the positions the cache holds once `position` is appended, in slot order."""
-        return held_after(position, self.config.window, self.config.sinks)
+        return held_after(position, *self.config.cache_reach())
+
+    def rope_positions(self, position: int) -> dict[str, Any]:
+        """Where RoPE turned step `position`'s query and each cached key [L] (in slot order): the text's
+        positions, or under `positions="cache"` after the prefill their places in the cache."""
+        held, cfg = self.cache_positions(position), self.config
+        if cfg.positions != "cache" or position < self.prefill:
+            return {"query": position, "keys": held}
+        ordered = np.sort(held)
+        keys = held if cfg.recipe.renumber == "query_only" else np.searchsorted(ordered, held)
+        return {"query": int(np.searchsorted(ordered, position)), "keys": keys}
 
     def cache_elements(self, position: int) -> int:
         """Numbers in the cache once `position` is appended (one layer): positions x elements per token."""
@@ -99,13 +113,13 @@ class DecodeTrace:
 def decode_attention(x, heads: int, *, prefill: int = 1, causal: bool = True, w_q=None, w_k=None, w_v=None,
                      w_o=None, kv_heads: int | None = None, rope=None, latent=None,
                      failure_mode: str | None = None, window: int | None = None, sinks: int = 0,
-                     sink_logit=None) -> DecodeTrace:  # fmt: skip
+                     sink_logit=None, positions: str = "original") -> DecodeTrace:  # fmt: skip
     """Generate tokens `x` [n][d_model] position by position with a KV cache (the first `prefill`
     at once), every intermediate kept; the arguments are `multi_head_attention`'s (a window makes
-    the cache roll)."""
+    the cache roll; `positions="cache"` renumbers its keys by their place in it)."""
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         x, cfg, w = prepare(x, heads, causal, (w_q, w_k, w_v, w_o), (None,) * 4, kv_heads, rope, latent, failure_mode,
-                            (window, sinks, sink_logit))  # fmt: skip
+                            (window, sinks, sink_logit, positions))  # fmt: skip
         return decode(x, cfg, w, prefill)
 
 
@@ -196,6 +210,16 @@ QUERY_AT = {
     "top_left": lambda start, end: np.arange(end - start),
 }
 ROTATE_AT = {"absolute": lambda start, end: np.arange(start, end), "reset": lambda start, end: np.arange(end - start)}
+# Under StreamingLLM's renumbering, where the cached keys are turned [L]: by their place in the cache
+# (the query by its own), or (`positions_from_text`) at the positions of the text they were cut from.
+RENUMBER = {"keys": lambda at: np.searchsorted(np.sort(at), at), "query_only": lambda at: at}
+
+
+def renumbered(rope_cfg, heads, held: Parts, at: np.ndarray, start: int, end: int, keys_at: str):
+    """The block's queries and the cache's keys turned by their places in the cache (keys cached before RoPE)."""
+    query_at = np.searchsorted(np.sort(at), np.arange(start, end))  # [m] each query's place
+    query = rotated(heads.query_before_rope, rope_cfg, query_at, "query")  # [H, m, d]
+    return query, (rotated(held[0], rope_cfg, RENUMBER[keys_at](at), "key"), held[1])
 
 
 class _Decoder:
@@ -205,7 +229,11 @@ class _Decoder:
         self.x, self.cfg, self.recipe = x, cfg, cfg.recipe
         self.source = cfg.variant.source(cfg, w, self.recipe, *head_features(cfg, self.recipe.split))
         self.w, self.ledger = w, Cache(cfg.n)  # every position's cached rows, for the trace
-        self.cache = self.ledger if cfg.window is None else Cache(cfg.n, cfg.window, cfg.sinks)
+        window, sinks = cfg.cache_reach()
+        self.cache = self.ledger if window is None else Cache(cfg.n, window, sinks)
+        # (window, sinks, sink logit) step 5 applies: the prefill's as the pass's, then the decode's
+        self.reaches = (cfg.reach_with(self.recipe), cfg.reach_with(self.recipe, decoding=True))
+        self.renumber = cfg.positions == "cache" and cfg.rope is not None  # keys cached before RoPE
         n, heads = cfg.n, cfg.heads
         self.scores, self.weights = np.zeros((heads, n, n)), np.zeros((heads, n, n))  # [H, n, n] each
         self.seen, self.reach = np.zeros((n, n), dtype=bool), np.zeros(n, dtype=np.int64)
@@ -222,12 +250,18 @@ class _Decoder:
         """Positions [start, end): project, append, read back, attend."""
         how = self.recipe
         heads = self.source.project(self.x[start:end], ROTATE_AT[how.positions](start, end))  # 1-3.
-        held, at = APPEND[how.append](self.cache, heads.cache, start, end)  # the cache and its positions [L]
+        rows: Parts = heads.cache  # what is cached: under renumbering, the keys before RoPE
+        if self.renumber and heads.key_before_rope is not None:
+            rows = (heads.key_before_rope, heads.cache[1])
+        held, at = APPEND[how.append](self.cache, rows, start, end)  # the cache and its positions [L]
         if self.cache is not self.ledger:
-            self.ledger.append(heads.cache, start, end)
-        masking = Masking.of_block(QUERY_AT[how.decode_mask](start, end), at, how.mask, self.cfg)  # 5. [m, L]
-        done = self.source.attend(heads.query, held, self.cfg.scale_with(how), masking)  # 4-7.
-        self.keep(start, end, at, heads.query, masking, done)
+            self.ledger.append(rows, start, end)
+        query = heads.query
+        if self.renumber:  # 3. turned now, by their places in the cache
+            query, held = renumbered(self.cfg.rope, heads, held, at, start, end, how.renumber)
+        masking = Masking.of_block(QUERY_AT[how.decode_mask](start, end), at, how.mask, self.reaches[start > 0])  # 5.
+        done = self.source.attend(query, held, self.cfg.scale_with(how), masking)  # 4-7.
+        self.keep(start, end, at, query, masking, done)
 
     def keep(self, start: int, end: int, at: np.ndarray, q: np.ndarray, masking: Masking, done) -> None:
         """Store the block's rows (steps 8-10 done on them here)."""
@@ -249,10 +283,11 @@ class _Decoder:
 
     def trace(self, blocks) -> DecodeTrace:
         cfg, rows, source = self.cfg, self.rows, self.source
-        held, _ = self.ledger.read()
+        cached, _ = self.ledger.read()
+        held = cached if not self.renumber else (rotated(cached[0], cfg.rope, None, "key"), cached[1])  # as the text's
         keys, values = source.keys_values(held)
         rescored = source.scores(rows["query"], held, cfg.scale)  # [H, n, n]
-        cache = source.named(held)
+        cache = source.named(cached)
         arrays = [self.x, self.scores, self.weights, self.seen, self.reach, self.scored, rescored, *cache.values(),
                   *rows.values()]  # fmt: skip
         for array in [*arrays, *(a for a in (keys, values) if a is not None)]:

@@ -38,6 +38,7 @@ def multi_head_attention(
     window: int | None = None,
     sinks: int = 0,
     sink_logit=None,
+    positions: str = "original",
 ) -> AttentionTrace:
     """Causal (by default) multi-head attention of token rows `x` `[n][d_model]`, float64.
 
@@ -52,12 +53,13 @@ def multi_head_attention(
     loop that specifies the engine (reference.py) instead of its fast kernels. `window` W: query i
     sees key j when i - W < j <= i (W keys with itself); `sinks` S: the first S positions stay visible
     beside it; `sink_logit` `[heads]`: a learned logit that joins each row's softmax denominator only,
-    so a row's weights sum to less than one (gpt-oss).
+    so a row's weights sum to less than one (gpt-oss); `positions="cache"`: the text decoded with a
+    rolling cache whose keys RoPE turns by their place in it (StreamingLLM), laid out as one pass.
     """
     # Overflow is detected by explicit checks (with the place it happened), not warnings.
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         x, cfg, w = prepare(x, heads, causal, (w_q, w_k, w_v, w_o), (b_q, b_k, b_v, b_o), kv_heads, rope, latent,
-                            failure_mode, (window, sinks, sink_logit))  # fmt: skip
+                            failure_mode, (window, sinks, sink_logit, positions))  # fmt: skip
         if cfg.decoding:
             return decode(x, cfg, w).as_pass()
         return _pipeline(x, cfg, w, cfg.recipe, reference)

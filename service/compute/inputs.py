@@ -18,11 +18,11 @@ from .kv import LatentShape
 from .steps import as_bias, as_matrix, as_weight
 
 
-def prepare(x, heads, causal, weights, biases, kv_heads, rope, latent, failure_mode, long=(None, 0, None)):
+def prepare(x, heads, causal, weights, biases, kv_heads, rope, latent, failure_mode, long=(None, 0, None, "original")):
     """The call's tokens as a checked matrix, its validated config and its checked weights.
-    `long`: the window, the sinks and the sink logits (config.AttentionConfig)."""
+    `long`: the window, the sinks, the sink logits and the decode's positions (config.AttentionConfig)."""
     x = as_matrix(x, "tokens")
-    window, sinks, sink_logit = long
+    window, sinks, sink_logit, positions = long
     if sink_logit is not None:
         try:
             sink_logit = tuple(float(z) for z in np.asarray(sink_logit, dtype=float).reshape(-1))
@@ -34,7 +34,7 @@ def prepare(x, heads, causal, weights, biases, kv_heads, rope, latent, failure_m
         rope_cfg = RopeConfig()  # the decoupled RoPE parts turn "half" (GPT-NeoX style) at base 10000 unless told
     shape = None if lw is None else LatentShape(lw.d_c, lw.d_rope, lw.absorbed)
     cfg = _config(x.shape[0], x.shape[1], heads, heads if kv_heads is None else kv_heads, bool(causal), rope_cfg,
-                  failure_mode, shape, window, sinks, sink_logit)  # fmt: skip
+                  failure_mode, shape, window, sinks, sink_logit, positions)  # fmt: skip
     if lw is not None and (weights[1] is not None or weights[2] is not None):
         part = "key" if weights[1] is not None else "value"
         raise AttentionInputError(

@@ -71,10 +71,11 @@ class Masking:
         return cls(hidden, way, True, lower, logit)
 
     @classmethod
-    def of_block(cls, query_positions: np.ndarray, key_positions: np.ndarray, way: str, cfg: Any = None) -> Masking:
+    def of_block(cls, query_positions: np.ndarray, key_positions: np.ndarray, way: str, reach=(None, 0, None)):
         """A block of queries over a cache: each sees the cached keys at or before its position, and
-        under `cfg`'s sliding window only those within it or among its sinks (and its sink logit)."""
-        window, sinks, sink = (None, 0, None) if cfg is None else (cfg.window, cfg.sinks, cfg.sink_logit)
+        within a sliding window only those within it or among its sinks; `reach`: (window, sinks,
+        sink logit), as `AttentionConfig.reach_with` gives them."""
+        window, sinks, sink = reach
         logit = None if sink is None else np.asarray(sink, dtype=float)  # [H]
         if window is None:
             return cls(future(query_positions, key_positions), way, sink=logit)

@@ -60,14 +60,15 @@ def kept_beside(sink: float, s: np.ndarray, future: np.ndarray) -> np.ndarray:
     return 1.0 - softmax(np.hstack([np.where(future, -np.inf, s), np.full((len(s), 1), sink)]))[:, -1:]
 
 
-def hidden_of(n: int, cfg: Any) -> np.ndarray:
+def hidden_of(n: int, cfg: Any, how: Any) -> tuple[np.ndarray, Any]:
     """[n, n] the keys each query does not see: its future, and under a sliding window the keys
-    `window` or more back that are not sinks."""
+    `window` or more back that are not sinks (as `how` applies them); and the sink logit it applies."""
+    window, sinks, sink = cfg.reach_with(how)
     hidden = np.triu(np.ones((n, n), dtype=bool), k=1) if cfg.causal else np.zeros((n, n), dtype=bool)
-    for i in range(n) if cfg.window is not None else ():
+    for i in range(n) if window is not None else ():
         for j in range(i + 1):
-            hidden[i, j] = i - j >= cfg.window and j >= cfg.sinks
-    return hidden
+            hidden[i, j] = i - j >= window and j >= sinks
+    return hidden, sink
 
 
 def check(a: np.ndarray, field: str) -> np.ndarray:
@@ -96,7 +97,7 @@ def plain_loop(x: np.ndarray, cfg: Any, w: Any, how: Any, features: np.ndarray, 
         c = check(x @ lat.down, "latent.down")  # [n, d_c]
         k = check(c @ lat.up_key, "latent.up_key")  # [n, H * d_head]: every head has its own
         v = check(c @ lat.up_value, "latent.up_value")
-    future = hidden_of(n, cfg)
+    future, sink = hidden_of(n, cfg, how)
     masking = how.mask if cfg.causal or how.mask in ("wrong_axis", "transposed") else "before_softmax"
     scale = cfg.scale_with(how)
     names = ("query", "key", "value", "plain_q", "plain_k", "scores", "weights", "head_outputs")
@@ -114,7 +115,7 @@ def plain_loop(x: np.ndarray, cfg: Any, w: Any, how: Any, features: np.ndarray, 
             q_h, k_h = rotate(q_h, cfg.rope.style, cfg.rope.base), rotate(k_h, cfg.rope.style, cfg.rope.base)  # 3.
         s_h = check((q_h @ k_h.T) * scale, score_field)  # 4. [n, n]
         a_h = weights_of(s_h, future, masking)  # 5-6. [n, n]
-        a_h = a_h if cfg.sink_logit is None else a_h * kept_beside(cfg.sink_logit[h], s_h, future)  # a sink's share
+        a_h = a_h if sink is None else a_h * kept_beside(sink[h], s_h, future)  # a sink's share
         for name, value in (("query", q_h), ("key", k_h), ("value", v_h), ("scores", s_h), ("weights", a_h),
                             ("head_outputs", a_h @ v_h)):  # 7. [n, d_head]  # fmt: skip
             parts[name].append(value)

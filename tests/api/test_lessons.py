@@ -5,12 +5,15 @@ from .helpers import LESSON
 
 def test_the_list_holds_every_lesson_with_its_checkpoints(client):
     lessons = client.get("/api/v1/lessons").json["lessons"]
-    in_order = [LESSON, "kv-cache-and-latent-attention", "online-softmax"]
+    in_order = [LESSON, "kv-cache-and-latent-attention", "long-context", "online-softmax"]
     assert [lesson["id"] for lesson in lessons] == in_order
-    assert [c["id"] for c in lessons[0]["checkpoints"]] == ["predict", "experiment", "implement", "explain"]
-    for later in lessons[1:]:
-        assert [c["id"] for c in later["checkpoints"]] == ["predict", "experiment", "explain"]
-        assert later["prerequisites"] == [LESSON]
+    with_an_exercise = {LESSON, "online-softmax"}  # each exercise's challenge completes its lesson's implement
+    for lesson in lessons:
+        implement = ["implement"] if lesson["id"] in with_an_exercise else []
+        assert [c["id"] for c in lesson["checkpoints"]] == ["predict", "experiment", *implement, "explain"]
+    prerequisites = {lesson["id"]: lesson["prerequisites"] for lesson in lessons[1:]}
+    assert prerequisites == {"kv-cache-and-latent-attention": [LESSON], "online-softmax": [LESSON],
+                             "long-context": ["kv-cache-and-latent-attention"]}  # fmt: skip
     assert "html" not in lessons[0] and "markdown" not in lessons[0] and "items" not in lessons[0]  # stays small
 
 

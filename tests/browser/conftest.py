@@ -219,6 +219,20 @@ def predict_in_lesson(page, live, lesson: str, locale: str, viewport: tuple[int,
     return embedded_workbench(page), explanation, record_explanation
 
 
+def complete_lesson(page, live, lesson: str, locale: str, viewport: tuple[int, int], said: tuple[str, str], manipulate):
+    """A new learner predicts (`said[0]`), does the embedded explorable's four manipulations
+    (`manipulate(frame)`), and explains (`said[1]`): every checkpoint of `lesson` completes. The frame."""
+    frame, explanation, record_explanation = predict_in_lesson(page, live, lesson, locale, viewport, said[0])
+    manipulate(frame)
+    wait_for_checkpoint(page, "experiment")
+    assert frame.locator("[data-manipulation][data-done=true]").count() == 4
+    page.get_by_label(explanation).fill(said[1])
+    page.get_by_role("button", name=record_explanation).click()
+    wait_for_checkpoint(page, "explain")
+    assert completed(page) == {"predict", "experiment", "explain"}
+    return frame
+
+
 def computed(live, path: str, body: dict) -> dict:
     """What the live API answers `body` at `path` (independently of any page), checked to be a 200."""
     import requests

@@ -9,7 +9,17 @@ import pytest
 import requests
 from playwright.sync_api import expect
 
-from .conftest import completed, computed, open_page, predict_in_lesson, values, wait_for_checkpoint, wait_until
+from .conftest import (
+    complete_lesson,
+    completed,
+    computed,
+    embedded_workbench,
+    open_page,
+    predict_in_lesson,
+    values,
+    wait_for_checkpoint,
+    wait_until,
+)
 from .test_layout import SIZES, overflow
 
 PATH = "/explorables/kv-cache"
@@ -206,3 +216,125 @@ def test_each_manipulation_is_announced_and_the_hash_keeps_only_this_pages_keys(
     expect(page.locator("[data-announce=checkpoint]")).to_contain_text("Manipulation 1 of 4 done")
     page.get_by_label("Keys and values", exact=True).select_option("gqa")
     expect(page.locator("[data-announce=checkpoint]")).to_contain_text("Manipulation 2 of 4 done")
+
+
+SINK_LOGITS = [1, 0, -1, 2]  # the page's, one per query head (written here, not read from the page)
+
+
+def long_body(live, failure_mode=None, **long):
+    preset = requests.get(live.url + "/api/v1/presets/kv-cache").json()["request"]
+    body = {"tokens": preset["tokens"], "heads": preset["heads"], "causal": True, "rope": preset["rope"], **long}
+    return computed(
+        live, "/api/v1/attention/decode", {**body, **({"failure_mode": failure_mode} if failure_mode else {})}
+    )
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("locale", ["en", "es", "zh-CN"])
+def test_a_rolling_renumbered_cache_is_drawn_slot_by_slot_with_its_rope_positions(page, live, size, locale):
+    page.set_viewport_size(dict(zip(("width", "height"), SIZES[size], strict=True)))
+    open_page(page, live, f"{PATH}?lang={locale}#window=3&sinks=1&logit=1&renumber=1&position=6")
+    assert page.evaluate("document.documentElement.lang") == locale
+    step = long_body(live, window=3, sinks=1, sink_logit=SINK_LOGITS, positions="cache")["steps"][5]
+    for g in range(4):
+        rows = page.locator(f"table[data-stage=cache][data-head='{g}'] tbody tr")
+        assert [int(r.get_attribute("data-row")) for r in rows.all()] == step["cache_positions"]  # slot order
+        drawn = [values(r.locator("td:not([data-stage=rope-at])")) for r in rows.all()]
+        assert drawn == [k + v for k, v in zip(step["cache"]["key"][g], step["cache"]["value"][g], strict=True)]
+        turned = [int(c) for c in rows.locator("td[data-stage=rope-at]").all_inner_texts()]
+        assert turned == step["rope_positions"]["keys"]
+    assert page.locator("[data-stage=rope-positions]").get_attribute("data-query") == str(
+        step["rope_positions"]["query"]
+    )
+    for head in step["heads"]:
+        total = page.locator(f"[data-stage=weights][data-head='{head['index']}'] [data-stage=row-sum]")
+        assert float(total.get_attribute("data-value")) == pytest.approx(sum(head["weights"]), abs=1e-12)
+        assert sum(head["weights"]) < 1  # the sink logit took a share
+    original = long_body(live, window=3, sinks=1, sink_logit=SINK_LOGITS)["steps"][5]
+    gap = max(abs(a - b) for a, b in zip(step["output"], original["output"], strict=True))
+    assert float(page.locator("#equality").get_attribute("data-here")) == pytest.approx(gap)
+    assert overflow(page) == 0
+
+
+@pytest.mark.parametrize(
+    ("mode", "hash_after"),
+    [("sinks_evicted", {"window": "3", "sinks": "1"}), ("sink_logit_ignored", {"window": "3", "logit": "1"}),
+     ("positions_from_text", {"window": "3", "renumber": "1"})],
+)  # fmt: skip
+def test_a_long_context_slip_switches_on_what_it_needs_and_shows_where_it_parts(page, live, mode, hash_after):
+    open_page(page, live, PATH + "#position=6")
+    page.get_by_label("Break the decode").select_option(mode)
+    expect(page.locator("#kv-note")).to_contain_text("switched on")
+    wait_until(page, "document.querySelector('[data-stage=equality]').classList.contains('differs')")
+    state = dict(part.split("=") for part in page.evaluate("location.hash").lstrip("#").split("&"))
+    assert {k: state.get(k) for k in hash_after} == hash_after
+    logit = {"sink_logit": SINK_LOGITS} if "logit" in state else {}
+    long = {"window": 3, "sinks": int(state.get("sinks", 0)), **logit,
+            **({"positions": "cache"} if "renumber" in state else {})}  # fmt: skip
+    broken, right = long_body(live, mode, **long)["steps"][5], long_body(live, **long)["steps"][5]
+    for h in range(4):
+        weights = page.locator(f"[data-stage=weights][data-head='{h}']")
+        assert values(weights.locator("td[data-variant=broken]")) == broken["heads"][h]["weights"]
+        assert values(weights.locator("td[data-variant=correct]")) == right["heads"][h]["weights"]
+
+
+def test_a_cache_that_keeps_everything_says_its_size_beside_the_right_one(page, live):
+    open_page(page, live, PATH + "#position=6&window=2")
+    page.get_by_label("Break the decode").select_option("cache_not_truncated")
+    equality = page.locator("#equality")
+    expect(equality).to_contain_text("the same numbers as the decode done right")
+    kept = long_body(live, "cache_not_truncated", window=2)["steps"][5]["cache_elements"]
+    right = long_body(live, window=2)["steps"][5]["cache_elements"]
+    assert (kept, right) == (6 * 16, 2 * 16)  # six positions against a window's two, 16 numbers a position
+    assert f"holding {kept} numbers where {right} would do" in equality.inner_text()
+    assert page.locator("table[data-stage=cache][data-head='0'] tbody tr").count() == 6
+
+
+def test_a_local_global_model_shows_its_cache_by_kind_of_layer(page, live):
+    open_page(page, live, PATH + "#model=gemma-3-27b")
+    preset = next(p for p in requests.get(live.url + "/api/v1/kv-cache/presets").json()["presets"]
+                  if p["id"] == "gemma-3-27b")  # fmt: skip
+    answer = computed(live, "/api/v1/kv-cache", preset["request"])
+    kinds = page.locator("[data-stage=memory-kinds]")
+    assert answer["layers"]["local"]["layers"] == 52 and answer["layers"]["global"]["layers"] == 10
+    text = kinds.inner_text()
+    assert text.startswith("52 local layers keep 1,024 positions each") and "10 global layers keep 131,072" in text
+    assert "62.0 GiB" in text  # every layer global: the 62.00 GiB
+
+
+LONG_LESSON = "/lessons/long-context"
+LONG_EXPLANATIONS = {
+    "en": "A window keeps only the last W positions in the cache, each in its slot; sinks keep the first ones.",
+    "es": "Una ventana guarda en la caché solo las últimas W posiciones, cada una en su hueco; los sumideros "
+    "guardan las primeras.",
+    "zh-CN": "窗口只在缓存里保留最近的 W 个位置，每个在自己的槽位里；汇点保留最前面的位置，所以 softmax 不变。",
+}
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("locale", ["en", "es", "zh-CN"])
+def test_a_new_learner_completes_the_long_context_lesson(page, live, locale, size):
+    def manipulate(frame):
+        ids = frame.locator("[data-manipulation]").evaluate_all("items => items.map((i) => i.dataset.manipulation)")
+        assert ids == ["slide-window", "keep-sinks", "sink-logit", "long-slip"]  # this lesson's, not the KV cache's
+        frame.locator("#window").select_option("3")  # a window
+        frame.locator("#sinks").select_option("1")  # a sink
+        frame.locator("#sink-logit").check()  # the sink logits
+        frame.locator("#compare").select_option("sinks_evicted")  # a long-context slip
+
+    said = (
+        "4,096 numbers a layer; 10.41 GiB as released, 62 GiB if every layer were global.",
+        LONG_EXPLANATIONS[locale],
+    )
+    complete_lesson(page, live, LONG_LESSON, locale, SIZES[size], said, manipulate)
+    assert overflow(page) == 0
+
+
+def test_a_long_context_failure_mode_link_opens_in_the_lessons_own_explorable(page, live):
+    open_page(page, live, LONG_LESSON)
+    frame = embedded_workbench(page)
+    page.locator("a[data-failure-mode=window_off_by_one]").click()
+    expect(frame.locator("#compare")).to_have_value("window_off_by_one")
+    assert frame.locator("#window").input_value() == "3"  # switched on, and said so
+    expect(frame.locator("#kv-note")).to_contain_text("switched on")
+    assert page.url.endswith(LONG_LESSON)  # the lesson stays

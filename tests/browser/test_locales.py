@@ -21,7 +21,8 @@ from .test_lti import course_and_tool, lesson_frame
 ROOT = Path(__file__).resolve().parents[2]
 LESSON = "/lessons/multi-head-attention"
 PAGES = ["/", LESSON, "/explorables/multi-head-attention", "/figures/four-heads", "/explorables/trained-heads",
-         "/explorables/kv-cache", "/explorables/online-softmax", "/lessons/online-softmax", "/dashboard"]  # fmt: skip
+         "/explorables/kv-cache", "/explorables/online-softmax", "/lessons/online-softmax", "/lessons/long-context",
+         "/dashboard"]  # fmt: skip
 # What each locale calls the prediction form's parts (its catalog's words, written out here).
 PREDICT = {"es": ("Tu predicción", "Guardar la predicción"), "zh-CN": ("你的预测", "保存预测")}
 # Names, symbols and identifiers that are the same in every language.
@@ -93,9 +94,10 @@ def english_words(locale: str) -> set[str]:
     them on the page is English left untranslated."""
     words = lambda text: {w.lower() for w in re.findall(r"[A-Za-z]{3,}", PLACEHOLDER.sub(" ", text))}  # noqa: E731
     english = set().union(*(words(t) for m in read(TEMPLATE) if m.id for t in forms(m.id)))
-    theirs = " ".join(t for m in read(po_path(locale), babel_name(locale)) for t in forms(m.string))
-    theirs += (ROOT / "content" / "lessons" / locale / "multi-head-attention.md").read_text()
-    return english - words(theirs) - NAMES
+    # message by message: a "<" in one (i - W < j) must not open a tag that swallows the next ones
+    theirs = set().union(*(words(t) for m in read(po_path(locale), babel_name(locale)) for t in forms(m.string)))
+    theirs |= words((ROOT / "content" / "lessons" / locale / "multi-head-attention.md").read_text())
+    return english - theirs - NAMES
 
 
 def english_left(target, locale: str) -> list[str]:

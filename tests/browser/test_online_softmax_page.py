@@ -1,17 +1,26 @@
 """The online softmax explorable and its lesson, as a learner uses them: every number drawn is the API's
 (each tile's status, each row's m, alpha, l and O~ before and after it, the final division beside the
 plain pass), a broken loop marks the tile where it first parts, the URL keeps the view, and the lesson's
-three checkpoints complete in a browser at both sizes and in all three languages."""
+four checkpoints complete in a browser at both sizes and in all three languages (implement with the
+learner's own loop, answering fresh cases through the command the lesson shows)."""
 
 from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import requests
 from playwright.sync_api import expect
 
-from .conftest import completed, computed, open_page, predict_in_lesson, values, wait_for_checkpoint, wait_until
+from ..exercise.test_online_submit import learner_file
+from .conftest import complete_lesson, completed, computed, open_page, values, wait_for_checkpoint, wait_until
 from .test_layout import SIZES, overflow
 
+ROOT = Path(__file__).resolve().parents[2]
 PATH = "/explorables/online-softmax"
 LESSON = "/lessons/online-softmax"
 
@@ -99,17 +108,72 @@ EXPLANATIONS = {
 
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("locale", ["en", "es", "zh-CN"])
-def test_a_new_learner_completes_the_online_softmax_lesson(page, live, locale, size):
-    said = "6 skipped, 4 masked; 120 skipped of 256 at 1,024 positions."
-    frame, explanation, record_explanation = predict_in_lesson(page, live, LESSON, locale, SIZES[size], said)
-    frame.locator("#step").click()  # a tile
-    frame.locator("#block").select_option("8")  # one tile a head
-    frame.locator("#step").click()  # ... and its end: the final division
-    frame.locator("#compare").select_option("online_max_not_carried")  # break it
-    wait_for_checkpoint(page, "experiment")
-    assert frame.locator("[data-manipulation][data-done=true]").count() == 4
-    page.get_by_label(explanation).fill(EXPLANATIONS[locale])
-    page.get_by_role("button", name=record_explanation).click()
-    wait_for_checkpoint(page, "explain")
-    assert completed(page) == {"predict", "experiment", "explain"}
+def test_a_new_learner_completes_the_online_softmax_lesson(page, live, locale, size, tmp_path):
+    def manipulate(frame):
+        frame.locator("#step").click()  # a tile
+        frame.locator("#block").select_option("8")  # one tile a head
+        frame.locator("#step").click()  # ... and its end: the final division
+        frame.locator("#compare").select_option("online_max_not_carried")  # break it
+
+    said = ("6 skipped, 4 masked; 120 skipped of 256 at 1,024 positions.", EXPLANATIONS[locale])
+    complete_lesson(page, live, LESSON, locale, SIZES[size], said, manipulate)
+    assert overflow(page) == 0
+    # implement: the panel's commands follow the explorable; a loop with a slip is named, the right one completes
+    assert page.locator("#exercise-download").get_attribute("href") == "/api/v1/exercises/online-softmax/python.zip"
+    assert page.locator("#exercise-test").inner_text() == "pytest exercises/online-softmax/tests"
+    wait_until(page, "document.getElementById('exercise-trace').textContent.includes('block=8')")
+    assert (
+        page.locator("#exercise-trace")
+        .inner_text()
+        .startswith("python exercises/online-softmax/trace.py exercises/online-softmax/starter.py 'http")
+    )
+    page.locator("#new-challenge").click()
+    page.locator("#challenge-command").wait_for()
+    assert (
+        page.locator("#challenge-command")
+        .inner_text()
+        .startswith("python exercises/online-softmax/submit.py exercises/online-softmax/starter.py --challenge http")
+    )
+    wrong = submit(page, learner_file(tmp_path, ("online_max_not_carried",)))
+    assert wrong.returncode == 1 and "[online_max_not_carried]" in wrong.stdout, wrong.stdout + wrong.stderr
+    expect(page.locator(".verdict.wrong")).to_contain_text("online_max_not_carried")
+    right = submit(page, learner_file(tmp_path, ()))
+    assert right.returncode == 0, right.stdout + right.stderr
+    wait_for_checkpoint(page, "implement")
+    assert completed(page) == {"predict", "experiment", "implement", "explain"}
+    assert overflow(page) == 0
+
+
+def submit(page, learner_file: Path) -> subprocess.CompletedProcess:
+    """What the learner runs: the command the lesson shows, word for word, their file for the starter."""
+    words = shlex.split(page.locator("#challenge-command").inner_text())
+    words[next(i for i, w in enumerate(words) if "/starter." in w)] = str(learner_file)
+    words[0] = sys.executable if words[0] == "python" else words[0]
+    return subprocess.run(words, cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("locale", ["en", "es", "zh-CN"])
+def test_the_exercises_trace_link_opens_the_explorable_at_the_slip_it_names(page, live, locale, size):
+    """From the lesson: the download's starter traced against the explorable's own link, and the link the
+    trace prints opens the explorable at the first tile that differs, with that slip chosen."""
+    page.set_viewport_size(dict(zip(("width", "height"), SIZES[size], strict=True)))
+    open_page(page, live, f"{LESSON}?lang={locale}")
+    download = page.locator("a[href='/api/v1/exercises/online-softmax/python.zip']")
+    assert download.count() == 1 and requests.get(live.url + download.get_attribute("href")).status_code == 200
+    open_page(page, live, f"{PATH}?lang={locale}")
+    page.locator("#block").select_option("4")
+    wait_until(page, "location.hash.includes('block=4')")
+    starter = ROOT / "exercises" / "online-softmax" / "starter.py"
+    done = subprocess.run([sys.executable, str(ROOT / "exercises/online-softmax/trace.py"), str(starter), page.url,
+                           "--json"], capture_output=True, text=True, check=True)  # fmt: skip
+    result = json.loads(done.stdout)
+    first = result["first_difference"]
+    assert (first["query_block"], first["key_block"], first["what"]) == (1, 1, "skipped")  # the diagonal tile
+    link = result["link"].replace("#", f"?lang={locale}#", 1)
+    open_page(page, live, link.removeprefix(live.url))
+    assert page.locator("#compare").input_value() == "online_diagonal_skipped"
+    assert page.locator("[data-stage=running]").get_attribute("data-status") == "skipped"
+    marked = page.locator("[data-stage=tiles] td.first-difference").evaluate_all("cs => cs.map(c => c.dataset.tile)")
+    assert set(marked) == {"0"}  # the first tile: where the starter's loop first parts from the right one
     assert overflow(page) == 0

@@ -149,7 +149,7 @@ def test_inputs_and_controls_are_found_by_their_names(page, live):
     assert page.get_by_label("output projection", exact=False).count() == 1
     options = page.eval_on_selector_all("#compare option", "os => os.map(o => o.value).filter(Boolean)")
     registry = requests.get(live.url + "/api/v1/failure-modes").json()["failure_modes"]
-    modes = [m["id"] for m in registry if m["engine"] and not m["decoding"]]  # decoding: the KV cache page's
+    modes = [m["id"] for m in registry if m["engine"] and not m["decoding"] and not m["needs"]]  # the KV cache page's
     assert options == modes and "no_output_projection" in options and "gqa_tiled" in options
 
 
@@ -241,9 +241,9 @@ def test_grouped_query_attention_says_which_heads_share(page, live):
     assert page.get_by_label("K/V heads").input_value() == "2"
 
 
-# Every failure mode the workbench's menu offers (the engine's, less decoding's: the KV cache page),
+# Every failure mode the workbench's menu offers (the engine's, less decoding's and long contexts': the KV cache page),
 # each in a case where it shows: tiling the K/V heads differs only with several per group.
-MODES = [m for m, spec in REGISTRY.items() if spec.engine and not spec.decoding]
+MODES = [m for m, spec in REGISTRY.items() if spec.engine and not spec.decoding and spec.needs is None]
 SHAPE_FOR = {"gqa_tiled": {"heads": 4, "kv": 2}}
 
 

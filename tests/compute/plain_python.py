@@ -275,3 +275,83 @@ def reference_tiles(scores, values, visible, block_q, block_k, slip=None, sink=N
             output.append([e / l[i] for e in o[i]] if l[i] > 0 else [0.0] * d_v)
             lse.append(last[i] + math.log(l[i]) if l[i] > 0 else -math.inf)
     return {"tiles": tiles, "output": output, "lse": lse}
+
+
+# What each long-context slip does, as the broken code would: which window, sinks and sink logit it
+# applies, whether its cache keeps every position, whether its decode forgets the window.
+LONG_CONTEXT_SLIPS = (
+    "decode_ignores_window", "window_off_by_one", "sinks_evicted", "positions_from_text", "sink_logit_ignored",
+    "cache_not_truncated",
+)  # fmt: skip
+
+
+def reference_streaming(
+    x, heads, window, sinks=0, sink_logit=None, positions="original", failure_mode=None, prefill=1,
+    w_q=None, w_k=None, w_v=None, w_o=None, kv_heads=None, rope=None,
+):  # fmt: skip
+    """Generate with a cache that is a list of entries (position, keys before RoPE, values), evicting
+    the oldest non-sink entry once more than `window` non-sinks are held (`prefill` first positions
+    at once: each of its rows sees the prompt's keys at their positions). Under positions "cache" a
+    step turns each held key by its rank among the held positions and the query by its own
+    (StreamingLLM). Returns each row's weights over the text [H][n][n], outputs and the cache's
+    positions after each step, and the largest cache held."""
+    n, d_model = len(x), len(x[0])
+    d_head = d_model // heads
+    kv = kv_heads or heads
+    slip = failure_mode
+    win = window + 1 if slip == "window_off_by_one" else window
+    sink_count = 0 if slip == "sinks_evicted" else sinks
+    logit = None if slip == "sink_logit_ignored" else sink_logit
+    keeps_all = slip in ("cache_not_truncated", "decode_ignores_window")
+    w = {"q": w_q, "k": w_k, "v": w_v}
+    plain = [Token(x[t], heads, d_head, kv, w, None, None, None, t) for t in range(n)]  # nothing turned yet
+    style, base = (rope["style"], rope.get("base", 10000.0)) if rope else (None, None)
+
+    def turn(row, at):
+        return row if rope is None else rotate_row(row, at, style, base)
+
+    def evicted(held):  # the oldest non-sink leaves while more than the window's are held
+        while not keeps_all and len([j for j in held if j >= sink_count]) > win:
+            held.remove(min(j for j in held if j >= sink_count))
+        return held
+
+    cache, held_after, largest = [], [], 0
+    weights = [[[0.0] * n for _ in range(n)] for _ in range(heads)]
+    outputs = [[None] * n for _ in range(heads)]
+    for t in range(n):
+        if t < prefill:
+            keys, places, query_at = list(range(prefill)), {j: j for j in range(prefill)}, t  # the prompt, as written
+        else:
+            keys = evicted([*cache, t])
+            ranks = {j: r for r, j in enumerate(sorted(keys))}
+            renumber = positions == "cache"
+            places = {j: (ranks[j] if renumber and slip != "positions_from_text" else j) for j in keys}
+            query_at = ranks[t] if renumber else t
+        unwindowed = slip == "decode_ignores_window" and t >= prefill
+        visible = [j for j in keys if sees(t, j, True, None if unwindowed else win, 0 if unwindowed else sink_count)]
+        for h in range(heads):
+            g = h // (heads // kv)
+            q = turn(plain[t].q[h], query_at)
+            row = [sum(a * b for a, b in zip(q, turn(plain[j].k[g], places[j]), strict=True)) / math.sqrt(d_head)
+                   for j in visible]  # fmt: skip
+            a = softmax_visible(row, [True] * len(row), None if logit is None else logit[h])
+            for j, share in zip(visible, a, strict=True):
+                weights[h][t][j] = share
+            outputs[h][t] = [sum(share * plain[j].v[g][c] for j, share in zip(visible, a, strict=True))
+                             for c in range(d_head)]  # fmt: skip
+        cache = keys if t >= prefill else evicted(list(range(t + 1)))
+        held_after.append(sorted(cache))
+        largest = max(largest, len(cache))
+    result = {"weights": weights, "head_outputs": outputs, "held": held_after, "largest": largest}
+    return _finish(result, x, heads, w_o, None)
+
+
+def slip_context(mode, heads, d_head=2):
+    """What a request must hold for a long-context slip to show (none for the others): a window of two,
+    one sink, a sink logit per head, and for the renumbering slip RoPE and positions "cache" (d_head even)."""
+    if mode not in LONG_CONTEXT_SLIPS:
+        return {}
+    context = {"window": 2, "sinks": 1, "sink_logit": [0.5 - h for h in range(heads)], "causal": True}
+    if mode == "positions_from_text" and d_head % 2 == 0:
+        context.update(positions="cache", rope={"style": "half", "base": 10000.0})
+    return context

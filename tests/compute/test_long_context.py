@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 from service.compute import multi_head_attention
+from service.compute.decode import decode_attention
 from service.compute.errors import AttentionInputError
+from service.compute.failure_modes import REGISTRY
 
 from .plain_python import reference_mha
 
@@ -151,3 +153,38 @@ def test_what_a_window_cannot_be_is_refused_by_name(arguments, field, words):
         multi_head_attention(x, 2, **arguments)
     assert refused.value.field == field
     assert words in str(refused.value)
+
+
+@pytest.mark.parametrize("absorbed", [False, True])
+def test_latent_attention_under_a_window_sinks_and_a_sink_logit_equals_the_reference(absorbed):
+    """DeepSeek-V2's latent with its decoupled RoPE key, windowed: the pass and a rolling decode."""
+    rng = np.random.default_rng(31)
+    x = rng.normal(size=(9, 8))
+    latent = {"down": rng.normal(size=(8, 3)), "up_key": rng.normal(size=(3, 8)), "up_value": rng.normal(size=(3, 8)),
+              "rope_key": rng.normal(size=(8, 2)), "rope_query": rng.normal(size=(8, 4))}  # fmt: skip
+    w_q = rng.normal(size=(8, 8))
+    long = {"window": 3, "sinks": 1, "sink_logit": [0.4, -0.6]}
+    rope = {"style": "half", "base": 10000.0}
+    as_lists = {k: v.tolist() for k, v in latent.items()}
+    ref = reference_mha(x.tolist(), 2, w_q=w_q.tolist(), latent=as_lists, rope=rope, **long)
+    trace = multi_head_attention(x, 2, w_q=w_q, latent={**latent, "absorbed": absorbed}, rope=rope, **long)
+    for name in ("weights", "head_outputs", "output"):
+        np.testing.assert_allclose(getattr(trace, name), np.array(ref[name]), rtol=0, atol=1e-12, err_msg=name)
+    decoded = decode_attention(x, 2, w_q=w_q, latent={**latent, "absorbed": absorbed}, rope=rope, **long)
+    np.testing.assert_allclose(decoded.output, np.array(ref["output"]), rtol=0, atol=1e-12)
+    assert len(decoded.cache_positions(8)) == 4  # a sink and three in the window: the latent rolls too
+
+
+PASS_MODES = sorted(m for m, f in REGISTRY.items() if f.engine and not f.decoding and f.needs is None)
+
+
+@pytest.mark.parametrize("mode", PASS_MODES)
+def test_every_failure_mode_of_a_pass_under_a_window_and_sinks_equals_the_reference(mode):
+    """A broken pass stays broken the same way under a window: the reference loop applies the mode
+    and the window independently of the engine."""
+    heads, kv_heads = (4, 2) if mode == "gqa_tiled" else (2, None)
+    x, weights = random_case(13, n=10, kv_width=8 if kv_heads is None else 4)
+    options = {"window": 3, "sinks": 1, "kv_heads": kv_heads, "failure_mode": mode}
+    trace = multi_head_attention(x, heads, **options, **weights)
+    ref = reference_mha(x.tolist(), heads, **options, **{k: v.tolist() for k, v in weights.items()})
+    assert_reference(trace, ref)

@@ -3,30 +3,45 @@
 // latent (MLA), optionally broken the way decoding code goes wrong; and a released model's cache in
 // bytes (POST /api/v1/kv-cache). The view lives in the URL hash; the lesson's four manipulations tick
 // as they are done and are reported as parameter-changed events (the server completes `experiment`).
+// A sliding window makes the cache roll (drawn slot by slot), sinks keep the first positions, a learned
+// sink logit per head takes a share of each row, and StreamingLLM's renumbering turns the cached keys by
+// their places in the cache; each long-context slip switches on what it needs, and says so.
 
-import { getJSON, postJSON, startOutbox } from "../api.js";
+import { getJSON, postJSON } from "../api.js";
 import { embedded, reportHeight } from "../embed.js";
 import { parameterEvents } from "../events.js";
 import { HashState } from "../hash-state.js";
 import { announcer } from "../views/announce.js";
-import { checklist, restoreDone, sayDone } from "../views/checklist.js";
+import { Experiment } from "../views/experiment.js";
 import { drawn, el } from "../views/dom.js";
-import { cacheView, mappingView, memoryView, queryView } from "../views/kv-cache.js";
+import { cacheView, mappingView, memoryView, queryView, whole } from "../views/kv-cache.js";
 import { N_, t } from "../i18n.js";
 
-const LESSON = "kv-cache-and-latent-attention";
-const INSTANCE = "kv-cache-explorable";
 const KV_HEADS = { mha: 4, gqa: 2, mqa: 1, mla: 4 }; // of the preset's four query heads
-const MANIPULATIONS = [
-  { id: "step-decode", text: N_("Step the decode: the new position's key and value join the cache, and its query weighs every cached position.") },
-  { id: "switch-kind", text: N_("Switch to GQA, MQA or MLA: fewer keys and values, or a latent, in the cache.") },
-  { id: "choose-preset", text: N_("Choose a released model: its cache in bytes for the context.") },
-  { id: "failure-mode", text: N_("Break the decode with a failure mode: the numbers part from recomputing.") },
-];
+const SINK_LOGITS = [1, 0, -1, 2]; // one learned logit per query head (gpt-oss learns one per head)
+const WINDOW = 3; // what a long-context slip switches on when no window is set
+// The page serves two lessons (`?lesson=`), each with its own experiment: the manipulations it counts.
+const LESSONS = {
+  "kv-cache-and-latent-attention": { instance: "kv-cache-explorable", manipulations: [
+    { id: "step-decode", text: N_("Step the decode: the new position's key and value join the cache, and its query weighs every cached position.") },
+    { id: "switch-kind", text: N_("Switch to GQA, MQA or MLA: fewer keys and values, or a latent, in the cache.") },
+    { id: "choose-preset", text: N_("Choose a released model: its cache in bytes for the context.") },
+    { id: "failure-mode", text: N_("Break the decode with a failure mode: the numbers part from recomputing.") },
+  ] },
+  "long-context": { instance: "long-context-explorable", manipulations: [
+    { id: "slide-window", text: N_("Set a sliding window: the cache holds only that many positions, written round its slots.") },
+    { id: "keep-sinks", text: N_("Keep sinks: the first positions stay in slots of their own beside the window.") },
+    { id: "sink-logit", text: N_("Turn on a sink logit per head: each row's weights now sum to less than one.") },
+    { id: "long-slip", text: N_("Break it with a long-context failure mode: see where it first parts from the decode done right.") },
+  ] },
+};
+const asked = new URLSearchParams(location.search).get("lesson");
+const LESSON = asked in LESSONS ? asked : "kv-cache-and-latent-attention";
+const { instance: INSTANCE, manipulations: MANIPULATIONS } = LESSONS[LESSON];
 
 const $ = (id) => document.getElementById(id);
 const events = parameterEvents({ lesson: LESSON, instance: INSTANCE });
-const done = new Set();
+const experiment = new Experiment({ lesson: LESSON, instance: INSTANCE, manipulations: MANIPULATIONS, node: $("checklist") });
 let preset = null; // the kv-cache preset's request
 let models = []; // GET /api/v1/kv-cache/presets
 let modes = new Map(); // the decoding failure modes (and gqa_tiled), from the registry
@@ -38,8 +53,12 @@ const VIEW = new HashState([
   { name: "rope", type: "boolean", default: true },
   { name: "absorbed", type: "boolean", default: false },
   { name: "compare", type: "string", default: "", check: (v) => v === "" || modes.has(v) },
-  { name: "model", type: "string", default: "deepseek-v2", check: (v) => models.some((m) => m.id === v) },
+  { name: "model", type: "string", default: LESSON === "long-context" ? "gemma-3-27b" : "deepseek-v2", check: (v) => models.some((m) => m.id === v) },
   { name: "context", type: "integer", default: 0, check: (v) => v >= 0 && v <= 100000000 }, // 0: the model's own
+  { name: "window", type: "integer", default: 0, values: [0, 2, 3, 4] }, // 0: none
+  { name: "sinks", type: "integer", default: 0, values: [0, 1, 2] },
+  { name: "logit", type: "boolean", default: false },
+  { name: "renumber", type: "boolean", default: false },
 ]);
 let state = null;
 
@@ -56,10 +75,33 @@ function settle(s) {
     s.rope = true;
     switched = t("“{mode}” breaks the positions RoPE turns by, so it needs RoPE: turned RoPE on.", { mode: modes.get(s.compare)?.name ?? s.compare });
   }
+  const mode = modes.get(s.compare);
+  if (mode?.decoding && !mode.needs && s.window) {
+    s.window = 0;
+    switched = t("“{mode}” is computed over a cache that keeps every position: turned the window off.", { mode: mode.name });
+  }
+  const needed = mode?.needs ? needs(s, mode.needs) : [];
+  if (needed.length) switched = t("“{mode}” needs {what}: switched on.", { mode: mode.name, what: needed.join(", ") });
   return s;
 }
 
-function body(failureMode) {
+// Switch on what a long-context slip needs to show; the words for each thing switched on.
+function needs(s, what) {
+  const on = [];
+  if (!s.window) { s.window = WINDOW; on.push(t("a window of {window}", { window: WINDOW })); }
+  if (what === "sinks" && !s.sinks) { s.sinks = 1; on.push(t("one sink")); }
+  if (what === "sink_logit" && !s.logit) { s.logit = true; on.push(t("the sink logits")); }
+  if (what === "positions") {
+    if (!s.renumber) { s.renumber = true; on.push(t("positions in the cache")); }
+    if (!s.rope) { s.rope = true; on.push(t("RoPE")); }
+    if (s.kind === "mla") { s.kind = "mha"; on.push(t("MHA (a latent's RoPE key is not renumbered)")); }
+  }
+  return on;
+}
+
+const renumbers = (s) => Boolean(s.window && s.renumber && s.rope && s.kind !== "mla");
+
+function body(failureMode, positions = true) {
   const request = { tokens: preset.tokens, heads: preset.heads, causal: true };
   if (state.rope) request.rope = preset.rope;
   if (state.kind === "mla") {
@@ -68,19 +110,22 @@ function body(failureMode) {
   } else if (KV_HEADS[state.kind] !== preset.heads) {
     request.kv_heads = KV_HEADS[state.kind];
   }
+  if (state.window) {
+    request.window = state.window;
+    if (state.sinks) request.sinks = state.sinks;
+  }
+  if (state.logit) request.sink_logit = SINK_LOGITS;
+  if (renumbers(state) && positions) request.positions = "cache";
   if (failureMode) request.failure_mode = failureMode;
   return request;
 }
 
-function update(change, parameter, value, manipulation) {
+// `counts`: the manipulation (or the first of several) this lesson's experiment counts, if any.
+function update(change, parameter, value, counts) {
   change(state);
   settle(state);
   VIEW.save(state);
-  if (manipulation && !done.has(manipulation)) {
-    done.add(manipulation);
-    drawChecklist();
-    sayDone(done, MANIPULATIONS, manipulation);
-  }
+  const manipulation = experiment.tick(counts);
   events({ parameter, value, ...(manipulation ? { manipulation } : {}) });
   drawControls();
   return render();
@@ -91,8 +136,10 @@ async function render() {
   const broken = state.compare || null;
   // beside a broken decode, the right one; beside absorbed MLA, the naive form (the numbers it equals)
   const other = state.kind === "mla" ? { ...body(null), latent: { ...body(null).latent, absorbed: !state.absorbed } } : null;
+  const renumbered = !broken && renumbers(state); // beside the renumbered decode, the one at the text's positions
   const [answer, correct, naive] = await Promise.all([postJSON("/api/v1/attention/decode", body(broken)),
-    broken ? postJSON("/api/v1/attention/decode", body(null)) : null, other ? postJSON("/api/v1/attention/decode", other) : null]);
+    broken || renumbered ? postJSON("/api/v1/attention/decode", body(null, !renumbered)) : null,
+    other ? postJSON("/api/v1/attention/decode", other) : null]);
   if (mine !== generation) return;
   const t0 = state.position - 1;
   const step = answer.steps[t0];
@@ -103,8 +150,8 @@ async function render() {
   $("step").disabled = state.position >= n;
   $("cache").replaceChildren(cacheView(step, state.kind));
   $("mapping").replaceChildren(mappingView(step.heads, state.kind));
-  $("query").replaceChildren(queryView(step, correct ? correct.steps[t0] : null));
-  drawEquality(answer, correct, broken);
+  $("query").replaceChildren(queryView(step, broken ? correct.steps[t0] : null, state.logit));
+  drawEquality(answer, correct, broken, renumbered);
   drawAbsorbed(answer, naive);
   $("kv-note").textContent = switched;
   $("kv-note").hidden = !switched;
@@ -117,13 +164,19 @@ async function render() {
 const apart = (a, b) => a.steps.map((s, i) => Math.max(...s.output.map((v, j) => Math.abs(v - b.steps[i].output[j]))));
 
 // What holds at the current position, and over the run: a broken decode is often identical at first.
-function drawEquality(answer, correct, broken) {
+function drawEquality(answer, correct, broken, renumbered) {
   const node = $("equality");
   const difference = answer.max_difference_from_full_pass;
   node.dataset.stage = "equality";
   node.dataset.value = String(difference);
   node.classList.toggle("differs", difference > 1e-12);
-  if (difference === 0) node.textContent = t("Same numbers as recomputing the full causal pass: max difference 0.");
+  const larger = broken && answer.steps.at(-1).cache_elements > correct.steps.at(-1).cache_elements;
+  if (renumbered) drawRenumbered(node, apart(answer, correct));
+  else if (larger && difference <= 1e-12) {
+    node.classList.add("differs");
+    node.textContent = t("{mode}: the same numbers as the decode done right, but its cache ends holding {broken} numbers where {right} would do.", {
+      mode: modes.get(broken)?.name ?? broken, broken: whole(answer.steps.at(-1).cache_elements), right: whole(correct.steps.at(-1).cache_elements) });
+  } else if (difference === 0) node.textContent = t("Same numbers as recomputing the full causal pass: max difference 0.");
   else if (difference <= 1e-12) node.textContent = t("Same numbers as recomputing the full causal pass, to float64 rounding: max difference {difference}.", { difference: difference.toExponential(1) });
   else {
     const by = apart(answer, correct); // per position, against the right decode
@@ -132,10 +185,24 @@ function drawEquality(answer, correct, broken) {
     const mode = modes.get(broken)?.name ?? broken;
     node.dataset.here = String(here);
     node.classList.toggle("differs", here > 1e-12);
-    node.textContent = here > 1e-12
+    node.textContent = renumbers(state) // the right decode is itself renumbered: measured against it alone
+      ? t("{mode}: at position {position} the decode differs from the renumbered decode done right by up to {here}; it differs from position {from} on.", { mode, position: state.position, here: here.toPrecision(3), from })
+      : here > 1e-12
       ? t("{mode}: at position {position} the decode differs from recomputing the full pass by up to {here}; over the run it differs from position {from} on, by up to {difference}.", { mode, position: state.position, here: here.toPrecision(3), from, difference: difference.toPrecision(3) })
       : t("{mode}: identical to recomputing the full pass at position {position}; it differs from position {from} on, by up to {difference}.", { mode, position: state.position, from, difference: difference.toPrecision(3) });
   }
+}
+
+// StreamingLLM's renumbering: the text's numbers until the cache first drops a position, then its own.
+function drawRenumbered(node, by) {
+  const from = by.findIndex((d) => d > 1e-12) + 1;
+  const here = by[state.position - 1];
+  node.dataset.here = String(here);
+  node.classList.toggle("differs", here > 1e-12);
+  node.textContent = from === 0
+    ? t("Positions in the cache: no position has left the cache yet, so every key is turned at its own position in the text and the numbers are the full pass's.")
+    : t("Positions in the cache: the same numbers as the full pass until the cache first dropped a position; from position {from} the keys are turned by their places in the cache, and here the output moves by {here}.", {
+      from, here: here.toPrecision(3) });
 }
 
 // Absorbed latent attention: what changes (K and V never formed) and what does not (the numbers).
@@ -170,22 +237,39 @@ function drawControls() {
   for (const option of $("compare").options) {
     option.disabled = option.value === "gqa_tiled" && state.kind === "mla"; // latent attention shares no kv heads
   }
+  $("window").value = String(state.window);
+  $("sinks").value = String(state.sinks);
+  $("sinks").disabled = !state.window; // sinks are kept beside a window
+  $("sink-logit").checked = state.logit;
+  $("renumber").checked = state.renumber;
+  $("renumber").disabled = !state.window || !state.rope || state.kind === "mla"; // RoPE turns whole keys of a rolling cache
 }
 
-function drawChecklist() {
-  $("checklist").replaceChildren(...checklist(done, MANIPULATIONS));
-}
+// Taking away what the chosen slip needs (or giving a window to one that keeps every position) clears it.
+const clears = (s, gone) => { const mode = modes.get(s.compare); if (mode && gone(mode)) s.compare = ""; };
 
 function wire() {
   $("step").addEventListener("click", () => update((s) => { s.position += 1; }, "position", state.position + 1, "step-decode"));
   $("back-step").addEventListener("click", () => update((s) => { s.position -= 1; }, "position", state.position - 1, "step-decode"));
-  $("kind").addEventListener("change", (e) => update((s) => { s.kind = e.target.value; if (s.compare === "gqa_tiled" && s.kind !== "gqa") s.compare = ""; },
+  $("kind").addEventListener("change", (e) => update((s) => { s.kind = e.target.value; if (s.compare === "gqa_tiled" && s.kind !== "gqa") s.compare = "";
+    clears(s, (m) => m.needs === "positions" && s.kind === "mla"); },
     "kind", e.target.value, e.target.value === "mha" ? null : "switch-kind"));
-  $("rope").addEventListener("change", (e) => update((s) => { s.rope = e.target.checked; if (!s.rope && s.compare === "decode_position_reset") s.compare = ""; },
+  $("rope").addEventListener("change", (e) => update((s) => { s.rope = e.target.checked;
+    clears(s, (m) => !s.rope && (m.id === "decode_position_reset" || m.needs === "positions")); },
     "rope", e.target.checked));
   $("absorbed").addEventListener("change", (e) => update((s) => { s.absorbed = e.target.checked; }, "absorbed", e.target.checked));
   $("compare").addEventListener("change", (e) => update((s) => { s.compare = e.target.value; }, "failure_mode", e.target.value || null,
-    e.target.value ? "failure-mode" : null));
+    e.target.value ? [modes.get(e.target.value)?.needs ? "long-slip" : null, "failure-mode"] : null));
+  $("window").addEventListener("change", (e) => update((s) => { s.window = Number(e.target.value);
+    clears(s, (m) => (s.window ? m.decoding && !m.needs : Boolean(m.needs))); }, "window", Number(e.target.value) || null,
+  Number(e.target.value) ? "slide-window" : null));
+  $("sinks").addEventListener("change", (e) => update((s) => { s.sinks = Number(e.target.value);
+    clears(s, (m) => m.needs === "sinks" && !s.sinks); }, "sinks", Number(e.target.value), Number(e.target.value) ? "keep-sinks" : null));
+  $("sink-logit").addEventListener("change", (e) => update((s) => { s.logit = e.target.checked;
+    clears(s, (m) => m.needs === "sink_logit" && !s.logit); }, "sink_logit", e.target.checked ? SINK_LOGITS : null,
+  e.target.checked ? "sink-logit" : null));
+  $("renumber").addEventListener("change", (e) => update((s) => { s.renumber = e.target.checked;
+    clears(s, (m) => m.needs === "positions" && !s.renumber); }, "positions", e.target.checked ? "cache" : "original"));
   $("model").addEventListener("change", (e) => update((s) => { s.model = e.target.value; s.context = 0; }, "model", e.target.value, "choose-preset"));
   $("context").addEventListener("change", (e) => {
     const text = e.target.value.trim();
@@ -205,19 +289,19 @@ async function init() {
     getJSON("/api/v1/kv-cache/presets")]);
   preset = kv.request;
   models = presets.presets;
-  modes = new Map(registry.failure_modes.filter((m) => m.decoding || m.step === "kv").map((m) => [m.id, m]));
+  modes = new Map(registry.failure_modes.filter((m) => m.decoding || m.step === "kv" || m.needs).map((m) => [m.id, m]));
   for (const mode of modes.values()) $("compare").append(el("option", { value: mode.id, text: mode.name, title: mode.description }));
   $("model").replaceChildren(...models.map((m) => el("option", { value: m.id, text: m.name })));
   state = settle(VIEW.load());
   VIEW.save(state);
   $("back").hidden = embedded;
+  $("back").querySelector("a").href = `/lessons/${LESSON}`;
   announcer();
   wire();
   drawControls();
   reportHeight();
   await render();
-  startOutbox();
-  restoreDone(done, { lesson: LESSON, instance: INSTANCE }, drawChecklist);
+  experiment.start();
 }
 
 init().catch((error) => {

@@ -40,16 +40,19 @@ function setWorkbenchState(frame, state) {
   else frame.src = STATE.link(state, frame.src);
 }
 
-// The embedded workbench's configuration as a standalone workbench link.
+// The embedded workbench's configuration as a standalone workbench link; another explorable's own
+// address, its state in its hash (the online softmax's tokens and block size).
 function workbenchLink() {
-  const frame = document.getElementById("workbench-frame");
+  const frame = $("workbench-frame");
+  const src = frame && new URL(frame.src, location.href);
+  if (src && src.pathname !== WORKBENCH_PAGE) return frame.dataset.loaded === "true" ? frame.contentWindow.location.href : src.href;
   let state = defaults();
   try {
     if (frame) state = workbenchState(frame);
   } catch {
     // not loaded yet
   }
-  return STATE.link(state, `${location.origin}/explorables/multi-head-attention`);
+  return STATE.link(state, location.origin + WORKBENCH_PAGE);
 }
 
 const byId = (id) => checkpoints.find((c) => c.id === id) || {};
@@ -181,8 +184,8 @@ function record(form, checkpoint, event, data) {
 
 // The learner's words survive a reload: from the server, or from this device's queue if not sent yet.
 function savedText(checkpoint) {
-  const waiting = queued().filter((e) => e.lesson === lessonId && e.checkpoint === checkpoint && e.data && e.data.text);
-  if (waiting.length) return { text: waiting[waiting.length - 1].data.text, delivered: false };
+  const text = waiting(checkpoint, "text");
+  if (text) return { text, delivered: false };
   const response = byId(checkpoint).response;
   return response ? { text: response, delivered: true } : null;
 }
@@ -204,10 +207,12 @@ function textCheckpoint(section, { heading, id, label, button, checkpoint, after
 
 // The prediction's choice as last recorded: on this device if not sent yet, else on the server.
 function savedChoice(checkpoint) {
-  const waiting = queued().filter((e) => e.lesson === lessonId && e.checkpoint === checkpoint && e.data && e.data.choice);
-  if (waiting.length) return waiting[waiting.length - 1].data.choice;
-  return (byId(checkpoint).prediction || {}).choice;
+  return waiting(checkpoint, "choice") ?? (byId(checkpoint).prediction || {}).choice;
 }
+
+// A checkpoint's latest `key` on this device, not yet sent.
+const waiting = (checkpoint, key) =>
+  queued().filter((e) => e.lesson === lessonId && e.checkpoint === checkpoint && e.data?.[key]).pop()?.data[key];
 
 function enhance(section, block) {
   const cp = block.checkpoint;
@@ -251,7 +256,7 @@ function enhance(section, block) {
       // Each failure mode opens in the lesson's own workbench, its tokens kept: the lesson stays.
       for (const a of section.querySelectorAll("a[data-failure-mode]")) {
         a.addEventListener("click", (e) => {
-          const iframe = document.getElementById("workbench-frame");
+          const iframe = $("workbench-frame");
           if (!iframe || e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return; // a new tab: the page has a way back
           e.preventDefault();
           const target = new URL(a.href);
@@ -309,7 +314,7 @@ function showTogether(iframe, top, bottom) {
 }
 
 function listen() {
-  const frame = () => document.getElementById("workbench-frame");
+  const frame = () => $("workbench-frame");
   window.addEventListener("message", (e) => {
     if (e.origin !== location.origin || !e.data || e.data.source !== "attention-workbench") return;
     const iframe = frame();

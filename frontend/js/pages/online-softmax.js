@@ -6,12 +6,12 @@
 // hash; the lesson's four manipulations tick as they are done and are reported as parameter-changed
 // events (the server completes `experiment`).
 
-import { getJSON, postJSON, startOutbox } from "../api.js";
+import { getJSON, postJSON } from "../api.js";
 import { embedded, reportHeight } from "../embed.js";
 import { parameterEvents } from "../events.js";
 import { HashState } from "../hash-state.js";
 import { announcer } from "../views/announce.js";
-import { checklist, restoreDone, sayDone } from "../views/checklist.js";
+import { Experiment } from "../views/experiment.js";
 import { drawn, el } from "../views/dom.js";
 import { finalL, finalView, runningView, tileGrid } from "../views/tiles.js";
 import { N_, t } from "../i18n.js";
@@ -29,7 +29,7 @@ const STAGE_WORDS = { status: N_("whether the tile is computed"), m: N_("the run
 
 const $ = (id) => document.getElementById(id);
 const events = parameterEvents({ lesson: LESSON, instance: INSTANCE });
-const done = new Set();
+const experiment = new Experiment({ lesson: LESSON, instance: INSTANCE, manipulations: MANIPULATIONS, node: $("checklist") });
 let preset = null; // the online-softmax preset's request
 let modes = new Map(); // the online softmax's failure modes, from the registry
 let generation = 0;
@@ -63,13 +63,7 @@ function update(change, parameter, value, manipulation) {
   state = settle(state);
   VIEW.save(state);
   const finished = state.tile >= total() ? "finish" : null; // the last tile stepped: the final division shows
-  for (const id of [manipulation, finished]) {
-    if (id && !done.has(id)) {
-      done.add(id);
-      drawChecklist();
-      sayDone(done, MANIPULATIONS, id);
-    }
-  }
+  for (const id of [manipulation, finished]) experiment.tick(id);
   events({ parameter, value, ...(manipulation ? { manipulation } : {}) });
   if (finished) events({ parameter: "tile", value: state.tile, manipulation: finished });
   drawControls();
@@ -141,10 +135,6 @@ function drawControls() {
   if (state.lesson) back.querySelector("a").href = `/lessons/${state.lesson}`;
 }
 
-function drawChecklist() {
-  $("checklist").replaceChildren(...checklist(done, MANIPULATIONS));
-}
-
 function wire() {
   $("step").addEventListener("click", () => update((s) => { s.tile += 1; }, "tile", state.tile + 1, "step-tile"));
   $("back-step").addEventListener("click", () => update((s) => { s.tile -= 1; }, "tile", state.tile - 1, "step-tile"));
@@ -168,8 +158,7 @@ async function init() {
   wire();
   drawControls();
   await render();
-  startOutbox();
-  restoreDone(done, { lesson: LESSON, instance: INSTANCE }, drawChecklist);
+  experiment.start();
 }
 
 init().catch((error) => {

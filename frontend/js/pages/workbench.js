@@ -91,15 +91,9 @@ function view(response, comparison) {
 function yoursDivergence(response) {
   const engine = { weights: response.heads.map((h) => h.weights), "head-output": response.heads.map((h) => h.output),
     concat: response.concat, output: response.output };
-  const differs = (s) => {
-    const mine = state.yours[s], theirs = engine[s];
-    if (JSON.stringify(shapeOf(mine)) !== JSON.stringify(shapeOf(theirs))) return true;
-    const flat = theirs.flat(2);
-    return !mine.flat(2).every((v, k) => typeof v === "number" && close(v, flat[k]));
-  };
+  const differs = (s) => !same(state.yours[s], engine[s]);
   const stages = STAGES.filter((s) => s in state.yours && s in engine && differs(s));
-  const headDiffers = (s, h) => !Array.isArray(state.yours[s]) || JSON.stringify(shapeOf(state.yours[s][h])) !== JSON.stringify(shapeOf(engine[s][h]))
-    || !state.yours[s][h].flat().every((v, k) => typeof v === "number" && close(v, engine[s][h].flat()[k]));
+  const headDiffers = (s, h) => !same(state.yours[s]?.[h], engine[s][h]);
   const heads = response.heads.map((_, h) => ({ head: h, stages: stages.filter((s) => PER_HEAD_STAGES.includes(s) && headDiffers(s, h)) }));
   const first = stages[0] || null;
   const firstHead = PER_HEAD_STAGES.includes(first) ? (heads.find((x) => x.stages.includes(first)) || { head: null }).head : null;
@@ -107,6 +101,12 @@ function yoursDivergence(response) {
 }
 
 const PER_HEAD_STAGES = ["weights", "head-output"]; // what a learner's trace holds per head
+
+// The same shape and, cell by cell, the same number (beyond float64 rounding).
+function same(mine, theirs, flat = theirs.flat(2)) {
+  return Array.isArray(mine) && String(shapeOf(mine)) === String(shapeOf(theirs))
+    && mine.flat(2).every((v, k) => typeof v === "number" && close(v, flat[k]));
+}
 
 function shapeOf(value) {
   return Array.isArray(value) ? [value.length, ...shapeOf(value[0])] : [];
@@ -296,7 +296,7 @@ function notCountedNote() {
 async function fillComparisons(select) {
   // Names come from the one registry the engine, the checker and the dashboard share.
   const { failure_modes: all } = await getJSON("/api/v1/failure-modes");
-  modes = new Map(all.filter((m) => m.engine && !m.decoding).map((m) => [m.id, m])); // decoding modes: the KV cache page
+  modes = new Map(all.filter((m) => m.engine && !m.decoding && !m.needs).map((m) => [m.id, m])); // decoding and long-context modes: the KV cache page
   for (const mode of modes.values()) select.append(el("option", { value: mode.id, text: mode.name, title: mode.description }));
   select.value = state.compare;
 }
@@ -361,12 +361,18 @@ function init() {
   announcer();
   drawControls();
   reportHeight();
-  // Embedded: whenever the learner works a control, ask the host to show the inputs and weights together.
-  document.addEventListener("focusin", () => {
+  // Embedded: whenever the learner works a control, ask the host to show the inputs and weights together,
+  // once a press ends (scrolled under a pressed button, the click would miss).
+  let pressed = false, wanted = false;
+  const show = () => {
+    if ((wanted = pressed)) return;
     const top = $("tokens").getBoundingClientRect().top;
     const bottom = Math.max(...[...document.querySelectorAll(".weights-stage")].map((n) => n.getBoundingClientRect().bottom));
     post({ type: "show", top: top + window.scrollY, bottom: bottom + window.scrollY });
-  });
+  };
+  addEventListener("pointerdown", () => { pressed = true; }, true);
+  for (const end of ["pointerup", "pointercancel"]) addEventListener(end, () => { pressed = false; if (wanted) show(); }, true);
+  document.addEventListener("focusin", show);
   render();
   startOutbox();
   restoreDone(done, { lesson: LESSON, instance: INSTANCE }, drawChecklist);

@@ -22,37 +22,50 @@ function cells(values, row, variant = null, colour = false) {
   });
 }
 
-// The cache after this step: per kv head its keys and values, or under MLA the latent and RoPE key.
+// The cache after this step: per kv head its keys and values, or under MLA the latent and RoPE key;
+// under a window slot by slot (the position each slot holds, and where RoPE turned its key).
 export function cacheView(step, kind) {
-  const t1 = step.position + 1;
+  const held = step.cache_positions ?? step.heads[0].weights.map((_, j) => j); // slot s holds held[s]
+  const t1 = held.length;
+  const slots = { held, turned: step.rope_positions?.keys ?? null, rolling: Boolean(step.cache_positions) };
   const tables = [];
   if (kind === "mla") {
     const { latent, rope_key: rope = null } = step.cache;
     const head = [...latent[0].map((_, j) => `c${j + 1}`), ...(rope ? rope[0].map((_, j) => `k_R${j + 1}`) : [])];
     tables.push(cacheTable(t("The latent C (and the RoPE key k_R): what the cache keeps"), head,
-      latent.map((row, j) => [...row, ...(rope ? rope[j] : [])]), step.position, {}));
+      latent.map((row, j) => [...row, ...(rope ? rope[j] : [])]), step.position, {}, slots));
   } else {
     step.cache.key.forEach((keys, g) => {
       const values = step.cache.value[g];
       const head = [...keys[0].map((_, j) => `k${j + 1}`), ...values[0].map((_, j) => `v${j + 1}`)];
       tables.push(cacheTable(t("Key/value head {head}: keys and values", { head: g + 1 }), head,
-        keys.map((row, j) => [...row, ...values[j]]), step.position, { head: String(g) }));
+        keys.map((row, j) => [...row, ...values[j]]), step.position, { head: String(g) }, slots));
     });
   }
+  const turned = step.rope_positions;
   return el("div", {},
     el("h3", { text: t("The cache") }),
     el("p", { class: "note", text: t("{positions} positions × {per} numbers = {total} numbers in one layer's cache", {
       positions: t1, per: whole(step.cache_elements / t1), total: whole(step.cache_elements) }) }),
+    slots.rolling ? el("p", { class: "note", dataset: { stage: "slots" }, text: t("A rolling cache: slot by slot, each holds the position written last into it (positions 1, 2, … counted from 1).") }) : null,
+    turned ? el("p", { class: "note", dataset: { stage: "rope-positions", query: String(turned.query) },
+      text: t("RoPE turned this step's query as position {query} and each cached key as the number in its “RoPE at” column (counting from 0, as RoPE does).", { query: turned.query }) }) : null,
     ...tables);
 }
 
-function cacheTable(caption, head, rows, newest, dataset) {
+function cacheTable(caption, head, rows, newest, dataset, { held, turned, rolling }) {
+  const label = (j) => {
+    const p = held[j] + 1;
+    const name = held[j] === newest ? t("{position} (new)", { position: p }) : String(p);
+    return rolling ? t("slot {slot}: {position}", { slot: j + 1, position: name }) : name;
+  };
   const table = el("table", { class: "matrix kv-table", dataset: { stage: "cache", ...dataset } },
     el("caption", { text: caption }),
-    el("thead", {}, el("tr", {}, el("th", { scope: "col", text: t("position") }), ...head.map((h) => el("th", { scope: "col", text: h })))),
-    el("tbody", {}, rows.map((row, j) => el("tr", { class: j === newest ? "newest" : "", dataset: { row: String(j) } },
-      el("th", { scope: "row", text: j === newest ? t("{position} (new)", { position: j + 1 }) : String(j + 1) }),
-      ...cells(row, j)))));
+    el("thead", {}, el("tr", {}, el("th", { scope: "col", text: rolling ? t("slot: position") : t("position") }),
+      ...head.map((h) => el("th", { scope: "col", text: h })), turned ? el("th", { scope: "col", text: t("RoPE at") }) : null)),
+    el("tbody", {}, rows.map((row, j) => el("tr", { class: held[j] === newest ? "newest" : "", dataset: { row: String(held[j]), slot: String(j) } },
+      el("th", { scope: "row", text: label(j) }), ...cells(row, held[j]),
+      turned ? el("td", { dataset: { stage: "rope-at" }, text: String(turned[j]) }) : null))));
   return scrollRegion(caption, table);
 }
 
@@ -79,17 +92,23 @@ export function mappingView(heads, kind) {
   return el("div", {}, el("h3", { text: t("Which keys and values each head reads") }), axes, drawing);
 }
 
-// The new query's weights over every cached position, head by head (and the correct decode's beside a broken one).
-export function queryView(step, correct) {
+// The new query's weights over every position so far, head by head (and the correct decode's beside a
+// broken one; 0 where the step did not attend: in a window's past, or dropped from the cache); under a
+// sink logit each row's sum, below one.
+export function queryView(step, correct, sums = false) {
+  const total = (head) => el("td", { dataset: { stage: "row-sum", value: String(head.weights.reduce((a, b) => a + b, 0)) },
+    text: fmt(head.weights.reduce((a, b) => a + b, 0)) });
   const rows = step.heads.map((head, h) => {
-    const right = correct ? correct.heads[h].weights : null;
-    const differs = right && head.weights.some((w, j) => Math.abs(w - right[j]) > 1e-12);
+    const right = correct ? correct.heads[h] : null;
+    const differs = right && head.weights.some((w, j) => Math.abs(w - right.weights[j]) > 1e-12);
     return el("tbody", { dataset: { stage: "weights", head: String(h) } },
-      el("tr", {}, el("th", { scope: "row", text: t("head {head}", { head: h + 1 }) }), ...cells(head.weights, step.position, correct ? "broken" : "main", true)),
+      el("tr", {}, el("th", { scope: "row", text: t("head {head}", { head: h + 1 }) }), ...cells(head.weights, step.position, correct ? "broken" : "main", true),
+        sums ? total(head) : null),
       right ? el("tr", { class: "correct-row" }, el("th", { scope: "row", text: differs ? t("done right") : t("done right (identical)") }),
-        ...cells(right, step.position, "correct", true)) : null);
+        ...cells(right.weights, step.position, "correct", true), sums ? total(right) : null) : null);
   });
   const positions = step.heads[0].weights.map((_, j) => el("th", { scope: "col", text: String(j + 1) }));
+  if (sums) positions.push(el("th", { scope: "col", text: t("row sum") }));
   const caption = t("The new query (position {position}) weights every cached position", { position: step.position + 1 });
   return el("div", {}, el("h3", { text: t("The new query's weights") }),
     scrollRegion(caption, el("table", { class: "matrix kv-table kv-weights" }, el("caption", { text: caption }),
@@ -127,7 +146,13 @@ export function memoryView(answer, model, tokens) {
         el("span", { class: "kv-bar-value", text: bytes(r.value) })))));
   const counted = tn("{count} token", "{count} tokens", tokens, { count: whole(tokens) }); // outside t(): extracted
   const cached = answer.positions_cached < tokens ? t(" (a sliding window keeps {window})", { window: whole(answer.positions_cached) }) : "";
-  return el("div", {}, chart,
+  const { local, global } = answer.layers ?? {};
+  const kinds = local && global ? el("p", { class: "kv-figures", dataset: { stage: "memory-kinds" } },
+    t("{local} local layers keep {localPositions} positions each: {localBytes}; {global} global layers keep {globalPositions}: {globalBytes}. Were every layer global: {all}.", {
+      local: local.layers, localPositions: whole(local.positions_cached), localBytes: bytes(local.bytes),
+      global: global.layers, globalPositions: whole(global.positions_cached), globalBytes: bytes(global.bytes),
+      all: bytes(answer.bytes_if_every_layer_global) })) : null;
+  return el("div", {}, chart, kinds,
     el("p", { class: "kv-figures" }, t("{elements} numbers a token ({bytes} a token) over {layers} layers; {tokens}{cached}: {total}, {ratio} % of the MHA equivalent.", {
       elements: whole(answer.elements_per_token), bytes: bytes(answer.bytes_per_token), layers: model.request.layers,
       tokens: counted, cached, total: bytes(answer.bytes_total), ratio: fmt(answer.ratio_to_mha * 100, 1) })),

@@ -108,4 +108,5 @@ def _open_keys() -> tuple[str, str]:
 
 
 def _of(case: dict[str, Any]) -> str:
-    return fingerprint(case["tokens"], case["heads"], case["causal"], case.get("output_projection"))
+    """An online-softmax case (no `heads`) is one head's plain pass: the same numbers, the same fingerprint."""
+    return fingerprint(case["tokens"], case.get("heads", 1), case["causal"], case.get("output_projection"))

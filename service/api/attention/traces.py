@@ -27,7 +27,7 @@ def respond(body: dict) -> Any:
     return current_app.response_class(encode(body, binary), mimetype=BINARY if binary else "application/json")
 
 
-LONG_CONTEXT = ("window", "sinks", "sink_logit")
+LONG_CONTEXT = ("window", "sinks", "sink_logit", "positions")
 
 
 def engine_arguments(args: dict[str, Any]) -> dict[str, Any]:
@@ -87,6 +87,7 @@ def decode_body(args: dict[str, Any]) -> dict:
     with engine_errors():
         trace = decode_attention(args["tokens"], args["heads"], prefill=args.get("prefill", 1),
                                  failure_mode=args.get("failure_mode"), **kwargs)  # fmt: skip
+        kwargs.pop("positions", None)  # the full pass turns each key at its position in the text
         full = multi_head_attention(args["tokens"], args["heads"], **kwargs)
     return decode_json(trace, max_difference(trace.as_pass(), full), args.get("precision"))
 

@@ -222,4 +222,5 @@ class Tiled(MethodView):
         """Compute the softmax online, tile by tile (FlashAttention-2's loop): every tile's running maximum,
         rescale factor, running sum and unnormalised output, the output and log-sum-exp, and the largest
         difference from the plain pass"""
+        note(args)  # an online-softmax challenge's case, computed here, is seen as the plain pass's would be
         return current_app.response_class(encode(tiled_body(args), None), mimetype="application/json")

@@ -99,6 +99,13 @@ class AttentionRequestSchema(TraceOptionsSchema):
                   "only, so a row's weights sum to less than one (each head's row_sums)"},
     )  # fmt: skip
 
+    positions = SafeString(
+        validate=validate.OneOf(["original", "cache"]),
+        metadata={"description": "a rolling cache's RoPE positions: original (the text's, the default: the decode "
+                  "equals the windowed pass) or cache (StreamingLLM: keys cached before RoPE and turned by their place "
+                  "in the cache at each step; computed by decoding); needs a window and RoPE turning whole keys"},
+    )  # fmt: skip
+
     @pre_load
     def _caps_first(self, data, **kwargs):
         refuse_over_caps(data, current_app.extensions["settings"])  # before any element is parsed or array made
@@ -187,12 +194,19 @@ class LongContextSchema(Schema):
     window = fields.Integer(allow_none=True, metadata={"description": "the sliding window W, null without one"})
     sinks = fields.Integer(metadata={"description": "the first positions every query sees beside its window"})
     sink_logit = fields.List(fields.Float(), allow_none=True, metadata={"description": "each head's sink logit"})
+    positions = fields.String(metadata={"description": "original or cache (StreamingLLM's renumbering)"})
 
 
 class CacheSchema(Schema):
     kind = fields.String(metadata={"description": "mha, gqa, mqa or mla: what a KV cache of this attention holds"})
     elements_per_token = fields.Integer(
         metadata={"description": "numbers one layer's cache keeps per token: 2 * kv_heads * d_head, or d_c + d_rope"}
+    )
+    elements = fields.Integer(
+        metadata={
+            "description": "numbers one layer's cache holds once the last position is in: elements_per_token "
+            "times n, or under a window min(n, sinks + window) (cache_not_truncated keeps all n)"
+        }
     )
 
 
@@ -234,11 +248,19 @@ class DecodeHeadSchema(Schema):
 
 class DecodeCacheSchema(Schema):
     key = fields.List(
-        Grid, metadata={"description": "[kv_heads][position + 1][d_head] after RoPE (with a window: per slot)"}
-    )
+        Grid,
+        metadata={"description": "[kv_heads][position + 1][d_head] after RoPE (with a window: per slot; under "
+                  "positions 'cache' before RoPE)"},
+    )  # fmt: skip
     value = fields.List(Grid, metadata={"description": "[kv_heads][position + 1][d_head] (with a window: per slot)"})
     latent = Grid
     rope_key = Grid
+
+
+class RopePositionsSchema(Schema):
+    query = fields.Integer()
+    keys = fields.List(fields.Integer(), metadata={"description": "in slot order, as cache_positions: the "
+                                                   "text's positions, or under 'cache' their places"})  # fmt: skip
 
 
 class DecodeStepSchema(Schema):
@@ -259,6 +281,10 @@ class DecodeStepSchema(Schema):
                   "sinks + window; position p >= sinks in slot sinks + (p - sinks) mod window)"},
     )  # fmt: skip
     cache_elements = fields.Integer(metadata={"description": "numbers in that cache (one layer)"})
+    rope_positions = fields.Nested(
+        RopePositionsSchema,
+        metadata={"description": "with a window and RoPE: where this step turned its query and each cached key"},
+    )
 
 
 class DecodeResponseSchema(Schema):
@@ -269,7 +295,9 @@ class DecodeResponseSchema(Schema):
     steps = fields.List(fields.Nested(DecodeStepSchema))
     max_difference_from_full_pass = fields.Float(
         metadata={"description": "the largest difference between the decode and the full causal pass computed "
-                  "right, over every number both hold: 0 up to float64 rounding unless a failure mode breaks it"}
+                  "right (each key at its position in the text), over every number both hold: 0 up to float64 "
+                  "rounding unless a failure mode breaks it or positions 'cache' renumbers the keys after the cache "
+                  "first evicts"}
     )  # fmt: skip
 
 

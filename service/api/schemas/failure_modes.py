@@ -23,6 +23,11 @@ class FailureModeSchema(Schema):
     tiled = fields.Boolean(
         metadata={"description": "only the online softmax makes it, tile by tile (POST /attention/tiled computes it)"}
     )
+    needs = fields.String(
+        allow_none=True,
+        metadata={"description": "what a request must give for it to show (a 422 says so otherwise): window, sinks, "
+                  "sink_logit or positions (positions 'cache' with RoPE); null when nothing"},
+    )  # fmt: skip
 
 
 class FailureModesSchema(Schema):

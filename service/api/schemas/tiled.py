@@ -21,7 +21,7 @@ def _block(what: str) -> StrictInteger:
 
 class TiledRequestSchema(AttentionRequestSchema):
     class Meta:
-        exclude = ("include",)  # the answer is the tiles' running values and each head's output
+        exclude = ("include", "positions")  # the answer is the tiles' running values and each head's output; no cache
 
     block_q = _block("query rows")
     block_k = _block("keys")

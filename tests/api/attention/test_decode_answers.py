@@ -36,16 +36,18 @@ def test_latent_attention_answers_the_paper_s_numbers_and_what_its_cache_holds(c
     for h, head in enumerate(body["heads"]):
         np.testing.assert_allclose(head["weights"], ref["weights"][h], rtol=0, atol=1e-12)
         assert ("key" in head) != absorbed and ("latent_query" in head) == absorbed
-    assert body["cache"] == {"kind": "mla", "elements_per_token": 3 + 2}
+    assert body["cache"] == {"kind": "mla", "elements_per_token": 3 + 2, "elements": 5 * (3 + 2)}  # 5 positions
     np.testing.assert_allclose(body["latent"], X @ np.array(LATENT["down"]), rtol=0, atol=1e-12)
     assert np.array(body["rope_key"]).shape == (5, 2)
 
 
 def test_every_attention_answer_says_what_its_cache_holds(client):
-    assert post(client, "", {"tokens": X.tolist(), "heads": 4})["cache"] == {"kind": "mha", "elements_per_token": 16}
+    mha = post(client, "", {"tokens": X.tolist(), "heads": 4})["cache"]
+    assert mha == {"kind": "mha", "elements_per_token": 2 * 4 * 2, "elements": 5 * 16}  # a key and a value per head
     gqa = post(client, "", {"tokens": X.tolist(), "heads": 4, "kv_heads": 2})["cache"]
     mqa = post(client, "", {"tokens": X.tolist(), "heads": 4, "kv_heads": 1})["cache"]
-    assert gqa == {"kind": "gqa", "elements_per_token": 8} and mqa == {"kind": "mqa", "elements_per_token": 4}
+    assert gqa == {"kind": "gqa", "elements_per_token": 8, "elements": 40}
+    assert mqa == {"kind": "mqa", "elements_per_token": 4, "elements": 20}
 
 
 @pytest.mark.parametrize("prefill", [1, 2, 5])
@@ -74,7 +76,7 @@ def test_each_decode_step_is_the_generation_loop_s_new_row_and_its_cache(client,
 
 def test_a_latent_decode_caches_the_latent_and_the_rope_key(client):
     body = post(client, "/decode", {"tokens": X.tolist(), "heads": 2, "latent": {**LATENT, "absorbed": True}})
-    assert body["cache"] == {"kind": "mla", "elements_per_token": 5}
+    assert body["cache"] == {"kind": "mla", "elements_per_token": 5, "elements": 25}
     last = body["steps"][-1]
     assert set(last["cache"]) == {"latent", "rope_key"} and np.array(last["cache"]["latent"]).shape == (5, 3)
     assert last["cache_elements"] == 5 * 5 and "key" not in last["heads"][0] and "latent_query" in last["heads"][0]
