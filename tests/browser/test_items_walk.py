@@ -163,3 +163,64 @@ def test_the_after_questions_open_only_after_the_before_ones_and_the_experiment(
     assert all("Skipped" in t for t in pre.locator(".item-feedback").all_inner_texts())
     assert page.errors == []
     context.close()
+
+
+def until_asked(page, held: list, timeout_ms: int = 15000) -> None:
+    """Until the page has asked for the learner's progress at least once more (a read held)."""
+    for _ in range(timeout_ms // 50):
+        if held:
+            return
+        page.wait_for_timeout(50)  # lets Playwright run the route handler
+    raise AssertionError("the page never asked for the learner's progress")
+
+
+def test_a_progress_read_that_left_before_a_skip_cannot_undo_it(browser, live):
+    """Each delivery asks the server for the learner's progress, so reads overlap: one that left
+    while the skip was still on this device, answered after the skip's own read, must not take the
+    skip back (the skip button shown again, the questions unanswered)."""
+    context = browser.new_context(viewport=VIEWPORTS["desktop"])
+    page = watched_page(context)
+    open_page(page, live, LESSON)
+    held, let_through, answered = [], [], []  # held routes; reads let through; reads answered
+    passing = {"on": False}
+    lesson_read = lambda r: "/progress?lesson=" in r.url and r.frame == page.main_frame  # noqa: E731
+
+    def hold(route):  # the lesson's own reads (the embedded workbench's checklist reads pass)
+        if not lesson_read(route.request):
+            route.continue_()
+        elif passing["on"]:
+            let_through.append(route.request)
+            route.continue_()
+        else:
+            held.append(route)
+
+    page.route(lambda url: "/progress?lesson=" in url, hold)
+    page.on("requestfinished", lambda r: answered.append(r) if lesson_read(r) else None)
+    embedded_workbench(page).locator("#causal").click()  # the workbench's event, delivered: a read asked
+    until_asked(page, held)
+    stale = [(route, route.fetch()) for route in held]  # what the server holds before the skip
+    held.clear()
+    pre = page.locator("section.directive-items").nth(0)
+    skip = pre.get_by_role("button", name="Skip the questions I cannot answer yet")
+    with page.expect_response(lambda r: r.url.endswith("/api/v1/events") and r.request.method == "POST"
+                              and "skipped" in (r.request.post_data or "")):  # fmt: skip
+        skip.click()
+    until_asked(page, held)  # the skip's own read
+    passing["on"] = True
+    let_through.extend(route.request for route in held)
+    for route in held:
+        route.continue_()
+    for _ in range(300):  # every later read answered before the older one comes back
+        if len(answered) == len(let_through):
+            break
+        page.wait_for_timeout(50)
+    assert len(answered) == len(let_through)
+    passing["on"] = False  # reads from now on held: only the older one below is answered
+    for route, response in stale:
+        with page.expect_event("requestfinished", lesson_read):
+            route.fulfill(response=response)
+    page.wait_for_timeout(300)  # its body read and drawn, were it drawn
+    assert skip.is_hidden()
+    assert all("Skipped" in t for t in pre.locator(".item-feedback").all_inner_texts())
+    assert page.errors == []
+    context.close()

@@ -57,16 +57,22 @@ function workbenchLink() {
 
 const byId = (id) => checkpoints.find((c) => c.id === id) || {};
 
+// Only the latest read is drawn: one asked before a skip was delivered must not undo it.
+let progressAsked = 0;
+
 async function refreshProgress() {
+  const asked = ++progressAsked;
   const before = new Set(checkpoints.filter((c) => c.completed).map((c) => c.id));
   const firstLoad = !checkpoints.length;
   try {
     const progress = await getJSON(`/api/v1/learners/${encodeURIComponent(learner)}/progress?lesson=${lessonId}`);
+    if (asked !== progressAsked) return;
     const titled = new Map(lesson.checkpoints.map((c) => [c.id, c.title])); // in the lesson's language
     checkpoints = progress.lessons[0].checkpoints.map((c) => ({ ...c, title: titled.get(c.id) ?? c.title }));
     answers = new Map((progress.lessons[0].items || []).map((a) => [`${a.item}:${a.phase}`, a]));
     unreachable = false;
   } catch (error) {
+    if (asked !== progressAsked) return;
     if (error instanceof ApiError && error.status === 404) {
       checkpoints = lesson.checkpoints.map((c) => ({ ...c, completed: false }));
     } else if (error instanceof ApiError && error.status === 0) {
