@@ -187,6 +187,21 @@ def beyond_the_schema(response) -> bool:
     return all(any(slug == s and f.startswith(prefix) for s, prefix in BEYOND_THE_SCHEMA) for f in fields)
 
 
+def test_the_reference_reaches_a_phone_compressed_and_reads_the_same(client):
+    """240 KB of HTML is the slowest page on a throttled phone: a browser that accepts gzip gets it
+    compressed to a fraction, and it unpacks to the very page a client without gzip reads."""
+    import gzip
+
+    plain = client.get("/api/docs")
+    packed = client.get("/api/docs", headers={"Accept-Encoding": "gzip, deflate, br"})
+    assert "Content-Encoding" not in plain.headers and packed.headers["Content-Encoding"] == "gzip"
+    assert all("Accept-Encoding" in r.headers["Vary"] for r in (plain, packed))  # caches keep both apart
+    assert gzip.decompress(packed.get_data()) == plain.get_data()
+    assert len(packed.get_data()) < len(plain.get_data()) / 4
+    refused = client.get("/api/docs", headers={"Accept-Encoding": "gzip;q=0, identity"})
+    assert "Content-Encoding" not in refused.headers and refused.get_data() == plain.get_data()
+
+
 @schema.parametrize()
 @settings(
     max_examples=int(os.environ.get("WORKBENCH_FUZZ_EXAMPLES", "40")),
