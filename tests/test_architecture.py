@@ -125,6 +125,50 @@ def test_compute_holds_only_the_maths():
     assert {p.stem for p in (SERVICE / "compute").glob("*.py")} <= COMPUTE
 
 
+# Where a call's variant may be named: the seam and latent attention's own maths, the spec written
+# out per head, and the config and inputs that choose it once; cache_memory sizes caches, not a pass.
+KNOWS_THE_VARIANT = {"kv", "latent", "reference", "config", "inputs", "cache_memory"}
+VARIANT_WORDS = {"latent", "absorbed", "kv_heads", "variant", "Grouped", "GroupedHeads", "LatentShape",
+                 "LatentSource", "AbsorbedLatent"}  # fmt: skip
+
+
+def variant_tests(source: str) -> list[int]:
+    """The lines of a condition (if, a conditional expression, while, a comprehension's if, assert,
+    match) that names a variant or what tells them apart; calling the seam and passing a request's
+    `latent` on are not tests."""
+    conditions = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.If, ast.IfExp, ast.While, ast.Assert)):
+            conditions.append(node.test)
+        elif isinstance(node, ast.comprehension):
+            conditions.extend(node.ifs)
+        elif isinstance(node, ast.Match):
+            conditions.append(node.subject)
+    hits = set()
+    for condition in conditions:
+        for node in ast.walk(condition):
+            named = getattr(node, "attr", None) or getattr(node, "id", None) or getattr(node, "value", None)
+            if isinstance(named, str) and named in VARIANT_WORDS:
+                hits.add(node.lineno)
+    return sorted(hits)
+
+
+def test_only_the_seam_tells_the_attention_variants_apart():
+    for path in (SERVICE / "compute").glob("*.py"):
+        if path.stem not in KNOWS_THE_VARIANT:
+            assert variant_tests(path.read_text()) == [], f"{path.name} asks which variant it holds"
+
+
+def test_a_variant_test_outside_the_seam_would_be_found():
+    assert variant_tests('if engine.get("latent", {}).get("absorbed"):\n    pass\n') == [1]
+    assert variant_tests("if cfg.kv_heads == cfg.heads:\n    pass\n") == [1]
+    assert variant_tests("y = x if isinstance(source, LatentSource) else 0\n") == [1]
+    assert (
+        variant_tests('"""A latent, absorbed or not."""\nsource = cfg.variant.source(cfg, latent)  # cfg.latent\n')
+        == []
+    )
+
+
 def test_no_import_cycle_inside_service():
     assert cycles(graph()) == []
 

@@ -77,12 +77,6 @@ def divergence(expected: Mapping[str, np.ndarray], other: Mapping[str, np.ndarra
     }
 
 
-def first_divergence(expected: Mapping[str, np.ndarray], other: Mapping[str, np.ndarray]) -> str | None:
-    """The first stage (in pipeline order) whose numbers differ; None when none does."""
-    stages = differing(expected, other)
-    return stages[0] if stages else None
-
-
 # What a comparison subtracts, cell by cell (broken - correct).
 DIFFERENCES = ("weights", "head_outputs", "concat", "output", "residual")
 

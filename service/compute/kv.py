@@ -155,6 +155,12 @@ def variant_of(kv_heads: int, latent_shape: LatentShape | None) -> Grouped | Lat
     return latent_shape if latent_shape is not None else Grouped(kv_heads)
 
 
+def whole(engine: dict[str, Any]) -> dict[str, Any]:
+    """A call's arguments with keys and values made: an absorbed latent asked in its naive form (the same output)."""
+    lat = engine.get("latent")
+    return {**engine, "latent": {**lat, "absorbed": False}} if isinstance(lat, dict) and lat.get("absorbed") else engine
+
+
 # -- the sources: a variant with its weights, for one call
 
 
