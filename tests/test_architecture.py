@@ -132,25 +132,33 @@ VARIANT_WORDS = {"latent", "absorbed", "kv_heads", "variant", "Grouped", "Groupe
                  "LatentSource", "AbsorbedLatent"}  # fmt: skip
 
 
-def variant_tests(source: str) -> list[int]:
-    """The lines of a condition (if, a conditional expression, while, a comprehension's if, assert,
-    match) that names a variant or what tells them apart; calling the seam and passing a request's
-    `latent` on are not tests."""
-    conditions = []
+def conditions(source: str) -> list[ast.expr]:
+    """Every condition of a module: if, a conditional expression, while, a comprehension's if, assert, match."""
+    found: list[ast.expr] = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, (ast.If, ast.IfExp, ast.While, ast.Assert)):
-            conditions.append(node.test)
+            found.append(node.test)
         elif isinstance(node, ast.comprehension):
-            conditions.extend(node.ifs)
+            found.extend(node.ifs)
         elif isinstance(node, ast.Match):
-            conditions.append(node.subject)
+            found.append(node.subject)
+    return found
+
+
+def named_in_conditions(source: str, words: set[str]) -> list[int]:
+    """The lines of a condition that names one of `words` (an attribute, a name or a string)."""
     hits = set()
-    for condition in conditions:
+    for condition in conditions(source):
         for node in ast.walk(condition):
             named = getattr(node, "attr", None) or getattr(node, "id", None) or getattr(node, "value", None)
-            if isinstance(named, str) and named in VARIANT_WORDS:
+            if isinstance(named, str) and named in words:
                 hits.add(node.lineno)
     return sorted(hits)
+
+
+def variant_tests(source: str) -> list[int]:
+    """Where a module asks which variant it holds; calling the seam and passing `latent` on are not asking."""
+    return named_in_conditions(source, VARIANT_WORDS)
 
 
 def test_only_the_seam_tells_the_attention_variants_apart():
@@ -167,6 +175,14 @@ def test_a_variant_test_outside_the_seam_would_be_found():
         variant_tests('"""A latent, absorbed or not."""\nsource = cfg.variant.source(cfg, latent)  # cfg.latent\n')
         == []
     )
+
+
+def test_the_decodes_correct_path_asks_no_failure_mode():
+    """The broken decodes are functions the recipe's data chooses (decode.APPEND, QUERY_AT, ROTATE_AT,
+    RENUMBER), not branches inside the correct one."""
+    source = (SERVICE / "compute" / "decode.py").read_text()
+    assert named_in_conditions(source, {"recipe", "how", "failure_mode", "mode", "slip"}) == []
+    assert named_in_conditions('if cfg.recipe.renumber == "query_only":\n    pass\n', {"recipe"}) == [1]
 
 
 def test_no_import_cycle_inside_service():

@@ -82,9 +82,7 @@ class DecodeTrace:
         held, cfg = self.cache_positions(position), self.config
         if cfg.positions != "cache" or position < self.prefill:
             return {"query": position, "keys": held}
-        ordered = np.sort(held)
-        keys = held if cfg.recipe.renumber == "query_only" else np.searchsorted(ordered, held)
-        return {"query": int(np.searchsorted(ordered, position)), "keys": keys}
+        return {"query": int(np.searchsorted(np.sort(held), position)), "keys": RENUMBER[cfg.recipe.renumber](held)}
 
     def cache_elements(self, position: int) -> int:
         """Numbers in the cache once `position` is appended (one layer): positions x elements per token."""

@@ -94,6 +94,16 @@ def test_streaming_llm_renumbers_a_cache_of_0_3_and_6_8_as_positions_0_to_7():
     assert_rows(decoded, ref)
 
 
+def test_the_positions_from_text_slip_says_its_keys_were_turned_at_the_texts_positions():
+    """The same cache as above; the slip keeps each key at the text's position (6 to 9, not 4 to 7)
+    while the query is still placed in the cache, which is what its trace must say."""
+    x, heads, weights = case({"rope": ROPE}, n=12)
+    slipped = decode_attention(x, heads, window=4, sinks=4, positions="cache", rope=ROPE,
+                               failure_mode="positions_from_text", **weights)  # fmt: skip
+    turned, held = slipped.rope_positions(9), slipped.cache_positions(9).tolist()
+    assert turned["query"] == 7 and turned["keys"].tolist() == held
+
+
 @pytest.mark.parametrize("prefill", [1, 6])
 def test_renumbering_equals_the_full_pass_until_the_cache_first_evicts(prefill):
     x, heads, weights = case({"rope": ROPE}, n=12, seed=11)
