@@ -224,3 +224,38 @@ def test_a_progress_read_that_left_before_a_skip_cannot_undo_it(browser, live):
     assert all("Skipped" in t for t in pre.locator(".item-feedback").all_inner_texts())
     assert page.errors == []
     context.close()
+
+
+def test_an_answer_erased_elsewhere_leaves_its_question_open_and_empty(browser, live):
+    """The learner's answers erased elsewhere (a platform's erasure, a deletion notice): the next read
+    of their progress has none, and each question is open again with no verdict left on it."""
+    context = browser.new_context(viewport=VIEWPORTS["desktop"])
+    page = watched_page(context)
+    open_page(page, live, LESSON)
+    pre = page.locator("section.directive-items").nth(0)
+    answer_all(pre, "pre", "en", right=True)
+    wait_until(page, "[...document.querySelectorAll('section.directive-items')[0].querySelectorAll('.item-feedback')]"
+                     ".every((p) => p.textContent.includes('Recorded'))")  # fmt: skip
+    erased = []
+
+    def without_answers(route):  # the server's own answer, as it reads once the answers are gone
+        response = route.fetch()
+        body = response.json()
+        for lesson in body["lessons"]:
+            lesson["items"] = []
+        erased.append(route.request)
+        route.fulfill(response=response, json=body)
+
+    page.route(lambda url: "/progress?lesson=" in url, without_answers)
+    embedded_workbench(page).locator("#causal").click()  # the workbench's event, delivered: a read asked
+    until_asked(page, erased)
+    wait_until(page, "[...document.querySelectorAll('section.directive-items')[0].querySelectorAll('.item-feedback')]"
+                     ".every((p) => p.textContent === '')")  # fmt: skip
+    assert pre.locator(".item-feedback").all_inner_texts() == [""] * pre.locator("form.item-form").count()
+    assert pre.locator("input:checked").count() == 0 and pre.locator("input:disabled").count() == 0
+    assert all(
+        v == "" for v in pre.locator("input[type=number]").evaluate_all("(inputs) => inputs.map((i) => i.value)")
+    )
+    assert pre.get_by_role("button", name="Record answer").first.is_visible()
+    assert page.errors == []
+    context.close()

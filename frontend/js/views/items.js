@@ -34,7 +34,17 @@ export function itemForm({ item, phase, position, onAnswer }) {
     fieldset.disabled = Boolean(locked) && !answered;
     button.hidden = Boolean(locked) && !answered;
     form.dataset.locked = locked && !answered ? "true" : "false";
-    if (!answered) return;
+    if (!answered) {
+      // An answer drawn before and gone now (erased elsewhere): the question is open again, empty.
+      if (form.dataset.answered === "true") {
+        for (const input of inputs) { input.disabled = false; input.checked = false; if (item.kind !== "choice") input.value = ""; }
+        feedback.className = "item-feedback";
+        feedback.replaceChildren();
+      }
+      form.dataset.answered = "false";
+      return;
+    }
+    form.dataset.answered = "true";
     for (const input of inputs) {
       if (answered.skipped) input.checked = false;
       else if (item.kind === "choice") input.checked = input.value === answered.response;
