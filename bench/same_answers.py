@@ -23,26 +23,95 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+# Beyond the presets: the long-context, grouped, latent and online options each answer with, so a move of
+# how those values travel is checked too (every failure mode on each).
+TOKENS = [
+    [0.9, -0.3, 0.4, 1.1],
+    [0.2, 1.0, -0.7, 0.5],
+    [-1.2, 0.3, 0.8, 0.6],
+    [0.5, 0.5, -0.5, -0.2],
+    [1.4, -0.9, 0.1, 0.3],
+    [-0.4, 0.7, 1.2, -1.0],
+    [0.0, -1.1, 0.6, 0.9],
+]
+VARIANTS = {
+    "window": {"tokens": TOKENS, "heads": 2, "window": 3},
+    "window-sinks-rope": {"tokens": TOKENS, "heads": 2, "window": 3, "sinks": 1, "rope": {"style": "half"}},
+    "sink-logit": {"tokens": TOKENS, "heads": 2, "window": 4, "sink_logit": [0.5, -0.25]},
+    "streaming": {
+        "tokens": TOKENS,
+        "heads": 2,
+        "window": 3,
+        "sinks": 1,
+        "rope": {"style": "interleaved"},
+        "positions": "cache",
+    },
+    "gqa-rope": {"tokens": TOKENS, "heads": 2, "kv_heads": 1, "rope": {"style": "half", "base": 500.0}},
+    "bidirectional": {"tokens": TOKENS, "heads": 2, "causal": False},
+}
+
+
+def bodies(presets: dict) -> dict[str, dict]:
+    """Every body asked: each preset's request and each variant, with the online blocks where absent."""
+    found = {name: preset["request"] for name, preset in sorted(presets.items())}
+    found.update(VARIANTS)
+    kv = presets["kv-cache"]["request"]
+    found["kv-cache-absorbed"] = {**kv, "latent": {**kv["latent"], "absorbed": True}}
+    return found
+
+
 def digest(tree: Path) -> dict[str, str]:
     """Every answer of `tree`'s service (its `service` package imported from there), hashed."""
     sys.path.insert(0, str(tree))
     from service.app import create_app
-    from service.compute.failure_modes import FAILURE_MODES
+    from service.compute.failure_modes import REGISTRY
     from service.presets import presets
 
     with tempfile.TemporaryDirectory() as scratch:
-        app = create_app({"env": "testing", "database_url": f"sqlite:///{scratch}/answers.db",
-                          "ratelimit_enabled": False, "public_url": "http://localhost"})  # fmt: skip
-        client, modes, found = app.test_client(), sorted(FAILURE_MODES), {}
-        asks = [("", None), *(("", m) for m in modes), *(("/compare", m) for m in modes), ("/decode", None),
-                *(("/decode", m) for m in modes)]  # fmt: skip
-        for name, preset in sorted(presets().items()):
+        app = create_app(
+            {
+                "env": "testing",
+                "database_url": f"sqlite:///{scratch}/answers.db",
+                "ratelimit_enabled": False,
+                "public_url": "http://localhost",
+            }
+        )
+        client, found = app.test_client(), {}
+        engine = sorted(m.id for m in REGISTRY.values() if m.engine)
+        tiled = sorted(m.id for m in REGISTRY.values() if m.tiled)
+        asks = [
+            ("", None),
+            *(("", m) for m in engine),
+            *(("/compare", m) for m in engine),
+            ("/decode", None),
+            *(("/decode", m) for m in engine),
+            ("/tiled", None),
+            *(("/tiled", m) for m in tiled),
+        ]
+        for name, request in bodies(presets()).items():
             for path, mode in asks:
-                body = {**preset["request"], **({"failure_mode": mode} if mode else {})}
+                body = {**request, **({"failure_mode": mode} if mode else {})}
+                if path == "/tiled":
+                    body = {"block_q": 2, "block_k": 3, **body}
                 answer = client.post(f"/api/v1/attention{path}", json=body)
                 found[f"{name} {path or '/'} {mode or '-'}"] = (
                     f"{answer.status_code} {hashlib.sha256(answer.data).hexdigest()}"
                 )
+        for path, body in (
+            ("/api/v1/models/bytes-2l-attn/attention", {"text": "the cat sat on the cat"}),
+            ("/api/v1/models/bytes-2l-attn/attention", {"text": "abcabc", "ablate": [{"layer": 1, "head": 2}]}),
+            (
+                "/api/v1/kv-cache",
+                {"layers": 32, "heads": 32, "kv_heads": 8, "d_head": 128, "tokens": 8192, "bytes_per_element": 2.0},
+            ),
+        ):
+            answer = client.post(path, json=body)
+            found[f"{path} {json.dumps(body, sort_keys=True)}"] = (
+                f"{answer.status_code} {hashlib.sha256(answer.data).hexdigest()}"
+            )
+        for path in ("/api/v1/failure-modes", "/api/v1/presets", "/api/v1/kv-cache/presets"):
+            answer = client.get(path)
+            found[path] = f"{answer.status_code} {hashlib.sha256(answer.data).hexdigest()}"
         app.extensions["db"].dispose()
     return found
 
@@ -53,8 +122,9 @@ def answers_at(commit: str | None, parent: Path) -> dict[str, str]:
         tree = parent / commit
         subprocess.run(["git", "worktree", "add", "--quiet", "--detach", str(tree), commit], cwd=ROOT, check=True)
     try:
-        done = subprocess.run([sys.executable, __file__, "--digest", str(tree)], cwd=tree, capture_output=True,
-                              text=True, check=True)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, __file__, "--digest", str(tree)], cwd=tree, capture_output=True, text=True, check=True
+        )
         return json.loads(done.stdout)
     finally:
         if commit is not None:
