@@ -64,7 +64,7 @@ def step_times(x: np.ndarray, w: dict[str, np.ndarray], repeats: int = 5, heads:
     runs = []
     for _ in range(repeats):
         xs, cfg, weights = prepare(x, heads, True, (w["w_q"], w["w_k"], w["w_v"], w["w_o"]), (None,) * 4, None, None,
-                                   None, None, (window, 0, None, "original"))  # fmt: skip
+                                   None, None, {"window": window})  # fmt: skip
         with np.errstate(over="ignore", invalid="ignore", under="ignore"):
             decoder = _Decoder(xs, cfg, weights)
             times = []

@@ -81,10 +81,8 @@ def trace_json(
         if part in wanted["top"]:
             body[part] = rnd(residual if part == "residual" and residual is not None else getattr(trace, part))
     body["cache"] = cache_shape(trace.config)
-    cfg = trace.config
-    if getattr(cfg, "window", None) is not None or getattr(cfg, "sink_logit", None) is not None:
-        body["long_context"] = {"window": cfg.window, "sinks": cfg.sinks, "sink_logit": cfg.sink_logit,
-                                "positions": cfg.positions}  # fmt: skip
+    if trace.config.reach.stated:
+        body["long_context"] = trace.config.reach.as_json()
     for part in ("latent", "rope_key"):  # latent attention: what its cache holds
         if getattr(trace, part) is not None:
             body[part] = rnd(getattr(trace, part))
@@ -159,9 +157,9 @@ def _position(trace: DecodeTrace, arrays: dict[str, np.ndarray], cache: dict[str
         "output": arrays["output"][t],
         "residual": arrays["residual"][t],
         "cache": {name: part[..., held, :] for name, part in cache.items()},  # with a window, its slots
-        **({"cache_positions": held.tolist()} if cfg.window is not None else {}),
+        **({"cache_positions": held.tolist()} if cfg.reach.window is not None else {}),
         "cache_elements": trace.cache_elements(t),
-        **({"rope_positions": trace.rope_positions(t)} if cfg.window is not None and cfg.rope else {}),
+        **({"rope_positions": trace.rope_positions(t)} if cfg.reach.window is not None and cfg.rope else {}),
     }
 
 
@@ -217,7 +215,7 @@ def _heads(trace, wanted: set[str], head_arrays, masked, summaries, per_head) ->
             item["masked_scores"] = head_arrays["scores"][h] if masked is None else masked[h]
         if summaries is not None:
             item["summary"] = {k: v[h] for k, v in summaries.items()}
-        if getattr(trace.config, "sink_logit", None) is not None and "weights" in wanted:
+        if trace.config.reach.sink_logit is not None and "weights" in wanted:
             item["row_sums"] = head_arrays["weights"][h].sum(axis=-1)  # [n] below one: the sink took the rest
         if per_head is not None:
             item.update(per_head(h))

@@ -286,7 +286,7 @@ def test_a_workbench_post_crosses_few_rooms_and_between_them_rarely(tmp_path):
     assert None not in entered, sorted(Path(f).relative_to(SERVICE).as_posix() for f, _ in calls if room(f) is None)
     crossings = [(room(caller), room(f)) for f, caller in calls if room(caller) != room(f)]
     assert len(entered) <= REQUEST_ROOMS, sorted(entered)
-    assert len(crossings) <= REQUEST_CROSSINGS, crossings
+    assert len(crossings) <= REQUEST_CROSSINGS, "\n".join(map(str, crossings))
     app.extensions["db"].dispose()
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from .errors import AttentionInputError
 from .failure_modes import FAILURE_MODES, REGISTRY, Recipe, recipe_of
 from .kv import Grouped, LatentShape, variant_of
+from .masks import NO_REACH, Reach
 
 ROPE_STYLES: dict[str, str] = {
     "half": "GPT-NeoX / Llama 'rotate half': feature i pairs with feature i + d_head/2",
@@ -55,12 +56,7 @@ class AttentionConfig:
     rope: RopeConfig | None = None
     failure_mode: str | None = None
     latent: LatentShape | None = None  # multi-head latent attention (latent.py)
-    # Long contexts (masks.py): query i sees key j when i - window < j <= i, or j < sinks; a learned
-    # sink logit per head joins each row's softmax denominator only (gpt-oss).
-    window: int | None = None
-    sinks: int = 0
-    sink_logit: tuple[float, ...] | None = None
-    positions: str = "original"  # a decode's RoPE positions: original (the text's) | cache (StreamingLLM)
+    reach: Reach = NO_REACH  # long contexts (masks.py): a window, sinks, a sink logit, a decode's positions
     variant: Grouped | LatentShape = field(init=False, compare=False)  # where keys and values come from (kv.py)
     d_head: int = field(init=False, compare=False)
     kv_width: int = field(init=False, compare=False)  # K and V's width: kv_heads * d_head
@@ -70,6 +66,7 @@ class AttentionConfig:
     decoding: bool = field(init=False, compare=False)  # a decode computes it (decode.py): a failure mode, renumbering
     cache_kind: str = field(init=False, compare=False)  # what a KV cache of it holds: mha, gqa, mqa or mla
     cache_elements_per_token: int = field(init=False, compare=False)  # one layer's: 2 * kv * d_head, or d_c + d_rope
+    cache_reach: Reach = field(init=False, compare=False)  # the window and sinks a decode's cache keeps
     cached_positions: int = field(init=False, compare=False)  # what a decoder's cache holds after the last position
 
     def __post_init__(self) -> None:
@@ -101,58 +98,41 @@ class AttentionConfig:
             )
         self._check_long_context()
         recipe = recipe_of(self.failure_mode)
-        derived = {"kv_width": self.kv_heads * d_head, "group_size": self.heads // self.kv_heads, "recipe": recipe,
-                   "decoding": recipe.decoding or self.positions == "cache", "cache_kind": variant.kind(self.heads),
-                   "cache_elements_per_token": variant.elements_per_token(d_head)}  # fmt: skip
+        derived = {
+            "kv_width": self.kv_heads * d_head,
+            "group_size": self.heads // self.kv_heads,
+            "recipe": recipe,
+            "decoding": recipe.decoding or self.reach.positions == "cache",
+            "cache_kind": variant.kind(self.heads),
+            "cache_elements_per_token": variant.elements_per_token(d_head),
+        }
         for name, value in derived.items():
             object.__setattr__(self, name, value)  # frozen: set once, here
         object.__setattr__(self, "scale", self.scale_with(recipe))
-        window, sinks = self.cache_reach()
+        cache_reach = NO_REACH if recipe.cache == "whole" else self.reach.applied(recipe.reach, decoding=True)
+        window, sinks = cache_reach.window, cache_reach.sinks
+        object.__setattr__(self, "cache_reach", cache_reach)
         object.__setattr__(self, "cached_positions", self.n if window is None else min(self.n, sinks + window))
 
     def _check_long_context(self) -> None:
-        """A window, sinks and a sink logit: their ranges, and what they need."""
-        window, sinks, logit = self.window, self.sinks, self.sink_logit
-        if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
-            raise AttentionInputError(f"window must be a positive integer, got {window!r}", field="window")
-        if isinstance(sinks, bool) or not isinstance(sinks, int) or sinks < 0:
-            raise AttentionInputError(f"sinks must be a whole number of positions, got {sinks!r}", field="sinks")
-        if (window is not None or sinks) and not self.causal:
-            raise AttentionInputError(
-                "a sliding window limits how far back a causal query looks: set causal to true",
-                field="window" if window is not None else "sinks",
-            )
-        if sinks and window is None:
-            raise AttentionInputError(
-                "sinks are the first positions kept visible beside a sliding window: give a window too", field="sinks"
-            )
-        if logit is not None:
-            if len(logit) != self.heads:
-                raise AttentionInputError(
-                    f"sink_logit needs one number per head: {self.heads}, got {len(logit)}", field="sink_logit"
-                )
-            if not all(math.isfinite(z) for z in logit):
-                raise AttentionInputError("sink_logit must be finite numbers", field="sink_logit")
-        if self.positions not in ("original", "cache"):
-            raise AttentionInputError(f"positions must be 'original' or 'cache', got {self.positions!r}",
-                                      field="positions")  # fmt: skip
-        if self.positions == "cache" and (window is None or self.rope is None or self.latent is not None):
-            raise AttentionInputError(
-                "positions 'cache' turns a rolling cache's keys by RoPE at their place in it (StreamingLLM): it needs "
-                "a window and rope, over whole keys (latent attention's decoupled RoPE key is not renumbered here)",
-                field="positions",
-            )
+        """The reach's needs, and a failure mode's of it."""
+        reach = self.reach
+        reach.check(self.causal, self.heads, whole_keys_turned=self.rope is not None and self.latent is None)
         mode = REGISTRY.get(self.failure_mode or "")
         if mode is None:
             return
-        if mode.decoding and mode.needs is None and (window or sinks or logit):
+        if mode.decoding and mode.needs is None and (reach.window or reach.sinks or reach.sink_logit):
             raise AttentionInputError(
                 "the decoding failure modes are computed by a decode over the whole cache, which does not take "
                 "window, sinks or sink_logit: leave them out for this failure mode",
                 field="failure_mode",
             )
-        given = {"window": window is not None, "sinks": sinks > 0, "sink_logit": logit is not None,
-                 "positions": self.positions == "cache"}  # fmt: skip
+        given = {
+            "window": reach.window is not None,
+            "sinks": reach.sinks > 0,
+            "sink_logit": reach.sink_logit is not None,
+            "positions": reach.positions == "cache",
+        }
         if mode.needs is not None and not given[mode.needs]:
             what = {"positions": "positions 'cache'", "sinks": "sinks above 0"}.get(mode.needs, mode.needs)
             raise AttentionInputError(f"failure mode {mode.id!r} changes nothing without {what}: give it",
@@ -168,20 +148,6 @@ class AttentionConfig:
         score is a dot product that long), unless `how` scales otherwise (no_scaling, scale_by_d_model)."""
         width = self.d_head + self.d_rope
         return {"none": 1.0, "d_model": 1.0 / math.sqrt(self.d_model)}.get(how.scale, 1.0 / math.sqrt(width))
-
-    def cache_reach(self) -> tuple[int | None, int]:
-        """The window and sinks a decode's cache keeps (None: every position), as its recipe does it."""
-        window, sinks, _ = self.reach_with(self.recipe, decoding=True)
-        return (None, 0) if self.recipe.cache == "whole" else (window, sinks)
-
-    def reach_with(self, how: Recipe, decoding: bool = False) -> tuple[int | None, int, tuple[float, ...] | None]:
-        """The window, sinks and sink logit step 5 applies as `how` does it (in a decode when `decoding`)."""
-        window, sinks, logit = self.window, self.sinks, self.sink_logit
-        if how.reach == "one_more" and window is not None:
-            window += 1
-        if how.reach == "decode_unwindowed" and decoding:
-            window, sinks = None, 0
-        return window, 0 if how.reach == "no_sinks" else sinks, None if how.reach == "no_sink_logit" else logit
 
 
 def _field(name: str) -> str:

@@ -74,13 +74,14 @@ class DecodeTrace:
 
     def cache_positions(self, position: int) -> np.ndarray:
         """[L] the positions the cache holds once `position` is appended, in slot order."""
-        return held_after(position, *self.config.cache_reach())
+        reach = self.config.cache_reach
+        return held_after(position, reach.window, reach.sinks)
 
     def rope_positions(self, position: int) -> dict[str, Any]:
         """Where RoPE turned step `position`'s query and each cached key [L] (in slot order): the text's
         positions, or under `positions="cache"` after the prefill their places in the cache."""
         held, cfg = self.cache_positions(position), self.config
-        if cfg.positions != "cache" or position < self.prefill:
+        if cfg.reach.positions != "cache" or position < self.prefill:
             return {"query": position, "keys": held}
         return {"query": int(np.searchsorted(np.sort(held), position)), "keys": RENUMBER[cfg.recipe.renumber](held)}
 
@@ -110,14 +111,13 @@ class DecodeTrace:
 
 def decode_attention(x, heads: int, *, prefill: int = 1, causal: bool = True, w_q=None, w_k=None, w_v=None,
                      w_o=None, kv_heads: int | None = None, rope=None, latent=None,
-                     failure_mode: str | None = None, window: int | None = None, sinks: int = 0,
-                     sink_logit=None, positions: str = "original") -> DecodeTrace:  # fmt: skip
+                     failure_mode: str | None = None, reach=None) -> DecodeTrace:  # fmt: skip
     """Generate tokens `x` [n][d_model] position by position with a KV cache (the first `prefill`
     at once), every intermediate kept; the arguments are `multi_head_attention`'s (a window makes
     the cache roll; `positions="cache"` renumbers its keys by their place in it)."""
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         x, cfg, w = prepare(x, heads, causal, (w_q, w_k, w_v, w_o), (None,) * 4, kv_heads, rope, latent, failure_mode,
-                            (window, sinks, sink_logit, positions))  # fmt: skip
+                            reach)  # fmt: skip
         return decode(x, cfg, w, prefill)
 
 
@@ -227,11 +227,11 @@ class _Decoder:
         self.x, self.cfg, self.recipe = x, cfg, cfg.recipe
         self.source = cfg.variant.source(cfg, w, self.recipe, *head_features(cfg, self.recipe.split))
         self.w, self.ledger = w, Cache(cfg.n)  # every position's cached rows, for the trace
-        window, sinks = cfg.cache_reach()
-        self.cache = self.ledger if window is None else Cache(cfg.n, window, sinks)
-        # (window, sinks, sink logit) step 5 applies: the prefill's as the pass's, then the decode's
-        self.reaches = (cfg.reach_with(self.recipe), cfg.reach_with(self.recipe, decoding=True))
-        self.renumber = cfg.positions == "cache" and cfg.rope is not None  # keys cached before RoPE
+        kept = cfg.cache_reach
+        self.cache = self.ledger if kept.window is None else Cache(cfg.n, kept.window, kept.sinks)
+        # the reach step 5 applies: the prefill's as the pass's, then the decode's
+        self.reaches = tuple(cfg.reach.applied(self.recipe.reach, decoding) for decoding in (False, True))
+        self.renumber = cfg.reach.positions == "cache" and cfg.rope is not None  # keys cached before RoPE
         n, heads = cfg.n, cfg.heads
         self.scores, self.weights = np.zeros((heads, n, n)), np.zeros((heads, n, n))  # [H, n, n] each
         self.seen, self.reach = np.zeros((n, n), dtype=bool), np.zeros(n, dtype=np.int64)

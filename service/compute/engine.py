@@ -10,6 +10,7 @@ from .config import AttentionConfig, RopeConfig
 from .decode import decode
 from .failure_modes import Recipe, recipe_of
 from .inputs import IDENTITY, Projections, head_features, kv_heads_of, layout, prepare
+from .masks import Reach
 from .reference import plain_loop
 from .steps import as_matrix
 from .trace import AttentionTrace
@@ -35,10 +36,7 @@ def multi_head_attention(
     latent: mla.LatentWeights | dict | None = None,
     failure_mode: str | None = None,
     reference: bool = False,
-    window: int | None = None,
-    sinks: int = 0,
-    sink_logit=None,
-    positions: str = "original",
+    reach: Reach | dict | None = None,
 ) -> AttentionTrace:
     """Causal (by default) multi-head attention of token rows `x` `[n][d_model]`, float64.
 
@@ -50,16 +48,16 @@ def multi_head_attention(
     (latent.py); `rope` then turns only its decoupled parts. `failure_mode` computes exactly what the
     named broken implementation would (one that only decoding can make is computed by decoding,
     decode.py, and its rows laid out as one pass). `reference` computes it with the plain per-head
-    loop that specifies the engine (reference.py) instead of its fast kernels. `window` W: query i
-    sees key j when i - W < j <= i (W keys with itself); `sinks` S: the first S positions stay visible
-    beside it; `sink_logit` `[heads]`: a learned logit that joins each row's softmax denominator only,
-    so a row's weights sum to less than one (gpt-oss); `positions="cache"`: the text decoded with a
-    rolling cache whose keys RoPE turns by their place in it (StreamingLLM), laid out as one pass.
+    loop that specifies the engine (reference.py) instead of its fast kernels. `reach` (masks.Reach,
+    or a mapping of its fields): a sliding `window` W (query i sees key j when i - W < j <= i), `sinks`
+    S (the first S positions stay visible beside it), a `sink_logit` per head (joins each row's softmax
+    denominator only: rows sum to less than one, gpt-oss), and `positions="cache"` (the text decoded
+    with a rolling cache whose keys RoPE turns by their place in it, StreamingLLM, laid out as one pass).
     """
     # Overflow is detected by explicit checks (with the place it happened), not warnings.
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-        x, cfg, w = prepare(x, heads, causal, (w_q, w_k, w_v, w_o), (b_q, b_k, b_v, b_o), kv_heads, rope, latent,
-                            failure_mode, (window, sinks, sink_logit, positions))  # fmt: skip
+        weights, biases = (w_q, w_k, w_v, w_o), (b_q, b_k, b_v, b_o)
+        x, cfg, w = prepare(x, heads, causal, weights, biases, kv_heads, rope, latent, failure_mode, reach)
         if cfg.decoding:
             return decode(x, cfg, w).as_pass()
         return _pipeline(x, cfg, w, cfg.recipe, reference)

@@ -15,26 +15,21 @@ from .config import AttentionConfig, RopeConfig
 from .errors import AttentionInputError
 from .failure_modes import Recipe
 from .kv import LatentShape
+from .masks import Reach
 from .steps import as_bias, as_matrix, as_weight
 
 
-def prepare(x, heads, causal, weights, biases, kv_heads, rope, latent, failure_mode, long=(None, 0, None, "original")):
-    """The call's tokens as a checked matrix, its validated config and its checked weights.
-    `long`: the window, the sinks, the sink logits and the decode's positions (config.AttentionConfig)."""
+def prepare(x, heads, causal, weights, biases, kv_heads, rope, latent, failure_mode, reach=None):
+    """The call's tokens as a checked matrix, its validated config and its checked weights; `reach`
+    (masks.Reach, or a mapping of its fields) the long-context value, built here once."""
     x = as_matrix(x, "tokens")
-    window, sinks, sink_logit, positions = long
-    if sink_logit is not None:
-        try:
-            sink_logit = tuple(float(z) for z in np.asarray(sink_logit, dtype=float).reshape(-1))
-        except (TypeError, ValueError):
-            raise AttentionInputError("sink_logit must be numbers, one per head", field="sink_logit") from None
     lw = None if latent is None else mla.weights(latent, x.shape[1], heads)
     rope_cfg = None if rope is None else RopeConfig.coerce(rope)
     if lw is not None and lw.d_rope and rope_cfg is None:
         rope_cfg = RopeConfig()  # the decoupled RoPE parts turn "half" (GPT-NeoX style) at base 10000 unless told
     shape = None if lw is None else LatentShape(lw.d_c, lw.d_rope, lw.absorbed)
-    cfg = _config(x.shape[0], x.shape[1], heads, heads if kv_heads is None else kv_heads, bool(causal), rope_cfg,
-                  failure_mode, shape, window, sinks, sink_logit, positions)  # fmt: skip
+    kv = heads if kv_heads is None else kv_heads
+    cfg = _config(x.shape[0], x.shape[1], heads, kv, bool(causal), rope_cfg, failure_mode, shape, Reach.of(reach))
     if lw is not None and (weights[1] is not None or weights[2] is not None):
         part = "key" if weights[1] is not None else "value"
         raise AttentionInputError(
@@ -46,17 +41,17 @@ def prepare(x, heads, causal, weights, biases, kv_heads, rope, latent, failure_m
     return x, cfg, Projections.of(cfg, w_q, w_k, w_v, w_o, biases, latent=lw)
 
 
-def _config(n, d_model, heads, kv_heads, causal, rope, failure_mode, latent=None, *long) -> AttentionConfig:
+def _config(n, d_model, heads, kv_heads, causal, rope, failure_mode, latent, reach) -> AttentionConfig:
     """The call's validated config; the same switches give the same (immutable) config."""
     try:
-        return _known_config(n, d_model, heads, kv_heads, causal, rope, failure_mode, latent, *long)
+        return _known_config(n, d_model, heads, kv_heads, causal, rope, failure_mode, latent, reach)
     except TypeError:  # an unhashable argument: validation says what is wrong with it
-        return AttentionConfig(n, d_model, heads, kv_heads, causal, rope, failure_mode, latent, *long)
+        return AttentionConfig(n, d_model, heads, kv_heads, causal, rope, failure_mode, latent, reach)
 
 
 @lru_cache(maxsize=1024, typed=True)  # typed: heads=True is not heads=1, validation sees each
-def _known_config(n, d_model, heads, kv_heads, causal, rope, failure_mode, latent, *long) -> AttentionConfig:
-    return AttentionConfig(n, d_model, heads, kv_heads, causal, rope, failure_mode, latent, *long)
+def _known_config(n, d_model, heads, kv_heads, causal, rope, failure_mode, latent, reach) -> AttentionConfig:
+    return AttentionConfig(n, d_model, heads, kv_heads, causal, rope, failure_mode, latent, reach)
 
 
 @dataclass(frozen=True)

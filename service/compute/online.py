@@ -97,7 +97,7 @@ def tiled_attention(
     for name, block in (("block_q", block_q), ("block_k", block_k)):
         if isinstance(block, bool) or not isinstance(block, int) or not 1 <= block <= n:
             raise AttentionInputError(f"{name} must be a whole number from 1 to n = {n}, got {block!r}", name)
-    sink, keys, values = plain.config.sink_logit, plain.key, plain.value
+    sink, keys, values = plain.config.reach.sink_logit, plain.key, plain.value
     assert keys is not None and values is not None  # made whole: a latent is tiled in its naive form
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         done = tuple(

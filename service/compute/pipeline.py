@@ -21,7 +21,7 @@ def run(x: np.ndarray, cfg: Any, w: Any, how: Any, features: np.ndarray, kv_feat
     """The ten steps on tokens `x` [n, d_model] (checked finite), as `how` does them."""
     source = cfg.variant.source(cfg, w, how, features, kv_features)
     heads = source.project(x, None)  # 1-3. queries [H, n, d], what a cache keeps of every row
-    masking = Masking.of_pass(cfg.n, cfg.causal, how.mask, *cfg.reach_with(how))  # 5. [n, n]
+    masking = Masking.of_pass(cfg.n, cfg.causal, how.mask, cfg.reach.applied(how.reach))  # 5. [n, n]
     done = source.attend(heads.query, heads.cache, scale(cfg, how), masking)  # 4-7.
     plain_k = heads.key_before_rope
     if plain_k is not None:

@@ -63,7 +63,8 @@ def kept_beside(sink: float, s: np.ndarray, future: np.ndarray) -> np.ndarray:
 def hidden_of(n: int, cfg: Any, how: Any) -> tuple[np.ndarray, Any]:
     """[n, n] the keys each query does not see: its future, and under a sliding window the keys
     `window` or more back that are not sinks (as `how` applies them); and the sink logit it applies."""
-    window, sinks, sink = cfg.reach_with(how)
+    reach = cfg.reach.applied(how.reach)
+    window, sinks, sink = reach.window, reach.sinks, reach.sink_logit
     hidden = np.triu(np.ones((n, n), dtype=bool), k=1) if cfg.causal else np.zeros((n, n), dtype=bool)
     for i in range(n) if window is not None else ():
         for j in range(i + 1):

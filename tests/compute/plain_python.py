@@ -346,6 +346,15 @@ def reference_streaming(
     return _finish(result, x, heads, w_o, None)
 
 
+LONG = ("window", "sinks", "sink_logit", "positions")
+
+
+def as_engine(options):
+    """Request-shaped `options` as the engine takes them: the window, sinks, sink logit and positions as one reach."""
+    reach = {name: value for name, value in options.items() if name in LONG}
+    return {**{name: value for name, value in options.items() if name not in LONG}, "reach": reach}
+
+
 def slip_context(mode, heads, d_head=2):
     """What a request must hold for a long-context slip to show (none for the others): a window of two,
     one sink, a sink logit per head, and for the renumbering slip RoPE and positions "cache" (d_head even)."""

@@ -6,7 +6,7 @@ import pytest
 
 from service.compute import FAILURE_MODES, multi_head_attention
 
-from .plain_python import slip_context
+from .plain_python import as_engine, slip_context
 
 RNG = np.random.default_rng(42)
 X = RNG.normal(size=(5, 8))  # n=5, d_model=8, H=2, d_head=4
@@ -22,7 +22,7 @@ def test_every_mode_changes_the_result_where_its_step_exists():
     x = RNG.normal(size=(6, 8))
     w = {"w_q": W["w_q"], "w_k": W["w_k"][:, :4], "w_v": W["w_v"][:, :4], "w_o": W["w_o"]}
     for mode in set(FAILURE_MODES) - {"cache_not_truncated"}:  # the same numbers in more memory (its own test)
-        context = {"rope": "half", **slip_context(mode, 4)}
+        context = as_engine({"rope": "half", **slip_context(mode, 4)})
         correct = multi_head_attention(x, 4, kv_heads=2, **context, **w)
         broken = multi_head_attention(x, 4, kv_heads=2, failure_mode=mode, **context, **w)
         assert not np.allclose(broken.output, correct.output), mode
@@ -88,5 +88,7 @@ def test_no_output_projection_stops_at_concatenation():
 @pytest.mark.parametrize("mode", sorted(FAILURE_MODES))
 def test_failure_modes_work_with_grouped_query_attention_and_rope(mode):
     x = RNG.normal(size=(6, 8))
-    trace = multi_head_attention(x, 4, kv_heads=2, failure_mode=mode, **{"rope": "half", **slip_context(mode, 4)})
+    trace = multi_head_attention(
+        x, 4, kv_heads=2, failure_mode=mode, **as_engine({"rope": "half", **slip_context(mode, 4)})
+    )
     assert np.isfinite(trace.output).all()

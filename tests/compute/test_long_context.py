@@ -10,8 +10,9 @@ from service.compute import multi_head_attention
 from service.compute.decode import decode_attention
 from service.compute.errors import AttentionInputError
 from service.compute.failure_modes import REGISTRY
+from service.compute.masks import Reach
 
-from .plain_python import reference_mha
+from .plain_python import as_engine, reference_mha
 
 PARTS = ("scores", "weights", "head_outputs", "concat", "output", "residual")
 
@@ -50,7 +51,8 @@ def assert_reference(trace, ref):
 def test_a_window_sinks_and_a_sink_logit_equal_the_plain_reference(variant, window, sinks, sink_logit):
     kv_width = 4 if variant.get("kv_heads") == 1 else 8
     x, weights = random_case(7, kv_width=kv_width)
-    trace = multi_head_attention(x, 2, window=window, sinks=sinks, sink_logit=sink_logit, **variant, **weights)
+    reach = Reach(window, sinks, sink_logit)
+    trace = multi_head_attention(x, 2, reach=reach, **variant, **weights)
     ref = reference_mha(
         x.tolist(), 2, **variant, **{k: v.tolist() for k, v in weights.items()},
         window=window, sinks=sinks, sink_logit=sink_logit,
@@ -60,7 +62,7 @@ def test_a_window_sinks_and_a_sink_logit_equal_the_plain_reference(variant, wind
 
 def test_grouped_query_heads_under_a_window_equal_the_reference():
     x, weights = random_case(11, n=12, d_model=16, kv_width=8)  # 4 query heads, 2 key/value heads
-    trace = multi_head_attention(x, 4, kv_heads=2, window=5, sinks=1, sink_logit=[0.0, 1.0, -1.0, 2.0], **weights)
+    trace = multi_head_attention(x, 4, kv_heads=2, reach=Reach(5, 1, (0.0, 1.0, -1.0, 2.0)), **weights)
     ref = reference_mha(
         x.tolist(), 4, kv_heads=2, **{k: v.tolist() for k, v in weights.items()}, window=5, sinks=1,
         sink_logit=[0.0, 1.0, -1.0, 2.0],
@@ -70,8 +72,9 @@ def test_grouped_query_heads_under_a_window_equal_the_reference():
 
 def test_the_fast_kernels_and_the_spec_loop_agree_past_one_block_of_rows():
     x, weights = random_case(5, n=150)  # more rows than one block (fused.ROW_BLOCK)
-    fast = multi_head_attention(x, 2, window=16, sinks=4, sink_logit=[1.0, -1.0], **weights)
-    spec = multi_head_attention(x, 2, window=16, sinks=4, sink_logit=[1.0, -1.0], reference=True, **weights)
+    reach = Reach(window=16, sinks=4, sink_logit=(1.0, -1.0))
+    fast = multi_head_attention(x, 2, reach=reach, **weights)
+    spec = multi_head_attention(x, 2, reach=reach, reference=True, **weights)
     for name in PARTS:
         np.testing.assert_allclose(getattr(fast, name), getattr(spec, name), rtol=0, atol=1e-12, err_msg=name)
     assert (fast.weights[:, 100, 5:85] == 0).all()  # row 100 sees 85..100 and the sinks 0..3
@@ -81,7 +84,7 @@ def test_the_fast_kernels_and_the_spec_loop_agree_past_one_block_of_rows():
 @pytest.mark.parametrize("window", [9, 10, 1000])
 def test_a_window_as_long_as_the_text_is_plain_causal_attention_exactly(window):
     x, weights = random_case(3)
-    windowed = multi_head_attention(x, 2, window=window, **weights)
+    windowed = multi_head_attention(x, 2, reach=Reach(window), **weights)
     plain = multi_head_attention(x, 2, **weights)
     for name in PARTS:
         assert np.array_equal(getattr(windowed, name), getattr(plain, name)), name
@@ -89,7 +92,7 @@ def test_a_window_as_long_as_the_text_is_plain_causal_attention_exactly(window):
 
 def test_each_query_sees_exactly_its_window_and_the_sinks():
     x, _ = random_case(4, n=10)
-    trace = multi_head_attention(x, 2, window=3, sinks=2)
+    trace = multi_head_attention(x, 2, reach=Reach(window=3, sinks=2))
     seen = trace.weights[0] > 0
     for i in range(10):
         expected = {j for j in range(10) if j <= i and (i - j < 3 or j < 2)}
@@ -99,10 +102,11 @@ def test_each_query_sees_exactly_its_window_and_the_sinks():
 
 def test_tokens_outside_the_last_querys_window_and_sinks_do_not_change_its_output():
     x, weights = random_case(8, n=12)
-    before = multi_head_attention(x, 2, window=4, sinks=2, sink_logit=[0.3, 0.9], **weights)
+    reach = Reach(window=4, sinks=2, sink_logit=(0.3, 0.9))
+    before = multi_head_attention(x, 2, reach=reach, **weights)
     changed = x.copy()
     changed[2:8] = np.random.default_rng(99).normal(size=(6, 8)) * 50  # every position it does not see
-    after = multi_head_attention(changed, 2, window=4, sinks=2, sink_logit=[0.3, 0.9], **weights)
+    after = multi_head_attention(changed, 2, reach=reach, **weights)
     assert np.array_equal(before.output[-1], after.output[-1])
     assert not np.array_equal(before.output[7], after.output[7])  # a row that sees them does change
 
@@ -110,7 +114,7 @@ def test_tokens_outside_the_last_querys_window_and_sinks_do_not_change_its_outpu
 def test_a_sink_logit_takes_the_same_share_in_its_three_written_forms():
     x, _ = random_case(12)
     z = np.array([0.8, -3.0])
-    trace = multi_head_attention(x, 2, sink_logit=z)
+    trace = multi_head_attention(x, 2, reach={"sink_logit": z})
     plain = multi_head_attention(x, 2).weights  # [H, n, n]
     s = np.where(trace.mask, -np.inf, trace.scores)  # [H, n, n]
     lse = np.log(np.exp(s - s.max(-1, keepdims=True)).sum(-1, keepdims=True)) + s.max(-1, keepdims=True)
@@ -128,7 +132,7 @@ def test_a_sink_logit_takes_the_same_share_in_its_three_written_forms():
 
 def test_a_huge_sink_logit_takes_everything_without_nan():
     x, _ = random_case(2)
-    trace = multi_head_attention(x, 2, sink_logit=[800.0, -800.0])
+    trace = multi_head_attention(x, 2, reach=Reach(sink_logit=(800.0, -800.0)))
     assert np.isfinite(trace.weights).all()
     assert np.abs(trace.weights[0]).max() < 1e-300
     np.testing.assert_allclose(trace.weights[1].sum(-1), 1.0, rtol=0, atol=1e-15)
@@ -150,7 +154,7 @@ def test_a_huge_sink_logit_takes_everything_without_nan():
 def test_what_a_window_cannot_be_is_refused_by_name(arguments, field, words):
     x, _ = random_case(1)
     with pytest.raises(AttentionInputError) as refused:
-        multi_head_attention(x, 2, **arguments)
+        multi_head_attention(x, 2, **as_engine(arguments))
     assert refused.value.field == field
     assert words in str(refused.value)
 
@@ -167,10 +171,10 @@ def test_latent_attention_under_a_window_sinks_and_a_sink_logit_equals_the_refer
     rope = {"style": "half", "base": 10000.0}
     as_lists = {k: v.tolist() for k, v in latent.items()}
     ref = reference_mha(x.tolist(), 2, w_q=w_q.tolist(), latent=as_lists, rope=rope, **long)
-    trace = multi_head_attention(x, 2, w_q=w_q, latent={**latent, "absorbed": absorbed}, rope=rope, **long)
+    trace = multi_head_attention(x, 2, w_q=w_q, latent={**latent, "absorbed": absorbed}, rope=rope, reach=long)
     for name in ("weights", "head_outputs", "output"):
         np.testing.assert_allclose(getattr(trace, name), np.array(ref[name]), rtol=0, atol=1e-12, err_msg=name)
-    decoded = decode_attention(x, 2, w_q=w_q, latent={**latent, "absorbed": absorbed}, rope=rope, **long)
+    decoded = decode_attention(x, 2, w_q=w_q, latent={**latent, "absorbed": absorbed}, rope=rope, reach=long)
     np.testing.assert_allclose(decoded.output, np.array(ref["output"]), rtol=0, atol=1e-12)
     assert len(decoded.cache_positions(8)) == 4  # a sink and three in the window: the latent rolls too
 
@@ -185,6 +189,6 @@ def test_every_failure_mode_of_a_pass_under_a_window_and_sinks_equals_the_refere
     heads, kv_heads = (4, 2) if mode == "gqa_tiled" else (2, None)
     x, weights = random_case(13, n=10, kv_width=8 if kv_heads is None else 4)
     options = {"window": 3, "sinks": 1, "kv_heads": kv_heads, "failure_mode": mode}
-    trace = multi_head_attention(x, heads, **options, **weights)
+    trace = multi_head_attention(x, heads, **as_engine(options), **weights)
     ref = reference_mha(x.tolist(), heads, **options, **{k: v.tolist() for k, v in weights.items()})
     assert_reference(trace, ref)

@@ -98,7 +98,7 @@ def test_without_the_causal_mask_every_tile_is_computed():
 def test_a_window_skips_the_tiles_out_of_reach_and_a_sink_logit_joins_l_once_at_the_end():
     x = np.random.default_rng(7).normal(size=(12, 4))
     long = {"window": 3, "sinks": 1, "sink_logit": [0.5, -1.0]}
-    tiled = tiled_attention(x, 2, block_q=3, block_k=2, **long)
+    tiled = tiled_attention(x, 2, block_q=3, block_k=2, reach=long)
     expected = reference(x, 2, 3, 2, **long)
     plain = reference_mha(x.tolist(), 2, **long)
     for h, head in enumerate(tiled.heads):

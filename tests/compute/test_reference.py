@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from service.compute import FAILURE_MODES, multi_head_attention
 from service.compute.failure_modes import REGISTRY
 
-from .plain_python import slip_context
+from .plain_python import as_engine, slip_context
 
 ROOT = Path(__file__).resolve().parents[2]
 PARTS = ("query", "key", "value", "scores", "weights", "head_outputs", "concat", "output", "residual")
@@ -44,7 +44,11 @@ def calls(draw):
         # The decoding modes are computed by decoding (tests/compute/test_decode.py checks them).
         "failure_mode": draw(st.sampled_from([None, *(m for m in FAILURE_MODES if not REGISTRY[m].decoding)])),
     }
-    return x, heads, {**w, **options, **slip_context(options["failure_mode"], heads)}  # a window for its slips
+    return (
+        x,
+        heads,
+        as_engine({**w, **options, **slip_context(options["failure_mode"], heads)}),
+    )
 
 
 @settings(max_examples=300, deadline=None)

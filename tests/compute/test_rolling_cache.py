@@ -6,6 +6,7 @@ import pytest
 
 from service.compute import multi_head_attention
 from service.compute.decode import decode_attention, max_difference
+from service.compute.masks import Reach
 
 from .plain_python import sees
 from .test_long_context import random_case
@@ -29,8 +30,8 @@ def ring(position, window, sinks):
 def test_a_rolling_decode_equals_the_full_pass_under_the_same_window(variant, window, sinks, prefill):
     x, weights = random_case(3, n=11, kv_width=4 if variant.get("kv_heads") == 1 else 8)
     long = {"window": window, "sinks": sinks}
-    decoded = decode_attention(x, 2, prefill=prefill, **long, **variant, **weights)
-    full = multi_head_attention(x, 2, **long, **variant, **weights)
+    decoded = decode_attention(x, 2, prefill=prefill, reach=long, **variant, **weights)
+    full = multi_head_attention(x, 2, reach=long, **variant, **weights)
     assert max_difference(decoded.as_pass(), full) <= 1e-12
     for t in range(11):  # each query put weight exactly on what its window and the sinks show it
         assert decoded.seen[t].tolist() == [sees(t, j, window=window, sinks=sinks) for j in range(11)]
@@ -38,7 +39,7 @@ def test_a_rolling_decode_equals_the_full_pass_under_the_same_window(variant, wi
 
 def test_the_cache_never_holds_more_than_sinks_and_window_and_keeps_them_in_their_slots():
     x, weights = random_case(5, n=12)
-    decoded = decode_attention(x, 2, window=3, sinks=4, **weights)
+    decoded = decode_attention(x, 2, reach=Reach(window=3, sinks=4), **weights)
     for t in range(12):
         assert decoded.cache_positions(t).tolist() == ring(t, 3, 4)
         assert decoded.cache_elements(t) == min(t + 1, 7) * decoded.config.cache_elements_per_token
@@ -49,15 +50,15 @@ def test_the_cache_never_holds_more_than_sinks_and_window_and_keeps_them_in_thei
 
 def test_a_prompt_longer_than_the_window_is_prefilled_over_its_own_keys():
     x, weights = random_case(9, n=10)
-    decoded = decode_attention(x, 2, prefill=8, window=3, **weights)
-    full = multi_head_attention(x, 2, window=3, **weights)
+    decoded = decode_attention(x, 2, prefill=8, reach=Reach(3), **weights)
+    full = multi_head_attention(x, 2, reach=Reach(3), **weights)
     np.testing.assert_allclose(decoded.output, full.output, rtol=0, atol=1e-12)
     assert decoded.cache_positions(7).tolist() == [6, 7, 5]  # what the prefill leaves: its last three
 
 
 def test_a_window_as_long_as_the_text_decodes_as_plain_causal_attention():
     x, weights = random_case(2, n=7)
-    windowed = decode_attention(x, 2, window=7, sinks=2, **weights)
+    windowed = decode_attention(x, 2, reach=Reach(window=7, sinks=2), **weights)
     plain = decode_attention(x, 2, **weights)
     assert max_difference(windowed.as_pass(), plain.as_pass()) == 0.0
 
@@ -65,7 +66,7 @@ def test_a_window_as_long_as_the_text_decodes_as_plain_causal_attention():
 def test_a_sink_logit_decodes_as_the_full_pass_takes_it():
     x, weights = random_case(4, n=9)
     long = {"window": 4, "sinks": 1, "sink_logit": [0.5, -1.0]}
-    decoded = decode_attention(x, 2, **long, **weights)
-    full = multi_head_attention(x, 2, **long, **weights)
+    decoded = decode_attention(x, 2, reach=long, **weights)
+    full = multi_head_attention(x, 2, reach=long, **weights)
     assert max_difference(decoded.as_pass(), full) <= 1e-12
     assert (decoded.weights.sum(axis=-1) < 1).all()  # every row gave the sink its share

@@ -10,8 +10,9 @@ from service.compute import multi_head_attention
 from service.compute.decode import decode_attention
 from service.compute.errors import AttentionInputError
 from service.compute.failure_modes import REGISTRY
+from service.compute.masks import Reach
 
-from .plain_python import LONG_CONTEXT_SLIPS, reference_streaming
+from .plain_python import LONG_CONTEXT_SLIPS, as_engine, reference_streaming
 from .test_long_context import random_case
 
 ROPE = {"style": "half", "base": 10000.0}
@@ -48,12 +49,14 @@ def test_each_long_context_slip_computes_what_its_broken_code_would(mode, varian
         if "rope" not in variant:
             pytest.skip("the renumbering slip needs RoPE (the engine refuses it without: see below)")
         options["positions"] = "cache"
-    trace = multi_head_attention(x, heads, failure_mode=mode, **options, **weights)  # a decoding slip: prefill 1
+    trace = multi_head_attention(
+        x, heads, failure_mode=mode, **as_engine(options), **weights
+    )  # a decoding slip: prefill 1
     prefill = 1 if REGISTRY[mode].decoding else len(x)
     ref = streamed(x, heads, weights, failure_mode=mode, prefill=prefill, **options)
     assert_rows(trace, ref)
     if mode != "cache_not_truncated":  # the only slip whose numbers are right
-        right = multi_head_attention(x, heads, **options, **weights)
+        right = multi_head_attention(x, heads, **as_engine(options), **weights)
         assert not np.allclose(trace.output, right.output), mode
 
 
@@ -62,7 +65,7 @@ def test_each_long_context_slip_computes_what_its_broken_code_would(mode, varian
 def test_a_slipping_decode_with_a_prompt_longer_than_the_window_equals_the_loop(mode, prefill):
     x, heads, weights = case(VARIANTS["gqa-rope"], n=12, seed=8)
     options = {"window": 3, "sinks": 1, "sink_logit": [0.3, -0.2, 1.0, 0.0], **VARIANTS["gqa-rope"]}
-    decoded = decode_attention(x, heads, prefill=prefill, failure_mode=mode, **options, **weights)
+    decoded = decode_attention(x, heads, prefill=prefill, failure_mode=mode, **as_engine(options), **weights)
     ref = streamed(x, heads, weights, failure_mode=mode, prefill=prefill, **options)
     assert_rows(decoded, ref)
     assert [sorted(decoded.cache_positions(t).tolist()) for t in range(12)] == ref["held"]
@@ -70,8 +73,8 @@ def test_a_slipping_decode_with_a_prompt_longer_than_the_window_equals_the_loop(
 
 def test_a_cache_not_truncated_holds_every_position_for_the_same_numbers():
     x, heads, weights = case({}, n=10)
-    right = decode_attention(x, heads, window=3, sinks=1, **weights)
-    kept = decode_attention(x, heads, window=3, sinks=1, failure_mode="cache_not_truncated", **weights)
+    right = decode_attention(x, heads, reach=Reach(window=3, sinks=1), **weights)
+    kept = decode_attention(x, heads, reach=Reach(window=3, sinks=1), failure_mode="cache_not_truncated", **weights)
     np.testing.assert_allclose(kept.output, right.output, rtol=0, atol=1e-12)
     assert len(right.cache_positions(9)) == 4 and len(kept.cache_positions(9)) == 10  # sinks + W against n
     assert kept.cache_elements(9) == 10 * right.config.cache_elements_per_token
@@ -82,7 +85,7 @@ def test_streaming_llm_renumbers_a_cache_of_0_3_and_6_8_as_positions_0_to_7():
     cache held 0-3 and 6-8; token 9 is decoded at place 7, its keys at places 0 to 7 (Xiao et al. 2023,
     section 3.2)."""
     x, heads, weights = case({"rope": ROPE}, n=12)
-    decoded = decode_attention(x, heads, window=4, sinks=4, positions="cache", rope=ROPE, **weights)
+    decoded = decode_attention(x, heads, reach=Reach(4, 4, positions="cache"), rope=ROPE, **weights)
     assert sorted(decoded.cache_positions(8).tolist()) == [0, 1, 2, 3, 5, 6, 7, 8]
     assert sorted(decoded.cache_positions(9).tolist()) == [0, 1, 2, 3, 6, 7, 8, 9]
     turned = decoded.rope_positions(9)
@@ -98,7 +101,7 @@ def test_the_positions_from_text_slip_says_its_keys_were_turned_at_the_texts_pos
     """The same cache as above; the slip keeps each key at the text's position (6 to 9, not 4 to 7)
     while the query is still placed in the cache, which is what its trace must say."""
     x, heads, weights = case({"rope": ROPE}, n=12)
-    slipped = decode_attention(x, heads, window=4, sinks=4, positions="cache", rope=ROPE,
+    slipped = decode_attention(x, heads, reach=Reach(4, 4, positions="cache"), rope=ROPE,
                                failure_mode="positions_from_text", **weights)  # fmt: skip
     turned, held = slipped.rope_positions(9), slipped.cache_positions(9).tolist()
     assert turned["query"] == 7 and turned["keys"].tolist() == held
@@ -108,8 +111,8 @@ def test_the_positions_from_text_slip_says_its_keys_were_turned_at_the_texts_pos
 def test_renumbering_equals_the_full_pass_until_the_cache_first_evicts(prefill):
     x, heads, weights = case({"rope": ROPE}, n=12, seed=11)
     options = {"window": 3, "sinks": 2, "rope": ROPE}
-    decoded = decode_attention(x, heads, prefill=prefill, positions="cache", **options, **weights)
-    full = multi_head_attention(x, heads, **options, **weights)
+    decoded = decode_attention(x, heads, prefill=prefill, **as_engine({**options, "positions": "cache"}), **weights)
+    full = multi_head_attention(x, heads, **as_engine(options), **weights)
     first_eviction = max(prefill, 2 + 3)  # position 5 is the first written over a kept one
     np.testing.assert_allclose(decoded.output[:first_eviction], full.output[:first_eviction], rtol=0, atol=1e-12)
     assert not np.allclose(decoded.output[first_eviction], full.output[first_eviction])
@@ -132,7 +135,7 @@ def test_renumbering_equals_the_full_pass_until_the_cache_first_evicts(prefill):
 def test_what_a_slip_or_the_renumbering_needs_is_asked_for_by_name(options, words):
     x, heads, weights = case({}, n=6)
     with pytest.raises(AttentionInputError, match=words) as caught:
-        multi_head_attention(x, heads, **options, **weights)
+        multi_head_attention(x, heads, **as_engine(options), **weights)
     assert caught.value.field in ("failure_mode", "positions")
 
 
@@ -142,5 +145,5 @@ def test_renumbering_latent_attention_is_refused_with_its_reason():
               "up_value": rng.normal(size=(3, 8)).tolist(), "rope_key": rng.normal(size=(8, 2)).tolist(),
               "rope_query": rng.normal(size=(8, 4)).tolist()}  # fmt: skip
     with pytest.raises(AttentionInputError, match="latent attention") as caught:
-        decode_attention(rng.normal(size=(6, 8)), 2, latent=latent, window=2, positions="cache", rope=ROPE)
+        decode_attention(rng.normal(size=(6, 8)), 2, latent=latent, reach=Reach(2, positions="cache"), rope=ROPE)
     assert caught.value.field == "positions"

@@ -43,7 +43,7 @@ def engine_arguments(args: dict[str, Any]) -> dict[str, Any]:
         "kv_heads": args.get("kv_heads"),
         "rope": None if rope is None else {"style": rope["style"], "base": rope.get("base", 10000.0)},
         "latent": args.get("latent"),
-        **{name: args[name] for name in LONG_CONTEXT if args.get(name) is not None},  # the pass's, not the decode's
+        "reach": {name: args[name] for name in LONG_CONTEXT if args.get(name)},  # 0 sinks: none
     }
 
 
@@ -87,8 +87,8 @@ def decode_body(args: dict[str, Any]) -> dict:
     with engine_errors():
         trace = decode_attention(args["tokens"], args["heads"], prefill=args.get("prefill", 1),
                                  failure_mode=args.get("failure_mode"), **kwargs)  # fmt: skip
-        kwargs.pop("positions", None)  # the full pass turns each key at its position in the text
-        full = multi_head_attention(args["tokens"], args["heads"], **kwargs)
+        reach = {**kwargs["reach"], "positions": "original"}  # the full pass turns each key at its place in the text
+        full = multi_head_attention(args["tokens"], args["heads"], **{**kwargs, "reach": reach})
     return decode_json(trace, max_difference(trace.as_pass(), full), args.get("precision"))
 
 
