@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .errors import AttentionInputError
-from .failure_modes import FAILURE_MODES, REGISTRY, Recipe, recipe_of
+from .failure_modes import FAILURE_MODES, NEEDS, REGISTRY, Recipe, recipe_of
 from .kv import Grouped, LatentShape, variant_of
 from .masks import NO_REACH, Reach
 
@@ -90,13 +91,10 @@ class AttentionConfig:
                 f"unknown failure mode {self.failure_mode!r}; expected one of {sorted(FAILURE_MODES)}",
                 field="failure_mode",
             )
-        if self.failure_mode is not None and not self.causal and recipe_of(self.failure_mode).decoding:
-            raise AttentionInputError(
-                f"failure mode {self.failure_mode!r} happens only while decoding with a KV cache, which is causal: "
-                "set causal to true",
-                field="failure_mode",
-            )
-        self._check_long_context()
+        needs = REGISTRY[self.failure_mode].needs if self.failure_mode is not None else ()
+        self._refuse_without(needs, only=("decode",))  # a decode is causal: said before the reach's own checks
+        self.reach.check(self.causal, self.heads, whole_keys_turned=self.rope is not None and self.latent is None)
+        self._refuse_without(needs)
         recipe = recipe_of(self.failure_mode)
         derived = {
             "kv_width": self.kv_heads * d_head,
@@ -109,34 +107,18 @@ class AttentionConfig:
         for name, value in derived.items():
             object.__setattr__(self, name, value)  # frozen: set once, here
         object.__setattr__(self, "scale", self.scale_with(recipe))
-        cache_reach = NO_REACH if recipe.cache == "whole" else self.reach.applied(recipe.reach, decoding=True)
+        cache_reach = CACHE_KEEPS[recipe.cache](self.reach.applied(recipe.reach, decoding=True))
         window, sinks = cache_reach.window, cache_reach.sinks
         object.__setattr__(self, "cache_reach", cache_reach)
         object.__setattr__(self, "cached_positions", self.n if window is None else min(self.n, sinks + window))
 
-    def _check_long_context(self) -> None:
-        """The reach's needs, and a failure mode's of it."""
-        reach = self.reach
-        reach.check(self.causal, self.heads, whole_keys_turned=self.rope is not None and self.latent is None)
-        mode = REGISTRY.get(self.failure_mode or "")
-        if mode is None:
-            return
-        if mode.decoding and mode.needs is None and (reach.window or reach.sinks or reach.sink_logit):
-            raise AttentionInputError(
-                "the decoding failure modes are computed by a decode over the whole cache, which does not take "
-                "window, sinks or sink_logit: leave them out for this failure mode",
-                field="failure_mode",
-            )
-        given = {
-            "window": reach.window is not None,
-            "sinks": reach.sinks > 0,
-            "sink_logit": reach.sink_logit is not None,
-            "positions": reach.positions == "cache",
-        }
-        if mode.needs is not None and not given[mode.needs]:
-            what = {"positions": "positions 'cache'", "sinks": "sinks above 0"}.get(mode.needs, mode.needs)
-            raise AttentionInputError(f"failure mode {mode.id!r} changes nothing without {what}: give it",
-                                      field="failure_mode")  # fmt: skip
+    def _refuse_without(self, needs: tuple[str, ...], only: tuple[str, ...] = tuple(NEEDS)) -> None:
+        """A 422 for the first of the failure mode's `needs` (among `only`) the call does not meet and the
+        engine refuses without (REFUSED)."""
+        for need in (need for need in needs if need in REFUSED and need in only):
+            met, words = REFUSED[need]
+            if not met(self):
+                raise AttentionInputError(words.format(mode=self.failure_mode), field="failure_mode")
 
     @property
     def d_rope(self) -> int:
@@ -148,6 +130,36 @@ class AttentionConfig:
         score is a dot product that long), unless `how` scales otherwise (no_scaling, scale_by_d_model)."""
         width = self.d_head + self.d_rope
         return {"none": 1.0, "d_model": 1.0 / math.sqrt(self.d_model)}.get(how.scale, 1.0 / math.sqrt(width))
+
+
+# What a need of a failure mode (failure_modes.NEEDS) asks of a call that the engine refuses it without, and
+# what the refusal says; without any other need the engine computes the same numbers as the correct code.
+REFUSED: dict[str, tuple[Callable[[AttentionConfig], bool], str]] = {
+    "decode": (
+        lambda cfg: cfg.causal,
+        "failure mode {mode!r} happens only while decoding with a KV cache, which is causal: set causal to true",
+    ),
+    "whole_cache": (
+        lambda cfg: not (cfg.reach.window or cfg.reach.sinks or cfg.reach.sink_logit),
+        "the decoding failure modes are computed by a decode over the whole cache, which does not take window, "
+        "sinks or sink_logit: leave them out for this failure mode",
+    ),
+    "window": (
+        lambda cfg: cfg.reach.window is not None,
+        "failure mode {mode!r} changes nothing without window: give it",
+    ),
+    "sinks": (lambda cfg: cfg.reach.sinks > 0, "failure mode {mode!r} changes nothing without sinks above 0: give it"),
+    "sink_logit": (
+        lambda cfg: cfg.reach.sink_logit is not None,
+        "failure mode {mode!r} changes nothing without sink_logit: give it",
+    ),
+    "positions": (
+        lambda cfg: cfg.reach.positions == "cache",
+        "failure mode {mode!r} changes nothing without positions 'cache': give it",
+    ),
+}
+# What a decode's cache keeps of the reach, as its recipe's `cache` says: the window and sinks, or every position.
+CACHE_KEEPS: dict[str, Callable[[Reach], Reach]] = {"rolling": lambda reach: reach, "whole": lambda reach: NO_REACH}
 
 
 def _field(name: str) -> str:

@@ -24,9 +24,9 @@ import numpy as np
 
 from . import latent
 from .errors import AttentionInputError
-from .failure_modes import FAILURE_MODES
+from .failure_modes import FAILURE_MODES, REGISTRY, marked
 from .masks import Masking
-from .steps import Heads, finite, gather_heads, project, repeat_kv, rope, scores, split_heads
+from .steps import Heads, finite, gather_heads, project, repeat_kv, rope, scores, scores_field, split_heads
 
 Parts = tuple[np.ndarray, np.ndarray]  # the two parts a cache keeps, positions along axis -2
 
@@ -66,15 +66,13 @@ class Grouped:
     def elements_per_token(self, d_head: int) -> int:
         return 2 * self.kv_heads * d_head  # a key and a value per key/value head
 
-    def conventions(self, cfg: Any, mode: str) -> dict[str, Any]:
+    def conventions(self, cfg: Any) -> dict[str, Any]:
         if self.kv_heads == cfg.heads:
             return {"grouped_query": None, "latent": None}
         heads = f"{self.kv_heads} key/value head" + ("" if self.kv_heads == 1 else "s")
-        if mode == "gqa_tiled":
-            text = f"{heads}; query head h uses kv head h % {self.kv_heads} (failure mode gqa_tiled)"
-        else:
-            text = f"{heads}; query head h uses kv head h // {cfg.group_size} (repeat-interleave)"
-        return {"grouped_query": text, "latent": None}
+        order = {"repeat": f"h // {cfg.group_size} (repeat-interleave)", "tile": f"h % {self.kv_heads}"}
+        text = f"{heads}; query head h uses kv head {order[cfg.recipe.kv_order]}"
+        return {"grouped_query": marked(text, cfg.recipe, cfg.failure_mode, "kv_order"), "latent": None}
 
     def source(self, cfg: Any, w: Any, recipe: Any, features: np.ndarray, kv_features: np.ndarray) -> GroupedHeads:
         return GroupedHeads(cfg, w, recipe, features, kv_features)
@@ -125,7 +123,7 @@ class LatentShape:
     def elements_per_token(self, d_head: int) -> int:
         return self.d_c + self.d_rope  # the latent and the RoPE key, whatever the heads
 
-    def conventions(self, cfg: Any, mode: str) -> dict[str, Any]:
+    def conventions(self, cfg: Any) -> dict[str, Any]:
         form = (
             "absorbed: W_UK folded into the query, scores taken against the latent, W_UV after the mix"
             if self.absorbed
@@ -147,7 +145,7 @@ class LatentShape:
 
 
 # The failure modes that mean the same under latent attention (the rest split or share kv heads).
-LATENT_FAILURE_MODES = frozenset(FAILURE_MODES) - {"reuse_first_slice", "interleaved_split", "gqa_tiled"}
+LATENT_FAILURE_MODES = frozenset(mode for mode in FAILURE_MODES if "head_slices" not in REGISTRY[mode].needs)
 
 
 def variant_of(kv_heads: int, latent_shape: LatentShape | None) -> Grouped | LatentShape:
@@ -284,8 +282,3 @@ def split_by(m: np.ndarray, features: np.ndarray, split: str) -> np.ndarray:
 def rotated(a: np.ndarray, rope_cfg: Any, positions: np.ndarray | None, name: str) -> np.ndarray:
     """Step 3, checked: RoPE of finite numbers near float64's limit can overflow (the field named is `rope`)."""
     return finite(rope(a, rope_cfg.style, rope_cfg.base, positions), f"RoPE on the {name}s", "rope")
-
-
-def scores_field(w: Any) -> str:
-    """The input an overflow in the scores is named after: the projection that made the queries, else the tokens."""
-    return "projections.query" if w.query is not None else "projections.key" if w.key is not None else "tokens"

@@ -18,7 +18,7 @@ import numpy as np
 
 from .errors import AttentionInputError
 from .fused import ROW_BLOCK, attention_heads, causal_mask
-from .steps import NORMALISE, attend, check_scores, scores, scores_bound
+from .steps import NORMALISE, attend, check_scores, scores, scores_bound, way_of
 
 POSITIONS = ("original", "cache")
 
@@ -156,8 +156,8 @@ class Masking:
         """The square mask of a full pass over n positions (nothing hidden without the causal mask;
         the two ways that misplace the mask apply it even then). A sliding window (and its sinks)
         hides more of the past: the row-blocked causal kernels no longer apply (`square` False)."""
-        way = way if causal or way in ("wrong_axis", "transposed") else "before_softmax"
-        lower = causal and n > 1 and way in ("before_softmax", "after_softmax", "diagonal")
+        way = way_of(way, causal)
+        lower = causal and n > 1 and NORMALISE[way].lower
         logit = None if reach.sink_logit is None else np.asarray(reach.sink_logit, dtype=float)  # [H]
         if reach.window is not None and reach.window < n:
             positions = np.arange(n)
@@ -178,7 +178,7 @@ class Masking:
         """Steps 5-6: scores [H, m, L] -> weights [H, m, L]; a query that sees no key weighs nothing."""
         if not s.shape[-1]:
             return s.copy()  # [H, m, 0]: nothing cached to attend over
-        weights = NORMALISE[self.way](s, self.hidden, self.square)
+        weights = NORMALISE[self.way].weights(s, self.hidden, self.square)
         if self.sink is not None:
             weights *= sink_share(s, self.hidden, self.sink)  # rows now sum to less than one
         return weights

@@ -20,7 +20,7 @@ import numpy as np
 
 from .engine import multi_head_attention
 from .errors import AttentionInputError
-from .failure_modes import REGISTRY
+from .failure_modes import REGISTRY, Recipe, recipe_of
 from .kv import whole
 
 SLIPS = tuple(mode.id for mode in REGISTRY.values() if mode.tiled)  # the registry's tiled failure modes
@@ -102,15 +102,16 @@ def tiled_attention(
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         done = tuple(
             _head(plain.query[h], keys[h], values[h], plain.mask, plain.config.scale,
-                  (block_q, block_k), slips, None if sink is None else sink[h])
+                  (block_q, block_k), recipe_of(*slips), None if sink is None else sink[h])
             for h in range(heads)
         )  # fmt: skip
         lse = _plain_lse(plain.scores, plain.mask, sink)
     return TiledPass(block_q, block_k, slip, done, plain.head_outputs, lse)
 
 
-def _head(q, k, v, hidden, scale: float, blocks: tuple[int, int], slips: tuple[str, ...], sink) -> TiledHead:
-    """One head: q [n, d], k [n, d], v [n, d_v], hidden [n, n] True where a query does not see a key."""
+def _head(q, k, v, hidden, scale: float, blocks: tuple[int, int], how: Recipe, sink) -> TiledHead:
+    """One head: q [n, d], k [n, d], v [n, d_v], hidden [n, n] True where a query does not see a key; `how`
+    the loop's recipe (its `rescale`, `carry` and `diagonal`, applied through the tables below)."""
     n, (bq, bk) = q.shape[0], blocks
     tiles: list[Tile] = []
     output, lse = np.zeros((n, v.shape[1])), np.full(n, -np.inf)
@@ -121,13 +122,13 @@ def _head(q, k, v, hidden, scale: float, blocks: tuple[int, int], slips: tuple[s
         total, o = np.zeros(rows.stop - r0), np.zeros((rows.stop - r0, v.shape[1]))
         for j, c0 in enumerate(range(0, n, bk)):
             keys = slice(c0, min(c0 + bk, n))
-            status = _status(hidden[rows, keys], slips)
+            status = STATUS[how.diagonal](hidden[rows, keys])
             if status == "skipped":
                 tiles.append(Tile(i, j, (r0, rows.stop), (c0, keys.stop), status))
                 continue
             s = np.where(hidden[rows, keys], -np.inf, q[rows] @ k[keys].T * scale)  # [Bq, Bk] the tile's scores
-            m_new, alpha, total, o = _update(m, total, o, s, v[keys], slips)
-            m = m if "online_max_not_carried" in slips else m_new  # the slip: m is never written back
+            m_new, alpha, total, o = _update(m, total, o, s, v[keys], RESCALE[how.rescale])
+            m = CARRY[how.carry](m, m_new)
             tiles.append(Tile(i, j, (r0, rows.stop), (c0, keys.stop), status, m_new, alpha, total, o))
         if sink is not None:
             m_new, alpha, total, o = _join_sink(m_new, total, o, sink)
@@ -140,21 +141,25 @@ def _head(q, k, v, hidden, scale: float, blocks: tuple[int, int], slips: tuple[s
     return TiledHead(tuple(tiles), output, lse, sink_values)
 
 
-def _status(hidden: np.ndarray, slips: tuple[str, ...]) -> str:
-    """hidden [Bq, Bk]: skipped when no query of the block sees any of its keys, masked when some
-    do not, computed when every one does (the slip skips the masked ones too)."""
-    if hidden.all() or ("online_diagonal_skipped" in slips and hidden.any()):
-        return "skipped"
-    return "masked" if hidden.any() else "computed"
+# A tile's status from which of its cells are hidden [Bq, Bk]: skipped when no query of the block sees any of
+# its keys, masked when some do not, computed when every one does (`diagonal`: the slip skips masked ones too).
+STATUS = {
+    "masked": lambda hidden: "skipped" if hidden.all() else "masked" if hidden.any() else "computed",
+    "skipped": lambda hidden: "skipped" if hidden.any() else "computed",
+}
+# What the rows held is scaled by when the maximum rises from m to m_new (exp(m - m_new); the slip: 1), and
+# what is carried to the next tile (m_new; the slip: what was carried before, never written back).
+RESCALE = {"alpha": lambda m, shift: np.exp(m - shift), "none": lambda m, shift: np.ones_like(m)}
+CARRY = {"max": lambda m, m_new: m_new, "none": lambda m, m_new: m}
 
 
-def _update(m, total, o, s, v, slips: tuple[str, ...]):
+def _update(m, total, o, s, v, rescale):
     """One tile's step: m [Bq], l (`total`) [Bq], o [Bq, d_v], scores s [Bq, Bk] (-inf where hidden),
     v [Bk, d_v]. m_new = max(m, rowmax s); alpha = exp(m - m_new); P = exp(s - m_new); l = alpha l + rowsum P;
     O~ = alpha O~ + P v. A row that has still seen nothing keeps m = -inf, l = 0, O~ = 0."""
     m_new = np.maximum(m, s.max(axis=1))  # [Bq]
     shift = np.where(np.isfinite(m_new), m_new, 0.0)  # exp(-inf - 0) = 0 where nothing is seen yet
-    alpha = np.ones_like(m) if "online_no_rescale" in slips else np.exp(m - shift)  # [Bq]
+    alpha = rescale(m, shift)  # [Bq]
     p = np.exp(s - shift[:, None])  # [Bq, Bk]
     return m_new, alpha, alpha * total + p.sum(axis=1), alpha[:, None] * o + p @ v
 

@@ -34,11 +34,21 @@ def run(x: np.ndarray, cfg: Any, w: Any, how: Any, features: np.ndarray, kv_feat
 
 def finish(x: np.ndarray, o: np.ndarray, w: Any, how: Any) -> dict[str, np.ndarray]:
     """Steps 8-10 on head outputs `o` [H, m, d_head] of rows `x` [m, d_model]."""
-    concat = merge_heads(o[::-1] if how.order == "reversed" else o)  # 8. [m, d_model]
-    b_o = w.biases[3]
-    out = concat if how.output == "skip" or (w.output is None and b_o is None) else _out(concat, w.output, b_o)  # 9.
+    concat = merge_heads(ORDER[how.order](o))  # 8. [H, m, d_head] -> [m, d_model]
+    out = OUTPUT[how.output](concat, w)  # 9. [m, d_model]
     residual = finite(x + out, "the residual X + output", "tokens")  # 10. X + output: [m, d_model]
     return {"concat": concat, "output": out, "residual": residual}
+
+
+# The order heads are concatenated in (step 8), and whether the output projection is applied (step 9), as a
+# recipe says (failure_modes.Recipe.order and .output).
+ORDER = {"stable": lambda o: o, "reversed": lambda o: o[::-1]}
+OUTPUT = {
+    "project": lambda concat, w: (
+        concat if w.output is None and w.biases[3] is None else _out(concat, w.output, w.biases[3])
+    ),
+    "skip": lambda concat, w: concat,
+}
 
 
 def scale(cfg: Any, how: Any) -> float:

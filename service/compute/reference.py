@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .errors import AttentionInputError
+from .steps import scores_field, way_of
 
 
 def softmax(z: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -99,11 +100,10 @@ def plain_loop(x: np.ndarray, cfg: Any, w: Any, how: Any, features: np.ndarray, 
         k = check(c @ lat.up_key, "latent.up_key")  # [n, H * d_head]: every head has its own
         v = check(c @ lat.up_value, "latent.up_value")
     future, sink = hidden_of(n, cfg, how)
-    masking = how.mask if cfg.causal or how.mask in ("wrong_axis", "transposed") else "before_softmax"
+    masking = way_of(how.mask, cfg.causal)
     scale = cfg.scale_with(how)
     names = ("query", "key", "value", "plain_q", "plain_k", "scores", "weights", "head_outputs")
     parts: dict[str, list] = {name: [] for name in names}
-    score_field = "projections.query" if w.query is not None else "projections.key" if w.key is not None else "tokens"
     for h in range(cfg.heads):
         kv = kv_of(h, cfg, how)  # the key/value head it reads
         cols = features[h] if cfg.latent is not None else kv_features[kv]
@@ -114,7 +114,7 @@ def plain_loop(x: np.ndarray, cfg: Any, w: Any, how: Any, features: np.ndarray, 
             q_h, k_h = with_rope_parts(x, q_h, k_h, h, cfg, w.latent)  # [n, d_head + d_rope] each
         elif cfg.rope is not None:
             q_h, k_h = rotate(q_h, cfg.rope.style, cfg.rope.base), rotate(k_h, cfg.rope.style, cfg.rope.base)  # 3.
-        s_h = check((q_h @ k_h.T) * scale, score_field)  # 4. [n, n]
+        s_h = check((q_h @ k_h.T) * scale, scores_field(w))  # 4. [n, n]
         a_h = weights_of(s_h, future, masking)  # 5-6. [n, n]
         a_h = a_h if sink is None else a_h * kept_beside(sink[h], s_h, future)  # a sink's share
         for name, value in (("query", q_h), ("key", k_h), ("value", v_h), ("scores", s_h), ("weights", a_h),

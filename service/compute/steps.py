@@ -11,6 +11,7 @@ Shapes: n positions, d_model model width, H heads, d_head = d_model / H.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -161,17 +162,38 @@ def _softmax_then_mask(s: np.ndarray, mask: np.ndarray, square: bool = True) -> 
     return weights
 
 
-# How each way of doing steps 5-6 turns scores [H, m, L] into weights, given the hidden cells [m, L]
-# (failure_modes.Recipe.mask). The ways after the first two are the checker's slips, of a full pass.
+@dataclass(frozen=True)
+class Way:
+    """A way of doing steps 5-6 (failure_modes.Recipe.mask): how it turns scores [H, m, L] into weights given
+    the hidden cells [m, L], whether it applies its mask even where no causal mask is asked for (a mask
+    misplaced, not left out), and whether its weights stay zero above the diagonal (the mix may skip those)."""
+
+    weights: Callable[[np.ndarray, np.ndarray, bool], np.ndarray]
+    misplaced: bool = False
+    lower: bool = False
+
+
+# The ways after the first two are the checker's slips, of a full pass.
 NORMALISE = {
-    "before_softmax": mask_then_softmax,
-    "after_softmax": _softmax_then_mask,
-    "none": lambda s, mask, square: softmax(s),
-    "diagonal": lambda s, mask, square: softmax(s, mask | np.eye(mask.shape[0], dtype=bool)),  # row 1 sees nothing
-    "zero": lambda s, mask, square: softmax(np.where(mask, 0.0, s)),
-    "wrong_axis": lambda s, mask, square: np.swapaxes(softmax(np.swapaxes(s, -1, -2), mask.T), -1, -2),
-    "transposed": lambda s, mask, square: np.swapaxes(mask_then_softmax(s, mask), -1, -2).copy(),
+    "before_softmax": Way(mask_then_softmax, lower=True),
+    "after_softmax": Way(_softmax_then_mask, lower=True),
+    "none": Way(lambda s, mask, square: softmax(s)),
+    "diagonal": Way(lambda s, mask, square: softmax(s, mask | np.eye(mask.shape[0], dtype=bool)), lower=True),
+    "zero": Way(lambda s, mask, square: softmax(np.where(mask, 0.0, s))),
+    "wrong_axis": Way(lambda s, mask, square: np.swapaxes(softmax(np.swapaxes(s, -1, -2), mask.T), -1, -2), True),
+    "transposed": Way(lambda s, mask, square: np.swapaxes(mask_then_softmax(s, mask), -1, -2).copy(), True),
 }
+
+
+def way_of(mask: str, causal: bool) -> str:
+    """How steps 5-6 are done: as the recipe's `mask` says, or without a causal mask the plain softmax,
+    unless that way misplaces the mask rather than leaving it out."""
+    return mask if causal or NORMALISE[mask].misplaced else "before_softmax"
+
+
+def scores_field(w) -> str:
+    """The input an overflow in the scores is named after: the projection that made the queries, else the tokens."""
+    return "projections.query" if w.query is not None else "projections.key" if w.key is not None else "tokens"
 
 
 # 7. mix: O_h = A_h V_h

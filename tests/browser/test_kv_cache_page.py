@@ -258,7 +258,7 @@ def test_a_rolling_renumbered_cache_is_drawn_slot_by_slot_with_its_rope_position
 
 @pytest.mark.parametrize(
     ("mode", "hash_after"),
-    [("sinks_evicted", {"window": "3", "sinks": "1"}), ("sink_logit_ignored", {"window": "3", "logit": "1"}),
+    [("sinks_evicted", {"window": "3", "sinks": "1"}), ("sink_logit_ignored", {"window": None, "logit": "1"}),
      ("positions_from_text", {"window": "3", "renumber": "1"})],
 )  # fmt: skip
 def test_a_long_context_slip_switches_on_what_it_needs_and_shows_where_it_parts(page, live, mode, hash_after):
@@ -269,7 +269,7 @@ def test_a_long_context_slip_switches_on_what_it_needs_and_shows_where_it_parts(
     state = dict(part.split("=") for part in page.evaluate("location.hash").lstrip("#").split("&"))
     assert {k: state.get(k) for k in hash_after} == hash_after
     logit = {"sink_logit": SINK_LOGITS} if "logit" in state else {}
-    long = {"window": 3, "sinks": int(state.get("sinks", 0)), **logit,
+    long = {**({"window": 3} if "window" in state else {}), "sinks": int(state.get("sinks", 0)), **logit,
             **({"positions": "cache"} if "renumber" in state else {})}  # fmt: skip
     broken, right = long_body(live, mode, **long)["steps"][5], long_body(live, **long)["steps"][5]
     for h in range(4):

@@ -347,6 +347,8 @@ def reference_streaming(
 
 
 LONG = ("window", "sinks", "sink_logit", "positions")
+# The needs of failure modes only a decode or a long context has (the workbench's menu shows none of them).
+LONG_NEEDS = {"decode", "whole_cache", "window", "sinks", "sink_logit", "positions"}
 
 
 def as_engine(options):

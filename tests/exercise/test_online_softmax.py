@@ -29,6 +29,7 @@ import slips as exercise_slips  # noqa: E402
 
 ENGINE_LOOP = """
 import numpy as np
+from service.compute.failure_modes import recipe_of
 from service.compute.online import _head
 
 SLIPS = {slips!r}
@@ -39,7 +40,7 @@ def online_attention(q, k, v, block_q, block_k, causal=True, record=None):
     n = len(q)
     hidden = np.triu(np.ones((n, n), dtype=bool), 1) if causal else np.zeros((n, n), dtype=bool)
     with np.errstate(all="ignore"):
-        head = _head(q, k, v, hidden, 1 / np.sqrt(q.shape[1]), (block_q, block_k), SLIPS, None)
+        head = _head(q, k, v, hidden, 1 / np.sqrt(q.shape[1]), (block_q, block_k), recipe_of(*SLIPS), None)
     for tile in head.tiles:
         if record is not None and tile.status != "skipped":
             record(tile.query_block, tile.key_block, tile.m, tile.alpha, tile.l, tile.o_tilde)

@@ -44,7 +44,7 @@ const events = parameterEvents({ lesson: LESSON, instance: INSTANCE });
 const experiment = new Experiment({ lesson: LESSON, instance: INSTANCE, manipulations: MANIPULATIONS, node: $("checklist") });
 let preset = null; // the kv-cache preset's request
 let models = []; // GET /api/v1/kv-cache/presets
-let modes = new Map(); // the decoding failure modes (and gqa_tiled), from the registry
+let modes = new Map(); // the failure modes of decoding, shared key/value heads and long contexts, from the registry
 let generation = 0;
 
 const VIEW = new HashState([
@@ -62,41 +62,52 @@ const VIEW = new HashState([
 ]);
 let state = null;
 
-// A failure mode needs its step: tiling needs shared kv heads (GQA), a wrong RoPE position needs RoPE.
-// What it switched is said beside the controls (`switched`), never done silently.
+// How this page meets each need a failure mode has (its `needs`, from GET /api/v1/failure-modes): whether
+// the state meets it, what to switch, and what to say, a sentence of its own (`said`) or a few words in
+// "“{mode}” needs …: switched on." Needs this page always meets (it decodes, causally, with four heads)
+// have no entry. What was switched is said beside the controls (`switched`), never done silently.
+const MEETS = {
+  grouped_heads: { met: (s) => s.kind === "gqa", meet: (s) => { s.kind = "gqa"; },
+    said: (mode) => t("“{mode}” breaks how query heads share key/value heads, so it needs GQA: switched to GQA, 2 key/value heads for 4 query heads.", { mode }) },
+  head_slices: { met: (s) => s.kind !== "mla", meet: (s) => { s.kind = "mha"; } },
+  rope: { met: (s) => s.rope, meet: (s) => { s.rope = true; },
+    said: (mode) => t("“{mode}” breaks the positions RoPE turns by, so it needs RoPE: turned RoPE on.", { mode }) },
+  whole_cache: { met: (s) => !s.window && !s.logit, meet: (s) => { s.window = 0; s.logit = false; },
+    said: (mode) => t("“{mode}” is computed over a cache that keeps every position: turned the window off.", { mode }) },
+  window: { met: (s) => Boolean(s.window), meet: (s) => { s.window = WINDOW; }, word: () => t("a window of {window}", { window: WINDOW }) },
+  sinks: { met: (s) => s.sinks > 0, meet: (s) => { s.sinks = 1; }, word: () => t("one sink") },
+  sink_logit: { met: (s) => s.logit, meet: (s) => { s.logit = true; }, word: () => t("the sink logits") },
+  positions: { met: (s) => s.renumber, meet: (s) => { s.renumber = true; }, word: () => t("positions in the cache") },
+  whole_keys: { met: (s) => s.kind !== "mla", meet: (s) => { s.kind = "mha"; }, word: () => t("MHA (a latent's RoPE key is not renumbered)") },
+};
+// The needs this page's menu is about: a mode with one of them is offered here (the rest: the workbench).
+const OFFERED = new Set(["decode", "grouped_heads", "window", "sinks", "sink_logit", "positions"]);
+// A long-context slip (the long-context lesson counts choosing one): it needs a window, sinks, a sink logit or positions.
+const long = (mode) => Boolean(mode) && mode.needs.some((n) => ["window", "sinks", "sink_logit", "positions"].includes(n));
+const unmet = (s, mode) => Object.keys(MEETS).filter((need) => mode.needs.includes(need) && !MEETS[need].met(s));
+
 let switched = "";
 function settle(s) {
   switched = "";
-  if (s.compare === "gqa_tiled" && s.kind !== "gqa") {
-    s.kind = "gqa";
-    switched = t("“{mode}” breaks how query heads share key/value heads, so it needs GQA: switched to GQA, 2 key/value heads for 4 query heads.", { mode: modes.get(s.compare)?.name ?? s.compare });
-  }
-  if (s.compare === "decode_position_reset" && !s.rope) {
-    s.rope = true;
-    switched = t("“{mode}” breaks the positions RoPE turns by, so it needs RoPE: turned RoPE on.", { mode: modes.get(s.compare)?.name ?? s.compare });
-  }
   const mode = modes.get(s.compare);
-  if (mode?.decoding && !mode.needs && s.window) {
-    s.window = 0;
-    switched = t("“{mode}” is computed over a cache that keeps every position: turned the window off.", { mode: mode.name });
+  if (!mode) return s;
+  const said = [];
+  const words = [];
+  for (const need of unmet(s, mode)) {
+    if (MEETS[need].met(s)) continue; // met on the way, by what an earlier need switched
+    MEETS[need].meet(s);
+    if (MEETS[need].said) said.push(MEETS[need].said(mode.name));
+    else if (MEETS[need].word) words.push(MEETS[need].word());
   }
-  const needed = mode?.needs ? needs(s, mode.needs) : [];
-  if (needed.length) switched = t("“{mode}” needs {what}: switched on.", { mode: mode.name, what: needed.join(", ") });
+  if (words.length) said.push(t("“{mode}” needs {what}: switched on.", { mode: mode.name, what: words.join(", ") }));
+  switched = said.join(" ");
   return s;
 }
 
-// Switch on what a long-context slip needs to show; the words for each thing switched on.
-function needs(s, what) {
-  const on = [];
-  if (!s.window) { s.window = WINDOW; on.push(t("a window of {window}", { window: WINDOW })); }
-  if (what === "sinks" && !s.sinks) { s.sinks = 1; on.push(t("one sink")); }
-  if (what === "sink_logit" && !s.logit) { s.logit = true; on.push(t("the sink logits")); }
-  if (what === "positions") {
-    if (!s.renumber) { s.renumber = true; on.push(t("positions in the cache")); }
-    if (!s.rope) { s.rope = true; on.push(t("RoPE")); }
-    if (s.kind === "mla") { s.kind = "mha"; on.push(t("MHA (a latent's RoPE key is not renumbered)")); }
-  }
-  return on;
+// A control changed so that the chosen mode's needs no longer hold: the mode is cleared, not the change undone.
+function dropUnmet(s) {
+  const mode = modes.get(s.compare);
+  if (mode && unmet(s, mode).length) s.compare = "";
 }
 
 const renumbers = (s) => Boolean(s.window && s.renumber && s.rope && s.kind !== "mla");
@@ -123,6 +134,7 @@ function body(failureMode, positions = true) {
 // `counts`: the manipulation (or the first of several) this lesson's experiment counts, if any.
 function update(change, parameter, value, counts) {
   change(state);
+  if (parameter !== "failure_mode") dropUnmet(state);
   settle(state);
   VIEW.save(state);
   const manipulation = experiment.tick(counts);
@@ -234,9 +246,6 @@ function drawControls() {
   $("absorbed").checked = state.absorbed;
   $("absorbed-label").hidden = state.kind !== "mla";
   $("compare").value = state.compare;
-  for (const option of $("compare").options) {
-    option.disabled = option.value === "gqa_tiled" && state.kind === "mla"; // latent attention shares no kv heads
-  }
   $("window").value = String(state.window);
   $("sinks").value = String(state.sinks);
   $("sinks").disabled = !state.window; // sinks are kept beside a window
@@ -245,31 +254,23 @@ function drawControls() {
   $("renumber").disabled = !state.window || !state.rope || state.kind === "mla"; // RoPE turns whole keys of a rolling cache
 }
 
-// Taking away what the chosen slip needs (or giving a window to one that keeps every position) clears it.
-const clears = (s, gone) => { const mode = modes.get(s.compare); if (mode && gone(mode)) s.compare = ""; };
-
 function wire() {
   $("step").addEventListener("click", () => update((s) => { s.position += 1; }, "position", state.position + 1, "step-decode"));
   $("back-step").addEventListener("click", () => update((s) => { s.position -= 1; }, "position", state.position - 1, "step-decode"));
-  $("kind").addEventListener("change", (e) => update((s) => { s.kind = e.target.value; if (s.compare === "gqa_tiled" && s.kind !== "gqa") s.compare = "";
-    clears(s, (m) => m.needs === "positions" && s.kind === "mla"); },
+  $("kind").addEventListener("change", (e) => update((s) => { s.kind = e.target.value; },
     "kind", e.target.value, e.target.value === "mha" ? null : "switch-kind"));
-  $("rope").addEventListener("change", (e) => update((s) => { s.rope = e.target.checked;
-    clears(s, (m) => !s.rope && (m.id === "decode_position_reset" || m.needs === "positions")); },
-    "rope", e.target.checked));
+  $("rope").addEventListener("change", (e) => update((s) => { s.rope = e.target.checked; }, "rope", e.target.checked));
   $("absorbed").addEventListener("change", (e) => update((s) => { s.absorbed = e.target.checked; }, "absorbed", e.target.checked));
   $("compare").addEventListener("change", (e) => update((s) => { s.compare = e.target.value; }, "failure_mode", e.target.value || null,
-    e.target.value ? [modes.get(e.target.value)?.needs ? "long-slip" : null, "failure-mode"] : null));
-  $("window").addEventListener("change", (e) => update((s) => { s.window = Number(e.target.value);
-    clears(s, (m) => (s.window ? m.decoding && !m.needs : Boolean(m.needs))); }, "window", Number(e.target.value) || null,
-  Number(e.target.value) ? "slide-window" : null));
-  $("sinks").addEventListener("change", (e) => update((s) => { s.sinks = Number(e.target.value);
-    clears(s, (m) => m.needs === "sinks" && !s.sinks); }, "sinks", Number(e.target.value), Number(e.target.value) ? "keep-sinks" : null));
-  $("sink-logit").addEventListener("change", (e) => update((s) => { s.logit = e.target.checked;
-    clears(s, (m) => m.needs === "sink_logit" && !s.logit); }, "sink_logit", e.target.checked ? SINK_LOGITS : null,
-  e.target.checked ? "sink-logit" : null));
-  $("renumber").addEventListener("change", (e) => update((s) => { s.renumber = e.target.checked;
-    clears(s, (m) => m.needs === "positions" && !s.renumber); }, "positions", e.target.checked ? "cache" : "original"));
+    e.target.value ? [long(modes.get(e.target.value)) ? "long-slip" : null, "failure-mode"] : null));
+  $("window").addEventListener("change", (e) => update((s) => { s.window = Number(e.target.value); }, "window",
+    Number(e.target.value) || null, Number(e.target.value) ? "slide-window" : null));
+  $("sinks").addEventListener("change", (e) => update((s) => { s.sinks = Number(e.target.value); }, "sinks",
+    Number(e.target.value), Number(e.target.value) ? "keep-sinks" : null));
+  $("sink-logit").addEventListener("change", (e) => update((s) => { s.logit = e.target.checked; }, "sink_logit",
+    e.target.checked ? SINK_LOGITS : null, e.target.checked ? "sink-logit" : null));
+  $("renumber").addEventListener("change", (e) => update((s) => { s.renumber = e.target.checked; }, "positions",
+    e.target.checked ? "cache" : "original"));
   $("model").addEventListener("change", (e) => update((s) => { s.model = e.target.value; s.context = 0; }, "model", e.target.value, "choose-preset"));
   $("context").addEventListener("change", (e) => {
     const text = e.target.value.trim();
@@ -289,7 +290,7 @@ async function init() {
     getJSON("/api/v1/kv-cache/presets")]);
   preset = kv.request;
   models = presets.presets;
-  modes = new Map(registry.failure_modes.filter((m) => m.decoding || m.step === "kv" || m.needs).map((m) => [m.id, m]));
+  modes = new Map(registry.failure_modes.filter((m) => m.engine && m.needs.some((n) => OFFERED.has(n))).map((m) => [m.id, m]));
   for (const mode of modes.values()) $("compare").append(el("option", { value: mode.id, text: mode.name, title: mode.description }));
   $("model").replaceChildren(...models.map((m) => el("option", { value: m.id, text: m.name })));
   state = settle(VIEW.load());

@@ -165,6 +165,23 @@ function ownersOfCoordinates(response) {
     .filter((h) => state.qkv === "learned" || h.feature_indices.includes(d)).map((h) => String(h.index)).join(" "));
 }
 
+// The needs (GET /api/v1/failure-modes) this page meets, by its state: a mode needing only these is in its menu.
+const MEETS = {
+  head_slices: () => true,
+  several_heads: (s) => s.heads > 1,
+  grouped_heads: (s) => s.kv < s.heads,
+  rope: (s) => s.rope,
+  causal: (s) => s.causal,
+  output_projection: (s) => s.wo === "learned",
+};
+// Why nothing differs, by the first need unmet.
+const UNMET_SAYS = {
+  causal: (name) => t("Nothing differs: “{name}” breaks the causal mask, and the mask is off. Turn on “Causal mask” to see what it does.", { name }),
+  output_projection: () => t("Nothing differs: W_O here is the identity, so skipping it changes no number. Choose a learned-looking output projection to see what stopping at the concatenation loses."),
+  several_heads: (name) => t("Nothing differs: “{name}” computes the same numbers as the correct implementation for this configuration (with one head there is one slice and one head order).", { name }),
+  none: (name) => t("Nothing differs: “{name}” computes the same numbers as the correct implementation for this configuration.", { name }),
+};
+
 function statusLine(response, comparison, yours) {
   if (comparison) {
     const mode = modes.get(comparison.failure_mode.id) || comparison.failure_mode; // the registry's words, translated
@@ -178,15 +195,8 @@ function statusLine(response, comparison, yours) {
       return t("Compared with “{name}” ({description}): the first stage that differs is {stage}; the stages after it that differ show the broken numbers beside the correct ones (Δ marks the cells).",
         { name: mode.name, description: mode.description, stage: STAGE_NAMES[first] });
     }
-    if (mode.step === "mask" && !state.causal) {
-      return t("Nothing differs: “{name}” breaks the causal mask, and the mask is off. Turn on “Causal mask” to see what it does.", { name: mode.name });
-    }
-    if (mode.id === "no_output_projection") {
-      return t("Nothing differs: W_O here is the identity, so skipping it changes no number. Choose a learned-looking output projection to see what stopping at the concatenation loses.");
-    }
-    return response.shape.heads === 1
-      ? t("Nothing differs: “{name}” computes the same numbers as the correct implementation for this configuration (with one head there is one slice and one head order).", { name: mode.name })
-      : t("Nothing differs: “{name}” computes the same numbers as the correct implementation for this configuration.", { name: mode.name });
+    const missing = (mode.needs || []).find((need) => need in UNMET_SAYS && !MEETS[need](state));
+    return (UNMET_SAYS[missing] || UNMET_SAYS.none)(mode.name);
   }
   if (yours) {
     return yours.first ? t("Your numbers first differ from the engine's at {stage} (marked “first difference”).", { stage: STAGE_NAMES[yours.first] })
@@ -296,7 +306,7 @@ function notCountedNote() {
 async function fillComparisons(select) {
   // Names come from the one registry the engine, the checker and the dashboard share.
   const { failure_modes: all } = await getJSON("/api/v1/failure-modes");
-  modes = new Map(all.filter((m) => m.engine && !m.decoding && !m.needs).map((m) => [m.id, m])); // decoding and long-context modes: the KV cache page
+  modes = new Map(all.filter((m) => m.engine && m.needs.every((n) => n in MEETS)).map((m) => [m.id, m]));
   for (const mode of modes.values()) select.append(el("option", { value: mode.id, text: mode.name, title: mode.description }));
   select.value = state.compare;
 }

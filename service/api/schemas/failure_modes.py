@@ -23,11 +23,18 @@ class FailureModeSchema(Schema):
     tiled = fields.Boolean(
         metadata={"description": "only the online softmax makes it, tile by tile (POST /attention/tiled computes it)"}
     )
-    needs = fields.String(
-        allow_none=True,
-        metadata={"description": "what a request must give for it to show (a 422 says so otherwise): window, sinks, "
-                  "sink_logit or positions (positions 'cache' with RoPE); null when nothing"},
-    )  # fmt: skip
+    needs = fields.List(
+        fields.String(),
+        metadata={
+            "description": "what a request must hold for it to differ from the correct computation: decode (a decode "
+            "with a KV cache, causal), head_slices (keys and values split per head, not made from a latent), "
+            "whole_cache (no window, sinks or sink logit), window, sinks, sink_logit, positions (positions 'cache'), "
+            "grouped_heads (kv_heads below heads), several_heads, rope, whole_keys (RoPE on whole keys, not a "
+            "latent's), causal (a causal mask), output_projection (a W_O other than the identity). Without one of "
+            "the first seven POST /attention answers 422 saying so; without the others it computes the same "
+            "numbers as the correct code"
+        },
+    )
 
 
 class FailureModesSchema(Schema):
