@@ -11,7 +11,7 @@ PORT   ?= 8000
 TEST_WORKERS ?= 3
 
 .DEFAULT_GOAL := help
-.PHONY: help run test lint bench migrate screenshots train minilm i18n clean
+.PHONY: help run test lint hooks bench migrate screenshots train minilm i18n clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/$$(HOST)/$(HOST)/g; s/$$(PORT)/$(PORT)/g' | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -40,6 +40,7 @@ node_modules/.modules.yaml: package.json pnpm-lock.yaml
 	else echo "pnpm not found: the TypeScript exercise tests will skip (with Node 20: npm install -g pnpm@12.4.2)"; fi
 
 test: $(VENV)/.installed-dev node_modules/.modules.yaml ## Set up with the dev extra (and pnpm install) and run every test
+	@[ "$$(git config core.hooksPath 2>/dev/null)" = .githooks ] || echo "note: 'make hooks' checks each commit with make lint and the architecture and docs tests first"
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not slow" --durations=15 $(PYTEST_ARGS)
 	@rc=0; $(BIN)/python -m pytest -p no:xdist -m slow $(PYTEST_ARGS) || rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ]
 
@@ -48,6 +49,9 @@ lint: $(VENV)/.installed-dev node_modules/.modules.yaml ## ruff (lint and format
 	$(BIN)/ruff format --check service tests bench training exercises
 	$(BIN)/mypy
 	@if [ -x node_modules/.bin/tsc ]; then node_modules/.bin/tsc -p tsconfig.json; else echo "tsc skipped: pnpm install first"; fi
+
+hooks: ## Check every commit first: make lint, then the architecture and docs tests (.githooks/pre-commit)
+	git config core.hooksPath .githooks
 
 screenshots: $(VENV)/.installed-dev ## Retake docs/screenshots/ (every page at 1280x800 and 390x844; needs chromium)
 	WORKBENCH_UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/browser/test_layout.py -k screenshot
