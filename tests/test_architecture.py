@@ -117,7 +117,7 @@ def test_the_edge_knows_no_resource():
 COMPUTE = {
     "__init__", "cache_memory", "config", "conventions", "decode", "divergence", "engine", "errors",
     "failure_modes", "fused", "inputs", "kv", "latent", "masks", "online", "parallel", "pipeline", "reference", "steps",
-    "trace",
+    "trace", "weights",
 }  # fmt: skip
 
 
@@ -127,7 +127,7 @@ def test_compute_holds_only_the_maths():
 
 # Where a call's variant may be named: the seam and latent attention's own maths, the spec written
 # out per head, and the config and inputs that choose it once; cache_memory sizes caches, not a pass.
-KNOWS_THE_VARIANT = {"kv", "latent", "reference", "config", "inputs", "cache_memory"}
+KNOWS_THE_VARIANT = {"kv", "latent", "reference", "config", "inputs", "cache_memory", "weights"}
 VARIANT_WORDS = {"latent", "absorbed", "kv_heads", "variant", "Grouped", "GroupedHeads", "LatentShape",
                  "LatentSource", "AbsorbedLatent"}  # fmt: skip
 
@@ -183,6 +183,48 @@ def test_the_decodes_correct_path_asks_no_failure_mode():
     source = (SERVICE / "compute" / "decode.py").read_text()
     assert named_in_conditions(source, {"recipe", "how", "failure_mode", "mode", "slip"}) == []
     assert named_in_conditions('if cfg.recipe.renumber == "query_only":\n    pass\n', {"recipe"}) == [1]
+
+
+def test_the_pass_does_not_import_the_decode():
+    """The decode is more steps of the pass (decode.py imports the engine), never the other way round."""
+    edges = graph()
+    assert "service.compute.decode" not in edges["service.compute.engine"]
+    assert "service.compute.decode" not in edges["service.compute.pipeline"]
+
+
+def test_the_seam_is_typed():
+    """The key/value sources share one Protocol and take a typed config and weights: no `Any` in kv.py
+    (mypy checks each source against the Protocol where `source_of` returns it)."""
+    source = (SERVICE / "compute" / "kv.py").read_text()
+    assert "class KeyValueSource(Protocol)" in source
+    assert re.search(r"\bAny\b", source) is None
+
+
+def failure_mode_ids_named(source: str, ids: set[str]) -> list[str]:
+    """Every failure mode's id a module spells out as a string."""
+    return sorted({n.value for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Constant) and n.value in ids})
+
+
+def test_no_module_of_the_engine_but_the_registry_and_the_spec_names_a_failure_mode():
+    """A mode enters through its registry entry (its recipe and needs); the modules that apply a step read
+    tables keyed by the recipe's fields, never a mode's id."""
+    from service.compute.failure_modes import REGISTRY
+
+    for path in (SERVICE / "compute").glob("*.py"):
+        if path.stem not in ("failure_modes", "reference"):
+            assert failure_mode_ids_named(path.read_text(), set(REGISTRY)) == [], path.name
+    assert failure_mode_ids_named('if mode == "gqa_tiled":\n    pass\n', set(REGISTRY)) == ["gqa_tiled"]
+
+
+def test_the_pages_know_no_failure_mode_but_through_the_api():
+    """The pages read each mode's needs, step and words from GET /api/v1/failure-modes; the only id a
+    script spells is the workbench's own broken toggle, the seed's "Reuse head 1 features"."""
+    from service.compute.failure_modes import REGISTRY
+
+    pattern = re.compile("|".join(sorted(REGISTRY, key=len, reverse=True)))
+    for path in (SERVICE.parent / "frontend" / "js").rglob("*.js"):
+        named = set(pattern.findall(path.read_text())) - {"reuse_first_slice"}
+        assert named == set(), path.name
 
 
 def test_no_import_cycle_inside_service():

@@ -7,8 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .errors import AttentionInputError
-from .failure_modes import FAILURE_MODES, NEEDS, REGISTRY, Recipe, recipe_of
-from .kv import Grouped, LatentShape, variant_of
+from .failure_modes import FAILURE_MODES, NEEDS, REGISTRY, Recipe, marked, recipe_of
 from .masks import NO_REACH, Reach
 
 ROPE_STYLES: dict[str, str] = {
@@ -58,7 +57,7 @@ class AttentionConfig:
     failure_mode: str | None = None
     latent: LatentShape | None = None  # multi-head latent attention (latent.py)
     reach: Reach = NO_REACH  # long contexts (masks.py): a window, sinks, a sink logit, a decode's positions
-    variant: Grouped | LatentShape = field(init=False, compare=False)  # where keys and values come from (kv.py)
+    variant: Grouped | LatentShape = field(init=False, compare=False)  # MHA/GQA/MQA, or latent attention
     d_head: int = field(init=False, compare=False)
     kv_width: int = field(init=False, compare=False)  # K and V's width: kv_heads * d_head
     group_size: int = field(init=False, compare=False)  # how many query heads share one key/value head
@@ -160,6 +159,111 @@ REFUSED: dict[str, tuple[Callable[[AttentionConfig], bool], str]] = {
 }
 # What a decode's cache keeps of the reach, as its recipe's `cache` says: the window and sinks, or every position.
 CACHE_KEEPS: dict[str, Callable[[Reach], Reach]] = {"rolling": lambda reach: reach, "whole": lambda reach: NO_REACH}
+
+
+# The attention variants' shapes: validated with the config, they say what a cache of them holds; where
+# their keys and values come from is the seam's (kv.py).
+
+
+@dataclass(frozen=True)
+class Grouped:
+    """Query heads sharing key/value heads in groups: MHA, GQA and MQA are its cases."""
+
+    kv_heads: int
+    d_rope = 0  # no decoupled RoPE part: RoPE turns the whole query and key
+
+    def check(self, cfg: AttentionConfig) -> None:
+        if cfg.rope is not None and cfg.d_head % 2:
+            raise AttentionInputError(
+                f"RoPE needs an even d_head, but d_model {cfg.d_model} / heads {cfg.heads} = {cfg.d_head}",
+                field="rope",
+            )
+
+    def kind(self, heads: int) -> str:
+        return "mha" if self.kv_heads == heads else "mqa" if self.kv_heads == 1 else "gqa"
+
+    def elements_per_token(self, d_head: int) -> int:
+        return 2 * self.kv_heads * d_head  # a key and a value per key/value head
+
+    def conventions(self, cfg: AttentionConfig) -> dict[str, object]:
+        if self.kv_heads == cfg.heads:
+            return {"grouped_query": None, "latent": None}
+        heads = f"{self.kv_heads} key/value head" + ("" if self.kv_heads == 1 else "s")
+        order = {"repeat": f"h // {cfg.group_size} (repeat-interleave)", "tile": f"h % {self.kv_heads}"}
+        text = f"{heads}; query head h uses kv head {order[cfg.recipe.kv_order]}"
+        return {"grouped_query": marked(text, cfg.recipe, cfg.failure_mode, "kv_order"), "latent": None}
+
+
+@dataclass(frozen=True)
+class LatentShape:
+    """Multi-head latent attention's widths (latent.py): the latent `d_c` every head's keys and
+    values come from, the decoupled RoPE part `d_rope` (0: none), and whether W_UK is absorbed
+    into the query (the same numbers, computed against the latent directly)."""
+
+    d_c: int
+    d_rope: int = 0
+    absorbed: bool = False
+
+    def __post_init__(self) -> None:
+        if self.d_rope % 2:
+            raise AttentionInputError(
+                f"RoPE turns pairs of features: the decoupled RoPE width is {self.d_rope}, which is odd",
+                field="latent.rope_key",
+            )
+
+    def check(self, cfg: AttentionConfig) -> None:
+        """Every head's keys and values come from the latent: no kv heads to share, and no split bug
+        to apply to them (the engine refuses what it would compute wrongly)."""
+        if cfg.kv_heads != cfg.heads:
+            raise AttentionInputError(
+                "latent attention makes every head's keys and values from the latent (latent.up_key, "
+                f"latent.up_value): leave kv_heads out (it is {cfg.kv_heads}, heads is {cfg.heads})",
+                field="kv_heads",
+            )
+        if cfg.failure_mode is not None and cfg.failure_mode not in LATENT_FAILURE_MODES:
+            raise AttentionInputError(
+                f"failure mode {cfg.failure_mode!r} is about splitting or sharing key/value heads, which latent "
+                f"attention does not have; with a latent the engine computes {sorted(LATENT_FAILURE_MODES)}",
+                field="failure_mode",
+            )
+        if cfg.rope is not None and not self.d_rope:
+            raise AttentionInputError(
+                "under latent attention RoPE turns only the decoupled parts (DeepSeek-V2): give latent.rope_key "
+                "and latent.rope_query, or leave rope out",
+                field="rope",
+            )
+
+    def kind(self, heads: int) -> str:
+        return "mla"
+
+    def elements_per_token(self, d_head: int) -> int:
+        return self.d_c + self.d_rope  # the latent and the RoPE key, whatever the heads
+
+    def conventions(self, cfg: AttentionConfig) -> dict[str, object]:
+        form = (
+            "absorbed: W_UK folded into the query, scores taken against the latent, W_UV after the mix"
+            if self.absorbed
+            else "naive: K = C W_UK and V = C W_UV made for every head"
+        )
+        block = {
+            "form": form,
+            "d_c": self.d_c,
+            "d_rope": self.d_rope,
+            "cached_per_token": f"d_c + d_rope = {self.d_c + self.d_rope} numbers (arXiv:2405.04434)",
+            "rope": "turns only the decoupled parts q_R and k_R (one k_R shared by every head)"
+            if self.d_rope
+            else None,
+        }
+        return {"grouped_query": None, "latent": block}
+
+
+# The failure modes that mean the same under latent attention (the rest split or share kv heads).
+LATENT_FAILURE_MODES = frozenset(mode for mode in FAILURE_MODES if "head_slices" not in REGISTRY[mode].needs)
+
+
+def variant_of(kv_heads: int, latent_shape: LatentShape | None) -> Grouped | LatentShape:
+    """The one place a call's variant is chosen: latent attention when it has a latent, else grouped heads."""
+    return latent_shape if latent_shape is not None else Grouped(kv_heads)
 
 
 def _field(name: str) -> str:

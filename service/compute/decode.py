@@ -32,12 +32,14 @@ from typing import Any
 import numpy as np
 
 from .config import AttentionConfig
+from .engine import DecodeOnly, multi_head_attention
 from .errors import AttentionInputError
-from .inputs import Projections, head_features, kv_heads_of, layout, prepare
-from .kv import Parts, rotated, traced
+from .inputs import head_features, kv_heads_of, layout, prepare
+from .kv import Parts, rotated, source_of, traced
 from .masks import Masking
 from .pipeline import finish
 from .trace import AttentionTrace
+from .weights import Projections
 
 
 @dataclass(frozen=True, eq=False)
@@ -83,7 +85,8 @@ class DecodeTrace:
         held, cfg = self.cache_positions(position), self.config
         if cfg.reach.positions != "cache" or position < self.prefill:
             return {"query": position, "keys": held}
-        return {"query": int(np.searchsorted(np.sort(held), position)), "keys": RENUMBER[cfg.recipe.renumber](held)}
+        query, keys = turned_at(held, np.array([position]), cfg.recipe.renumber)
+        return {"query": int(query[0]), "keys": keys}
 
     def cache_elements(self, position: int) -> int:
         """Numbers in the cache once `position` is appended (one layer): positions x elements per token."""
@@ -121,6 +124,16 @@ def decode_attention(x, heads: int, *, prefill: int = 1, causal: bool = True, w_
         return decode(x, cfg, w, prefill)
 
 
+def one_pass(x, heads: int, **arguments: Any) -> AttentionTrace:
+    """What `multi_head_attention(x, heads, **arguments)` computes, or where only a decode with a cache
+    can (a decoding failure mode, StreamingLLM's positions), that decode, one position a step, laid out
+    as one pass: what POST /attention and /attention/compare answer."""
+    try:
+        return multi_head_attention(x, heads, **arguments)
+    except DecodeOnly as only:
+        return decode(only.x, only.cfg, only.w).as_pass()
+
+
 def decode(x: np.ndarray, cfg: AttentionConfig, w: Projections, prefill: int = 1) -> DecodeTrace:
     """The decode of checked tokens `x` [n, d_model] under a validated config."""
     if not cfg.causal:
@@ -129,8 +142,9 @@ def decode(x: np.ndarray, cfg: AttentionConfig, w: Projections, prefill: int = 1
             field="causal",
         )
     if isinstance(prefill, bool) or not isinstance(prefill, int) or not 1 <= prefill <= cfg.n:
-        raise AttentionInputError(f"prefill must be a whole number from 1 to n = {cfg.n}, got {prefill!r}",
-                                  field="prefill")  # fmt: skip
+        raise AttentionInputError(
+            f"prefill must be a whole number from 1 to n = {cfg.n}, got {prefill!r}", field="prefill"
+        )
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         return _Decoder(x, cfg, w).run(prefill)
 
@@ -149,7 +163,7 @@ class Cache:
     def append(self, rows: Parts, start: int, end: int) -> None:
         first, second = self.parts or (self._buffer(rows[0]), self._buffer(rows[1]))
         window, sinks = self.window or end, self.sinks
-        kept = [p for p in range(start, end) if p < sinks or p >= end - window]  # the rest are overwritten
+        kept = kept_positions(range(start, end), end - 1, window, sinks)  # the rest are overwritten
         slots = [slot_of(p, window, sinks) for p in kept]
         first[..., slots, :], second[..., slots, :] = (part[..., [p - start for p in kept], :] for part in rows)
         self.at[slots] = kept
@@ -171,12 +185,17 @@ def slot_of(position: int, window: int, sinks: int) -> int:
     return position if position < sinks else sinks + (position - sinks) % window
 
 
+def kept_positions(positions: range, last: int, window: int, sinks: int) -> list[int]:
+    """Which of `positions` a rolling cache holds once `last` is written: the sinks and the last W."""
+    return [p for p in positions if p < sinks or p > last - window]
+
+
 def held_after(position: int, window: int | None, sinks: int) -> np.ndarray:
     """[L] the positions a cache holds once 0..position are written, in slot order: all of them
     without a window; else the sinks and the last W, each in its slot."""
     if window is None:
         return np.arange(position + 1)
-    kept = [*range(min(sinks, position + 1)), *range(max(sinks, position - window + 1), position + 1)]
+    kept = kept_positions(range(position + 1), position, window, sinks)
     return np.array(sorted(kept, key=lambda p: slot_of(p, window, sinks)), dtype=np.int64)
 
 
@@ -200,24 +219,33 @@ def read_then_append(cache: Cache, rows: Parts, start: int, end: int):
     return cache.read(before)
 
 
+def its_own(start: int, end: int) -> np.ndarray:
+    return np.arange(start, end)  # [m] a block's positions in the text
+
+
+def from_the_first(start: int, end: int) -> np.ndarray:
+    return np.arange(end - start)  # [m] as if the block began the text
+
+
+def places(at: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """[m] each of `positions`' place among the cache's positions `at` [L] (StreamingLLM's renumbering)."""
+    return np.searchsorted(np.sort(at), positions)
+
+
 # The recipe's decoding fields, as data: what the new query attends over, where its mask is aligned
-# (a query block at positions start..end), and where RoPE turns its rows.
+# (a query block at positions start..end), where RoPE turns its rows, and under StreamingLLM's renumbering
+# where the cached keys are turned [L]: by their place in the cache (the query by its own), or
+# (`positions_from_text`) at the positions of the text they were cut from.
 APPEND = {"before": append_then_read, "after": read_then_append}
-QUERY_AT = {
-    "bottom_right": lambda start, end: np.arange(start, end),
-    "top_left": lambda start, end: np.arange(end - start),
-}
-ROTATE_AT = {"absolute": lambda start, end: np.arange(start, end), "reset": lambda start, end: np.arange(end - start)}
-# Under StreamingLLM's renumbering, where the cached keys are turned [L]: by their place in the cache
-# (the query by its own), or (`positions_from_text`) at the positions of the text they were cut from.
-RENUMBER = {"keys": lambda at: np.searchsorted(np.sort(at), at), "query_only": lambda at: at}
+QUERY_AT = {"bottom_right": its_own, "top_left": from_the_first}
+ROTATE_AT = {"absolute": its_own, "reset": from_the_first}
+RENUMBER = {"keys": lambda at: places(at, at), "query_only": lambda at: at}
 
 
-def renumbered(rope_cfg, heads, held: Parts, at: np.ndarray, start: int, end: int, keys_at: str):
-    """The block's queries and the cache's keys turned by their places in the cache (keys cached before RoPE)."""
-    query_at = np.searchsorted(np.sort(at), np.arange(start, end))  # [m] each query's place
-    query = rotated(heads.query_before_rope, rope_cfg, query_at, "query")  # [H, m, d]
-    return query, (rotated(held[0], rope_cfg, RENUMBER[keys_at](at), "key"), held[1])
+def turned_at(at: np.ndarray, queries: np.ndarray, renumber: str) -> tuple[np.ndarray, np.ndarray]:
+    """Under StreamingLLM's renumbering, where RoPE turns the queries at `queries` [m] and the cache's keys
+    at `at` [L]: their places in the cache (the keys as the recipe's `renumber` says)."""
+    return places(at, queries), RENUMBER[renumber](at)
 
 
 class _Decoder:
@@ -225,13 +253,14 @@ class _Decoder:
 
     def __init__(self, x: np.ndarray, cfg: AttentionConfig, w: Projections):
         self.x, self.cfg, self.recipe = x, cfg, cfg.recipe
-        self.source = cfg.variant.source(cfg, w, self.recipe, *head_features(cfg, self.recipe.split))
+        self.source = source_of(cfg, w, self.recipe, *head_features(cfg, self.recipe.split))
         self.w, self.ledger = w, Cache(cfg.n)  # every position's cached rows, for the trace
         kept = cfg.cache_reach
         self.cache = self.ledger if kept.window is None else Cache(cfg.n, kept.window, kept.sinks)
         # the reach step 5 applies: the prefill's as the pass's, then the decode's
         self.reaches = tuple(cfg.reach.applied(self.recipe.reach, decoding) for decoding in (False, True))
-        self.renumber = cfg.reach.positions == "cache" and cfg.rope is not None  # keys cached before RoPE
+        # under StreamingLLM's renumbering keys are cached before RoPE and turned at each step by their place
+        self.renumber = cfg.rope if cfg.reach.positions == "cache" else None
         n, heads = cfg.n, cfg.heads
         self.scores, self.weights = np.zeros((heads, n, n)), np.zeros((heads, n, n))  # [H, n, n] each
         self.seen, self.reach = np.zeros((n, n), dtype=bool), np.zeros(n, dtype=np.int64)
@@ -249,14 +278,16 @@ class _Decoder:
         how = self.recipe
         heads = self.source.project(self.x[start:end], ROTATE_AT[how.positions](start, end))  # 1-3.
         rows: Parts = heads.cache  # what is cached: under renumbering, the keys before RoPE
-        if self.renumber and heads.key_before_rope is not None:
+        if self.renumber is not None and heads.key_before_rope is not None:
             rows = (heads.key_before_rope, heads.cache[1])
         held, at = APPEND[how.append](self.cache, rows, start, end)  # the cache and its positions [L]
         if self.cache is not self.ledger:
             self.ledger.append(rows, start, end)
         query = heads.query
-        if self.renumber:  # 3. turned now, by their places in the cache
-            query, held = renumbered(self.cfg.rope, heads, held, at, start, end, how.renumber)
+        if self.renumber is not None and heads.query_before_rope is not None:  # 3. turned by their places now
+            query_at, keys_at = turned_at(at, its_own(start, end), how.renumber)
+            query = rotated(heads.query_before_rope, self.renumber, query_at, "query")  # [H, m, d]
+            held = (rotated(held[0], self.renumber, keys_at, "key"), held[1])
         masking = Masking.of_block(QUERY_AT[how.decode_mask](start, end), at, how.mask, self.reaches[start > 0])  # 5.
         done = self.source.attend(query, held, self.cfg.scale_with(how), masking)  # 4-7.
         self.keep(start, end, at, query, masking, done)
@@ -282,7 +313,9 @@ class _Decoder:
     def trace(self, blocks) -> DecodeTrace:
         cfg, rows, source = self.cfg, self.rows, self.source
         cached, _ = self.ledger.read()
-        held = cached if not self.renumber else (rotated(cached[0], cfg.rope, None, "key"), cached[1])  # as the text's
+        held = cached  # every key turned as the text's
+        if self.renumber is not None:
+            held = (rotated(cached[0], self.renumber, None, "key"), cached[1])
         keys, values = source.keys_values(held)
         rescored = source.scores(rows["query"], held, cfg.scale)  # [H, n, n]
         cache = source.named(cached)
@@ -297,16 +330,3 @@ class _Decoder:
             residual=rows["residual"], kv_head=kv_heads_of(cfg, self.recipe), rescored=rescored,
             latent_query=rows.get("latent_query"), latent_output=rows.get("latent_output"),
         )  # fmt: skip
-
-
-def max_difference(a: AttentionTrace, b: AttentionTrace) -> float:
-    """The largest difference between two traces of the same tokens over every number both hold
-    (queries, keys, values, scores, weights, head outputs, concatenation, output, residual, latent):
-    a decode done right against the full causal pass is 0 up to float64 rounding."""
-    found = 0.0
-    for name in ("query", "key", "value", "scores", "weights", "head_outputs", "concat", "output", "residual",
-                 "latent", "rope_key"):  # fmt: skip
-        x, y = getattr(a, name), getattr(b, name)
-        if x is not None and y is not None and x.shape == y.shape and x.size:
-            found = max(found, float(np.abs(x - y).max()))
-    return found

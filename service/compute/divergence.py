@@ -97,3 +97,16 @@ def compare(correct: AttentionTrace, broken: AttentionTrace, w_o: np.ndarray | N
     differences = {name: getattr(broken, name) - getattr(correct, name) for name in DIFFERENCES}
     parted = divergence(stage_arrays(correct, w_o), stage_arrays(broken, w_o))
     return Comparison(correct, broken, differences, parted)
+
+
+def max_difference(a: AttentionTrace, b: AttentionTrace) -> float:
+    """The largest difference between two traces of the same tokens over every number both hold
+    (queries, keys, values, scores, weights, head outputs, concatenation, output, residual, latent):
+    a decode done right against the full causal pass is 0 up to float64 rounding."""
+    found = 0.0
+    for name in ("query", "key", "value", "scores", "weights", "head_outputs", "concat", "output", "residual",
+                 "latent", "rope_key"):  # fmt: skip
+        x, y = getattr(a, name), getattr(b, name)
+        if x is not None and y is not None and x.shape == y.shape and x.size:
+            found = max(found, float(np.abs(x - y).max()))
+    return found

@@ -4,19 +4,18 @@ features and key/value head each query head reads."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
 from . import latent as mla
 from . import steps
-from .config import AttentionConfig, RopeConfig
+from .config import AttentionConfig, LatentShape, RopeConfig
 from .errors import AttentionInputError
 from .failure_modes import Recipe
-from .kv import LatentShape
 from .masks import Reach
-from .steps import as_bias, as_matrix, as_weight
+from .steps import as_matrix
+from .weights import Projections
 
 
 def prepare(x, heads, causal, weights, biases, kv_heads, rope, latent, failure_mode, reach=None):
@@ -38,7 +37,7 @@ def prepare(x, heads, causal, weights, biases, kv_heads, rope, latent, failure_m
             field=f"projections.{part}",
         )
     w_q, w_k, w_v, w_o = weights
-    return x, cfg, Projections.of(cfg, w_q, w_k, w_v, w_o, biases, latent=lw)
+    return x, cfg, Projections.of(cfg.d_model, cfg.kv_width, w_q, w_k, w_v, w_o, biases, latent=lw)
 
 
 def _config(n, d_model, heads, kv_heads, causal, rope, failure_mode, latent, reach) -> AttentionConfig:
@@ -52,39 +51,6 @@ def _config(n, d_model, heads, kv_heads, causal, rope, failure_mode, latent, rea
 @lru_cache(maxsize=1024, typed=True)  # typed: heads=True is not heads=1, validation sees each
 def _known_config(n, d_model, heads, kv_heads, causal, rope, failure_mode, latent, reach) -> AttentionConfig:
     return AttentionConfig(n, d_model, heads, kv_heads, causal, rope, failure_mode, latent, reach)
-
-
-@dataclass(frozen=True)
-class Projections:
-    """W_Q, W_K, W_V, W_O as `[in][out]` float64 arrays, or None for the identity; each one's
-    bias `[out]`, or None for none."""
-
-    query: np.ndarray | None
-    key: np.ndarray | None
-    value: np.ndarray | None
-    output: np.ndarray | None
-    biases: tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None, np.ndarray | None] = (None,) * 4
-    latent: mla.LatentWeights | None = None  # latent attention's weights (keys and values come from them)
-
-    @classmethod
-    def of(cls, cfg: AttentionConfig, w_q, w_k, w_v, w_o, biases=(None,) * 4, latent=None) -> Projections:
-        nothing = w_q is None and w_k is None and w_v is None and w_o is None and all(b is None for b in biases)
-        if nothing and latent is None:
-            return IDENTITY  # the workbench's case: nothing to check
-        d, kv = cfg.d_model, cfg.kv_width
-        widths = (d, kv, kv, d)
-        names = ("query", "key", "value", "output")
-        return cls(
-            as_weight(w_q, (d, d), "projections.query"),
-            as_weight(w_k, (d, kv), "projections.key"),
-            as_weight(w_v, (d, kv), "projections.value"),
-            as_weight(w_o, (d, d), "projections.output"),
-            tuple(as_bias(b, width, f"biases.{name}") for b, width, name in zip(biases, widths, names, strict=True)),  # type: ignore[arg-type]
-            latent,
-        )
-
-
-IDENTITY = Projections(None, None, None, None)
 
 
 def head_features(cfg: AttentionConfig, split: str = "contiguous") -> tuple[np.ndarray, np.ndarray]:

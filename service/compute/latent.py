@@ -147,3 +147,10 @@ def attend_absorbed(
     o_latent = dot(a, cache[0])  # 7. [H, m, L] @ [L, d_c] -> [H, m, d_c]: values mixed in latent space
     o = dot(o_latent, per_head(lw.up_value, cfg.heads))  # [H, m, d_c] @ [H, d_c, d] -> [H, m, d]: W_UV after the mix
     return s, a, o, {"latent_query": q_latent, "latent_output": o_latent}
+
+
+def naive(engine: dict[str, Any]) -> dict[str, Any]:
+    """A call's arguments with keys and values made: an absorbed latent asked in its naive form (the same
+    output; the online softmax tiles keys and values)."""
+    lat = engine.get("latent")
+    return {**engine, "latent": {**lat, "absorbed": False}} if isinstance(lat, dict) and lat.get("absorbed") else engine

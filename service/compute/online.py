@@ -21,7 +21,7 @@ import numpy as np
 from .engine import multi_head_attention
 from .errors import AttentionInputError
 from .failure_modes import REGISTRY, Recipe, recipe_of
-from .kv import whole
+from .latent import naive
 
 SLIPS = tuple(mode.id for mode in REGISTRY.values() if mode.tiled)  # the registry's tiled failure modes
 # What a first difference can be at a tile, in the order computed. alpha is shown, not compared: where a
@@ -92,7 +92,7 @@ def tiled_attention(
         raise AttentionInputError(
             f"unknown failure mode {unknown[0]!r}; expected one of {sorted(SLIPS)}", "failure_mode"
         )
-    plain = multi_head_attention(x, heads, **whole(engine))
+    plain = multi_head_attention(x, heads, **naive(engine))
     n = plain.config.n
     for name, block in (("block_q", block_q), ("block_k", block_k)):
         if isinstance(block, bool) or not isinstance(block, int) or not 1 <= block <= n:

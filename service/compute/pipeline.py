@@ -12,14 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from .kv import traced
+from .kv import source_of, traced
 from .masks import Masking
 from .steps import finite, merge_heads, project
 
 
 def run(x: np.ndarray, cfg: Any, w: Any, how: Any, features: np.ndarray, kv_features: np.ndarray) -> dict[str, Any]:
     """The ten steps on tokens `x` [n, d_model] (checked finite), as `how` does them."""
-    source = cfg.variant.source(cfg, w, how, features, kv_features)
+    source = source_of(cfg, w, how, features, kv_features)
     heads = source.project(x, None)  # 1-3. queries [H, n, d], what a cache keeps of every row
     masking = Masking.of_pass(cfg.n, cfg.causal, how.mask, cfg.reach.applied(how.reach))  # 5. [n, n]
     done = source.attend(heads.query, heads.cache, scale(cfg, how), masking)  # 4-7.

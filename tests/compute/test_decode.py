@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from service.compute import AttentionInputError, multi_head_attention
-from service.compute.decode import decode_attention, max_difference
+from service.compute.decode import decode_attention
+from service.compute.divergence import max_difference
 
 from .plain_python import reference_decode
 

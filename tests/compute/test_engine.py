@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from service.compute import FAILURE_MODES, AttentionInputError, multi_head_attention
+from service.compute.decode import one_pass
 
 from .plain_python import LONG_CONTEXT_SLIPS, reference_mha
 
@@ -202,7 +203,7 @@ def test_each_failure_mode_equals_the_loop_written_the_broken_way(mode, kv_heads
         "w_v": rng.normal(size=(8, kv_width)),
         "w_o": rng.normal(size=(8, 8)),
     }
-    trace = multi_head_attention(x, 2, kv_heads=kv_heads, failure_mode=mode, **weights)
+    trace = one_pass(x, 2, kv_heads=kv_heads, failure_mode=mode, **weights)
     ref = reference_mha(
         x.tolist(), 2, kv_heads=kv_heads, failure_mode=mode, **{k: v.tolist() for k, v in weights.items()}
     )

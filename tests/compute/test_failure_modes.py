@@ -4,7 +4,8 @@ exactly in the way its name says."""
 import numpy as np
 import pytest
 
-from service.compute import FAILURE_MODES, multi_head_attention
+from service.compute import FAILURE_MODES
+from service.compute.decode import one_pass
 
 from .plain_python import as_engine, slip_context
 
@@ -14,7 +15,7 @@ W = {name: RNG.normal(size=(8, 8)) / 3 for name in ("w_q", "w_k", "w_v", "w_o")}
 
 
 def run(mode=None, **kwargs):
-    return multi_head_attention(X, 2, failure_mode=mode, **{**W, **kwargs})
+    return one_pass(X, 2, failure_mode=mode, **{**W, **kwargs})
 
 
 def test_every_mode_changes_the_result_where_its_step_exists():
@@ -23,8 +24,8 @@ def test_every_mode_changes_the_result_where_its_step_exists():
     w = {"w_q": W["w_q"], "w_k": W["w_k"][:, :4], "w_v": W["w_v"][:, :4], "w_o": W["w_o"]}
     for mode in set(FAILURE_MODES) - {"cache_not_truncated"}:  # the same numbers in more memory (its own test)
         context = as_engine({"rope": "half", **slip_context(mode, 4)})
-        correct = multi_head_attention(x, 4, kv_heads=2, **context, **w)
-        broken = multi_head_attention(x, 4, kv_heads=2, failure_mode=mode, **context, **w)
+        correct = one_pass(x, 4, kv_heads=2, **context, **w)
+        broken = one_pass(x, 4, kv_heads=2, failure_mode=mode, **context, **w)
         assert not np.allclose(broken.output, correct.output), mode
 
 
@@ -88,7 +89,5 @@ def test_no_output_projection_stops_at_concatenation():
 @pytest.mark.parametrize("mode", sorted(FAILURE_MODES))
 def test_failure_modes_work_with_grouped_query_attention_and_rope(mode):
     x = RNG.normal(size=(6, 8))
-    trace = multi_head_attention(
-        x, 4, kv_heads=2, failure_mode=mode, **as_engine({"rope": "half", **slip_context(mode, 4)})
-    )
+    trace = one_pass(x, 4, kv_heads=2, failure_mode=mode, **as_engine({"rope": "half", **slip_context(mode, 4)}))
     assert np.isfinite(trace.output).all()

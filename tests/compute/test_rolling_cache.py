@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from service.compute import multi_head_attention
-from service.compute.decode import decode_attention, max_difference
+from service.compute.decode import decode_attention
+from service.compute.divergence import max_difference
 from service.compute.masks import Reach
 
 from .plain_python import sees

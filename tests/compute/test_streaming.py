@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from service.compute import multi_head_attention
-from service.compute.decode import decode_attention
+from service.compute.decode import decode_attention, one_pass
 from service.compute.errors import AttentionInputError
 from service.compute.failure_modes import REGISTRY
 from service.compute.masks import Reach
@@ -49,14 +49,12 @@ def test_each_long_context_slip_computes_what_its_broken_code_would(mode, varian
         if "rope" not in variant:
             pytest.skip("the renumbering slip needs RoPE (the engine refuses it without: see below)")
         options["positions"] = "cache"
-    trace = multi_head_attention(
-        x, heads, failure_mode=mode, **as_engine(options), **weights
-    )  # a decoding slip: prefill 1
+    trace = one_pass(x, heads, failure_mode=mode, **as_engine(options), **weights)  # a decoding slip: prefill 1
     prefill = 1 if REGISTRY[mode].decoding else len(x)
     ref = streamed(x, heads, weights, failure_mode=mode, prefill=prefill, **options)
     assert_rows(trace, ref)
     if mode != "cache_not_truncated":  # the only slip whose numbers are right
-        right = multi_head_attention(x, heads, **as_engine(options), **weights)
+        right = one_pass(x, heads, **as_engine(options), **weights)
         assert not np.allclose(trace.output, right.output), mode
 
 
@@ -135,7 +133,7 @@ def test_renumbering_equals_the_full_pass_until_the_cache_first_evicts(prefill):
 def test_what_a_slip_or_the_renumbering_needs_is_asked_for_by_name(options, words):
     x, heads, weights = case({}, n=6)
     with pytest.raises(AttentionInputError, match=words) as caught:
-        multi_head_attention(x, heads, **as_engine(options), **weights)
+        one_pass(x, heads, **as_engine(options), **weights)
     assert caught.value.field in ("failure_mode", "positions")
 
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from service.compute import FAILURE_MODES, multi_head_attention
+from service.compute.decode import one_pass
 from service.compute.failure_modes import REGISTRY
 from service.exercise.diagnose import MISTAKES, diagnose, expected_outputs
 
@@ -14,14 +15,14 @@ VISIBLE = sorted(m for m in FAILURE_MODES if REGISTRY[m].exercise and m != "no_o
 
 def test_attending_before_appending_is_the_diagonal_masked_slip_of_a_decoder():
     """With no cache to see the difference, the decoder's bug computes what masking j >= i computes."""
-    trace = multi_head_attention(TOKENS, 2, failure_mode="cache_not_appended")
+    trace = one_pass(TOKENS, 2, failure_mode="cache_not_appended")
     result = diagnose(TOKENS, 2, True, {"weights": trace.weights, "concatenated": trace.concat})
     assert result.diagnosis == "diagonal_masked"
 
 
 @pytest.mark.parametrize("mode", VISIBLE)
 def test_each_engine_failure_mode_is_diagnosed_as_itself(mode):
-    trace = multi_head_attention(TOKENS, 2, failure_mode=mode)
+    trace = one_pass(TOKENS, 2, failure_mode=mode)
     result = diagnose(TOKENS, 2, True, {"weights": trace.weights, "concatenated": trace.concat})
     assert not result.correct
     assert result.diagnosis == mode and result.mistakes == (mode,)

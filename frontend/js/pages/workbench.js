@@ -74,7 +74,7 @@ async function learnedProjections() {
 function view(response, comparison) {
   const projections = state.qkv === "learned" ? learned : {};
   const wo = state.wo === "learned" ? learned.output : identity(D_MODEL);
-  const skipped = comparison && comparison.failure_mode.id === "no_output_projection";
+  const skipped = comparison && modes.get(comparison.failure_mode.id)?.step === "output"; // W_O not applied
   return {
     // the concatenation's numbers without a click where the lesson asks to inspect them
     showConcat: state.reuse || Boolean(state.compare),

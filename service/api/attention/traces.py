@@ -12,8 +12,8 @@ from typing import Any
 from flask import current_app, request
 
 from ...compute import AttentionInputError, AttentionTrace, multi_head_attention
-from ...compute.decode import decode_attention, max_difference
-from ...compute.divergence import compare
+from ...compute.decode import decode_attention, one_pass
+from ...compute.divergence import compare, max_difference
 from ...compute.online import first_difference, tiled_attention
 from ...edge.json_codec import dumps_bytes
 from ...edge.problems import Problem
@@ -49,7 +49,7 @@ def engine_arguments(args: dict[str, Any]) -> dict[str, Any]:
 
 def compute(args: dict[str, Any], failure_mode: str | None) -> AttentionTrace:
     try:
-        return multi_head_attention(args["tokens"], args["heads"], failure_mode=failure_mode, **engine_arguments(args))
+        return one_pass(args["tokens"], args["heads"], failure_mode=failure_mode, **engine_arguments(args))
     except AttentionInputError as exc:
         raise refused(exc) from None
 
