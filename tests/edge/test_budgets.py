@@ -252,12 +252,13 @@ def test_a_network_past_its_share_is_refused_before_its_large_bodies_are_read(ap
 
 CHECK_OUTPUT = {"weights": [[[1.0]]], "head_outputs": [[[1.0]]], "concatenated": [[1.0]]}
 # A small body of each route that charges cells, and a budget that holds it twice but not three times
-# (attention measures a padded body in the background, at its real cost); the routes that cannot
-# measure one charge the most a request of theirs may cost, which the budget cannot hold with it.
+# (attention measures a padded body in the background, the decode in the request thread that parses it
+# anyway, each at its real cost: 2,336 cells the decode); the routes that cannot measure one charge the most
+# a request of theirs may cost, which the budget cannot hold with it.
 PADDED_ROUTES = {
     "/api/v1/attention": (MID, "3000/minute"),
     "/api/v1/attention/compare": ({**MID, "failure_mode": "no_scaling"}, "6000/minute"),
-    "/api/v1/attention/decode": ({"tokens": MID["tokens"][:4], "heads": 4}, "12000/minute"),
+    "/api/v1/attention/decode": ({"tokens": MID["tokens"][:8], "heads": 4}, "6000/minute"),
     "/api/v1/exercises/multi-head-attention/check": (
         {"case": {"tokens": [[1.0]], "heads": 1}, "output": CHECK_OUTPUT},
         "12000/minute",
@@ -269,7 +270,8 @@ PADDED_ROUTES = {
 def test_a_body_padded_past_what_the_edge_parses_is_charged(app_config, path):
     """A 270 KB body of which 269 KB is white space is not parsed in a request thread; it was charged
     nothing, and eight networks of them kept every other learner waiting. Now each route charges it:
-    attention what it measures in the background, the others the most they may cost."""
+    attention what it measures in the background, the decode what it measures in the thread that parses
+    it anyway, the others the most they may cost."""
     import json
 
     body, budget = PADDED_ROUTES[path]

@@ -223,20 +223,6 @@ def _ready() -> bool:
 # -- the compute process's side ------------------------------------------------------------
 
 
-_compute_app: Any = None
-
-
-def _settings_context(settings):
-    """In the background process: an app context whose only content is the settings (the caps)."""
-    global _compute_app
-    from flask import Flask
-
-    if _compute_app is None:
-        _compute_app = Flask("workbench-compute")
-    _compute_app.extensions["settings"] = settings  # each task brings the caller's settings
-    return _compute_app.app_context()
-
-
 def _parse(raw: bytes, compare: bool, settings) -> tuple[dict[str, Any] | None, int, dict[str, Any] | None]:
     """In the background process: a large body parsed and validated exactly as a request thread
     would (strict JSON, caps first, the same schema, the same 4xx), with its cost."""
@@ -245,15 +231,15 @@ def _parse(raw: bytes, compare: bool, settings) -> tuple[dict[str, Any] | None, 
     from ...edge.body import parse_json
     from ...edge.problems import flatten_errors, invalid_fields
     from ..schemas.attention import AttentionRequestSchema, CompareRequestSchema
-    from .caps import cost
+    from .caps import cost, refuse_over_caps
 
     try:
-        with _settings_context(settings):
-            body = parse_json(raw)
-            try:
-                args = (CompareRequestSchema() if compare else AttentionRequestSchema()).load(body)
-            except ValidationError as error:
-                raise invalid_fields(flatten_errors(error.normalized_messages())) from None
+        body = parse_json(raw)
+        refuse_over_caps(body, settings)  # before any element is validated or any array made
+        try:
+            args = (CompareRequestSchema() if compare else AttentionRequestSchema()).load(body)
+        except ValidationError as error:
+            raise invalid_fields(flatten_errors(error.normalized_messages())) from None
     except Problem as problem:
         return None, 0, problem.as_data()
     return args, cost(args["tokens"], args["heads"], compare), None

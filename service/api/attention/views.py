@@ -26,7 +26,7 @@ from ..schemas.fields import Doubt, loader
 from ..schemas.tiled import TiledRequestSchema, TiledResponseSchema
 from ..smorest import JSON_BODY_ERRORS, Blueprint
 from . import offload as heavy
-from .caps import cost, decode_cells, most, refuse_over_caps, refuse_over_tiled_caps
+from .caps import cost, refuse_over_caps, refuse_over_decode_cap, refuse_over_tiled_caps
 from .shortcut import note
 from .traces import BINARY, compare_body, decode_body, encode, respond, tiled_body, trace_body, wants_binary
 
@@ -162,18 +162,15 @@ class Compare(MethodView):
 
 
 def decode_cost(req: EdgeRequest) -> int | None:
-    """A decode charges its answer's numbers (413 over max_decode_cells) and the full pass it is held to;
-    a body too large to parse here, the most a decode may cost."""
-    settings = req.app.extensions["settings"]
-    if not req.parsed:
-        return settings.max_decode_cells + most(settings)
-    if not isinstance(req.data, dict):
+    """A decode charges its answer's numbers (413 over max_decode_cells) and the full pass it is held to.
+    Its view parses the body in this thread whatever its size, so it is measured whole, and its caps read,
+    here, once, before any element is validated."""
+    settings, data = req.app.extensions["settings"], req.parse()
+    if not isinstance(data, dict):
         return None
-    refuse_over_caps(req.data, req.app.extensions["settings"])
-    cells = decode_cells(req.data)
-    if cells is not None and cells > req.app.extensions["settings"].max_decode_cells:
-        return None  # the schema refuses it, naming the cap
-    measured = cells_of(req.data)
+    refuse_over_caps(data, settings)
+    cells = refuse_over_decode_cap(data, settings)
+    measured = cells_of(data)
     return None if cells is None or measured is None else cells + measured
 
 
@@ -198,18 +195,16 @@ class Decode(MethodView):
 
 def tiled_cost(req: EdgeRequest) -> int | None:
     """An online softmax charges its answer's numbers (413 over max_tiles or max_tiled_cells) and the
-    plain pass it runs over (twice with a failure mode: the right tiles too)."""
-    settings = req.app.extensions["settings"]
-    if not req.parsed:
-        return 2 * (settings.max_tiled_cells + most(settings))
-    if not isinstance(req.data, dict):
+    plain pass it runs over (twice with a failure mode: the right tiles too), measured whole as a decode is."""
+    settings, data = req.app.extensions["settings"], req.parse()
+    if not isinstance(data, dict):
         return None
-    refuse_over_caps(req.data, settings)
-    size = refuse_over_tiled_caps(req.data, settings)
-    measured = cells_of(req.data)
+    refuse_over_caps(data, settings)
+    size = refuse_over_tiled_caps(data, settings)
+    measured = cells_of(data)
     if size is None or measured is None:
         return None
-    return (size[1] + measured) * (2 if req.data.get("failure_mode") else 1)
+    return (size[1] + measured) * (2 if data.get("failure_mode") else 1)
 
 
 @blp.route("/tiled")

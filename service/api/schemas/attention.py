@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from flask import current_app
-from marshmallow import Schema, fields, pre_load, validate
+from marshmallow import Schema, fields, validate
 
 from ...compute import FAILURE_MODES, ROPE_STYLES
 from ...trace_json import INCLUDE_CHOICES
-from ..attention.caps import refuse_over_caps, refuse_over_decode_cap
 from .fields import Matrix, SafeString, StrictBoolean, StrictFloat, StrictInteger
 
 
@@ -106,11 +104,6 @@ class AttentionRequestSchema(TraceOptionsSchema):
                   "in the cache at each step; computed by decoding); needs a window and RoPE turning whole keys"},
     )  # fmt: skip
 
-    @pre_load
-    def _caps_first(self, data, **kwargs):
-        refuse_over_caps(data, current_app.extensions["settings"])  # before any element is parsed or array made
-        return data
-
 
 class DecodeRequestSchema(AttentionRequestSchema):
     prefill = StrictInteger(
@@ -119,11 +112,6 @@ class DecodeRequestSchema(AttentionRequestSchema):
         metadata={"description": "how many first positions are computed at once (a prefill block), at most n; "
                   "then one position a step"},
     )  # fmt: skip
-
-    @pre_load
-    def _decode_cap_first(self, data, **kwargs):
-        refuse_over_decode_cap(data, current_app.extensions["settings"])
-        return data
 
 
 class CompareRequestSchema(AttentionRequestSchema):

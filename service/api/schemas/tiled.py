@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from flask import current_app
-from marshmallow import Schema, fields, pre_load, validate
+from marshmallow import Schema, fields, validate
 
 from ...compute.online import SLIPS
-from ..attention.caps import refuse_over_tiled_caps
 from .attention import LONGEST, AttentionRequestSchema, Grid
 from .fields import SafeString, StrictInteger
 
@@ -31,11 +29,6 @@ class TiledRequestSchema(AttentionRequestSchema):
         metadata={"description": "compute the online softmax as this broken implementation would, and say where it "
                   "first differs from the right one"},
     )  # fmt: skip
-
-    @pre_load
-    def _tiled_caps_first(self, data, **kwargs):
-        refuse_over_tiled_caps(data, current_app.extensions["settings"])
-        return data
 
 
 class TileSchema(Schema):
