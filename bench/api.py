@@ -48,8 +48,12 @@ def throughput(seconds: int, rounds: int) -> dict:
         # the same bare handler in the same gunicorn as the service: its worker (service/server/worker.py)
         Gunicorn("trivial_app:app", **plain, worker=WORKER) as same,  # type: ignore[arg-type]
     ):
-        servers = [(ours, app.url + "/api/v1/attention"), (base, trivial.url + "/echo"),
-                   (bare, same.url + "/bare"), (bare_stock, trivial.url + "/bare")]  # fmt: skip
+        servers = [
+            (ours, app.url + "/api/v1/attention"),
+            (base, trivial.url + "/echo"),
+            (bare, same.url + "/bare"),
+            (bare_stock, trivial.url + "/bare"),
+        ]
         for _, url in servers:
             wrk_post(url, body, seconds=1)  # warm up
         for _ in range(rounds):

@@ -58,13 +58,24 @@ def recomputed(x: np.ndarray, w: dict[str, np.ndarray]) -> float:
     return time.perf_counter() - start
 
 
-def step_times(x: np.ndarray, w: dict[str, np.ndarray], repeats: int = 5, heads: int = HEADS,
-               window: int | None = None) -> np.ndarray:  # fmt: skip
+def step_times(
+    x: np.ndarray, w: dict[str, np.ndarray], repeats: int = 5, heads: int = HEADS, window: int | None = None
+) -> np.ndarray:
     """Each cached step's time [n] (the median over `repeats` decodes), under `window` if given."""
     runs = []
     for _ in range(repeats):
-        xs, cfg, weights = prepare(x, heads, True, (w["w_q"], w["w_k"], w["w_v"], w["w_o"]), (None,) * 4, None, None,
-                                   None, None, {"window": window})  # fmt: skip
+        xs, cfg, weights = prepare(
+            x,
+            heads,
+            True,
+            (w["w_q"], w["w_k"], w["w_v"], w["w_o"]),
+            (None,) * 4,
+            None,
+            None,
+            None,
+            None,
+            {"window": window},
+        )
         with np.errstate(over="ignore", invalid="ignore", under="ignore"):
             decoder = _Decoder(xs, cfg, weights)
             times = []
@@ -169,8 +180,10 @@ def main() -> None:
         if args.json:
             print(json.dumps(row))
         else:
-            print(f"{row['name']}: {row['figure']} {row['unit']}; {row['baseline']}: {row['baseline_figure']}; "
-                  f"ratio {row['ratio']} ({row['budget']}: {'ok' if row['ok'] else 'OVER'})")  # fmt: skip
+            print(
+                f"{row['name']}: {row['figure']} {row['unit']}; {row['baseline']}: {row['baseline_figure']}; "
+                f"ratio {row['ratio']} ({row['budget']}: {'ok' if row['ok'] else 'OVER'})"
+            )
 
 
 if __name__ == "__main__":

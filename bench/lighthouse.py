@@ -55,10 +55,20 @@ def report_of(url: str, flags: list[str], attempts: int = 3) -> dict:
     for _ in range(attempts):
         with tempfile.NamedTemporaryFile(suffix=".json") as out:
             done = subprocess.run(
-                [str(LIGHTHOUSE), url, "--quiet", "--output=json", f"--output-path={out.name}",
-                 "--chrome-flags=--headless=new --no-sandbox --disable-gpu", *flags],
-                env={"CHROME_PATH": CHROMIUM, "PATH": "/usr/bin:/bin"}, timeout=180, capture_output=True, text=True,
-            )  # fmt: skip
+                [
+                    str(LIGHTHOUSE),
+                    url,
+                    "--quiet",
+                    "--output=json",
+                    f"--output-path={out.name}",
+                    "--chrome-flags=--headless=new --no-sandbox --disable-gpu",
+                    *flags,
+                ],
+                env={"CHROME_PATH": CHROMIUM, "PATH": "/usr/bin:/bin"},
+                timeout=180,
+                capture_output=True,
+                text=True,
+            )
             if done.returncode == 0:
                 return json.loads(Path(out.name).read_text())
     raise RuntimeError(f"Lighthouse failed {attempts} times on {url}: {done.stderr[-500:]}")
@@ -107,8 +117,15 @@ def run() -> list[dict]:
         for page, path in {**PAGES, **THIRD_PARTY}.items():
             for size, flags in SIZES.items():
                 result = median_audit(app.url + path, flags, RUNS[size] if page in PAGES else 1)
-                rows.append({"name": f"Lighthouse, {page}, {size}", "page": page, "size": size, **result,
-                             "ok": within(result) if page in PAGES else None})  # fmt: skip
+                rows.append(
+                    {
+                        "name": f"Lighthouse, {page}, {size}",
+                        "page": page,
+                        "size": size,
+                        **result,
+                        "ok": within(result) if page in PAGES else None,
+                    }
+                )
     return rows
 
 

@@ -20,14 +20,22 @@ def requests() -> dict[str, tuple[str, dict[str, Any], str]]:
 
     found: dict[str, tuple[str, dict[str, Any], str]] = {}
     bodies = {name: preset["request"] for name, preset in presets().items()}
-    x = [[1.0, 0.5, -0.5, 1.0, 0.3, -0.2, 0.8, 0.1], [0.2, 1.0, 1.5, -0.3, 0.4, 0.9, -0.6, 0.7],
-         [-1.0, 0.3, 0.8, 0.6, -0.5, 0.2, 0.1, 1.2], [0.7, -0.8, 0.2, 0.5, 1.1, -0.4, 0.3, -0.9],
-         [0.05, 0.6, -1.2, 0.9, 0.2, 0.3, -0.7, 0.4]]  # fmt: skip
-    latent = {"down": [[(i * 3 + j) % 5 / 4 - 0.5 for j in range(4)] for i in range(8)],
-              "up_key": [[(i + 2 * j) % 7 / 6 - 0.4 for j in range(8)] for i in range(4)],
-              "up_value": [[(2 * i + j) % 5 / 4 - 0.3 for j in range(8)] for i in range(4)]}  # fmt: skip
-    rope_parts = {"rope_key": [[(i + j) % 3 / 2 - 0.5 for j in range(2)] for i in range(8)],
-                  "rope_query": [[(i * j) % 5 / 4 - 0.5 for j in range(4)] for i in range(8)]}  # fmt: skip
+    x = [
+        [1.0, 0.5, -0.5, 1.0, 0.3, -0.2, 0.8, 0.1],
+        [0.2, 1.0, 1.5, -0.3, 0.4, 0.9, -0.6, 0.7],
+        [-1.0, 0.3, 0.8, 0.6, -0.5, 0.2, 0.1, 1.2],
+        [0.7, -0.8, 0.2, 0.5, 1.1, -0.4, 0.3, -0.9],
+        [0.05, 0.6, -1.2, 0.9, 0.2, 0.3, -0.7, 0.4],
+    ]
+    latent = {
+        "down": [[(i * 3 + j) % 5 / 4 - 0.5 for j in range(4)] for i in range(8)],
+        "up_key": [[(i + 2 * j) % 7 / 6 - 0.4 for j in range(8)] for i in range(4)],
+        "up_value": [[(2 * i + j) % 5 / 4 - 0.3 for j in range(8)] for i in range(4)],
+    }
+    rope_parts = {
+        "rope_key": [[(i + j) % 3 / 2 - 0.5 for j in range(2)] for i in range(8)],
+        "rope_query": [[(i * j) % 5 / 4 - 0.5 for j in range(4)] for i in range(8)],
+    }
     bodies |= {
         "mqa": {"tokens": x, "heads": 4, "kv_heads": 1},
         "gqa": {"tokens": x, "heads": 4, "kv_heads": 2},
@@ -51,14 +59,22 @@ def requests() -> dict[str, tuple[str, dict[str, Any], str]]:
                 {**body, "failure_mode": mode},
                 "application/json",
             )
-            found[f"compare/{name}/{mode}"] = ("/api/v1/attention/compare", {**body, "failure_mode": mode},
-                                               "application/json")  # fmt: skip
-            found[f"decode/{name}/{mode}"] = ("/api/v1/attention/decode", {**body, "causal": True,
-                                              "failure_mode": mode}, "application/json")  # fmt: skip
+            found[f"compare/{name}/{mode}"] = (
+                "/api/v1/attention/compare",
+                {**body, "failure_mode": mode},
+                "application/json",
+            )
+            found[f"decode/{name}/{mode}"] = (
+                "/api/v1/attention/decode",
+                {**body, "causal": True, "failure_mode": mode},
+                "application/json",
+            )
     for prefill in (2, 5):
         found[f"decode/gqa-rope/prefill-{prefill}"] = (
-            "/api/v1/attention/decode", {**bodies["gqa-rope-half"], "prefill": prefill}, "application/json"
-        )  # fmt: skip
+            "/api/v1/attention/decode",
+            {**bodies["gqa-rope-half"], "prefill": prefill},
+            "application/json",
+        )
     for name in ("workbench", "four-heads", "latent-rope-absorbed"):
         found[f"binary/{name}"] = ("/api/v1/attention", bodies[name], "application/octet-stream")
         compared = {**bodies[name], "failure_mode": "no_scaling"}

@@ -60,8 +60,14 @@ def extract() -> Catalog:
     for folder, method, keywords in EXTRACTORS:
         pattern = "**.html" if "jinja" in method else "**.js" if method == "javascript" else "**.py"
         options = {pattern: {"trimmed": "true"}} if "jinja" in method else {}
-        found = extract_from_dir(ROOT / folder, [(pattern, method)], options, keywords=keywords,
-                                 comment_tags=("Translators:",), strip_comment_tags=True)  # fmt: skip
+        found = extract_from_dir(
+            ROOT / folder,
+            [(pattern, method)],
+            options,
+            keywords=keywords,
+            comment_tags=("Translators:",),
+            strip_comment_tags=True,
+        )
         for filename, _lineno, message, comments, context in found:
             catalog.add(message, locations=[(f"{folder}/{filename}", 0)], auto_comments=comments, context=context)
     return catalog
@@ -79,8 +85,10 @@ def pseudo(text: str) -> str:
         return text
     pieces = PLACEHOLDER.split(text)
     kept = PLACEHOLDER.findall(text)
-    accented = "".join("".join(ACCENTED.get(c, c) for c in piece) + (kept[k] if k < len(kept) else "")
-                       for k, piece in enumerate(pieces))  # fmt: skip
+    accented = "".join(
+        "".join(ACCENTED.get(c, c) for c in piece) + (kept[k] if k < len(kept) else "")
+        for k, piece in enumerate(pieces)
+    )
     extra, words = round(0.35 * len(text)), list[str]()
     while sum(len(w) + 1 for w in words) < extra:
         words.append(PADDING[len(words) % len(PADDING)])
@@ -88,8 +96,9 @@ def pseudo(text: str) -> str:
 
 
 def pseudo_catalog(template: Catalog) -> Catalog:
-    catalog = Catalog(locale=babel_name(PSEUDO), project=template.project, creation_date=FIXED_DATE,
-                      revision_date=FIXED_DATE)  # fmt: skip
+    catalog = Catalog(
+        locale=babel_name(PSEUDO), project=template.project, creation_date=FIXED_DATE, revision_date=FIXED_DATE
+    )
     for message in template:
         if not message.id:
             continue

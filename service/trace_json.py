@@ -117,8 +117,11 @@ def decode_json(trace: DecodeTrace, difference: float, precision: int | None = N
     """`POST /attention/decode`: each position's own numbers (the new row of every head over positions
     0..t, and the cache then), and how far the decode is from the full causal pass (`difference`)."""
     cfg = trace.config
-    arrays = {name: rounded(getattr(trace, name), precision) for name in (*DECODE_ARRAYS, "latent_query")
-              if getattr(trace, name) is not None}  # fmt: skip
+    arrays = {
+        name: rounded(getattr(trace, name), precision)
+        for name in (*DECODE_ARRAYS, "latent_query")
+        if getattr(trace, name) is not None
+    }
     cache = {name: rounded(part, precision) for name, part in trace.cache.items()}
     return {
         "shape": shape(trace),
@@ -173,9 +176,20 @@ def tiled_json(tiled: TiledPass, difference: dict | None, precision: int | None 
 
     heads = []
     for h, head in enumerate(tiled.heads):
-        tiles = [{"query_block": t.query_block, "key_block": t.key_block, "rows": list(t.rows), "keys": list(t.keys),
-                  "status": t.status, "m": rnd(t.m), "alpha": rnd(t.alpha), "l": rnd(t.l), "o_tilde": rnd(t.o_tilde)}
-                 for t in head.tiles]  # fmt: skip
+        tiles = [
+            {
+                "query_block": t.query_block,
+                "key_block": t.key_block,
+                "rows": list(t.rows),
+                "keys": list(t.keys),
+                "status": t.status,
+                "m": rnd(t.m),
+                "alpha": rnd(t.alpha),
+                "l": rnd(t.l),
+                "o_tilde": rnd(t.o_tilde),
+            }
+            for t in head.tiles
+        ]
         item = {"index": h, "tiles": tiles, "output": rnd(head.output), "lse": rnd(head.lse)}
         if head.sink is not None:
             item["sink"] = {name: rnd(value) for name, value in head.sink.items()}
@@ -187,7 +201,7 @@ def tiled_json(tiled: TiledPass, difference: dict | None, precision: int | None 
         "block_k": tiled.block_k,
         "failure_mode": None
         if mode is None
-        else {"id": mode, "name": REGISTRY[mode].name, "description": REGISTRY[mode].description},  # fmt: skip
+        else {"id": mode, "name": REGISTRY[mode].name, "description": REGISTRY[mode].description},
         "heads": heads,
         "tiles": tiled.counts,
         "memory": tiled.memory,

@@ -214,8 +214,9 @@ def test_readyz_is_not_ready_while_the_disk_cannot_take_one_maximal_request_and_
 
     url = f"sqlite:///{small_disk / 'workbench.db'}"
     upgrade(url)
-    app = create_app({"env": "testing", "database_url": url, "max_content_length": 1 << 20,
-                      "ready_margin_bytes": 1 << 20})  # fmt: skip
+    app = create_app(
+        {"env": "testing", "database_url": url, "max_content_length": 1 << 20, "ready_margin_bytes": 1 << 20}
+    )
     client = app.test_client()
     assert client.get("/readyz").status_code == 200
     filler = small_disk / "filler"

@@ -88,9 +88,20 @@ def test_xapi_forward_with_nothing_to_send_says_so_and_succeeds(tmp_path, monkey
     assert alone.exit_code == 0 and "nothing to send" in alone.output
     CliRunner().invoke(main, ["keys", "create", "--platform", "acme"])
     configured = CliRunner().invoke(
-        main, ["xapi", "configure", "--platform", "acme", "--endpoint", "http://127.0.0.1:9/xAPI/", "--username", "u",
-               "--password", "p"],
-    )  # fmt: skip
+        main,
+        [
+            "xapi",
+            "configure",
+            "--platform",
+            "acme",
+            "--endpoint",
+            "http://127.0.0.1:9/xAPI/",
+            "--username",
+            "u",
+            "--password",
+            "p",
+        ],
+    )
     assert configured.exit_code == 0, configured.output
     passed = CliRunner().invoke(main, ["xapi", "forward"])  # no events: the LRS (nothing listens) is not called
     assert passed.exit_code == 0, passed.output

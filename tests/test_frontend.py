@@ -91,8 +91,12 @@ def test_an_unknown_page_is_in_the_learners_language(client):
 
 
 def test_api_clients_and_api_paths_get_the_problem_document(client):
-    for path, accept in (("/no/such/page", "application/json"), ("/no/such/page", "*/*"),
-                         ("/api/v1/no-such-thing", BROWSER["Accept"]), ("/no/such/page", None)):  # fmt: skip
+    for path, accept in (
+        ("/no/such/page", "application/json"),
+        ("/no/such/page", "*/*"),
+        ("/api/v1/no-such-thing", BROWSER["Accept"]),
+        ("/no/such/page", None),
+    ):
         answer = client.get(path, headers={"Accept": accept} if accept else {})
         assert answer.status_code == 404 and answer.mimetype == "application/problem+json", (path, accept)
         assert answer.json["status"] == 404

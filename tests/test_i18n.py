@@ -13,11 +13,22 @@ LESSON = "/api/v1/lessons/multi-head-attention"
 @pytest.mark.parametrize(
     "tag, offered",
     [
-        ("es", "es"), ("ES-mx", "es"), ("es_419", "es"), ("zh", "zh-CN"), ("zh-CN", "zh-CN"),
-        ("zh-Hans", "zh-CN"), ("zh_SG", "zh-CN"), ("zh-TW", None), ("zh-Hant-HK", None), ("en-GB", "en"),
-        ("fr", None), ("", None), (None, None), ("x" * 40, None),
+        ("es", "es"),
+        ("ES-mx", "es"),
+        ("es_419", "es"),
+        ("zh", "zh-CN"),
+        ("zh-CN", "zh-CN"),
+        ("zh-Hans", "zh-CN"),
+        ("zh_SG", "zh-CN"),
+        ("zh-TW", None),
+        ("zh-Hant-HK", None),
+        ("en-GB", "en"),
+        ("fr", None),
+        ("", None),
+        (None, None),
+        ("x" * 40, None),
     ],
-)  # fmt: skip
+)
 def test_a_language_tag_is_the_locale_we_offer_for_it(tag, offered):
     assert supported(tag) == offered
 
@@ -103,8 +114,14 @@ def test_pages_are_rendered_in_the_chosen_language_with_lang_and_dir(app, client
 
 
 def test_every_page_has_the_language_menu_with_the_choice_selected(client):
-    for path in ("/", "/lessons/multi-head-attention", "/explorables/multi-head-attention", "/figures/four-heads",
-                 "/explorables/trained-heads", "/dashboard"):  # fmt: skip
+    for path in (
+        "/",
+        "/lessons/multi-head-attention",
+        "/explorables/multi-head-attention",
+        "/figures/four-heads",
+        "/explorables/trained-heads",
+        "/dashboard",
+    ):
         page = client.get(path + "?lang=zh-CN").get_data(as_text=True)
         assert '<option value="zh-CN" lang="zh-CN" selected>简体中文</option>' in page, path
         assert '<option value="en-XA"' not in page, path  # the pseudo-locale is for layout checks only
@@ -126,9 +143,10 @@ def test_a_problem_a_learner_meets_is_in_their_language_and_its_type_is_stable(c
 def test_an_edge_refusal_before_flask_is_in_the_requests_language(client):
     """The body limit is checked before any view runs: its problem is read in the same language."""
     response = client.post(
-        "/api/v1/attention", data=b"{" * (5 * 1024 * 1024), headers={"Content-Type": "application/json",
-                                                                    "Accept-Language": "es"},
-    )  # fmt: skip
+        "/api/v1/attention",
+        data=b"{" * (5 * 1024 * 1024),
+        headers={"Content-Type": "application/json", "Accept-Language": "es"},
+    )
     assert response.status_code == 413 and response.json["title"] == "Entidad de la solicitud demasiado grande"
     assert response.json["detail"] == "el cuerpo de la solicitud supera el límite de 4194304 bytes"
 
@@ -159,9 +177,15 @@ def test_the_learners_language_is_kept_with_their_progress_and_erased_with_them(
     from service.db.tables import LearnerLocale
 
     learner = client.post("/api/v1/session?lang=es").json["learner"]
-    predicted = {"id": "00000000-0000-4000-8000-0000000000e6", "learner": learner, "lesson": "multi-head-attention",
-                 "checkpoint": "predict", "event": "completed", "occurred_at": "2026-12-01T10:00:00Z",
-                 "data": {"text": "Cada cabeza ve dos características."}}  # fmt: skip
+    predicted = {
+        "id": "00000000-0000-4000-8000-0000000000e6",
+        "learner": learner,
+        "lesson": "multi-head-attention",
+        "checkpoint": "predict",
+        "event": "completed",
+        "occurred_at": "2026-12-01T10:00:00Z",
+        "data": {"text": "Cada cabeza ve dos características."},
+    }
     assert client.post("/api/v1/events", json=predicted).status_code == 201
     progress = f"/api/v1/learners/{learner}/progress"
     assert client.get(progress).json["locale"] == "es"

@@ -57,8 +57,9 @@ def load(path: Path):
 def fetch_json(url: str, body: dict | None = None) -> dict:
     """GET (or POST `body` to) `url`; a refusal becomes its problem detail, never a traceback."""
     data = None if body is None else json.dumps(body, allow_nan=False).encode()
-    request = urllib.request.Request(url, data=data, headers={"Accept": "application/json",
-                                                              "Accept-Language": language()})  # fmt: skip
+    request = urllib.request.Request(
+        url, data=data, headers={"Accept": "application/json", "Accept-Language": language()}
+    )
     if data is not None:
         request.add_header("Content-Type", "application/json")
     try:

@@ -47,8 +47,11 @@ def read_link(link: str | None) -> tuple[np.ndarray, int, int, str]:
     site = f"{parsed.scheme}://{parsed.netloc}"
     params = dict(urllib.parse.parse_qsl(parsed.fragment))
     try:
-        tokens = (np.array([[float(x) for x in row.split(",")] for row in params["t"].split(";")]) if "t" in params
-                  else np.array(preset(site)))  # fmt: skip
+        tokens = (
+            np.array([[float(x) for x in row.split(",")] for row in params["t"].split(";")])
+            if "t" in params
+            else np.array(preset(site))
+        )
         block, head = int(params.get("block", 2)), int(params.get("head", 0))
     except ValueError:
         raise TraceError("the link's t=, block= or head= is not a number: copy the link again") from None
@@ -104,8 +107,13 @@ def first_difference(yours, correct, n: int, block: int) -> dict | None:
         for j in range(-(-n // block)):
             mine, right = yours.get((i, j)), correct.get((i, j))
             if (mine is None) != (right is None):
-                return {"query_block": i + 1, "key_block": j + 1, "what": "computed" if mine else "skipped",
-                        "yours": mine, "correct": right}  # fmt: skip
+                return {
+                    "query_block": i + 1,
+                    "key_block": j + 1,
+                    "what": "computed" if mine else "skipped",
+                    "yours": mine,
+                    "correct": right,
+                }
             if mine is None:
                 continue
             for name in VALUES:
@@ -132,15 +140,21 @@ def trace(path: Path, link: str | None) -> dict:
         state["compare"] = "online_diagonal_skipped" if skipped else slips[0]
     if found:
         state["tile"] = (found["query_block"] - 1) * -(-len(x) // block) + found["key_block"]  # stepped up to it
-    return {"first_difference": found, "slips": None if slips is None else list(slips),
-            "link": f"{site}{PAGE}#{urllib.parse.urlencode(state, safe=',;')}"}  # fmt: skip
+    return {
+        "first_difference": found,
+        "slips": None if slips is None else list(slips),
+        "link": f"{site}{PAGE}#{urllib.parse.urlencode(state, safe=',;')}",
+    }
 
 
 def rows(values: dict[str, np.ndarray] | None) -> list[str]:
     if values is None:
         return ["  (not computed)"]
-    return [f"  row {r + 1}: m = {values['m'][r]:.6g}, alpha = {values['alpha'][r]:.6g}, l = {values['l'][r]:.6g}, "
-            f"o = [{', '.join(f'{x:.6g}' for x in values['o'][r])}]" for r in range(len(values["m"]))]  # fmt: skip
+    return [
+        f"  row {r + 1}: m = {values['m'][r]:.6g}, alpha = {values['alpha'][r]:.6g}, l = {values['l'][r]:.6g}, "
+        f"o = [{', '.join(f'{x:.6g}' for x in values['o'][r])}]"
+        for r in range(len(values["m"]))
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -166,10 +180,13 @@ def main(argv: list[str] | None = None) -> int:
         print("Every tile matches the correct loop: your online softmax is the softmax.")
     else:
         tile = f"query block {found['query_block']}, key block {found['key_block']}"
-        what = {"computed": "you computed it; the correct loop skips it (every key is in the future)",
-                "skipped": "you skipped it; the correct loop computes it",
-                "m": "the running maximum m differs", "l": "the running sum l differs",
-                "o": "the unnormalised output o differs"}[found["what"]]  # fmt: skip
+        what = {
+            "computed": "you computed it; the correct loop skips it (every key is in the future)",
+            "skipped": "you skipped it; the correct loop computes it",
+            "m": "the running maximum m differs",
+            "l": "the running sum l differs",
+            "o": "the unnormalised output o differs",
+        }[found["what"]]
         print(f"First difference: the tile at {tile}: {what}.")
         print("Yours:", *rows(found["yours"]), "Correct:", *rows(found["correct"]), sep="\n")
         print(f"What went wrong: {named(None if result['slips'] is None else tuple(result['slips']))}.")

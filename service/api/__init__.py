@@ -33,8 +33,22 @@ def resources() -> tuple:
     )
     from .attention import views as attention
 
-    return (attention, kv_cache, presets, failure_modes, models, lessons, events, learners, session, exercises,
-            challenges, analytics, exports, xapi)  # fmt: skip
+    return (
+        attention,
+        kv_cache,
+        presets,
+        failure_modes,
+        models,
+        lessons,
+        events,
+        learners,
+        session,
+        exercises,
+        challenges,
+        analytics,
+        exports,
+        xapi,
+    )
 
 
 def init_app(app: Flask) -> Any:

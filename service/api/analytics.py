@@ -239,8 +239,14 @@ def _manipulation_rows(checkpoint, done: dict[str, tuple[int, int]]) -> dict:
     rows = []
     for m in checkpoint.manipulations:
         reports, learners = done.get(m, (0, 0))
-        rows.append({"id": m, "reports": _kept(reports, learners), "learners": _kept(learners, learners),
-                     "suppressed": learners < _k()})  # fmt: skip
+        rows.append(
+            {
+                "id": m,
+                "reports": _kept(reports, learners),
+                "learners": _kept(learners, learners),
+                "suppressed": learners < _k(),
+            }
+        )
     return {"checkpoint": checkpoint.id, "manipulations": rows}
 
 

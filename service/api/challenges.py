@@ -59,8 +59,11 @@ def verification_cells(req: EdgeRequest) -> int | None:
     """What checking the answers charges: for each answer, one trace's cells for the correct result
     and each combination of mistakes the checker may try (measured on the answer's own shapes); a
     body too large to parse here, as the largest trace checked that way."""
-    return _cells(req, traces_per_diagnosis(True, True), lambda a: len(a["weights"]) * len(a["concatenated"]) ** 2
-                  + len(a["concatenated"]) * len(a["concatenated"][0]))  # fmt: skip
+    return _cells(
+        req,
+        traces_per_diagnosis(True, True),
+        lambda a: len(a["weights"]) * len(a["concatenated"]) ** 2 + len(a["concatenated"]) * len(a["concatenated"][0]),
+    )
 
 
 def online_verification_cells(req: EdgeRequest) -> int | None:
@@ -254,7 +257,7 @@ def _json(challenge: ExerciseChallenge, now: dt.datetime) -> dict[str, Any]:
         + url_for(
             "challenges.OnlineAnswers" if challenge.lesson == "online-softmax" else "challenges.Answers",
             challenge_id=challenge.id,
-        ),  # fmt: skip
+        ),
         "result": in_language(challenge.last_result, challenge.cases) if challenge.last_result else None,
     }
 

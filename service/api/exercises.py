@@ -44,62 +44,90 @@ _HERE = "exercises/multi-head-attention/"
 _ONLINE = "exercises/online-softmax/"
 # What a learner needs, laid out as in this repository, so the README's commands work as written
 # in the unpacked folder: Python needs numpy (and pytest for the tests), TypeScript Node 20 and pnpm.
-BUNDLES: dict[str, dict[str, tuple[str, ...]]] = {"multi-head-attention": {
-    "python": tuple(
-        _HERE + name
-        for name in (
-            "README.md",
-            "README.es.md",
-            "README.zh-CN.md",
-            "starter.py",
-            "learner.py",
-            "submit.py",
-            "trace.py",
-            "pytest.ini",
-            "tests/conftest.py",
-            "tests/mistakes.py",
-            "tests/test_multi_head_attention.py",
-            "tests/messages.json",
-            "tests/messages.es.json",
-            "tests/messages.zh-CN.json",
-        )
-    ),
-    "typescript": (
-        "package.json",
-        "pnpm-lock.yaml",
-        "pnpm-workspace.yaml",
-        "vitest.exercise.config.ts",
-        "tsconfig.json",
-        *(
+BUNDLES: dict[str, dict[str, tuple[str, ...]]] = {
+    "multi-head-attention": {
+        "python": tuple(
             _HERE + name
             for name in (
                 "README.md",
                 "README.es.md",
                 "README.zh-CN.md",
-                "starter.ts",
-                "learner.ts",
-                "submit.ts",
-                "trace.ts",
-                "tests/mistakes.ts",
-                "tests/multi-head-attention.test.ts",
+                "starter.py",
+                "learner.py",
+                "submit.py",
+                "trace.py",
+                "pytest.ini",
+                "tests/conftest.py",
+                "tests/mistakes.py",
+                "tests/test_multi_head_attention.py",
                 "tests/messages.json",
                 "tests/messages.es.json",
                 "tests/messages.zh-CN.json",
             )
         ),
-    ),
-}, "online-softmax": {
-    "python": tuple(
-        _ONLINE + name
-        for name in ("README.md", "README.es.md", "README.zh-CN.md", "starter.py", "submit.py", "trace.py",
-                     "pytest.ini", "tests/conftest.py", "tests/slips.py", "tests/test_online_softmax.py")
-    ),
-    "typescript": (
-        "package.json", "pnpm-lock.yaml", "pnpm-workspace.yaml", "vitest.exercise.config.ts", "tsconfig.json",
-        *(_ONLINE + name for name in ("README.md", "README.es.md", "README.zh-CN.md", "starter.ts", "submit.ts",
-                                      "trace.ts", "tests/slips.ts", "tests/online-softmax.test.ts")),
-    ),
-}}  # fmt: skip
+        "typescript": (
+            "package.json",
+            "pnpm-lock.yaml",
+            "pnpm-workspace.yaml",
+            "vitest.exercise.config.ts",
+            "tsconfig.json",
+            *(
+                _HERE + name
+                for name in (
+                    "README.md",
+                    "README.es.md",
+                    "README.zh-CN.md",
+                    "starter.ts",
+                    "learner.ts",
+                    "submit.ts",
+                    "trace.ts",
+                    "tests/mistakes.ts",
+                    "tests/multi-head-attention.test.ts",
+                    "tests/messages.json",
+                    "tests/messages.es.json",
+                    "tests/messages.zh-CN.json",
+                )
+            ),
+        ),
+    },
+    "online-softmax": {
+        "python": tuple(
+            _ONLINE + name
+            for name in (
+                "README.md",
+                "README.es.md",
+                "README.zh-CN.md",
+                "starter.py",
+                "submit.py",
+                "trace.py",
+                "pytest.ini",
+                "tests/conftest.py",
+                "tests/slips.py",
+                "tests/test_online_softmax.py",
+            )
+        ),
+        "typescript": (
+            "package.json",
+            "pnpm-lock.yaml",
+            "pnpm-workspace.yaml",
+            "vitest.exercise.config.ts",
+            "tsconfig.json",
+            *(
+                _ONLINE + name
+                for name in (
+                    "README.md",
+                    "README.es.md",
+                    "README.zh-CN.md",
+                    "starter.ts",
+                    "submit.ts",
+                    "trace.ts",
+                    "tests/slips.ts",
+                    "tests/online-softmax.test.ts",
+                )
+            ),
+        ),
+    },
+}
 
 
 def diagnosis_cells(req: EdgeRequest) -> int | None:
@@ -180,8 +208,12 @@ class OnlineCheck(MethodView):
             )
         except AttentionInputError as exc:
             raise Problem(422, str(exc), errors={exc.field or "case": [str(exc)]}) from None
-        kept = {"tokens": case["tokens"].tolist(), "causal": case["causal"], "block_q": case["block_q"],
-                "block_k": case["block_k"]}  # fmt: skip
+        kept = {
+            "tokens": case["tokens"].tolist(),
+            "causal": case["causal"],
+            "block_q": case["block_q"],
+            "block_k": case["block_k"],
+        }
         return _answer(args, "online-softmax", kept, result)
 
 

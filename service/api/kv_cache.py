@@ -24,8 +24,13 @@ blp = Blueprint(
 
 def preset_json(preset: ModelPreset) -> dict[str, Any]:
     s = preset.shape
-    request: dict[str, Any] = {"layers": s.layers, "heads": s.heads, "d_head": s.d_head, "tokens": preset.context,
-                               "bytes_per_element": preset.bytes_per_element}  # fmt: skip
+    request: dict[str, Any] = {
+        "layers": s.layers,
+        "heads": s.heads,
+        "d_head": s.d_head,
+        "tokens": preset.context,
+        "bytes_per_element": preset.bytes_per_element,
+    }
     if s.kv_heads is not None:
         request["kv_heads"] = s.kv_heads
     if s.d_c is not None:
@@ -36,8 +41,14 @@ def preset_json(preset: ModelPreset) -> dict[str, Any]:
         request["sinks"] = s.sinks
     if s.local_per_global is not None:
         request["layer_pattern"] = {"local_per_global": s.local_per_global, "global_first": s.global_first}
-    return {"id": preset.id, "name": preset.name, "request": request, "context": preset.context,
-            "source": preset.source, "note": preset.note}  # fmt: skip
+    return {
+        "id": preset.id,
+        "name": preset.name,
+        "request": request,
+        "context": preset.context,
+        "source": preset.source,
+        "note": preset.note,
+    }
 
 
 @blp.route("/presets")
@@ -63,9 +74,16 @@ class Cache(MethodView):
         """The cache's elements and bytes per token and for the context, beside the MHA equivalent"""
         latent, pattern = args.get("latent") or {}, args.get("layer_pattern") or {}
         with engine_errors():
-            shape = CacheShape(layers=args["layers"], heads=args["heads"], d_head=args["d_head"],
-                               kv_heads=args.get("kv_heads"), d_c=latent.get("d_c"), d_rope=latent.get("d_rope", 0),
-                               window=args.get("window"), sinks=args.get("sinks", 0),
-                               local_per_global=pattern.get("local_per_global"),
-                               global_first=pattern.get("global_first", False))  # fmt: skip
+            shape = CacheShape(
+                layers=args["layers"],
+                heads=args["heads"],
+                d_head=args["d_head"],
+                kv_heads=args.get("kv_heads"),
+                d_c=latent.get("d_c"),
+                d_rope=latent.get("d_rope", 0),
+                window=args.get("window"),
+                sinks=args.get("sinks", 0),
+                local_per_global=pattern.get("local_per_global"),
+                global_first=pattern.get("global_first", False),
+            )
             return memory(shape, args["tokens"], args["bytes_per_element"])

@@ -102,8 +102,15 @@ class Learner(MethodView):
 def erase(platform_id: int, learner: str, sessions: bool = True) -> dict[str, int] | None:
     """`erase_everywhere` with this app's database, stores and sessions."""
     app = current_app
-    return erase_everywhere(app.extensions["db"], store_of(app), app.extensions["session_cache"],
-                            app.permanent_session_lifetime, platform_id, learner, sessions)  # fmt: skip
+    return erase_everywhere(
+        app.extensions["db"],
+        store_of(app),
+        app.extensions["session_cache"],
+        app.permanent_session_lifetime,
+        platform_id,
+        learner,
+        sessions,
+    )
 
 
 def encode_cursor(row_id: int) -> str:

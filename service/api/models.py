@@ -68,8 +68,9 @@ def _heads_off(ablate: Any) -> frozenset[tuple[int, int]] | None:
     if ablate is None:
         return frozenset()
     refs = ablate if isinstance(ablate, list) else None
-    if refs is None or not all(isinstance(r, dict) and type(r.get("layer")) is int and type(r.get("head")) is int
-                               for r in refs):  # fmt: skip
+    if refs is None or not all(
+        isinstance(r, dict) and type(r.get("layer")) is int and type(r.get("head")) is int for r in refs
+    ):
         return None
     return frozenset((r["layer"], r["head"]) for r in refs)
 
@@ -96,9 +97,15 @@ class ModelAttention(MethodView):
 
 def problem(refused: ModelRequestError) -> Problem:
     over = refused.status == 413
-    return Problem(refused.status, refused.message, args=refused.values, errors={refused.field: [str(refused)]},
-                   title="Content Too Large" if over else None, slug="over-limit" if over else None,
-                   extra={"limits": refused.limits} if refused.limits else None)  # fmt: skip
+    return Problem(
+        refused.status,
+        refused.message,
+        args=refused.values,
+        errors={refused.field: [str(refused)]},
+        title="Content Too Large" if over else None,
+        slug="over-limit" if over else None,
+        extra={"limits": refused.limits} if refused.limits else None,
+    )
 
 
 def init_app(app) -> None:

@@ -79,7 +79,6 @@ class Statements(MethodView):
         """The platform's events as xAPI statements (Bearer or Basic auth with the platform's key)"""
         _require_version()
         principal = authorized()
-        lessons = current_app.extensions["lessons"]
         settings = current_app.extensions["settings"]
         db = current_app.extensions["db"]
         with db.read() as session:
@@ -96,24 +95,8 @@ class Statements(MethodView):
                 learner, args["since"], args["until"], lesson, checkpoint, args["ascending"]
             )
             after = _row_cursor(args["cursor"]) if args["cursor"] else None
-            limit = args["limit"] or 1000
-            # The verb is computed, not stored: filter after mapping, reading until the page is full.
-            statements: list[dict[str, Any]] = []
-            last_id, exhausted = None, False
-            while len(statements) < limit and not exhausted:
-                rows = statements_db.events_page(session, principal.platform_id, where, after, limit * 2)
-                bodies = xapi.statements_of(session, principal.platform_id, rows, home_page, settings.activity_base,
-                                            lessons)  # fmt: skip
-                exhausted = len(rows) < limit * 2
-                for row, body in zip(rows, bodies, strict=True):
-                    last_id = row.id
-                    if args["verb"] is None or body["verb"]["id"] == args["verb"]:
-                        statements.append(body)
-                        if len(statements) == limit:
-                            exhausted = exhausted and row is rows[-1]
-                            break
-                if rows:
-                    after = last_id
+            page_of = _Page(session, principal.platform_id, home_page, args["verb"], args["limit"] or 1000)
+            statements, last_id, exhausted = page_of.read(where, after)
         more = ""
         if not exhausted and last_id is not None:
             params = {k: v for k, v in request.args.items() if k != "cursor"}
@@ -130,6 +113,42 @@ class Statements(MethodView):
         return current_app.response_class(
             orjson.dumps({"statements": [], "more": ""}), mimetype="application/json", headers={HEADER: xapi.VERSION}
         )
+
+
+class _Page:
+    """One page of statements: the verb is computed, not stored, so rows are read and mapped, then
+    filtered by verb, until the page is full or the events run out."""
+
+    def __init__(self, session: Any, platform_id: int, home_page: str, verb: str | None, limit: int):
+        self.session, self.platform_id, self.home_page, self.verb, self.limit = (
+            session,
+            platform_id,
+            home_page,
+            verb,
+            limit,
+        )
+
+    def read(self, where: Any, after: int | None) -> tuple[list[dict[str, Any]], Any, bool]:
+        """The page's statements, the last row read and whether none is left."""
+        settings, lessons = current_app.extensions["settings"], current_app.extensions["lessons"]
+        statements: list[dict[str, Any]] = []
+        last_id, exhausted, limit = None, False, self.limit
+        while len(statements) < limit and not exhausted:
+            rows = statements_db.events_page(self.session, self.platform_id, where, after, limit * 2)
+            bodies = xapi.statements_of(
+                self.session, self.platform_id, rows, self.home_page, settings.activity_base, lessons
+            )
+            exhausted = len(rows) < limit * 2
+            for row, body in zip(rows, bodies, strict=True):
+                last_id = row.id
+                if self.verb is None or body["verb"]["id"] == self.verb:
+                    statements.append(body)
+                    if len(statements) == limit:
+                        exhausted = exhausted and row is rows[-1]
+                        break
+            if rows:
+                after = last_id
+        return statements, last_id, exhausted
 
 
 def _row_cursor(cursor: str) -> int:

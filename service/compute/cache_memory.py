@@ -50,14 +50,17 @@ class CacheShape:
         if self.d_c is not None:
             _positive("latent.d_c", self.d_c)
             if self.kv_heads not in (None, self.heads):
-                raise AttentionInputError("latent attention has no kv heads to share: leave kv_heads out",
-                                          field="kv_heads")  # fmt: skip
+                raise AttentionInputError(
+                    "latent attention has no kv heads to share: leave kv_heads out", field="kv_heads"
+                )
         if isinstance(self.d_rope, bool) or not isinstance(self.d_rope, int) or self.d_rope < 0:
-            raise AttentionInputError(f"latent.d_rope must be a whole number >= 0, got {self.d_rope!r}",
-                                      field="latent.d_rope")  # fmt: skip
+            raise AttentionInputError(
+                f"latent.d_rope must be a whole number >= 0, got {self.d_rope!r}", field="latent.d_rope"
+            )
         if self.d_rope and self.d_c is None:
-            raise AttentionInputError("d_rope is the decoupled RoPE key of latent attention: give d_c too",
-                                      field="latent.d_c")  # fmt: skip
+            raise AttentionInputError(
+                "d_rope is the decoupled RoPE key of latent attention: give d_c too", field="latent.d_c"
+            )
         if self.window is not None:
             _positive("window", self.window)
         if isinstance(self.sinks, bool) or not isinstance(self.sinks, int) or self.sinks < 0:
@@ -65,8 +68,9 @@ class CacheShape:
         if self.local_per_global is not None:
             _positive("layer_pattern.local_per_global", self.local_per_global)
         if (self.sinks or self.local_per_global is not None) and self.window is None:
-            raise AttentionInputError("sinks and a layer pattern belong to windowed layers: give a window too",
-                                      field="window")  # fmt: skip
+            raise AttentionInputError(
+                "sinks and a layer pattern belong to windowed layers: give a window too", field="window"
+            )
 
     @property
     def kind(self) -> str:
@@ -142,9 +146,12 @@ def memory(shape: CacheShape, tokens: int, bytes_per_element: float) -> dict[str
         layer_bytes = shape.elements_per_token_per_layer * size  # one layer, one position
         answer["layers"] = {
             "local": {"layers": local, "positions_cached": cached, "bytes": _number(layer_bytes * local * cached)},
-            "global": {"layers": shape.layers - local, "positions_cached": tokens,
-                       "bytes": _number(layer_bytes * (shape.layers - local) * tokens)},
-        }  # fmt: skip
+            "global": {
+                "layers": shape.layers - local,
+                "positions_cached": tokens,
+                "bytes": _number(layer_bytes * (shape.layers - local) * tokens),
+            },
+        }
         answer["bytes_if_every_layer_global"] = _number(per_token * tokens * size)
         answer["reach"] = shape.reach()
     return answer

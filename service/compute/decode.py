@@ -104,23 +104,50 @@ class DecodeTrace:
         for array in arrays.values():
             array.setflags(write=False)
         return AttentionTrace(
-            config=cfg, tokens=self.tokens, query=self.query, key=self.key, value=self.value,
-            weights=self.weights, head_outputs=self.head_outputs, concat=self.concat, output=self.output,
-            residual=self.residual, features=features, kv_features=kv_features, kv_head=self.kv_head,
-            feature_ranges=ranges, latent_query=self.latent_query, latent_output=self.latent_output,
-            **traced(self.cache), **arrays,
-        )  # fmt: skip
+            config=cfg,
+            tokens=self.tokens,
+            query=self.query,
+            key=self.key,
+            value=self.value,
+            weights=self.weights,
+            head_outputs=self.head_outputs,
+            concat=self.concat,
+            output=self.output,
+            residual=self.residual,
+            features=features,
+            kv_features=kv_features,
+            kv_head=self.kv_head,
+            feature_ranges=ranges,
+            latent_query=self.latent_query,
+            latent_output=self.latent_output,
+            **traced(self.cache),
+            **arrays,
+        )
 
 
-def decode_attention(x, heads: int, *, prefill: int = 1, causal: bool = True, w_q=None, w_k=None, w_v=None,
-                     w_o=None, kv_heads: int | None = None, rope=None, latent=None,
-                     failure_mode: str | None = None, reach=None) -> DecodeTrace:  # fmt: skip
+def decode_attention(
+    x,
+    heads: int,
+    *,
+    prefill: int = 1,
+    causal: bool = True,
+    w_q=None,
+    w_k=None,
+    w_v=None,
+    w_o=None,
+    kv_heads: int | None = None,
+    rope=None,
+    latent=None,
+    failure_mode: str | None = None,
+    reach=None,
+) -> DecodeTrace:
     """Generate tokens `x` [n][d_model] position by position with a KV cache (the first `prefill`
     at once), every intermediate kept; the arguments are `multi_head_attention`'s (a window makes
     the cache roll; `positions="cache"` renumbers its keys by their place in it)."""
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-        x, cfg, w = prepare(x, heads, causal, (w_q, w_k, w_v, w_o), (None,) * 4, kv_heads, rope, latent, failure_mode,
-                            reach)  # fmt: skip
+        x, cfg, w = prepare(
+            x, heads, causal, (w_q, w_k, w_v, w_o), (None,) * 4, kv_heads, rope, latent, failure_mode, reach
+        )
         return decode(x, cfg, w, prefill)
 
 
@@ -319,14 +346,38 @@ class _Decoder:
         keys, values = source.keys_values(held)
         rescored = source.scores(rows["query"], held, cfg.scale)  # [H, n, n]
         cache = source.named(cached)
-        arrays = [self.x, self.scores, self.weights, self.seen, self.reach, self.scored, rescored, *cache.values(),
-                  *rows.values()]  # fmt: skip
+        arrays = [
+            self.x,
+            self.scores,
+            self.weights,
+            self.seen,
+            self.reach,
+            self.scored,
+            rescored,
+            *cache.values(),
+            *rows.values(),
+        ]
         for array in [*arrays, *(a for a in (keys, values) if a is not None)]:
             array.setflags(write=False)
         return DecodeTrace(
-            config=cfg, blocks=tuple(blocks), tokens=self.x, query=rows["query"], key=keys, value=values,
-            cache=cache, reach=self.reach, scored=self.scored, seen=self.seen, scores=self.scores, weights=self.weights,
-            head_outputs=rows["head_outputs"], concat=rows["concat"], output=rows["output"],
-            residual=rows["residual"], kv_head=kv_heads_of(cfg, self.recipe), rescored=rescored,
-            latent_query=rows.get("latent_query"), latent_output=rows.get("latent_output"),
-        )  # fmt: skip
+            config=cfg,
+            blocks=tuple(blocks),
+            tokens=self.x,
+            query=rows["query"],
+            key=keys,
+            value=values,
+            cache=cache,
+            reach=self.reach,
+            scored=self.scored,
+            seen=self.seen,
+            scores=self.scores,
+            weights=self.weights,
+            head_outputs=rows["head_outputs"],
+            concat=rows["concat"],
+            output=rows["output"],
+            residual=rows["residual"],
+            kv_head=kv_heads_of(cfg, self.recipe),
+            rescored=rescored,
+            latent_query=rows.get("latent_query"),
+            latent_output=rows.get("latent_output"),
+        )

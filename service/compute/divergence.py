@@ -104,8 +104,19 @@ def max_difference(a: AttentionTrace, b: AttentionTrace) -> float:
     (queries, keys, values, scores, weights, head outputs, concatenation, output, residual, latent):
     a decode done right against the full causal pass is 0 up to float64 rounding."""
     found = 0.0
-    for name in ("query", "key", "value", "scores", "weights", "head_outputs", "concat", "output", "residual",
-                 "latent", "rope_key"):  # fmt: skip
+    for name in (
+        "query",
+        "key",
+        "value",
+        "scores",
+        "weights",
+        "head_outputs",
+        "concat",
+        "output",
+        "residual",
+        "latent",
+        "rope_key",
+    ):
         x, y = getattr(a, name), getattr(b, name)
         if x is not None and y is not None and x.shape == y.shape and x.size:
             found = max(found, float(np.abs(x - y).max()))

@@ -69,10 +69,20 @@ def weights(latent: Any, d_model: int, heads: int) -> LatentWeights:
     d_c = m["down"].shape[1]  # type: ignore[union-attr]  # required above
     d_head = d_model // heads if d_model % heads == 0 else None
     d_rope = 0 if m["rope_key"] is None else m["rope_key"].shape[1]
-    expected = {"down": (d_model, d_c), "up_key": (d_c, d_model), "up_value": (d_c, d_model),
-                "rope_key": (d_model, d_rope), "rope_query": (d_model, heads * d_rope)}  # fmt: skip
-    meaning = {"down": "d_model x d_c", "up_key": "d_c x heads*d_head", "up_value": "d_c x heads*d_head",
-               "rope_key": "d_model x d_rope", "rope_query": "d_model x heads*d_rope"}  # fmt: skip
+    expected = {
+        "down": (d_model, d_c),
+        "up_key": (d_c, d_model),
+        "up_value": (d_c, d_model),
+        "rope_key": (d_model, d_rope),
+        "rope_query": (d_model, heads * d_rope),
+    }
+    meaning = {
+        "down": "d_model x d_c",
+        "up_key": "d_c x heads*d_head",
+        "up_value": "d_c x heads*d_head",
+        "rope_key": "d_model x d_rope",
+        "rope_query": "d_model x heads*d_rope",
+    }
     for part, shape in expected.items():
         have = m[part]
         if have is not None and d_head is not None and have.shape != shape:

@@ -101,10 +101,18 @@ def tiled_attention(
     assert keys is not None and values is not None  # made whole: a latent is tiled in its naive form
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         done = tuple(
-            _head(plain.query[h], keys[h], values[h], plain.mask, plain.config.scale,
-                  (block_q, block_k), recipe_of(*slips), None if sink is None else sink[h])
+            _head(
+                plain.query[h],
+                keys[h],
+                values[h],
+                plain.mask,
+                plain.config.scale,
+                (block_q, block_k),
+                recipe_of(*slips),
+                None if sink is None else sink[h],
+            )
             for h in range(heads)
-        )  # fmt: skip
+        )
         lse = _plain_lse(plain.scores, plain.mask, sink)
     return TiledPass(block_q, block_k, slip, done, plain.head_outputs, lse)
 

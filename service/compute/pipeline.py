@@ -27,9 +27,20 @@ def run(x: np.ndarray, cfg: Any, w: Any, how: Any, features: np.ndarray, kv_feat
     if plain_k is not None:
         plain_k = source.keys_values((plain_k, plain_k))[0]  # each query head's, as its rotated keys
     kept = traced(source.named(heads.cache))  # under latent attention: the latent and the RoPE key
-    return {"query": heads.query, "key": done.key, "value": done.value, "scores": done.scores, "mask": masking.hidden,
-            "weights": done.weights, "head_outputs": done.outputs, **finish(x, done.outputs, w, how),
-            "query_before_rope": heads.query_before_rope, "key_before_rope": plain_k, **kept, **done.extra}  # fmt: skip
+    return {
+        "query": heads.query,
+        "key": done.key,
+        "value": done.value,
+        "scores": done.scores,
+        "mask": masking.hidden,
+        "weights": done.weights,
+        "head_outputs": done.outputs,
+        **finish(x, done.outputs, w, how),
+        "query_before_rope": heads.query_before_rope,
+        "key_before_rope": plain_k,
+        **kept,
+        **done.extra,
+    }
 
 
 def finish(x: np.ndarray, o: np.ndarray, w: Any, how: Any) -> dict[str, np.ndarray]:

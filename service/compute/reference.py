@@ -88,17 +88,8 @@ def projected(x: np.ndarray, weight, bias, width: int, name: str) -> np.ndarray:
 
 def plain_loop(x: np.ndarray, cfg: Any, w: Any, how: Any, features: np.ndarray, kv_features: np.ndarray) -> dict:
     """The ten steps, head after head (`how`: the failure mode's way of doing them)."""
-    n, d_model = cfg.n, cfg.d_model
-    b_q, b_k, b_v, b_o = w.biases
-    q = projected(x, w.query, b_q, d_model, "query")  # 1. [n, d_model]
-    if cfg.latent is None:
-        k = projected(x, w.key, b_k, cfg.kv_width, "key")  # 1. [n, kv * d_head]
-        v = projected(x, w.value, b_v, cfg.kv_width, "value")
-    else:
-        lat = w.latent
-        c = check(x @ lat.down, "latent.down")  # [n, d_c]
-        k = check(c @ lat.up_key, "latent.up_key")  # [n, H * d_head]: every head has its own
-        v = check(c @ lat.up_value, "latent.up_value")
+    n, d_model, b_o = cfg.n, cfg.d_model, w.biases[3]
+    q, k, v, c = projected_all(x, cfg, w)  # 1.
     future, sink = hidden_of(n, cfg, how)
     masking = way_of(how.mask, cfg.causal)
     scale = cfg.scale_with(how)
@@ -117,8 +108,14 @@ def plain_loop(x: np.ndarray, cfg: Any, w: Any, how: Any, features: np.ndarray, 
         s_h = check((q_h @ k_h.T) * scale, scores_field(w))  # 4. [n, n]
         a_h = weights_of(s_h, future, masking)  # 5-6. [n, n]
         a_h = a_h if sink is None else a_h * kept_beside(sink[h], s_h, future)  # a sink's share
-        for name, value in (("query", q_h), ("key", k_h), ("value", v_h), ("scores", s_h), ("weights", a_h),
-                            ("head_outputs", a_h @ v_h)):  # 7. [n, d_head]  # fmt: skip
+        for name, value in (
+            ("query", q_h),
+            ("key", k_h),
+            ("value", v_h),
+            ("scores", s_h),
+            ("weights", a_h),
+            ("head_outputs", a_h @ v_h),
+        ):  # 7. [n, d_head]
             parts[name].append(value)
     outputs = parts["head_outputs"][::-1] if how.order == "reversed" else parts["head_outputs"]
     concat = np.hstack(outputs)  # 8. [n, d_model]
@@ -135,6 +132,17 @@ def plain_loop(x: np.ndarray, cfg: Any, w: Any, how: Any, features: np.ndarray, 
         trace["rope_key"] = rotate(x @ w.latent.rope_key, cfg.rope.style, cfg.rope.base) if cfg.d_rope else None
         trace["query_before_rope"] = None
     return trace
+
+
+def projected_all(x: np.ndarray, cfg: Any, w: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """Step 1: Q [n, d_model], K and V [n, kv * d_head] (under latent attention [n, H * d_head], every head
+    its own, made from the latent C [n, d_c], returned last; else None)."""
+    b_q, b_k, b_v, _ = w.biases
+    q = projected(x, w.query, b_q, cfg.d_model, "query")
+    if cfg.latent is None:
+        return q, projected(x, w.key, b_k, cfg.kv_width, "key"), projected(x, w.value, b_v, cfg.kv_width, "value"), None
+    c = check(x @ w.latent.down, "latent.down")
+    return q, check(c @ w.latent.up_key, "latent.up_key"), check(c @ w.latent.up_value, "latent.up_value"), c
 
 
 def kv_of(h: int, cfg: Any, how: Any) -> int:

@@ -31,9 +31,16 @@ def find_challenge(session: Session, challenge_id: str) -> ExerciseChallenge | N
 
 
 def add_check(
-    session: Session, platform_id: int, learner: str | None, lesson: str, case: dict[str, Any], correct: bool,
-    max_abs_error: float, mistakes: list[str], at: dt.datetime | None = None,
-) -> None:  # fmt: skip
+    session: Session,
+    platform_id: int,
+    learner: str | None,
+    lesson: str,
+    case: dict[str, Any],
+    correct: bool,
+    max_abs_error: float,
+    mistakes: list[str],
+    at: dt.datetime | None = None,
+) -> None:
     session.add(
         ExerciseCheck(
             platform_id=platform_id,

@@ -58,8 +58,9 @@ def erase_learner(db: Database, platform_id: int, learner: str, analytics: bool 
         return {"events": len(event_ids), "checkpoints": progress, "exercise_checks": checks}
 
 
-def erase_everywhere(db: Database, store: Any, cache: Any, lifetime: dt.timedelta, platform_id: int, learner: str,
-                     sessions: bool = True) -> dict[str, int] | None:  # fmt: skip
+def erase_everywhere(
+    db: Database, store: Any, cache: Any, lifetime: dt.timedelta, platform_id: int, learner: str, sessions: bool = True
+) -> dict[str, int] | None:
     """Everything stored about the learner, gone: in the database (and queued for the analytics
     `store`), in the answers it keeps in memory, and every browser session of theirs refused for the
     sessions' `lifetime` (the sessions' `cache` told at once: their cookie writes nothing more under

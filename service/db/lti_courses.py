@@ -22,8 +22,14 @@ REGISTRATIONS = uuid.UUID("5b0f2a3e-8d1c-4c5e-9a7b-6e2d1f0c3b4a")
 def keep(session: Session, platform_id: int, learner: str, lesson: str, registration_id: int, course: str) -> None:
     """Record the course the learner opened `lesson` from (insert, or replace the one kept)."""
     dialect = session.get_bind().dialect.name
-    row = {"platform_id": platform_id, "learner": learner, "lesson": lesson, "registration_id": registration_id,
-           "course": course[:255], "updated_at": dt.datetime.now(dt.UTC)}  # fmt: skip
+    row = {
+        "platform_id": platform_id,
+        "learner": learner,
+        "lesson": lesson,
+        "registration_id": registration_id,
+        "course": course[:255],
+        "updated_at": dt.datetime.now(dt.UTC),
+    }
     statement = dialect_insert(dialect, LtiLearnerCourse).values(row)
     new = statement.excluded
     session.execute(
@@ -40,13 +46,21 @@ def of(session: Session, platform_id: int, rows: Iterable[Any]) -> dict[tuple[st
     if not wanted:
         return {}
     found = session.execute(
-        select(LtiLearnerCourse.learner, LtiLearnerCourse.lesson, LtiLearnerCourse.course, LtiRegistration.issuer,
-               LtiRegistration.client_id)
+        select(
+            LtiLearnerCourse.learner,
+            LtiLearnerCourse.lesson,
+            LtiLearnerCourse.course,
+            LtiRegistration.issuer,
+            LtiRegistration.client_id,
+        )
         .join(LtiRegistration, LtiRegistration.id == LtiLearnerCourse.registration_id)
         .where(LtiLearnerCourse.platform_id == platform_id, LtiLearnerCourse.learner.in_(wanted))
-    )  # fmt: skip
+    )
     return {
-        (learner, lesson): {"course": course, "issuer": issuer,
-                            "registration": str(uuid.uuid5(REGISTRATIONS, f"{issuer}\n{client}\n{course}\n{learner}"))}
+        (learner, lesson): {
+            "course": course,
+            "issuer": issuer,
+            "registration": str(uuid.uuid5(REGISTRATIONS, f"{issuer}\n{client}\n{course}\n{learner}")),
+        }
         for learner, lesson, course, issuer, client in found
-    }  # fmt: skip
+    }

@@ -135,8 +135,11 @@ def merged(parts: Iterable[list[dict[str, int | str]]]) -> list[dict[str, int | 
         for row in part:
             key = (row["subject"], row["window_seconds"], row["window_start"])
             if key in rows:
-                rows[key] = {**rows[key], "events": int(rows[key]["events"]) + int(row["events"]),
-                             "bytes": int(rows[key]["bytes"]) + int(row["bytes"])}  # fmt: skip
+                rows[key] = {
+                    **rows[key],
+                    "events": int(rows[key]["events"]) + int(row["events"]),
+                    "bytes": int(rows[key]["bytes"]) + int(row["bytes"]),
+                }
             else:
                 rows[key] = dict(row)
     return [rows[k] for k in sorted(rows)]

@@ -236,18 +236,29 @@ class Edge:
         view = self.app.view_functions.get(endpoint)
         func = getattr(getattr(view, "view_class", None), method.lower(), view)
         extra = tuple(self.app.extensions["edge_extra_limits"].get((endpoint, method), ()))
-        return _Route(rule, endpoint, getattr(func, "edge_fast", None), getattr(func, "edge_cost", None),
-                      (*getattr(func, "edge_limits", ()), *extra), getattr(func, "edge_credentials", None))  # fmt: skip
+        return _Route(
+            rule,
+            endpoint,
+            getattr(func, "edge_fast", None),
+            getattr(func, "edge_cost", None),
+            (*getattr(func, "edge_limits", ()), *extra),
+            getattr(func, "edge_credentials", None),
+        )
 
     def _preflight(self, environ: dict[str, Any]) -> Answer:
         origin = environ["HTTP_ORIGIN"]
         if origin not in self.app.extensions["settings"].cors_origins:
             return Answer(200, b"", "text/plain")
-        return Answer(200, b"", "text/plain", (
-            ("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS"),
-            ("Access-Control-Allow-Headers", environ.get("HTTP_ACCESS_CONTROL_REQUEST_HEADERS", "Content-Type")),
-            ("Access-Control-Max-Age", "600"),
-        ))  # fmt: skip
+        return Answer(
+            200,
+            b"",
+            "text/plain",
+            (
+                ("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS"),
+                ("Access-Control-Allow-Headers", environ.get("HTTP_ACCESS_CONTROL_REQUEST_HEADERS", "Content-Type")),
+                ("Access-Control-Max-Age", "600"),
+            ),
+        )
 
     def _through_flask(self, environ: dict[str, Any], start_response: Callable[..., Any], started: float):
         def starting(status: str, headers: list[tuple[str, str]], exc_info: Any = None):
@@ -297,8 +308,16 @@ class Edge:
         if status == 503:
             UNAVAILABLE.inc()
         if log.isEnabledFor(logging.INFO):
-            log.info("request", extra={"request_id": environ[REQUEST_ID], "endpoint": route, "method": method,
-                                       "status": status, "duration_ms": round(duration * 1000, 2)})  # fmt: skip
+            log.info(
+                "request",
+                extra={
+                    "request_id": environ[REQUEST_ID],
+                    "endpoint": route,
+                    "method": method,
+                    "status": status,
+                    "duration_ms": round(duration * 1000, 2),
+                },
+            )
 
 
 def _problem_answer(problem: Problem, environ: dict[str, Any]) -> Answer:

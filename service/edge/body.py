@@ -107,8 +107,12 @@ def read_body(environ: dict[str, Any], limit: int, seconds: float, stall_seconds
 
 
 def _too_large(limit: int) -> Problem:
-    return Problem(413, N_("the request body is larger than the limit of %(limit)d bytes"), args={"limit": limit},
-                   extra={"limit": limit})  # fmt: skip
+    return Problem(
+        413,
+        N_("the request body is larger than the limit of %(limit)d bytes"),
+        args={"limit": limit},
+        extra={"limit": limit},
+    )
 
 
 def parse_json(data: bytes) -> Any:

@@ -95,16 +95,24 @@ def identify(app: Flask, environ: dict[str, Any]) -> Caller:
         if token and principal is None:
             refused = "the API key is unknown or revoked"
         if principal is None or not principal.key_prefix:
-            return Caller(address, settings.ratelimit_learner, refused=refused, basic=basic, session=session,
-                          address=address)  # fmt: skip
-        return Caller(f"key:{principal.key_prefix}", settings.ratelimit_key, principal, basic=basic, session=session,
-                      address=address)  # fmt: skip
+            return Caller(
+                address, settings.ratelimit_learner, refused=refused, basic=basic, session=session, address=address
+            )
+        return Caller(
+            f"key:{principal.key_prefix}",
+            settings.ratelimit_key,
+            principal,
+            basic=basic,
+            session=session,
+            address=address,
+        )
     learner = session_learner(app, session)
     if not learner:
         return Caller(address, settings.ratelimit_learner, session=session, address=address)
     principal = browser_principal(app, session, learner)
-    return Caller(f"learner:{learner_rate_id(learner)}", settings.ratelimit_learner, principal, session=session,
-                  address=address)  # fmt: skip
+    return Caller(
+        f"learner:{learner_rate_id(learner)}", settings.ratelimit_learner, principal, session=session, address=address
+    )
 
 
 def credentials(header: str) -> tuple[str | None, bool, str | None]:

@@ -291,8 +291,11 @@ def _spent(item: RateLimitItem, cells: int, reset: float, by_address: bool) -> P
 
 
 def _headers(item: RateLimitItem, remaining: int, reset: float) -> dict[str, str]:
-    return {"X-RateLimit-Limit": str(item.amount), "X-RateLimit-Remaining": str(max(0, remaining)),
-            "X-RateLimit-Reset": str(int(reset + 1))}  # fmt: skip
+    return {
+        "X-RateLimit-Limit": str(item.amount),
+        "X-RateLimit-Remaining": str(max(0, remaining)),
+        "X-RateLimit-Reset": str(int(reset + 1)),
+    }
 
 
 def _seconds(reset: float) -> str:

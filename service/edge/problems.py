@@ -24,10 +24,23 @@ TYPE_BASE = "https://attention-workbench.invalid/problems/"
 
 
 # The titles a learner can meet, for the catalogs (the rest are Werkzeug's, in English).
-TITLES = [N_("Bad Request"), N_("Unauthorized"), N_("Forbidden"), N_("Not Found"), N_("Method Not Allowed"),
-          N_("Conflict"), N_("Gone"), N_("Content Too Large"), N_("Request Entity Too Large"),
-          N_("Unsupported Media Type"), N_("Unprocessable Entity"), N_("Too Many Requests"),
-          N_("Internal Server Error"), N_("Service Unavailable"), N_("Gateway Timeout")]  # fmt: skip
+TITLES = [
+    N_("Bad Request"),
+    N_("Unauthorized"),
+    N_("Forbidden"),
+    N_("Not Found"),
+    N_("Method Not Allowed"),
+    N_("Conflict"),
+    N_("Gone"),
+    N_("Content Too Large"),
+    N_("Request Entity Too Large"),
+    N_("Unsupported Media Type"),
+    N_("Unprocessable Entity"),
+    N_("Too Many Requests"),
+    N_("Internal Server Error"),
+    N_("Service Unavailable"),
+    N_("Gateway Timeout"),
+]
 
 
 class Problem(Exception):
@@ -76,13 +89,27 @@ class Problem(Exception):
 
     def as_data(self) -> dict[str, Any]:
         """Plain data, to cross a process boundary (the large traces' background process)."""
-        return {"status": self.status, "detail": self.message, "args": self.values, "title": self.title,
-                "errors": self.errors, "slug": self.slug, "extra": self.extra}  # fmt: skip
+        return {
+            "status": self.status,
+            "detail": self.message,
+            "args": self.values,
+            "title": self.title,
+            "errors": self.errors,
+            "slug": self.slug,
+            "extra": self.extra,
+        }
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> Problem:
-        return cls(data["status"], data["detail"], title=data["title"], errors=data["errors"], slug=data["slug"],
-                   extra=data["extra"], args=data["args"])  # fmt: skip
+        return cls(
+            data["status"],
+            data["detail"],
+            title=data["title"],
+            errors=data["errors"],
+            slug=data["slug"],
+            extra=data["extra"],
+            args=data["args"],
+        )
 
     def body_bytes(self, locale: str | None = None) -> bytes:
         return orjson.dumps(self.body(locale))

@@ -47,8 +47,13 @@ def new_cases(rng: np.random.Generator, exercise: str = "multi-head-attention") 
 def describe(case: dict[str, Any], say: Say = english) -> str:
     n, d_model = len(case["tokens"]), len(case["tokens"][0])
     if "block_q" in case:  # an online-softmax case
-        about = say(N_("%(n)d tokens of width %(width)d, tiles of %(block_q)d x %(block_k)d"), n=n, width=d_model,
-                    block_q=case["block_q"], block_k=case["block_k"])  # fmt: skip
+        about = say(
+            N_("%(n)d tokens of width %(width)d, tiles of %(block_q)d x %(block_k)d"),
+            n=n,
+            width=d_model,
+            block_q=case["block_q"],
+            block_k=case["block_k"],
+        )
     else:
         about = say(N_("%(n)d tokens of width %(width)d, %(heads)d heads"), n=n, width=d_model, heads=case["heads"])
     mask = say(N_("causal")) if case["causal"] else say(N_("no mask"))
@@ -72,8 +77,12 @@ class Verdict:
                 N_("All %(count)d cases match the engine's numbers: your implementation is verified."), count=len(cases)
             )
         i, wrong = next((i, d) for i, d in enumerate(self.cases) if not d.correct)
-        return say(N_("Case %(case)d (%(about)s): %(message)s"), case=i + 1, about=describe(cases[i], say),
-                   message=wrong.said(say))  # fmt: skip
+        return say(
+            N_("Case %(case)d (%(about)s): %(message)s"),
+            case=i + 1,
+            about=describe(cases[i], say),
+            message=wrong.said(say),
+        )
 
     def as_json(self, cases: list[dict[str, Any]], engine_seen: bool = False, say: Say = english) -> dict[str, Any]:
         """The verdict as the API answers and keeps it: the numbers and names, and its words in `say`'s language."""
@@ -99,10 +108,14 @@ class Verdict:
     def from_json(cls, kept: dict[str, Any]) -> Verdict:
         """A kept verdict (`as_json`), to say again in another language."""
         diagnoses = tuple(
-            Diagnosis(c["correct"], c["max_abs_error"], tuple(c["mistakes"]),
-                      (c["nan"]["part"], tuple((name, i) for name, i in c["nan"]["at"])) if c.get("nan") else None)
+            Diagnosis(
+                c["correct"],
+                c["max_abs_error"],
+                tuple(c["mistakes"]),
+                (c["nan"]["part"], tuple((name, i) for name, i in c["nan"]["at"])) if c.get("nan") else None,
+            )
             for c in kept["cases"]
-        )  # fmt: skip
+        )
         return cls(kept["correct"], diagnoses)
 
 

@@ -33,8 +33,12 @@ MISTAKES: dict[str, str] = {m.id: m.advice for m in REGISTRY.values()}  # id -> 
 UNMASKED = (None, "softmax_wrong_axis")  # the masking step's mistakes that show without a mask
 
 
-NAN_PLACES = {"head": N_("head %(index)d"), "query": N_("query %(index)d"), "key": N_("key %(index)d"),
-              "feature": N_("feature %(index)d")}  # fmt: skip
+NAN_PLACES = {
+    "head": N_("head %(index)d"),
+    "query": N_("query %(index)d"),
+    "key": N_("key %(index)d"),
+    "feature": N_("feature %(index)d"),
+}
 
 
 @dataclass(frozen=True)
@@ -67,10 +71,12 @@ class Diagnosis:
         if self.mistakes:
             return prefix + " ".join(say(MISTAKES[m]) for m in self.mistakes)
         return prefix + say(
-            N_("Incorrect (largest difference %(error)s), and not a known mistake: compare your weights with a "
-               "small case worked by hand."),
+            N_(
+                "Incorrect (largest difference %(error)s), and not a known mistake: compare your weights with a "
+                "small case worked by hand."
+            ),
             error=f"{self.max_abs_error:.3g}",
-        )  # fmt: skip
+        )
 
 
 def expected_outputs(

@@ -30,8 +30,12 @@ def new_online_cases(rng: np.random.Generator) -> list[dict]:
         while True:
             n, d = int(rng.integers(*LENGTHS)), int(rng.choice(WIDTHS))
             bq, bk = (int(b) for b in rng.integers(1, n, size=2))  # two tiles of keys at least: values to carry
-            case = {"tokens": rng.uniform(-2, 2, size=(n, d)).round(2).tolist(), "causal": causal,  # [n, d]
-                    "block_q": bq, "block_k": bk}  # fmt: skip
+            case = {
+                "tokens": rng.uniform(-2, 2, size=(n, d)).round(2).tolist(),
+                "causal": causal,  # [n, d]
+                "block_q": bq,
+                "block_k": bk,
+            }
             right = loop(case["tokens"], causal, bq, bk).output
             slips = tuple(s for s in SLIPS if causal or "causal" not in REGISTRY[s].needs)  # what can show here
             if not any(matches(loop(case["tokens"], causal, bq, bk, (slip,)).output, right) for slip in slips):
@@ -52,8 +56,11 @@ def diagnose_online(tokens, causal: bool, block_q: int, block_k: int, output, ls
     for part, value, want in (("output", got, correct.output), ("lse", lse, correct.lse)):
         if value is not None and np.shape(value) != want.shape:
             axes = "[n][d]" if part == "output" else "[n]"
-            raise AttentionInputError(f"output.{part} has shape {list(np.shape(value))}; for this case it must be "
-                                      f"{axes} = {list(want.shape)}", field=f"output.{part}")  # fmt: skip
+            raise AttentionInputError(
+                f"output.{part} has shape {list(np.shape(value))}; for this case it must be "
+                f"{axes} = {list(want.shape)}",
+                field=f"output.{part}",
+            )
     nan = np.isnan(got).any()
     error = max_difference(got, correct.output)
     lse_right = lse is None or bool(np.allclose(lse, correct.lse, atol=TOLERANCE, rtol=0))

@@ -109,9 +109,12 @@ class Registrar(DynamicRegistration):
     def get_messages(self) -> list[dict[str, str]]:
         return [
             {"type": "LtiResourceLinkRequest", "target_link_uri": self.target},
-            {"type": "LtiDeepLinkingRequest", "target_link_uri": self.base + "/lti/launch",
-             "label": "Multi-head attention: choose a lesson or an explorable"},
-        ]  # fmt: skip
+            {
+                "type": "LtiDeepLinkingRequest",
+                "target_link_uri": self.base + "/lti/launch",
+                "label": "Multi-head attention: choose a lesson or an explorable",
+            },
+        ]
 
     def get_logo_uri(self) -> str:
         return self.base + "/favicon.ico"

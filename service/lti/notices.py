@@ -56,9 +56,15 @@ def verified(session: Session, token: Any) -> tuple[LtiRegistration, dict[str, A
     if row is None:
         raise NoticeRefused(f"no platform is registered with issuer {issuer!r} for audience {audiences!r}")
     try:
-        claims = jwt.decode(token, _key(row, header.get("kid")), algorithms=["RS256"], audience=row.client_id,
-                            issuer=row.issuer, leeway=LEEWAY_SECONDS,
-                            options={"require": ["exp", "iat", "iss", "aud", "nonce"]})  # fmt: skip
+        claims = jwt.decode(
+            token,
+            _key(row, header.get("kid")),
+            algorithms=["RS256"],
+            audience=row.client_id,
+            issuer=row.issuer,
+            leeway=LEEWAY_SECONDS,
+            options={"require": ["exp", "iat", "iss", "aud", "nonce"]},
+        )
     except jwt.InvalidTokenError as e:
         raise NoticeRefused(f"a notice is not acceptable: {e}") from None
     if claims.get(CLAIM + "deployment_id") not in row.deployment_ids:

@@ -166,9 +166,13 @@ def _public() -> str:
 
 def refused(error: Exception):
     """The page a refused login or launch shows (nothing was recorded)."""
-    return page("This launch could not be accepted", str(error) or error.__class__.__name__, 400,
-                "Nothing was recorded. Ask the course's administrator to check the tool's registration "
-                "(docs/lti.md), or open the lesson again from the course.")  # fmt: skip
+    return page(
+        "This launch could not be accepted",
+        str(error) or error.__class__.__name__,
+        400,
+        "Nothing was recorded. Ask the course's administrator to check the tool's registration "
+        "(docs/lti.md), or open the lesson again from the course.",
+    )
 
 
 def page(title: str, reason: str, status: int, after: str, close: bool = False, opener: str | None = None):
@@ -204,8 +208,13 @@ def register_dynamically():
                 "this invitation was used already, has expired, or was never issued: ask for a new one "
                 "(workbench lti invite)"
             )
-        registrar = dynamic.Registrar(_public(), _public() + DEFAULT_PAGE, args.get("openid_configuration", ""),
-                                      args.get("registration_token"), settings.env != "production")  # fmt: skip
+        registrar = dynamic.Registrar(
+            _public(),
+            _public() + DEFAULT_PAGE,
+            args.get("openid_configuration", ""),
+            args.get("registration_token"),
+            settings.env != "production",
+        )
         new = dynamic.registered(registrar, platform)
         with db.write() as session:
             if not dynamic.spend(session, token):
@@ -213,11 +222,22 @@ def register_dynamically():
             row = store_registration(session, new)
             log.info("platform %s registered dynamically: %s client %s", platform, row.issuer, row.client_id)
     except (dynamic.RegistrationRefused, RegistrationError) as e:
-        return page("This registration could not be completed", str(e), 400,
-                    "Nothing was stored. Ask for a new invitation if this one is spent, or check the platform's "
-                    "settings (docs/lti.md).", opener=opener)  # fmt: skip
-    return page("The tool is registered", f"Registered with {new.issuer} for {platform}: launches from it now open "
-                "the lessons.", 200, "You can close this window.", close=True, opener=opener)  # fmt: skip
+        return page(
+            "This registration could not be completed",
+            str(e),
+            400,
+            "Nothing was stored. Ask for a new invitation if this one is spent, or check the platform's "
+            "settings (docs/lti.md).",
+            opener=opener,
+        )
+    return page(
+        "The tool is registered",
+        f"Registered with {new.issuer} for {platform}: launches from it now open the lessons.",
+        200,
+        "You can close this window.",
+        close=True,
+        opener=opener,
+    )
 
 
 def _origin(url: str) -> str | None:
@@ -235,8 +255,11 @@ def receive_notices():
     body = request.get_json(silent=True)
     sent = body.get("notices") if isinstance(body, dict) else None
     if not isinstance(sent, list) or not sent or len(sent) > MAX_NOTICES:
-        raise Problem(400, f'a batch of notices is {{"notices": [{{"jwt": ...}}, ...]}}, 1 to {MAX_NOTICES} of them',
-                      slug="invalid-notices")  # fmt: skip
+        raise Problem(
+            400,
+            f'a batch of notices is {{"notices": [{{"jwt": ...}}, ...]}}, 1 to {MAX_NOTICES} of them',
+            slug="invalid-notices",
+        )
     tokens = [n.get("jwt") if isinstance(n, dict) else None for n in sent]
     try:
         return {"notices": notices.receive(current_app.extensions["db"], tokens, _erase)}
@@ -247,8 +270,14 @@ def receive_notices():
 def _erase(platform_id: int, learner: str) -> None:
     """A learner deleted on the platform, erased here as `DELETE /learners/{id}` does."""
     app = current_app
-    erase_everywhere(app.extensions["db"], store_of(app), app.extensions["session_cache"],
-                     app.permanent_session_lifetime, platform_id, learner)  # fmt: skip
+    erase_everywhere(
+        app.extensions["db"],
+        store_of(app),
+        app.extensions["session_cache"],
+        app.permanent_session_lifetime,
+        platform_id,
+        learner,
+    )
 
 
 @blp.get("/course")

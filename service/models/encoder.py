@@ -60,8 +60,27 @@ def gelu(x: np.ndarray) -> np.ndarray:
     Chebyshev fit (Numerical Recipes' erfcc: fractional error under 1.2e-7 everywhere)."""
     z = np.abs(x) / math.sqrt(2.0)
     t = 1.0 / (1.0 + 0.5 * z)
-    poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (
-        0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))))  # fmt: skip
+    poly = (
+        -z * z
+        - 1.26551223
+        + t
+        * (
+            1.00002368
+            + t
+            * (
+                0.37409196
+                + t
+                * (
+                    0.09678418
+                    + t
+                    * (
+                        -0.18628806
+                        + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))
+                    )
+                )
+            )
+        )
+    )
     erfc = t * np.exp(poly)  # erfc(|x| / sqrt 2)
     erf = np.where(x >= 0, 1.0 - erfc, erfc - 1.0)
     return 0.5 * x * (1.0 + erf)
@@ -164,10 +183,14 @@ class Encoder(Shaped):
                 b_k=w[a + "key.bias"],
                 b_v=w[a + "value.bias"],
                 b_o=b_o,
-            )  # fmt: skip  (torch stores [out][in]; the engine takes [in][out])
+            )  # torch stores weights [out][in]; the engine takes [in][out]
             trace = switched_off(trace, [head for (at, head) in ablate if at == layer], w_o, b_o)
-            x = layer_norm(trace.residual, w[p + "attention.output.LayerNorm.weight"],
-                           w[p + "attention.output.LayerNorm.bias"], eps)  # fmt: skip
+            x = layer_norm(
+                trace.residual,
+                w[p + "attention.output.LayerNorm.weight"],
+                w[p + "attention.output.LayerNorm.bias"],
+                eps,
+            )
             hidden = gelu(x @ w[p + "intermediate.dense.weight"].T + w[p + "intermediate.dense.bias"])  # [n, 1536]
             mlp = hidden @ w[p + "output.dense.weight"].T + w[p + "output.dense.bias"]  # [n, d_model]
             x = layer_norm(x + mlp, w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"], eps)

@@ -128,14 +128,18 @@ def byte_model_body(model: Model, data: bytes, args: dict[str, Any]) -> dict[str
 
 def encoder_body(model: Encoder, text: str, args: dict[str, Any]) -> dict[str, Any]:
     if len(text) > MAX_CHARACTERS:
-        raise over_context(model, N_("the text is %(count)d characters; %(model)s reads at most %(limit)d"),
-                           {"count": len(text), "model": model.id, "limit": MAX_CHARACTERS})  # fmt: skip
+        raise over_context(
+            model,
+            N_("the text is %(count)d characters; %(model)s reads at most %(limit)d"),
+            {"count": len(text), "model": model.id, "limit": MAX_CHARACTERS},
+        )
     pieces = model.tokenize(text)
     if len(pieces.ids) > model.context:
         raise over_context(
-            model, N_("the text is %(count)d word pieces with [CLS] and [SEP]; %(model)s reads at most %(limit)d"),
-            {"count": len(pieces.ids), "model": model.id, "limit": model.context}
-        )  # fmt: skip
+            model,
+            N_("the text is %(count)d word pieces with [CLS] and [SEP]; %(model)s reads at most %(limit)d"),
+            {"count": len(pieces.ids), "model": model.id, "limit": model.context},
+        )
     off = ablated_heads(model, args.get("ablate") or [])
     forward = model.forward(pieces, off)
     layers = layers_json(model, forward.layers, forward.streams, off, args)
@@ -161,8 +165,15 @@ class ModelRequestError(ValueError):
     have), with the message (a catalog msgid with `%(name)s` placeholders), its args, the field at
     fault and, over a limit, the limit. The API answers it as a problem (service/api/models.py)."""
 
-    def __init__(self, status: int, message: str, args: dict[str, Any] | None = None, *, field: str = "text",
-                 limits: dict[str, int] | None = None):  # fmt: skip
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        args: dict[str, Any] | None = None,
+        *,
+        field: str = "text",
+        limits: dict[str, int] | None = None,
+    ):
         super().__init__(message % args if args else message)
         self.status, self.message, self.values, self.field, self.limits = status, message, args, field, limits
 

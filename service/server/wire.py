@@ -123,8 +123,13 @@ def early_answer(buffer: bytes | bytearray, body_limit: int, header_limit: int) 
     (413). None: nothing to answer yet."""
     end = buffer.find(HEADERS_END)
     if end < 0:
-        return refusal(431, b"Request Header Fields Too Large", b"the request's headers are over the limit this "
-                       b"server reads") if len(buffer) > header_limit else None  # fmt: skip
+        return (
+            refusal(
+                431, b"Request Header Fields Too Large", b"the request's headers are over the limit this server reads"
+            )
+            if len(buffer) > header_limit
+            else None
+        )
     if CHUNKED.search(bytes(buffer[:end]).lower()) and chunked_total(buffer, end + len(HEADERS_END)) > body_limit:
         return refusal(413, b"Content Too Large", b"the request body is larger than the limit of %d bytes" % body_limit)
     return None
@@ -141,11 +146,17 @@ def chunked_total(buffer: bytes | bytearray, at: int) -> int:
 
 def refusal(status: int, reason: bytes, detail: bytes, slug: bytes = b"", retry_after: int = 0) -> bytes:
     slug = slug or reason.lower().replace(b" ", b"-")
-    body = (b'{"type":"https://attention-workbench.invalid/problems/%s","title":"%s","status":%d,"detail":%s}'
-            % (slug, reason, status, orjson.dumps(detail.decode())))  # fmt: skip
+    body = b'{"type":"https://attention-workbench.invalid/problems/%s","title":"%s","status":%d,"detail":%s}' % (
+        slug,
+        reason,
+        status,
+        orjson.dumps(detail.decode()),
+    )
     retry = b"Retry-After: %d\r\n" % retry_after if retry_after else b""
-    return (b"HTTP/1.1 %d %s\r\nContent-Type: application/problem+json\r\nConnection: close\r\n%s"
-            b"Content-Length: %d\r\n\r\n%s" % (status, reason, retry, len(body), body))  # fmt: skip
+    return (
+        b"HTTP/1.1 %d %s\r\nContent-Type: application/problem+json\r\nConnection: close\r\n%s"
+        b"Content-Length: %d\r\n\r\n%s" % (status, reason, retry, len(body), body)
+    )
 
 
 SESSION_COOKIE = re.compile(rb"\r\ncookie:[^\r\n]*workbench_session=")

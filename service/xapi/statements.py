@@ -75,13 +75,16 @@ def activity_id(base: str, lesson: str, checkpoint: str | None = None) -> str:
     return f"{lesson_iri}/checkpoints/{checkpoint}" if checkpoint else lesson_iri
 
 
-def statements_of(session: Any, platform_id: int, rows: list[Any], home_page: str, base: str,
-                  lessons: dict[str, Lesson]) -> list[dict[str, Any]]:  # fmt: skip
+def statements_of(
+    session: Any, platform_id: int, rows: list[Any], home_page: str, base: str, lessons: dict[str, Lesson]
+) -> list[dict[str, Any]]:
     """The statements of a platform's event `rows`, each with its learner's language and course."""
     languages = locales.of(session, platform_id, (r.learner for r in rows))
     courses = lti_courses.of(session, platform_id, rows)
-    return [statement(r, home_page, base, lessons, languages.get(r.learner), courses.get((r.learner, r.lesson)))
-            for r in rows]  # fmt: skip
+    return [
+        statement(r, home_page, base, lessons, languages.get(r.learner), courses.get((r.learner, r.lesson)))
+        for r in rows
+    ]
 
 
 def statement(
@@ -174,8 +177,13 @@ def _context(row: Any, base: str, locale: str | None, course: dict[str, str] | N
         named = {"type": ACTIVITY_TYPES["course"], "name": {"en-US": course["course"]}}
         parents.append({"objectType": "Activity", "id": course_id, "definition": named})
     if row.checkpoint or getattr(row, "item", None):
-        parents.append({"objectType": "Activity", "id": activity_id(base, row.lesson),
-                        "definition": {"type": ACTIVITY_TYPES["lesson"]}})  # fmt: skip
+        parents.append(
+            {
+                "objectType": "Activity",
+                "id": activity_id(base, row.lesson),
+                "definition": {"type": ACTIVITY_TYPES["lesson"]},
+            }
+        )
     if parents:
         context["contextActivities"] = {"parent": parents}
     if row.instance_id:

@@ -372,8 +372,14 @@ def test_the_learners_language_is_in_their_rows_and_the_rows_filter_by_it(client
             locales.keep(session, acme, learner, locale, dt.datetime.now(dt.UTC))
     rows = client.get(f"{A}/learners?lesson={LESSON}", headers=analyst).json["learners"]
     assert {r["learner"]: r["locale"] for r in rows} == {
-        "L1": "es", "L2": "zh-CN", "L3": "es", "L4": None, "L5": "en", "L6": None, "L7": None,
-    }  # fmt: skip
+        "L1": "es",
+        "L2": "zh-CN",
+        "L3": "es",
+        "L4": None,
+        "L5": "en",
+        "L6": None,
+        "L7": None,
+    }
     spanish = client.get(f"{A}/learners?lesson={LESSON}&locale=es&limit=1", headers=analyst).json
     assert [r["learner"] for r in spanish["learners"]] == ["L1"] and spanish["next"]
     rest = client.get(f"{A}/learners?lesson={LESSON}&locale=es&cursor={spanish['next']}", headers=analyst).json

@@ -44,11 +44,22 @@ def wbclient(spec, tmp_path_factory):
     where = tmp_path_factory.mktemp("generated")
     (where / "openapi.json").write_text(json.dumps(spec))
     done = subprocess.run(
-        [str(GENERATOR), "generate", "--path", str(where / "openapi.json"), "--meta", "none",
-         "--output-path", str(where / "wbclient")],
-        cwd=where, env={**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"},
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            str(GENERATOR),
+            "generate",
+            "--path",
+            str(where / "openapi.json"),
+            "--meta",
+            "none",
+            "--output-path",
+            str(where / "wbclient"),
+        ],
+        cwd=where,
+        env={**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     sys.path.insert(0, str(where))
     try:
@@ -63,10 +74,20 @@ def wbclient(spec, tmp_path_factory):
 def key(server) -> str:
     """`workbench keys create`, as the README says."""
     made = subprocess.run(
-        [str(BIN / "workbench"), "keys", "create", "--platform", "my-lms",
-         "--scopes", "events:write,progress:read,analytics:read"],
-        env={**os.environ, "WORKBENCH_DATABASE_URL": server.database_url}, capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        [
+            str(BIN / "workbench"),
+            "keys",
+            "create",
+            "--platform",
+            "my-lms",
+            "--scopes",
+            "events:write,progress:read,analytics:read",
+        ],
+        env={**os.environ, "WORKBENCH_DATABASE_URL": server.database_url},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return made.stdout.strip().splitlines()[-1]
 
 
@@ -125,8 +146,9 @@ def test_the_readmes_flows_through_the_generated_client(wbclient, spec, server, 
     anyone = wbclient.Client(base_url=server.url)
     platform = wbclient.AuthenticatedClient(base_url=server.url, token=key)
 
-    traced = post_api_v1_attention.sync_detailed(client=anyone, body=AttentionRequest.from_dict(
-        _example(spec, "/api/v1/attention", "the workbench's tokens")))  # fmt: skip
+    traced = post_api_v1_attention.sync_detailed(
+        client=anyone, body=AttentionRequest.from_dict(_example(spec, "/api/v1/attention", "the workbench's tokens"))
+    )
     assert traced.status_code == 200
     weights = traced.parsed.heads[0].weights
     assert len(weights) == 3 and all(abs(sum(row) - 1) < 1e-12 for row in weights)  # each row a distribution
@@ -147,11 +169,16 @@ def test_the_readmes_flows_through_the_generated_client(wbclient, spec, server, 
         client=platform, body=EventBatch.from_dict(_example(spec, "/api/v1/events", "a batch"))
     )
     assert many.status_code == 201 and many.parsed.created == 2
-    assert post_api_v1_events.sync_detailed(client=anyone, body=Event.from_dict(
-        _example(spec, "/api/v1/events", "one event"))).status_code == 401  # fmt: skip
+    assert (
+        post_api_v1_events.sync_detailed(
+            client=anyone, body=Event.from_dict(_example(spec, "/api/v1/events", "one event"))
+        ).status_code
+        == 401
+    )
 
-    progress = get_api_v1_learners_learner_progress.sync_detailed("student-42", client=platform,
-                                                                   lesson="multi-head-attention")  # fmt: skip
+    progress = get_api_v1_learners_learner_progress.sync_detailed(
+        "student-42", client=platform, lesson="multi-head-attention"
+    )
     assert progress.status_code == 200
     (lesson,) = progress.parsed.lessons
     states = {c.id: c for c in lesson.checkpoints}

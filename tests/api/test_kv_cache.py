@@ -43,9 +43,15 @@ def test_every_preset_is_a_body_that_answers_its_table_1_figure(client, model, k
 def test_a_custom_configuration_with_half_byte_elements(client):
     answer = client.post(
         "/api/v1/kv-cache",
-        json={"layers": 2, "heads": 4, "d_head": 8, "latent": {"d_c": 5, "d_rope": 2}, "tokens": 3,
-              "bytes_per_element": 0.5},
-    ).json  # fmt: skip
+        json={
+            "layers": 2,
+            "heads": 4,
+            "d_head": 8,
+            "latent": {"d_c": 5, "d_rope": 2},
+            "tokens": 3,
+            "bytes_per_element": 0.5,
+        },
+    ).json
     assert answer["elements_per_token"] == 14 and answer["bytes_per_token"] == 7 and answer["bytes_total"] == 21
     assert answer["mha_equivalent"] == {"elements_per_token": 128, "bytes_total": 192}
     assert answer["ratio_to_mha"] == 14 / 128
@@ -59,11 +65,13 @@ def test_a_custom_configuration_with_half_byte_elements(client):
         ({"layers": 1, "heads": 6, "d_head": 8, "tokens": 0, "bytes_per_element": 2}, "tokens"),
         ({"layers": 1, "heads": 6, "d_head": 8, "bytes_per_element": 2}, "tokens"),
         ({"layers": 1.5, "heads": 6, "d_head": 8, "tokens": 1, "bytes_per_element": 2}, "layers"),
-        ({"layers": 1, "heads": 6, "d_head": 8, "tokens": 1, "bytes_per_element": 2, "latent": {"d_rope": 2}},
-         "latent.d_c"),
+        (
+            {"layers": 1, "heads": 6, "d_head": 8, "tokens": 1, "bytes_per_element": 2, "latent": {"d_rope": 2}},
+            "latent.d_c",
+        ),
         ({"layers": 1024, "heads": 1024, "d_head": 4096, "tokens": 100_000_000, "bytes_per_element": 8}, "tokens"),
     ],
-)  # fmt: skip
+)
 def test_a_configuration_that_does_not_fit_is_a_422_naming_it(client, body, field):
     response = client.post("/api/v1/kv-cache", json=body)
     assert response.status_code == 422 and field in response.json["errors"], response.json
@@ -80,8 +88,14 @@ def test_gemma_3_through_the_api_by_layer_kind(client):
 
 
 def test_a_layer_pattern_without_a_window_is_a_422(client):
-    body = {"layers": 4, "heads": 4, "d_head": 8, "tokens": 64, "bytes_per_element": 2,
-            "layer_pattern": {"local_per_global": 1}}  # fmt: skip
+    body = {
+        "layers": 4,
+        "heads": 4,
+        "d_head": 8,
+        "tokens": 64,
+        "bytes_per_element": 2,
+        "layer_pattern": {"local_per_global": 1},
+    }
     response = client.post("/api/v1/kv-cache", json=body)
     assert response.status_code == 422
     assert "window" in response.json["errors"]

@@ -12,8 +12,11 @@ def test_the_list_holds_every_lesson_with_its_checkpoints(client):
         implement = ["implement"] if lesson["id"] in with_an_exercise else []
         assert [c["id"] for c in lesson["checkpoints"]] == ["predict", "experiment", *implement, "explain"]
     prerequisites = {lesson["id"]: lesson["prerequisites"] for lesson in lessons[1:]}
-    assert prerequisites == {"kv-cache-and-latent-attention": [LESSON], "online-softmax": [LESSON],
-                             "long-context": ["kv-cache-and-latent-attention"]}  # fmt: skip
+    assert prerequisites == {
+        "kv-cache-and-latent-attention": [LESSON],
+        "online-softmax": [LESSON],
+        "long-context": ["kv-cache-and-latent-attention"],
+    }
     assert "html" not in lessons[0] and "markdown" not in lessons[0] and "items" not in lessons[0]  # stays small
 
 

@@ -31,8 +31,13 @@ def output_of(slips=(), x=X, block=2, causal=True):
 
 def nulls(output):
     """JSON has no NaN: null stands for it."""
-    return {part: [[None if isinstance(v, float) and v != v else v for v in row] if isinstance(row, list) else row
-                   for row in values] for part, values in output.items()}  # fmt: skip
+    return {
+        part: [
+            [None if isinstance(v, float) and v != v else v for v in row] if isinstance(row, list) else row
+            for row in values
+        ]
+        for part, values in output.items()
+    }
 
 
 def test_a_right_loop_is_correct(client):
@@ -62,8 +67,10 @@ def test_the_starters_output_names_its_slips(client):
 def test_a_right_output_with_a_wrong_l_is_not_correct_and_names_no_slip(client):
     # one tile holding every score: every slip's output is right here too, so none is named
     right = output_of(block=6, causal=False)
-    body = {"case": {**CASE, "block_q": 6, "block_k": 6, "causal": False},
-            "output": {"output": right["output"], "lse": [v + 0.5 for v in right["lse"]]}}  # fmt: skip
+    body = {
+        "case": {**CASE, "block_q": 6, "block_k": 6, "causal": False},
+        "output": {"output": right["output"], "lse": [v + 0.5 for v in right["lse"]]},
+    }
     result = client.post(CHECK, json=body).json
     assert (result["correct"], result["mistakes"]) == (False, []) and result["max_abs_error"] == pytest.approx(0.5)
 
@@ -91,8 +98,9 @@ def test_oversized_cases_are_413(client):
 
 @pytest.mark.databases
 def test_a_platform_learners_check_is_kept_under_its_lesson(client, db, acme):
-    assert client.post(CHECK, json={"case": CASE, "output": output_of(("online_no_rescale",)), "learner": "ada"},
-                       headers=acme).json["recorded"]  # fmt: skip
+    assert client.post(
+        CHECK, json={"case": CASE, "output": output_of(("online_no_rescale",)), "learner": "ada"}, headers=acme
+    ).json["recorded"]
     with db.read() as s:
         rows = s.scalars(select(ExerciseCheck)).all()
     assert [(r.learner, r.lesson, r.correct, r.diagnosis) for r in rows] == [
@@ -116,8 +124,13 @@ def test_the_python_bundle_holds_the_tracked_files_and_runs_with_numpy_and_pytes
     assert sorted(tracked) == sorted(files)  # nothing in a download is untracked
     folder = tmp_path / "online-softmax-python" / "exercises" / "online-softmax"
     alone = {"PATH": "/usr/bin:/bin", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}  # nothing of this repository's
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider"], cwd=folder, env=alone,
-                          capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"],
+        cwd=folder,
+        env=alone,
+        capture_output=True,
+        text=True,
+    )
     assert "8 failed" in done.stdout, done.stdout[-2000:] + done.stderr  # the starter's slips, found in the download
     typescript = client.get("/api/v1/exercises/online-softmax/typescript.zip")
     with zipfile.ZipFile(io.BytesIO(typescript.data)) as archive:

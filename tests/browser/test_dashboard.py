@@ -225,8 +225,9 @@ def test_the_learners_table_shows_each_learners_language_and_filters_by_it(page,
     (token,) = demo_cohort(live, 30, 5, "polyglot-school")
     _show(page, live, token)
     reader = {"Authorization": f"Bearer {token}"}
-    api = requests.get(f"{live.url}/api/v1/analytics/learners?lesson=multi-head-attention&locale=es&limit=100",
-                       headers=reader).json()["learners"]  # fmt: skip
+    api = requests.get(
+        f"{live.url}/api/v1/analytics/learners?lesson=multi-head-attention&locale=es&limit=100", headers=reader
+    ).json()["learners"]
     assert 0 < len(api) < 30  # the demo cohort reads in three languages
     language = page.locator("#learners tbody tr td:nth-child(2)")
     assert {"English", "Español"} <= set(language.all_text_contents())

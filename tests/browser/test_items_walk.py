@@ -21,16 +21,37 @@ LESSON = "/lessons/multi-head-attention"
 CATALOG = load_catalog("content/lessons")["multi-head-attention"]
 # Each locale's words for what the learner clicks and reads (its catalog's, written out here).
 WORDS = {
-    "en": {"record": "Record answer", "later": "comes back after the workbench", "wrong": "Not quite.",
-           "right": "Correct.", "predict": ("Your prediction", "Record prediction"), "head-2": "Head 2",
-           "held": "Your prediction held", "gain": "On the questions asked twice"},
-    "es": {"record": "Registrar respuesta", "later": "vuelve después del banco de trabajo", "wrong": "No exactamente.",
-           "right": "Correcto.", "predict": ("Tu predicción", "Guardar la predicción"), "head-2": "Cabeza 2",
-           "held": "Tu predicción se cumplió", "gain": "En las preguntas hechas dos veces"},
-    "zh-CN": {"record": "记录答案", "later": "会再问这个问题", "wrong": "不太对。", "right": "正确。",
-              "predict": ("你的预测", "保存预测"), "head-2": "头 2", "held": "你的预测成立",
-              "gain": "在问过两次的问题上"},
-}  # fmt: skip
+    "en": {
+        "record": "Record answer",
+        "later": "comes back after the workbench",
+        "wrong": "Not quite.",
+        "right": "Correct.",
+        "predict": ("Your prediction", "Record prediction"),
+        "head-2": "Head 2",
+        "held": "Your prediction held",
+        "gain": "On the questions asked twice",
+    },
+    "es": {
+        "record": "Registrar respuesta",
+        "later": "vuelve después del banco de trabajo",
+        "wrong": "No exactamente.",
+        "right": "Correcto.",
+        "predict": ("Tu predicción", "Guardar la predicción"),
+        "head-2": "Cabeza 2",
+        "held": "Tu predicción se cumplió",
+        "gain": "En las preguntas hechas dos veces",
+    },
+    "zh-CN": {
+        "record": "记录答案",
+        "later": "会再问这个问题",
+        "wrong": "不太对。",
+        "right": "正确。",
+        "predict": ("你的预测", "保存预测"),
+        "head-2": "头 2",
+        "held": "你的预测成立",
+        "gain": "在问过两次的问题上",
+    },
+}
 
 
 def manipulations_in_any_language(frame) -> None:
@@ -70,8 +91,11 @@ def test_a_new_learner_answers_before_and_after_the_workbench_and_sees_feedback(
     pre, post = page.locator("section.directive-items").nth(0), page.locator("section.directive-items").nth(1)
     answer_all(pre, "pre", locale, right=False)
     feedback = pre.locator(".item-feedback")
-    wait_until(page, "[...document.querySelectorAll('section.directive-items')[0].querySelectorAll('.item-feedback')]"
-                     ".every((p) => p.textContent && !p.classList.contains('queued'))")  # fmt: skip
+    wait_until(
+        page,
+        "[...document.querySelectorAll('section.directive-items')[0].querySelectorAll('.item-feedback')]"
+        ".every((p) => p.textContent && !p.classList.contains('queued'))",
+    )
     # Before the workbench: recorded, neither scored nor answered for the learner.
     assert all(words["later"] in t for t in feedback.all_inner_texts())
     assert pre.locator(".item-feedback.wrong, .item-feedback.correct").count() == 0
@@ -147,8 +171,11 @@ def test_the_after_questions_open_only_after_the_before_ones_and_the_experiment(
     assert post.locator("form.item-form[data-locked=true]").count() == post.locator("form.item-form").count()
     assert post.locator("fieldset:not([disabled])").count() == 0
     pre.get_by_role("button", name="Skip the questions I cannot answer yet").click()
-    wait_until(page, "[...document.querySelectorAll('section.directive-items')[0].querySelectorAll('.item-feedback')]"
-                     ".every((p) => p.textContent.includes('Skipped'))")  # fmt: skip
+    wait_until(
+        page,
+        "[...document.querySelectorAll('section.directive-items')[0].querySelectorAll('.item-feedback')]"
+        ".every((p) => p.textContent.includes('Skipped'))",
+    )
     assert "answer (or skip)" not in note.inner_text() and "four manipulations" in note.inner_text()
     assert pre.get_by_role("button", name="Skip the questions I cannot answer yet").is_hidden()
     manipulations_in_any_language(embedded_workbench(page))
@@ -202,8 +229,11 @@ def test_a_progress_read_that_left_before_a_skip_cannot_undo_it(browser, live):
     held.clear()
     pre = page.locator("section.directive-items").nth(0)
     skip = pre.get_by_role("button", name="Skip the questions I cannot answer yet")
-    with page.expect_response(lambda r: r.url.endswith("/api/v1/events") and r.request.method == "POST"
-                              and "skipped" in (r.request.post_data or "")):  # fmt: skip
+    with page.expect_response(
+        lambda r: (
+            r.url.endswith("/api/v1/events") and r.request.method == "POST" and "skipped" in (r.request.post_data or "")
+        )
+    ):
         skip.click()
     until_asked(page, held)  # the skip's own read
     passing["on"] = True
@@ -234,8 +264,11 @@ def test_an_answer_erased_elsewhere_leaves_its_question_open_and_empty(browser, 
     open_page(page, live, LESSON)
     pre = page.locator("section.directive-items").nth(0)
     answer_all(pre, "pre", "en", right=True)
-    wait_until(page, "[...document.querySelectorAll('section.directive-items')[0].querySelectorAll('.item-feedback')]"
-                     ".every((p) => p.textContent.includes('Recorded'))")  # fmt: skip
+    wait_until(
+        page,
+        "[...document.querySelectorAll('section.directive-items')[0].querySelectorAll('.item-feedback')]"
+        ".every((p) => p.textContent.includes('Recorded'))",
+    )
     erased = []
 
     def without_answers(route):  # the server's own answer, as it reads once the answers are gone
@@ -249,8 +282,11 @@ def test_an_answer_erased_elsewhere_leaves_its_question_open_and_empty(browser, 
     page.route(lambda url: "/progress?lesson=" in url, without_answers)
     embedded_workbench(page).locator("#causal").click()  # the workbench's event, delivered: a read asked
     until_asked(page, erased)
-    wait_until(page, "[...document.querySelectorAll('section.directive-items')[0].querySelectorAll('.item-feedback')]"
-                     ".every((p) => p.textContent === '')")  # fmt: skip
+    wait_until(
+        page,
+        "[...document.querySelectorAll('section.directive-items')[0].querySelectorAll('.item-feedback')]"
+        ".every((p) => p.textContent === '')",
+    )
     assert pre.locator(".item-feedback").all_inner_texts() == [""] * pre.locator("form.item-form").count()
     assert pre.locator("input:checked").count() == 0 and pre.locator("input:disabled").count() == 0
     assert all(

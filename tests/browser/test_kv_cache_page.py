@@ -131,8 +131,11 @@ def test_stepping_with_the_keyboard_grows_the_cache_and_the_link_keeps_the_view(
     again.close()
 
 
-KINDS = {"en": "MLA: a latent per token (DeepSeek-V2)", "es": "MLA: un latente por token (DeepSeek-V2)",
-         "zh-CN": "MLA：每个词元一个潜在向量（DeepSeek-V2）"}  # fmt: skip
+KINDS = {
+    "en": "MLA: a latent per token (DeepSeek-V2)",
+    "es": "MLA: un latente por token (DeepSeek-V2)",
+    "zh-CN": "MLA：每个词元一个潜在向量（DeepSeek-V2）",
+}
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -258,9 +261,12 @@ def test_a_rolling_renumbered_cache_is_drawn_slot_by_slot_with_its_rope_position
 
 @pytest.mark.parametrize(
     ("mode", "hash_after"),
-    [("sinks_evicted", {"window": "3", "sinks": "1"}), ("sink_logit_ignored", {"window": None, "logit": "1"}),
-     ("positions_from_text", {"window": "3", "renumber": "1"})],
-)  # fmt: skip
+    [
+        ("sinks_evicted", {"window": "3", "sinks": "1"}),
+        ("sink_logit_ignored", {"window": None, "logit": "1"}),
+        ("positions_from_text", {"window": "3", "renumber": "1"}),
+    ],
+)
 def test_a_long_context_slip_switches_on_what_it_needs_and_shows_where_it_parts(page, live, mode, hash_after):
     open_page(page, live, PATH + "#position=6")
     page.get_by_label("Break the decode").select_option(mode)
@@ -269,8 +275,12 @@ def test_a_long_context_slip_switches_on_what_it_needs_and_shows_where_it_parts(
     state = dict(part.split("=") for part in page.evaluate("location.hash").lstrip("#").split("&"))
     assert {k: state.get(k) for k in hash_after} == hash_after
     logit = {"sink_logit": SINK_LOGITS} if "logit" in state else {}
-    long = {**({"window": 3} if "window" in state else {}), "sinks": int(state.get("sinks", 0)), **logit,
-            **({"positions": "cache"} if "renumber" in state else {})}  # fmt: skip
+    long = {
+        **({"window": 3} if "window" in state else {}),
+        "sinks": int(state.get("sinks", 0)),
+        **logit,
+        **({"positions": "cache"} if "renumber" in state else {}),
+    }
     broken, right = long_body(live, mode, **long)["steps"][5], long_body(live, **long)["steps"][5]
     for h in range(4):
         weights = page.locator(f"[data-stage=weights][data-head='{h}']")
@@ -292,8 +302,9 @@ def test_a_cache_that_keeps_everything_says_its_size_beside_the_right_one(page, 
 
 def test_a_local_global_model_shows_its_cache_by_kind_of_layer(page, live):
     open_page(page, live, PATH + "#model=gemma-3-27b")
-    preset = next(p for p in requests.get(live.url + "/api/v1/kv-cache/presets").json()["presets"]
-                  if p["id"] == "gemma-3-27b")  # fmt: skip
+    preset = next(
+        p for p in requests.get(live.url + "/api/v1/kv-cache/presets").json()["presets"] if p["id"] == "gemma-3-27b"
+    )
     answer = computed(live, "/api/v1/kv-cache", preset["request"])
     kinds = page.locator("[data-stage=memory-kinds]")
     assert answer["layers"]["local"]["layers"] == 52 and answer["layers"]["global"]["layers"] == 10

@@ -20,15 +20,55 @@ from .test_lti import course_and_tool, lesson_frame
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSON = "/lessons/multi-head-attention"
-PAGES = ["/", LESSON, "/explorables/multi-head-attention", "/figures/four-heads", "/explorables/trained-heads",
-         "/explorables/kv-cache", "/explorables/online-softmax", "/lessons/online-softmax", "/lessons/long-context",
-         "/dashboard"]  # fmt: skip
+PAGES = [
+    "/",
+    LESSON,
+    "/explorables/multi-head-attention",
+    "/figures/four-heads",
+    "/explorables/trained-heads",
+    "/explorables/kv-cache",
+    "/explorables/online-softmax",
+    "/lessons/online-softmax",
+    "/lessons/long-context",
+    "/dashboard",
+]
 # What each locale calls the prediction form's parts (its catalog's words, written out here).
 PREDICT = {"es": ("Tu predicción", "Guardar la predicción"), "zh-CN": ("你的预测", "保存预测")}
 # Names, symbols and identifiers that are the same in every language.
-NAMES = {"api", "rope", "softmax", "numpy", "pytest", "vitest", "python", "typescript", "node", "pnpm", "readme",
-         "json", "minilm", "wordpiece", "gpt", "neox", "llama", "roformer", "utc", "cls", "sep", "nan", "csv",
-         "ndjson", "inf", "max", "exp", "sqrt", "d_head", "d_model", "bytes", "byte"}  # fmt: skip
+NAMES = {
+    "api",
+    "rope",
+    "softmax",
+    "numpy",
+    "pytest",
+    "vitest",
+    "python",
+    "typescript",
+    "node",
+    "pnpm",
+    "readme",
+    "json",
+    "minilm",
+    "wordpiece",
+    "gpt",
+    "neox",
+    "llama",
+    "roformer",
+    "utc",
+    "cls",
+    "sep",
+    "nan",
+    "csv",
+    "ndjson",
+    "inf",
+    "max",
+    "exp",
+    "sqrt",
+    "d_head",
+    "d_model",
+    "bytes",
+    "byte",
+}
 
 # Every visible text of a document and its frames' (aria-label, title and placeholder included),
 # except code, shapes, the learner's own words and what is marked as another language.
@@ -179,8 +219,9 @@ def analytics_key(live):
 
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("path", PAGES)
-def test_every_page_in_the_pseudo_locale_fits_without_sideways_scroll_or_text_on_text(page, live, analytics_key,
-                                                                                   path, size):  # fmt: skip
+def test_every_page_in_the_pseudo_locale_fits_without_sideways_scroll_or_text_on_text(
+    page, live, analytics_key, path, size
+):
     width, height = SIZES[size]
     page.set_viewport_size({"width": width, "height": height})
     open_page(page, live, path + "?lang=en-XA")

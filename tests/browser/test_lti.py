@@ -117,8 +117,9 @@ def test_an_administrator_pastes_one_url_and_the_platform_registers_the_tool(bro
     upgrade(url)
     with LmsServer(Platform(client_id="dynamic-client-1", deployment="deployment-7")) as lms:
         lms.platform.issuer = lms.url
-        tool = LiveServer({"WORKBENCH_DATABASE_URL": url, "WORKBENCH_RATELIMIT_ENABLED": "0",
-                           "WORKBENCH_FRAME_ANCESTORS": lms.url}).start()  # fmt: skip
+        tool = LiveServer(
+            {"WORKBENCH_DATABASE_URL": url, "WORKBENCH_RATELIMIT_ENABLED": "0", "WORKBENCH_FRAME_ANCESTORS": lms.url}
+        ).start()
         try:
             monkeypatch.setenv("WORKBENCH_DATABASE_URL", url)
             monkeypatch.setenv("WORKBENCH_PUBLIC_URL", tool.url)

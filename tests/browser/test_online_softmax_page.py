@@ -165,8 +165,12 @@ def test_the_exercises_trace_link_opens_the_explorable_at_the_slip_it_names(page
     page.locator("#block").select_option("4")
     wait_until(page, "location.hash.includes('block=4')")
     starter = ROOT / "exercises" / "online-softmax" / "starter.py"
-    done = subprocess.run([sys.executable, str(ROOT / "exercises/online-softmax/trace.py"), str(starter), page.url,
-                           "--json"], capture_output=True, text=True, check=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "exercises/online-softmax/trace.py"), str(starter), page.url, "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     result = json.loads(done.stdout)
     first = result["first_difference"]
     assert (first["query_block"], first["key_block"], first["what"]) == (1, 1, "skipped")  # the diagonal tile

@@ -132,9 +132,13 @@ def differing_by_head(correct, broken, w_o, broken_wo):
     found = set()
     for name, items in expected_stages(correct, TOKENS, w_o).items():
         for (head, matrix), (_, other) in zip(items, theirs.get(name, []), strict=False):
-            if name != "x" and (len(matrix) != len(other) or any(
-                len(a) != len(b) or any(abs(x - y) > 1e-9 * max(1.0, abs(x)) for x, y in zip(a, b, strict=True))
-                for a, b in zip(matrix, other, strict=True))):  # fmt: skip
+            if name != "x" and (
+                len(matrix) != len(other)
+                or any(
+                    len(a) != len(b) or any(abs(x - y) > 1e-9 * max(1.0, abs(x)) for x, y in zip(a, b, strict=True))
+                    for a, b in zip(matrix, other, strict=True)
+                )
+            ):
                 found.add((name, head))
     return found
 
@@ -571,11 +575,16 @@ def test_the_concatenation_stays_folded_in_the_plain_case(page, live):
 
 
 def linked(page):
-    return set(map(tuple, page.eval_on_selector_all(
-        '[data-linked="true"][data-row]',
-        "els => els.map((e) => [e.closest('[data-stage]').dataset.stage, e.closest('[data-stage]').dataset.head,"
-        " Number(e.dataset.row)])",
-    )))  # fmt: skip
+    return set(
+        map(
+            tuple,
+            page.eval_on_selector_all(
+                '[data-linked="true"][data-row]',
+                "els => els.map((e) => [e.closest('[data-stage]').dataset.stage,"
+                " e.closest('[data-stage]').dataset.head, Number(e.dataset.row)])",
+            ),
+        )
+    )
 
 
 @pytest.mark.parametrize("size", VIEWPORTS)
@@ -618,8 +627,12 @@ def test_one_notation_for_subscripts_in_the_diagram_and_the_lesson(page, live, s
 
 
 # What each manipulation changes, and the control the learner needs next (the lesson's order).
-NEXT = [("#token-1-dim-3", "2", "#token-2-dim-1"), ("#token-2-dim-1", "-1", "#causal"), ("#causal", None, "#reuse"),
-        ("#reuse", None, None)]  # fmt: skip
+NEXT = [
+    ("#token-1-dim-3", "2", "#token-2-dim-1"),
+    ("#token-2-dim-1", "-1", "#causal"),
+    ("#causal", None, "#reuse"),
+    ("#reuse", None, None),
+]
 
 
 @pytest.mark.parametrize("size", VIEWPORTS)

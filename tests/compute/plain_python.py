@@ -112,9 +112,18 @@ class Token:
 
 
 def reference_decode(
-    x, heads, w_q=None, w_k=None, w_v=None, w_o=None, kv_heads=None, rope=None, latent=None, failure_mode=None,
+    x,
+    heads,
+    w_q=None,
+    w_k=None,
+    w_v=None,
+    w_o=None,
+    kv_heads=None,
+    rope=None,
+    latent=None,
+    failure_mode=None,
     prefill=1,
-):  # fmt: skip
+):
     """Generate position by position with a cache (the first `prefill` positions at once); every
     row laid out as one pass's arrays: scores [H][n][n] (a cell no step scored is the dot product it
     would have been), weights [H][n][n] (0 where unseen), per-head query, key and value rows."""
@@ -156,8 +165,14 @@ def reference_decode(
             scores.append(row)
             weights.append(a)
             out.append([sum(a[j] * v[j][c] for j in range(n)) for c in range(d_head)])
-        for name, value in (("query", q), ("key", k), ("value", v), ("scores", scores), ("weights", weights),
-                            ("head_outputs", out)):  # fmt: skip
+        for name, value in (
+            ("query", q),
+            ("key", k),
+            ("value", v),
+            ("scores", scores),
+            ("weights", weights),
+            ("head_outputs", out),
+        ):
             result[name].append(value)
     result["seen"] = [steps[t][1] + [False] * (n - steps[t][0]) for t in range(n)]
     return _finish(result, x, heads, w_o, failure_mode)
@@ -178,9 +193,21 @@ def _finish(result, x, heads, w_o, failure_mode):
 
 
 def reference_mha(
-    x, heads, causal=True, w_q=None, w_k=None, w_v=None, w_o=None, kv_heads=None, rope=None, failure_mode=None,
-    latent=None, window=None, sinks=0, sink_logit=None,
-):  # fmt: skip
+    x,
+    heads,
+    causal=True,
+    w_q=None,
+    w_k=None,
+    w_v=None,
+    w_o=None,
+    kv_heads=None,
+    rope=None,
+    failure_mode=None,
+    latent=None,
+    window=None,
+    sinks=0,
+    sink_logit=None,
+):
     if failure_mode in DECODING:  # only decoding goes wrong this way: generate, and lay the rows out
         return reference_decode(x, heads, w_q, w_k, w_v, w_o, kv_heads, rope, latent, failure_mode)
     n, d_model = len(x), len(x[0])
@@ -280,15 +307,31 @@ def reference_tiles(scores, values, visible, block_q, block_k, slip=None, sink=N
 # What each long-context slip does, as the broken code would: which window, sinks and sink logit it
 # applies, whether its cache keeps every position, whether its decode forgets the window.
 LONG_CONTEXT_SLIPS = (
-    "decode_ignores_window", "window_off_by_one", "sinks_evicted", "positions_from_text", "sink_logit_ignored",
+    "decode_ignores_window",
+    "window_off_by_one",
+    "sinks_evicted",
+    "positions_from_text",
+    "sink_logit_ignored",
     "cache_not_truncated",
-)  # fmt: skip
+)
 
 
 def reference_streaming(
-    x, heads, window, sinks=0, sink_logit=None, positions="original", failure_mode=None, prefill=1,
-    w_q=None, w_k=None, w_v=None, w_o=None, kv_heads=None, rope=None,
-):  # fmt: skip
+    x,
+    heads,
+    window,
+    sinks=0,
+    sink_logit=None,
+    positions="original",
+    failure_mode=None,
+    prefill=1,
+    w_q=None,
+    w_k=None,
+    w_v=None,
+    w_o=None,
+    kv_heads=None,
+    rope=None,
+):
     """Generate with a cache that is a list of entries (position, keys before RoPE, values), evicting
     the oldest non-sink entry once more than `window` non-sinks are held (`prefill` first positions
     at once: each of its rows sees the prompt's keys at their positions). Under positions "cache" a
@@ -332,13 +375,16 @@ def reference_streaming(
         for h in range(heads):
             g = h // (heads // kv)
             q = turn(plain[t].q[h], query_at)
-            row = [sum(a * b for a, b in zip(q, turn(plain[j].k[g], places[j]), strict=True)) / math.sqrt(d_head)
-                   for j in visible]  # fmt: skip
+            row = [
+                sum(a * b for a, b in zip(q, turn(plain[j].k[g], places[j]), strict=True)) / math.sqrt(d_head)
+                for j in visible
+            ]
             a = softmax_visible(row, [True] * len(row), None if logit is None else logit[h])
             for j, share in zip(visible, a, strict=True):
                 weights[h][t][j] = share
-            outputs[h][t] = [sum(share * plain[j].v[g][c] for j, share in zip(visible, a, strict=True))
-                             for c in range(d_head)]  # fmt: skip
+            outputs[h][t] = [
+                sum(share * plain[j].v[g][c] for j, share in zip(visible, a, strict=True)) for c in range(d_head)
+            ]
         cache = keys if t >= prefill else evicted(list(range(t + 1)))
         held_after.append(sorted(cache))
         largest = max(largest, len(cache))

@@ -40,10 +40,11 @@ def test_every_preset_reads_table_1_and_names_its_source(preset):
     expected = table_1(answer["kind"], s.heads, kv, s.d_head, s.d_c, s.d_rope, s.layers)
     assert answer["elements_per_token"] == expected
     positions = [  # each layer's: a windowed layer holds its window, a global one the whole context
-        min(preset.context, s.window) if s.window and (s.local_per_global is None or layer_is_local(
-            i, s.local_per_global, s.global_first)) else preset.context
+        min(preset.context, s.window)
+        if s.window and (s.local_per_global is None or layer_is_local(i, s.local_per_global, s.global_first))
+        else preset.context
         for i in range(s.layers)
-    ]  # fmt: skip
+    ]
     assert answer["bytes_total"] == expected // s.layers * sum(positions) * preset.bytes_per_element
     assert preset.source.startswith(("https://", "arXiv:"))
 
@@ -55,9 +56,13 @@ def test_the_presets_cover_every_kind():
 
 
 @given(
-    layers=st.integers(1, 128), heads=st.integers(1, 128), d_head=st.integers(1, 256), tokens=st.integers(1, 1 << 17),
-    size=st.sampled_from([0.5, 1, 2, 4, 8]), data=st.data(),
-)  # fmt: skip
+    layers=st.integers(1, 128),
+    heads=st.integers(1, 128),
+    d_head=st.integers(1, 256),
+    tokens=st.integers(1, 1 << 17),
+    size=st.sampled_from([0.5, 1, 2, 4, 8]),
+    data=st.data(),
+)
 def test_any_configuration_reads_table_1_exactly(layers, heads, d_head, tokens, size, data):
     kind = data.draw(st.sampled_from(["mha", "gqa", "mla"]))
     kv = data.draw(st.sampled_from([k for k in range(1, heads + 1) if heads % k == 0])) if kind == "gqa" else None
@@ -153,9 +158,13 @@ def test_mistral_reaches_its_layers_times_the_window_less_one_plus_one():
 
 @pytest.mark.parametrize(
     ("arguments", "field"),
-    [({"sinks": 4}, "window"), ({"local_per_global": 5}, "window"), ({"window": 8, "sinks": -1}, "sinks"),
-     ({"window": 8, "local_per_global": 0}, "layer_pattern.local_per_global")],
-)  # fmt: skip
+    [
+        ({"sinks": 4}, "window"),
+        ({"local_per_global": 5}, "window"),
+        ({"window": 8, "sinks": -1}, "sinks"),
+        ({"window": 8, "local_per_global": 0}, "layer_pattern.local_per_global"),
+    ],
+)
 def test_sinks_and_a_pattern_without_a_window_are_refused_by_name(arguments, field):
     with pytest.raises(AttentionInputError) as refused:
         CacheShape(layers=2, heads=4, d_head=8, **arguments)

@@ -126,12 +126,23 @@ def test_a_chunked_prefill_masks_its_block_bottom_right():
 def test_each_broken_decode_equals_the_generation_loop_written_the_broken_way(mode, prefill, kv_heads):
     rng = np.random.default_rng(11)
     x = rng.normal(size=(6, 8))
-    w = {"w_q": rng.normal(size=(8, 8)) / 3, "w_k": rng.normal(size=(8, kv_heads * 2)) / 3,
-         "w_v": rng.normal(size=(8, kv_heads * 2)) / 3, "w_o": rng.normal(size=(8, 8)) / 3}  # fmt: skip
+    w = {
+        "w_q": rng.normal(size=(8, 8)) / 3,
+        "w_k": rng.normal(size=(8, kv_heads * 2)) / 3,
+        "w_v": rng.normal(size=(8, kv_heads * 2)) / 3,
+        "w_o": rng.normal(size=(8, 8)) / 3,
+    }
     rope = {"style": "interleaved", "base": 100.0}
     trace = decode_attention(x, 4, prefill=prefill, kv_heads=kv_heads, rope=rope, failure_mode=mode, **w)
-    ref = reference_decode(x.tolist(), 4, **{k: v.tolist() for k, v in w.items()}, kv_heads=kv_heads, rope=rope,
-                           failure_mode=mode, prefill=prefill)  # fmt: skip
+    ref = reference_decode(
+        x.tolist(),
+        4,
+        **{k: v.tolist() for k, v in w.items()},
+        kv_heads=kv_heads,
+        rope=rope,
+        failure_mode=mode,
+        prefill=prefill,
+    )
     laid_out = trace.as_pass()
     for name in PARTS:
         assert close(getattr(laid_out, name), ref[name]), name
@@ -144,12 +155,21 @@ def test_each_broken_decode_of_latent_attention_equals_the_generation_loop_naive
     """The absorbed form attending before appending once answered 500 (position 1 had no cache to read)."""
     rng = np.random.default_rng(13)
     x = rng.normal(size=(5, 8))
-    latent = {"down": rng.normal(size=(8, 3)) / 2, "up_key": rng.normal(size=(3, 8)) / 2,
-              "up_value": rng.normal(size=(3, 8)) / 2, "rope_key": rng.normal(size=(8, 2)) / 2,
-              "rope_query": rng.normal(size=(8, 4)) / 2}  # fmt: skip
+    latent = {
+        "down": rng.normal(size=(8, 3)) / 2,
+        "up_key": rng.normal(size=(3, 8)) / 2,
+        "up_value": rng.normal(size=(3, 8)) / 2,
+        "rope_key": rng.normal(size=(8, 2)) / 2,
+        "rope_query": rng.normal(size=(8, 4)) / 2,
+    }
     trace = decode_attention(x, 2, latent={**latent, "absorbed": absorbed}, failure_mode=mode)
-    ref = reference_decode(x.tolist(), 2, latent={k: v.tolist() for k, v in latent.items()},
-                           rope={"style": "half", "base": 10000.0}, failure_mode=mode)  # fmt: skip
+    ref = reference_decode(
+        x.tolist(),
+        2,
+        latent={k: v.tolist() for k, v in latent.items()},
+        rope={"style": "half", "base": 10000.0},
+        failure_mode=mode,
+    )
     laid_out = trace.as_pass()
     for name in ("weights", "head_outputs", "concat", "output", "residual"):
         assert close(getattr(laid_out, name), ref[name]), name

@@ -54,8 +54,9 @@ def test_latent_attention_equals_the_per_head_loop_written_from_the_paper(proble
     lists = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in kwargs["latent"].items()}
     rope = {"style": kwargs["rope"], "base": 10000.0} if kwargs["rope"] else None
     w = {k: kwargs[k].tolist() for k in ("w_q", "w_o") if k in kwargs}
-    ref = reference_mha(x.tolist(), heads, kwargs["causal"], latent=lists, rope=rope,
-                        failure_mode=kwargs["failure_mode"], **w)  # fmt: skip
+    ref = reference_mha(
+        x.tolist(), heads, kwargs["causal"], latent=lists, rope=rope, failure_mode=kwargs["failure_mode"], **w
+    )
     for part in PARTS:
         assert close(getattr(trace, part), ref[part]), part
     assert close(trace.latent, np.array(x) @ kwargs["latent"]["down"])
@@ -93,13 +94,28 @@ def test_the_scale_counts_the_decoupled_rope_width():
         ({"down": np.ones((8, 3)), "up_key": np.ones((4, 8)), "up_value": np.ones((3, 8))}, "latent.up_key"),
         ({"down": np.ones((8, 3)), "up_key": np.ones((3, 8)), "up_value": np.ones((3, 6))}, "latent.up_value"),
         ({"down": np.ones((7, 3)), "up_key": np.ones((3, 8)), "up_value": np.ones((3, 8))}, "latent.down"),
-        ({"down": np.ones((8, 3)), "up_key": np.ones((3, 8)), "up_value": np.ones((3, 8)),
-          "rope_key": np.ones((8, 2))}, "latent.rope_query"),
-        ({"down": np.ones((8, 3)), "up_key": np.ones((3, 8)), "up_value": np.ones((3, 8)),
-          "rope_key": np.ones((8, 3)), "rope_query": np.ones((8, 6))}, "latent.rope_key"),
+        (
+            {
+                "down": np.ones((8, 3)),
+                "up_key": np.ones((3, 8)),
+                "up_value": np.ones((3, 8)),
+                "rope_key": np.ones((8, 2)),
+            },
+            "latent.rope_query",
+        ),
+        (
+            {
+                "down": np.ones((8, 3)),
+                "up_key": np.ones((3, 8)),
+                "up_value": np.ones((3, 8)),
+                "rope_key": np.ones((8, 3)),
+                "rope_query": np.ones((8, 6)),
+            },
+            "latent.rope_key",
+        ),
         ({"down": [[np.inf] * 3] * 8, "up_key": np.ones((3, 8)), "up_value": np.ones((3, 8))}, "latent.down"),
     ],
-)  # fmt: skip
+)
 def test_a_latent_that_does_not_fit_is_refused_by_its_part(latent, field):
     with pytest.raises(AttentionInputError) as info:
         multi_head_attention(np.ones((3, 8)), 2, latent=latent)

@@ -54,9 +54,14 @@ def test_a_window_sinks_and_a_sink_logit_equal_the_plain_reference(variant, wind
     reach = Reach(window, sinks, sink_logit)
     trace = multi_head_attention(x, 2, reach=reach, **variant, **weights)
     ref = reference_mha(
-        x.tolist(), 2, **variant, **{k: v.tolist() for k, v in weights.items()},
-        window=window, sinks=sinks, sink_logit=sink_logit,
-    )  # fmt: skip
+        x.tolist(),
+        2,
+        **variant,
+        **{k: v.tolist() for k, v in weights.items()},
+        window=window,
+        sinks=sinks,
+        sink_logit=sink_logit,
+    )
     assert_reference(trace, ref)
 
 
@@ -64,9 +69,14 @@ def test_grouped_query_heads_under_a_window_equal_the_reference():
     x, weights = random_case(11, n=12, d_model=16, kv_width=8)  # 4 query heads, 2 key/value heads
     trace = multi_head_attention(x, 4, kv_heads=2, reach=Reach(5, 1, (0.0, 1.0, -1.0, 2.0)), **weights)
     ref = reference_mha(
-        x.tolist(), 4, kv_heads=2, **{k: v.tolist() for k, v in weights.items()}, window=5, sinks=1,
+        x.tolist(),
+        4,
+        kv_heads=2,
+        **{k: v.tolist() for k, v in weights.items()},
+        window=5,
+        sinks=1,
         sink_logit=[0.0, 1.0, -1.0, 2.0],
-    )  # fmt: skip
+    )
     assert_reference(trace, ref)
 
 
@@ -164,8 +174,13 @@ def test_latent_attention_under_a_window_sinks_and_a_sink_logit_equals_the_refer
     """DeepSeek-V2's latent with its decoupled RoPE key, windowed: the pass and a rolling decode."""
     rng = np.random.default_rng(31)
     x = rng.normal(size=(9, 8))
-    latent = {"down": rng.normal(size=(8, 3)), "up_key": rng.normal(size=(3, 8)), "up_value": rng.normal(size=(3, 8)),
-              "rope_key": rng.normal(size=(8, 2)), "rope_query": rng.normal(size=(8, 4))}  # fmt: skip
+    latent = {
+        "down": rng.normal(size=(8, 3)),
+        "up_key": rng.normal(size=(3, 8)),
+        "up_value": rng.normal(size=(3, 8)),
+        "rope_key": rng.normal(size=(8, 2)),
+        "rope_query": rng.normal(size=(8, 4)),
+    }
     w_q = rng.normal(size=(8, 8))
     long = {"window": 3, "sinks": 1, "sink_logit": [0.4, -0.6]}
     rope = {"style": "half", "base": 10000.0}

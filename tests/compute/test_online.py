@@ -29,10 +29,17 @@ def reference(x, heads, block_q, block_k, slip=None, causal=True, window=None, s
     n = len(x)
     visible = [[sees(i, j, causal, window, sinks) for j in range(n)] for i in range(n)]
     return [
-        reference_tiles(plain["scores"][h], plain["value"][h], visible, block_q, block_k, slip,
-                        None if sink_logit is None else sink_logit[h])
+        reference_tiles(
+            plain["scores"][h],
+            plain["value"][h],
+            visible,
+            block_q,
+            block_k,
+            slip,
+            None if sink_logit is None else sink_logit[h],
+        )
         for h in range(heads)
-    ]  # fmt: skip
+    ]
 
 
 def assert_close(actual, expected, scale=1.0, tol=1e-14):

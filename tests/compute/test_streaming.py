@@ -89,8 +89,15 @@ def test_streaming_llm_renumbers_a_cache_of_0_3_and_6_8_as_positions_0_to_7():
     turned = decoded.rope_positions(9)
     held = decoded.cache_positions(9).tolist()
     assert turned["query"] == 7 and {p: k for p, k in zip(held, turned["keys"].tolist(), strict=True)} == {
-        0: 0, 1: 1, 2: 2, 3: 3, 6: 4, 7: 5, 8: 6, 9: 7
-    }  # fmt: skip
+        0: 0,
+        1: 1,
+        2: 2,
+        3: 3,
+        6: 4,
+        7: 5,
+        8: 6,
+        9: 7,
+    }
     ref = streamed(x, heads, weights, window=4, sinks=4, positions="cache", rope=ROPE)
     assert_rows(decoded, ref)
 
@@ -99,8 +106,9 @@ def test_the_positions_from_text_slip_says_its_keys_were_turned_at_the_texts_pos
     """The same cache as above; the slip keeps each key at the text's position (6 to 9, not 4 to 7)
     while the query is still placed in the cache, which is what its trace must say."""
     x, heads, weights = case({"rope": ROPE}, n=12)
-    slipped = decode_attention(x, heads, reach=Reach(4, 4, positions="cache"), rope=ROPE,
-                               failure_mode="positions_from_text", **weights)  # fmt: skip
+    slipped = decode_attention(
+        x, heads, reach=Reach(4, 4, positions="cache"), rope=ROPE, failure_mode="positions_from_text", **weights
+    )
     turned, held = slipped.rope_positions(9), slipped.cache_positions(9).tolist()
     assert turned["query"] == 7 and turned["keys"].tolist() == held
 
@@ -139,9 +147,13 @@ def test_what_a_slip_or_the_renumbering_needs_is_asked_for_by_name(options, word
 
 def test_renumbering_latent_attention_is_refused_with_its_reason():
     rng = np.random.default_rng(2)
-    latent = {"down": rng.normal(size=(8, 3)).tolist(), "up_key": rng.normal(size=(3, 8)).tolist(),
-              "up_value": rng.normal(size=(3, 8)).tolist(), "rope_key": rng.normal(size=(8, 2)).tolist(),
-              "rope_query": rng.normal(size=(8, 4)).tolist()}  # fmt: skip
+    latent = {
+        "down": rng.normal(size=(8, 3)).tolist(),
+        "up_key": rng.normal(size=(3, 8)).tolist(),
+        "up_value": rng.normal(size=(3, 8)).tolist(),
+        "rope_key": rng.normal(size=(8, 2)).tolist(),
+        "rope_query": rng.normal(size=(8, 4)).tolist(),
+    }
     with pytest.raises(AttentionInputError, match="latent attention") as caught:
         decode_attention(rng.normal(size=(6, 8)), 2, latent=latent, reach=Reach(2, positions="cache"), rope=ROPE)
     assert caught.value.field == "positions"

@@ -253,9 +253,13 @@ def test_0009_counts_the_manipulations_already_rolled_up(empty_database):
                     "occurred_at, stored_at, content_hash) VALUES (1, :id, :learner, 'm', 'experiment', "
                     "'parameter-changed', 'multi-head-workbench', :data, :t, :t, 'h')"
                 ),
-                {"id": f"e{i}", "learner": learner, "data": f'{{"manipulation": "{manipulation}"}}',
-                 "t": f"2026-11-02 10:0{i}:00+00:00"},
-            )  # fmt: skip
+                {
+                    "id": f"e{i}",
+                    "learner": learner,
+                    "data": f'{{"manipulation": "{manipulation}"}}',
+                    "t": f"2026-11-02 10:0{i}:00+00:00",
+                },
+            )
         from service.db.analytics.rollup_refresh import refresh_on
 
         refresh_on(conn)  # the refresh of 0008's code: no manipulation dimension yet

@@ -159,8 +159,10 @@ def test_a_diagnosis_is_charged_for_every_trace_it_tries(app_config):
     weights = np.full((2, 8, 8), 1 / 8).tolist()
     body = {"case": {"tokens": tokens, "heads": 2, "causal": True}, "output": {"weights": weights}}
     per_check = (2 * 8 * 8 + 8 * 8) * traces_per_diagnosis(True, False)
-    statuses = [client.post("/api/v1/exercises/multi-head-attention/check", json=body, headers=acme).status_code
-                for _ in range(100000 // per_check + 1)]  # fmt: skip
+    statuses = [
+        client.post("/api/v1/exercises/multi-head-attention/check", json=body, headers=acme).status_code
+        for _ in range(100000 // per_check + 1)
+    ]
     assert statuses[:-1] == [200] * (100000 // per_check) and statuses[-1] == 429
 
 
@@ -173,12 +175,14 @@ def test_a_challenge_takes_only_so_many_answers(app_config):
     learner.post("/api/v1/session")
     challenge = learner.post("/api/v1/exercises/multi-head-attention/challenges", json={}).json
     wrong = [
-        {"weights": np.zeros((c["heads"], len(c["tokens"]), len(c["tokens"]))).tolist(),
-         "head_outputs": np.zeros((c["heads"], len(c["tokens"]), len(c["tokens"][0]) // c["heads"])).tolist(),
-         "concatenated": np.zeros((len(c["tokens"]), len(c["tokens"][0]))).tolist(),
-         "output": np.zeros((len(c["tokens"]), len(c["tokens"][0]))).tolist()}
+        {
+            "weights": np.zeros((c["heads"], len(c["tokens"]), len(c["tokens"]))).tolist(),
+            "head_outputs": np.zeros((c["heads"], len(c["tokens"]), len(c["tokens"][0]) // c["heads"])).tolist(),
+            "concatenated": np.zeros((len(c["tokens"]), len(c["tokens"][0]))).tolist(),
+            "output": np.zeros((len(c["tokens"]), len(c["tokens"][0]))).tolist(),
+        }
         for c in challenge["cases"]
-    ]  # fmt: skip
+    ]
     statuses = [
         learner.post(challenge["answers_url"], json={"answers": wrong}).status_code for _ in range(ATTEMPTS + 1)
     ]
@@ -194,8 +198,9 @@ def test_one_network_flooding_from_eight_addresses_leaves_another_learner_their_
     """The finding: eight addresses flooding compute took another learner's requests to 503. The
     worker's budget is shared by network: the eight (one /24) take half of it between them, and a
     learner elsewhere, arriving after the flood took its part, still computes."""
-    app = budget_app(app_config, client="100000/minute", worker=f"{20 * MID_CELLS}/minute",
-                     compute_budget_address="100000/minute")  # fmt: skip
+    app = budget_app(
+        app_config, client="100000/minute", worker=f"{20 * MID_CELLS}/minute", compute_budget_address="100000/minute"
+    )
     flooders = [from_address(app.test_client(), f"10.0.0.{i}") for i in range(2, 10)]
     flooded = [status for _ in range(5) for c in flooders for status in spend(c, {}, 1)]
     assert flooded.count(200) == 10 and set(flooded) == {200, 503}  # half of the worker, then refused
@@ -214,8 +219,9 @@ def test_a_request_refused_after_it_was_charged_is_refunded(app_config, monkeypa
     def no_slot(count, wait=0.0):
         yield False  # every slot taken: "no large-trace slot came free"
 
-    app = budget_app(app_config, client=f"{4 * MID_CELLS}/minute", worker=f"{8 * MID_CELLS}/minute",
-                     heavy_compute_cells=1000)  # fmt: skip
+    app = budget_app(
+        app_config, client=f"{4 * MID_CELLS}/minute", worker=f"{8 * MID_CELLS}/minute", heavy_compute_cells=1000
+    )
     client, acme = app.test_client(), key_for(app)
     monkeypatch.setattr("service.api.attention.offload.slot", no_slot)
     assert spend(client, acme, 10) == [503] * 10  # refused after the charge: each refunded
@@ -226,8 +232,12 @@ def test_a_request_refused_after_it_was_charged_is_refunded(app_config, monkeypa
 def test_a_request_over_one_budget_is_charged_to_none(app_config):
     """Every budget is tested before any is charged: a browser session refused by its own budget
     spends nothing of its address's, which the address's other sessions still have."""
-    app = budget_app(app_config, client=f"{3 * MID_CELLS}/minute", worker=f"{100 * MID_CELLS}/minute",
-                     compute_budget_address=f"{6 * MID_CELLS}/minute")  # fmt: skip
+    app = budget_app(
+        app_config,
+        client=f"{3 * MID_CELLS}/minute",
+        worker=f"{100 * MID_CELLS}/minute",
+        compute_budget_address=f"{6 * MID_CELLS}/minute",
+    )
     first, second = (from_address(app.test_client(), "198.51.100.4") for _ in range(2))
     first.post("/api/v1/session")
     second.post("/api/v1/session")
@@ -239,8 +249,9 @@ def test_a_request_over_one_budget_is_charged_to_none(app_config):
 def test_a_network_past_its_share_is_refused_before_its_large_bodies_are_read(app_config):
     """Refusing costs the server nothing to parse: a large body from a network past its fair share
     is a 503 unread (even one that is not JSON), while a small one is still read and answered."""
-    app = budget_app(app_config, client="100000/minute", worker=f"{4 * MID_CELLS}/minute",
-                     compute_budget_address="100000/minute")  # fmt: skip
+    app = budget_app(
+        app_config, client="100000/minute", worker=f"{4 * MID_CELLS}/minute", compute_budget_address="100000/minute"
+    )
     flooder = from_address(app.test_client(), "10.0.0.2")
     assert spend(flooder, {}, 3) == [200, 200, 503]  # half the worker, then its share is spent
     garbage = b"[" + b"1," * 20000  # 40 KB, not JSON

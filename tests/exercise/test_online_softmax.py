@@ -63,8 +63,24 @@ def run_tests(tmp_path: Path, implementation: Path) -> dict[str, str | None]:
         "PYTHONPATH": str(ROOT),
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
     }
-    subprocess.run([sys.executable, "-m", "pytest", str(EXERCISE / "tests"), "-q", "-p", "no:cacheprovider", "-o",
-                    "addopts=", f"--junitxml={report}"], cwd=ROOT, env=env, capture_output=True, text=True)  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(EXERCISE / "tests"),
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-o",
+            "addopts=",
+            f"--junitxml={report}",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     outcomes = {}
     for case in ET.parse(report).getroot().iter("testcase"):
         failure = case.find("failure")
@@ -159,8 +175,13 @@ def test_mutants_of_the_right_loop_are_caught(tmp_path, mutant):
 
 
 def trace(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(EXERCISE / "trace.py"), *args], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+    return subprocess.run(
+        [sys.executable, str(EXERCISE / "trace.py"), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
 
 
 LINK = "http://127.0.0.1:9/explorables/online-softmax#t=1,0,2,1;0,1,1,0;2,1,0,1;1,1,1,1;0,2,1,3;3,0,1,1&block=2"
@@ -202,10 +223,12 @@ needs_typescript = pytest.mark.skipif(
 # The starter's three slips and their fixes, as a learner makes them in starter.ts.
 TS_FIXES = {
     "online_diagonal_skipped": [("if (causal && c1 - 1 > r0) continue;", "if (causal && c0 > r1 - 1) continue;")],
-    "online_no_rescale": [("l = l.map((x, a) => x + ", "l = l.map((x, a) => alpha[a] * x + "),
-                          ("row.map((x, f) => x + ", "row.map((x, f) => alpha[a] * x + ")],
+    "online_no_rescale": [
+        ("l = l.map((x, a) => x + ", "l = l.map((x, a) => alpha[a] * x + "),
+        ("row.map((x, f) => x + ", "row.map((x, f) => alpha[a] * x + "),
+    ],
     "online_max_not_carried": [("options.record?.(i, j,", "m = mNew;\n      options.record?.(i, j,")],
-}  # fmt: skip
+}
 
 
 def typescript_file(tmp_path: Path, left: tuple[str, ...]) -> Path:
@@ -226,8 +249,14 @@ VITEST = ["pnpm", "exec", "vitest", "run", "exercises/online-softmax/tests", "--
 def run_typescript_tests(tmp_path: Path, implementation: Path) -> dict[str, str | None]:
     report = tmp_path / "report.json"
     command = VITEST
-    subprocess.run([*command, "--reporter=json", f"--outputFile={report}"], cwd=ROOT, capture_output=True, text=True,
-                   env={**os.environ, "ONLINE_EXERCISE": str(implementation)}, timeout=120)  # fmt: skip
+    subprocess.run(
+        [*command, "--reporter=json", f"--outputFile={report}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "ONLINE_EXERCISE": str(implementation)},
+        timeout=120,
+    )
     outcomes = {}
     for file in json.loads(report.read_text())["testResults"]:
         assert file["assertionResults"], file.get("message")
@@ -296,8 +325,9 @@ def test_the_typescript_download_installs_offline_and_finds_the_starters_slips(c
     data = client.get("/api/v1/exercises/online-softmax/typescript.zip").data
     zipfile.ZipFile(io.BytesIO(data)).extractall(tmp_path)
     folder = tmp_path / "online-softmax-typescript"
-    installed = subprocess.run(["pnpm", "install", "--offline", "--frozen-lockfile"], cwd=folder, capture_output=True,
-                               text=True, timeout=120)  # fmt: skip
+    installed = subprocess.run(
+        ["pnpm", "install", "--offline", "--frozen-lockfile"], cwd=folder, capture_output=True, text=True, timeout=120
+    )
     if installed.returncode:
         pytest.skip(f"pnpm could not install from its store offline: {installed.stderr[-300:]}")
     command = VITEST

@@ -37,10 +37,13 @@ def unpack(server, into: Path) -> Path:
 def learner_file(tmp_path: Path, slips: tuple[str, ...]) -> Path:
     """A learner's loop, numpy alone: the exercise's own loop (tests/slips.py) making `slips`."""
     path = tmp_path / f"mine_{'_'.join(slips) or 'right'}.py"
-    path.write_text((EXERCISE / "tests" / "slips.py").read_text() + (
-        "\n\ndef online_attention(q, k, v, block_q, block_k, causal=True, record=None):\n"
-        f"    return tiled(q, k, v, block_q, block_k, causal, {slips!r}, record=record)\n"
-    ))  # fmt: skip
+    path.write_text(
+        (EXERCISE / "tests" / "slips.py").read_text()
+        + (
+            "\n\ndef online_attention(q, k, v, block_q, block_k, causal=True, record=None):\n"
+            f"    return tiled(q, k, v, block_q, block_k, causal, {slips!r}, record=record)\n"
+        )
+    )
     return path
 
 

@@ -215,8 +215,9 @@ def _address_flood(url: str, source: str, hang_up: bool, flooding, stop, outcome
             continue
         try:
             if connection is None:
-                connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60,
-                                                        source_address=(source, 0))  # fmt: skip
+                connection = http.client.HTTPConnection(
+                    parts.hostname, parts.port, timeout=60, source_address=(source, 0)
+                )
             connection.request("POST", parts.path, body=payload, headers={"Content-Type": "application/json"})
             response = connection.getresponse()
             started, received = time.monotonic(), 0
@@ -240,8 +241,9 @@ class Learner:
 
     def __init__(self, url: str, token: str):
         parts = urlsplit(url)
-        self.connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30,
-                                                     source_address=(LEARNER_ADDRESS, 0))  # fmt: skip
+        self.connection = http.client.HTTPConnection(
+            parts.hostname, parts.port, timeout=30, source_address=(LEARNER_ADDRESS, 0)
+        )
         self.authorization, self.learner = f"Bearer {token}", "learner-elsewhere"
         self.last = time.monotonic()
         rng = np.random.default_rng(7)

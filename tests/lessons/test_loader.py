@@ -26,8 +26,16 @@ def test_front_matter_matches_the_seed(lesson):
 def test_blocks_point_at_this_products_workbench_and_exercise(lesson):
     kinds = [b.kind for b in lesson.blocks]
     assert kinds == [
-        "items", "predict", "answer", "explorable", "exercise", "failure-modes", "explain", "answer", "items"
-    ]  # fmt: skip
+        "items",
+        "predict",
+        "answer",
+        "explorable",
+        "exercise",
+        "failure-modes",
+        "explain",
+        "answer",
+        "items",
+    ]
     explorable = next(b for b in lesson.blocks if b.kind == "explorable")
     assert explorable.attrs["src"] == "/explorables/multi-head-attention"
     assert explorable.attrs["id"] == "multi-head-workbench" and explorable.attrs["height"] == "850"

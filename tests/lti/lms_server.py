@@ -39,8 +39,16 @@ class LmsServer:
     def registration_page(self, invitation: str) -> str:
         """Moodle's "Register a tool by URL": the tool's page opens in a new window with the
         configuration's URL and a registration token; this page waits for its close message."""
-        opened = invitation + "&" + urlencode({"openid_configuration": self.url + "/openid-configuration",
-                                               "registration_token": self.registration_token})  # fmt: skip
+        opened = (
+            invitation
+            + "&"
+            + urlencode(
+                {
+                    "openid_configuration": self.url + "/openid-configuration",
+                    "registration_token": self.registration_token,
+                }
+            )
+        )
         return (
             '<!doctype html><title>Register a tool</title><p id="status">waiting</p><script>'
             'addEventListener("message", (e) => { if (e.data && e.data.subject === "org.imsglobal.lti.close") '
@@ -61,7 +69,7 @@ class LmsServer:
                 "openid",
                 "https://purl.imsglobal.org/spec/lti-ags/scope/score",
                 "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
-            ],  # fmt: skip
+            ],
             "response_types_supported": ["id_token"],
             "subject_types_supported": ["public", "pairwise"],
             "id_token_signing_alg_values_supported": ["RS256", "ES256"],

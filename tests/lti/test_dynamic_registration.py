@@ -54,8 +54,12 @@ def invitation(cli) -> str:
 
 def opened(client, platform: LmsServer, token: str, **changes):
     """The platform opens the invitation, as Moodle does in its registration dialog."""
-    query = {"invitation": token, "openid_configuration": platform.url + "/openid-configuration",
-             "registration_token": platform.registration_token, **changes}  # fmt: skip
+    query = {
+        "invitation": token,
+        "openid_configuration": platform.url + "/openid-configuration",
+        "registration_token": platform.registration_token,
+        **changes,
+    }
     return client.get("/lti/register", query_string=query)
 
 
@@ -94,8 +98,10 @@ def test_an_invitation_registers_the_tool_with_the_request_the_specification_des
     (row,) = stored(app)
     assert (row.issuer, row.client_id, row.deployment_ids) == (platform.url, "dynamic-client-9", ["deployment-9"])
     assert (row.auth_login_url, row.auth_token_url, row.keyset_url) == (
-        platform.url + "/auth", platform.url + "/token", platform.url + "/jwks"
-    )  # fmt: skip
+        platform.url + "/auth",
+        platform.url + "/token",
+        platform.url + "/jwks",
+    )
     assert row.registered_by == "dynamic" and row.keyset is None
     listed = cli("list").output.strip().split("\t")
     assert listed[2:5] == [platform.url, "dynamic-client-9", "deployment-9"] and listed[-1] == "dynamic"
@@ -147,11 +153,17 @@ def test_an_expired_or_forged_invitation_is_refused_and_nothing_is_asked_or_stor
         ({"issuer": "https://lms.example.edu"}, "is not on the host it was read from"),
         ({"id_token_signing_alg_values_supported": ["ES256"]}, "RS256"),
         ({"response_types_supported": ["code"]}, "id_token response type"),
-        ({"https://purl.imsglobal.org/spec/lti-platform-configuration": {
-            "messages_supported": [{"type": "LtiResourceLinkRequest"}]}}, "LtiDeepLinkingRequest"),
+        (
+            {
+                "https://purl.imsglobal.org/spec/lti-platform-configuration": {
+                    "messages_supported": [{"type": "LtiResourceLinkRequest"}]
+                }
+            },
+            "LtiDeepLinkingRequest",
+        ),
         ({"registration_endpoint": "http://lms.example.edu/register"}, "must be an https URL"),
     ],
-)  # fmt: skip
+)
 def test_a_configuration_that_does_not_hold_is_refused_and_the_invitation_stays_good(
     app, client, cli, platform, changes, words
 ):

@@ -51,8 +51,12 @@ def test_a_users_data_deleted_on_the_platform_erases_the_learner_here(app, clien
     assert answer.status_code == 200, answer.json
     assert [n["done"] for n in answer.json["notices"]] == ["erased"]
     assert not any(learner in row for _, row in every_row(db))  # as DELETE /learners/{id} leaves it
-    started = {"id": str(uuid.uuid4()), "lesson": "multi-head-attention", "event": "started",
-               "occurred_at": "2026-12-04T10:00:00Z"}  # fmt: skip
+    started = {
+        "id": str(uuid.uuid4()),
+        "lesson": "multi-head-attention",
+        "event": "started",
+        "occurred_at": "2026-12-04T10:00:00Z",
+    }
     assert client.post("/api/v1/events", json=started).status_code == 401  # their cookie writes nothing more
 
 
@@ -70,8 +74,9 @@ def test_a_removed_deployment_launches_no_more_and_other_notices_are_acknowledge
 
 def forged(platform) -> str:
     other = JWK.generate(kty="RSA", size=2048).export_to_pem(private_key=True, password=None)
-    return jwt.encode(notice(platform, USER_DELETED, sub="user-42"), other, algorithm="RS256",
-                      headers={"kid": platform.kid})  # fmt: skip
+    return jwt.encode(
+        notice(platform, USER_DELETED, sub="user-42"), other, algorithm="RS256", headers={"kid": platform.kid}
+    )
 
 
 def unsigned(platform) -> str:
@@ -87,13 +92,23 @@ def unsigned(platform) -> str:
         (lambda p: p.id_token(notice(p, USER_DELETED, sub="user-42", iss="https://other.example")), "no platform"),
         (lambda p: p.id_token(notice(p, USER_DELETED, sub="user-42", aud="another-client")), "no platform"),
         (lambda p: p.id_token(notice(p, USER_DELETED, sub="user-42", **{CLAIM + "deployment_id": "x"})), "deployment"),
-        (lambda p: p.id_token({k: v for k, v in notice(p, USER_DELETED, sub="user-42").items() if k != "nonce"}),
-         "nonce"),
+        (
+            lambda p: p.id_token({k: v for k, v in notice(p, USER_DELETED, sub="user-42").items() if k != "nonce"}),
+            "nonce",
+        ),
         (lambda p: p.id_token(notice(p, USER_DELETED, sub="user-42", **{NOTICE: {"type": USER_DELETED}})), "its id"),
     ],
-    ids=["forged", "unsigned", "expired", "unknown-issuer", "other-audience", "other-deployment", "no-nonce",
-         "no-notice-id"],
-)  # fmt: skip
+    ids=[
+        "forged",
+        "unsigned",
+        "expired",
+        "unknown-issuer",
+        "other-audience",
+        "other-deployment",
+        "no-nonce",
+        "no-notice-id",
+    ],
+)
 def test_a_batch_with_one_bad_notice_is_refused_and_nothing_is_done(client, db, lms_server: LmsServer, make, words):
     learner = launch(client, lms_server)
     complete(client, learner, "predict")

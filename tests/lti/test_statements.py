@@ -26,8 +26,11 @@ COURSE = "course-v1:Attention+W3+2026"
 def launch_from_course(client, lms_server: LmsServer, course: str = COURSE) -> str:
     platform = lms_server.platform
     params = platform.login(client)
-    claims = platform.claims(params["nonce"], **lms_server.grades_claim(),
-                             **{CLAIM + "context": {"id": course, "title": "Attention, week 3"}})  # fmt: skip
+    claims = platform.claims(
+        params["nonce"],
+        **lms_server.grades_claim(),
+        **{CLAIM + "context": {"id": course, "title": "Attention, week 3"}},
+    )
     assert platform.launch(client, params["state"], platform.id_token(claims)).status_code == 303
     return client.get("/api/v1/session").get_json()["learner"]
 

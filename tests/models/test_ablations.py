@@ -59,8 +59,9 @@ def test_thirty_ablation_clicks_in_a_minute_are_all_answered(app_config, model_i
 
 def test_an_unknown_set_of_heads_is_charged_once_then_free(app_config):
     budget = f"{BYTES.ablation_cells + 1_000_000}/minute"  # one measurement, and traces
-    app = create_app({**app_config, "ratelimit_enabled": True, "compute_budget_client": budget,
-                      "compute_budget_address": budget})  # fmt: skip
+    app = create_app(
+        {**app_config, "ratelimit_enabled": True, "compute_budget_client": budget, "compute_budget_address": budget}
+    )
     client, path = app.test_client(), f"/api/v1/models/{BYTES.id}/attention"
     heads = [{"layer": 0, "head": 1}, {"layer": 1, "head": 2}, {"layer": 1, "head": 3}]
     two, three = {"text": "abcabc", "ablate": heads[:2]}, {"text": "abcabc", "ablate": heads}

@@ -68,8 +68,13 @@ def serve(command: list[str], port: int, tmp_path: Path) -> subprocess.Popen:
 
     url = f"sqlite:///{tmp_path / 'wb.db'}"
     upgrade(url)
-    env = {**os.environ, "WORKBENCH_DATABASE_URL": url, "WORKBENCH_ENV": "testing", "WORKBENCH_PORT": str(port),
-           "WORKBENCH_BODY_SECONDS": str(BODY_SECONDS)}  # fmt: skip
+    env = {
+        **os.environ,
+        "WORKBENCH_DATABASE_URL": url,
+        "WORKBENCH_ENV": "testing",
+        "WORKBENCH_PORT": str(port),
+        "WORKBENCH_BODY_SECONDS": str(BODY_SECONDS),
+    }
     proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -97,7 +102,7 @@ SERVERS = {
         "--bind",
         f"127.0.0.1:{port}",
         "service.app:create_app()",
-    ],  # fmt: skip
+    ],
 }
 
 

@@ -107,8 +107,10 @@ def refuse_over_tiled_caps(raw: Any, settings: Any) -> tuple[int, int] | None:
     """413 naming max_tiles or max_tiled_cells when an online softmax would take more; else its size."""
     size = tiled_size(raw)
     if size is not None:
-        caps = (("block_k", "max_tiles", size[0], settings.max_tiles),
-                ("block_k", "max_tiled_cells", size[1], settings.max_tiled_cells))  # fmt: skip
+        caps = (
+            ("block_k", "max_tiles", size[0], settings.max_tiles),
+            ("block_k", "max_tiled_cells", size[1], settings.max_tiled_cells),
+        )
         over = [cap for cap in caps if cap[2] > cap[3]]
         if over:
             _refuse(over)

@@ -85,8 +85,13 @@ def decode_body(args: dict[str, Any]) -> dict:
     from the full causal pass computed right (0 up to rounding unless a failure mode breaks it)."""
     kwargs = engine_arguments(args)
     with engine_errors():
-        trace = decode_attention(args["tokens"], args["heads"], prefill=args.get("prefill", 1),
-                                 failure_mode=args.get("failure_mode"), **kwargs)  # fmt: skip
+        trace = decode_attention(
+            args["tokens"],
+            args["heads"],
+            prefill=args.get("prefill", 1),
+            failure_mode=args.get("failure_mode"),
+            **kwargs,
+        )
         reach = {**kwargs["reach"], "positions": "original"}  # the full pass turns each key at its place in the text
         full = multi_head_attention(args["tokens"], args["heads"], **{**kwargs, "reach": reach})
     return decode_json(trace, max_difference(trace.as_pass(), full), args.get("precision"))

@@ -71,9 +71,11 @@ class AttentionRequestSchema(TraceOptionsSchema):
     rope = fields.Nested(RopeSchema, allow_none=True)
     latent = fields.Nested(
         LatentSchema,
-        metadata={"description": "multi-head latent attention: keys and values from a latent (leave projections.key "
-                  "and projections.value out); rope then turns only the decoupled parts"},
-    )  # fmt: skip
+        metadata={
+            "description": "multi-head latent attention: keys and values from a latent (leave projections.key "
+            "and projections.value out); rope then turns only the decoupled parts"
+        },
+    )
     failure_mode = SafeString(
         allow_none=True,
         validate=validate.OneOf(sorted(FAILURE_MODES)),
@@ -81,37 +83,47 @@ class AttentionRequestSchema(TraceOptionsSchema):
     )
     window = StrictInteger(
         validate=validate.Range(min=1, max=LONGEST),
-        metadata={"description": "a sliding window W: query i sees key j when i - W < j <= i (W keys with itself, "
-                  "Hugging Face's convention; Mistral's paper counts W + 1); causal only"},
-    )  # fmt: skip
+        metadata={
+            "description": "a sliding window W: query i sees key j when i - W < j <= i (W keys with itself, "
+            "Hugging Face's convention; Mistral's paper counts W + 1); causal only"
+        },
+    )
     sinks = StrictInteger(
         load_default=0,
         validate=validate.Range(min=0, max=LONGEST),
-        metadata={"description": "attention sinks S: the first S positions stay visible to every query beside its "
-                  "window (StreamingLLM); needs a window"},
-    )  # fmt: skip
+        metadata={
+            "description": "attention sinks S: the first S positions stay visible to every query beside its "
+            "window (StreamingLLM); needs a window"
+        },
+    )
     sink_logit = fields.List(
         StrictFloat(),
         validate=validate.Length(min=1, max=4096),
-        metadata={"description": "a learned sink logit per head (gpt-oss): joins each row's softmax denominator "
-                  "only, so a row's weights sum to less than one (each head's row_sums)"},
-    )  # fmt: skip
+        metadata={
+            "description": "a learned sink logit per head (gpt-oss): joins each row's softmax denominator "
+            "only, so a row's weights sum to less than one (each head's row_sums)"
+        },
+    )
 
     positions = SafeString(
         validate=validate.OneOf(["original", "cache"]),
-        metadata={"description": "a rolling cache's RoPE positions: original (the text's, the default: the decode "
-                  "equals the windowed pass) or cache (StreamingLLM: keys cached before RoPE and turned by their place "
-                  "in the cache at each step; computed by decoding); needs a window and RoPE turning whole keys"},
-    )  # fmt: skip
+        metadata={
+            "description": "a rolling cache's RoPE positions: original (the text's, the default: the decode "
+            "equals the windowed pass) or cache (StreamingLLM: keys cached before RoPE and turned by their place "
+            "in the cache at each step; computed by decoding); needs a window and RoPE turning whole keys"
+        },
+    )
 
 
 class DecodeRequestSchema(AttentionRequestSchema):
     prefill = StrictInteger(
         load_default=1,
         validate=validate.Range(min=1),
-        metadata={"description": "how many first positions are computed at once (a prefill block), at most n; "
-                  "then one position a step"},
-    )  # fmt: skip
+        metadata={
+            "description": "how many first positions are computed at once (a prefill block), at most n; "
+            "then one position a step"
+        },
+    )
 
 
 class CompareRequestSchema(AttentionRequestSchema):
@@ -237,9 +249,11 @@ class DecodeHeadSchema(Schema):
 class DecodeCacheSchema(Schema):
     key = fields.List(
         Grid,
-        metadata={"description": "[kv_heads][position + 1][d_head] after RoPE (with a window: per slot; under "
-                  "positions 'cache' before RoPE)"},
-    )  # fmt: skip
+        metadata={
+            "description": "[kv_heads][position + 1][d_head] after RoPE (with a window: per slot; under "
+            "positions 'cache' before RoPE)"
+        },
+    )
     value = fields.List(Grid, metadata={"description": "[kv_heads][position + 1][d_head] (with a window: per slot)"})
     latent = Grid
     rope_key = Grid
@@ -247,8 +261,12 @@ class DecodeCacheSchema(Schema):
 
 class RopePositionsSchema(Schema):
     query = fields.Integer()
-    keys = fields.List(fields.Integer(), metadata={"description": "in slot order, as cache_positions: the "
-                                                   "text's positions, or under 'cache' their places"})  # fmt: skip
+    keys = fields.List(
+        fields.Integer(),
+        metadata={
+            "description": "in slot order, as cache_positions: the text's positions, or under 'cache' their places"
+        },
+    )
 
 
 class DecodeStepSchema(Schema):
@@ -260,14 +278,18 @@ class DecodeStepSchema(Schema):
     residual = fields.List(fields.Float())
     cache = fields.Nested(
         DecodeCacheSchema,
-        metadata={"description": "what the cache holds once this position is in it: keys and values per kv head, "
-                  "or the latent (and RoPE key) under latent attention"},
-    )  # fmt: skip
+        metadata={
+            "description": "what the cache holds once this position is in it: keys and values per kv head, "
+            "or the latent (and RoPE key) under latent attention"
+        },
+    )
     cache_positions = fields.List(
         fields.Integer(),
-        metadata={"description": "with a window: the positions the rolling cache holds, in slot order (at most "
-                  "sinks + window; position p >= sinks in slot sinks + (p - sinks) mod window)"},
-    )  # fmt: skip
+        metadata={
+            "description": "with a window: the positions the rolling cache holds, in slot order (at most "
+            "sinks + window; position p >= sinks in slot sinks + (p - sinks) mod window)"
+        },
+    )
     cache_elements = fields.Integer(metadata={"description": "numbers in that cache (one layer)"})
     rope_positions = fields.Nested(
         RopePositionsSchema,
@@ -282,11 +304,13 @@ class DecodeResponseSchema(Schema):
     prefill = fields.Integer()
     steps = fields.List(fields.Nested(DecodeStepSchema))
     max_difference_from_full_pass = fields.Float(
-        metadata={"description": "the largest difference between the decode and the full causal pass computed "
-                  "right (each key at its position in the text), over every number both hold: 0 up to float64 "
-                  "rounding unless a failure mode breaks it or positions 'cache' renumbers the keys after the cache "
-                  "first evicts"}
-    )  # fmt: skip
+        metadata={
+            "description": "the largest difference between the decode and the full causal pass computed "
+            "right (each key at its position in the text), over every number both hold: 0 up to float64 "
+            "rounding unless a failure mode breaks it or positions 'cache' renumbers the keys after the cache "
+            "first evicts"
+        }
+    )
 
 
 class DifferencesSchema(Schema):

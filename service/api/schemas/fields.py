@@ -178,8 +178,10 @@ Load = Callable[[Any], Any]
 def loader(schema: type[Schema]) -> Load:
     """`schema().load`, for the bodies this is sure of; else raises Doubt."""
     instance = schema()
-    plan = [(name, field.data_key or name, _field(field), field.required, field.load_default)
-            for name, field in instance.load_fields.items()]  # fmt: skip
+    plan = [
+        (name, field.data_key or name, _field(field), field.required, field.load_default)
+        for name, field in instance.load_fields.items()
+    ]
     keys = {key for _, key, *_ in plan}
 
     def load(data: Any) -> dict[str, Any]:

@@ -59,9 +59,11 @@ class CacheRequestSchema(Schema):
     bytes_per_element = StrictFloat(
         required=True,
         validate=validate.Range(min=0, min_inclusive=False, max=MOST_BYTES),
-        metadata={"description": "the bytes of one cached number: 0.5 (int4), 1 (fp8, int8), 2 (bf16, fp16), 4 (fp32), "
-                  "8 (fp64), or any other above 0 and up to 8"},
-    )  # fmt: skip
+        metadata={
+            "description": "the bytes of one cached number: 0.5 (int4), 1 (fp8, int8), 2 (bf16, fp16), 4 (fp32), "
+            "8 (fp64), or any other above 0 and up to 8"
+        },
+    )
     tokens = StrictInteger(
         required=True,
         validate=validate.Range(min=1, max=LIMITS["tokens"]),

@@ -59,7 +59,7 @@ class PatternScoresSchema(Schema):
         metadata={
             "description": "byte model, on a sequence typed twice: mean weight to the byte after the earlier "
             "occurrence of its own"
-        }  # fmt: skip
+        }
     )
     first_token = fields.Float(metadata={"description": "byte model: mean weight to the first position"})
     next_token = fields.Float(metadata={"description": "encoder: mean weight from each word piece to the next"})
@@ -102,7 +102,7 @@ class TokenSchema(Schema):
         metadata={
             "description": "a byte: printable ASCII as itself, any other as \\xNN; a word piece as the vocabulary "
             "spells it (## continues a word)"
-        }  # fmt: skip
+        }
     )
 
 

@@ -26,9 +26,11 @@ class TiledRequestSchema(AttentionRequestSchema):
     failure_mode = SafeString(
         allow_none=True,
         validate=validate.OneOf(sorted(SLIPS)),
-        metadata={"description": "compute the online softmax as this broken implementation would, and say where it "
-                  "first differs from the right one"},
-    )  # fmt: skip
+        metadata={
+            "description": "compute the online softmax as this broken implementation would, and say where it "
+            "first differs from the right one"
+        },
+    )
 
 
 class TileSchema(Schema):
@@ -37,9 +39,11 @@ class TileSchema(Schema):
     rows = fields.List(fields.Integer(), metadata={"description": "[start, end) of its query positions"})
     keys = fields.List(fields.Integer(), metadata={"description": "[start, end) of its key positions"})
     status = fields.String(
-        metadata={"description": "computed; masked (some of its keys hidden from some of its rows: the mask "
-                  "applied inside the tile); skipped (every key hidden from every row: never computed)"}
-    )  # fmt: skip
+        metadata={
+            "description": "computed; masked (some of its keys hidden from some of its rows: the mask "
+            "applied inside the tile); skipped (every key hidden from every row: never computed)"
+        }
+    )
     m = fields.List(
         fields.Float(allow_none=True),
         allow_none=True,
@@ -100,9 +104,11 @@ class TiledResponseSchema(Schema):
     tiles = fields.Nested(TileCountsSchema)
     memory = fields.Nested(TiledMemorySchema)
     max_difference_from_plain = fields.Float(
-        metadata={"description": "the largest difference between the tiled outputs and the plain pass's head "
-                  "outputs, the same request: 0 up to float64 rounding unless a failure mode breaks it"}
-    )  # fmt: skip
+        metadata={
+            "description": "the largest difference between the tiled outputs and the plain pass's head "
+            "outputs, the same request: 0 up to float64 rounding unless a failure mode breaks it"
+        }
+    )
     first_difference = fields.Nested(
         FirstDifferenceSchema,
         allow_none=True,

@@ -51,9 +51,12 @@ def forget(conn: Connection, platform_id: int, learner: str) -> None:
         )
     ):
         checks.update((lesson, m) for m in (diagnosis or "").split(","))
-    seen = {(lesson, m) for lesson, m in conn.execute(
-        select(SEEN.c.lesson, SEEN.c.mistake).where(SEEN.c.platform_id == platform_id, SEEN.c.learner == learner)
-    )}  # fmt: skip
+    seen = {
+        (lesson, m)
+        for lesson, m in conn.execute(
+            select(SEEN.c.lesson, SEEN.c.mistake).where(SEEN.c.platform_id == platform_id, SEEN.c.learner == learner)
+        )
+    }
     for lesson, mistake in set(checks) | seen:
         conn.execute(
             update(TOTALS)

@@ -247,9 +247,15 @@ def _progress(raw, platform_id, new, rows, lessons, completed, wholes) -> None:
         key = (e.lesson, e.learner)
         firsts[key] = min(firsts.get(key, at[e.event_id]), at[e.event_id])
     completions = [
-        {"learner": learner, "lesson": lesson, "checkpoint": checkpoint, "at": at[e.event_id], "event_id": e.event_id,
-         "verification": verification(lessons[lesson].checkpoint(checkpoint), e.data)}
+        {
+            "learner": learner,
+            "lesson": lesson,
+            "checkpoint": checkpoint,
+            "at": at[e.event_id],
+            "event_id": e.event_id,
+            "verification": verification(lessons[lesson].checkpoint(checkpoint), e.data),
+        }
         for (learner, lesson, checkpoint), e in completed.items()
-    ] + wholes  # fmt: skip
+    ] + wholes
     visits = [{"lesson": lesson, "learner": learner, "at": first} for (lesson, learner), first in firsts.items()]
     record_visits_and_progress(raw, platform_id, visits, completions)

@@ -145,8 +145,13 @@ def test_include_distinguishes_head_outputs_from_the_final_output(client):
 
 @pytest.mark.parametrize("mode", sorted(FAILURE_MODES))
 def test_compare_returns_both_and_their_differences(client, mode):
-    body = {"tokens": X.tolist(), "heads": 2, "projections": _jsonable(W), "failure_mode": mode,
-            **slip_context(mode, 2, 4)}  # fmt: skip
+    body = {
+        "tokens": X.tolist(),
+        "heads": 2,
+        "projections": _jsonable(W),
+        "failure_mode": mode,
+        **slip_context(mode, 2, 4),
+    }
     result = post(client, body, "/api/v1/attention/compare")
     correct = post(client, {k: v for k, v in body.items() if k != "failure_mode"})
     broken = post(client, body)
@@ -182,17 +187,30 @@ def test_a_comparison_marks_each_head_only_where_its_numbers_differ(client):
     names = {"q": "query", "k": "key", "v": "value", "scores": "scores", "weights": "weights", "head-output": "output"}
     order = ["q", "k", "v", "scores", "weights", "head-output"]
     for mode in modes:
-        body = {"tokens": rng.normal(size=(4, 4)).round(3).tolist(), "heads": 2, "causal": True, "failure_mode": mode,
-                **slip_context(mode, 2)}  # fmt: skip
+        body = {
+            "tokens": rng.normal(size=(4, 4)).round(3).tolist(),
+            "heads": 2,
+            "causal": True,
+            "failure_mode": mode,
+            **slip_context(mode, 2),
+        }
         if mode == "gqa_tiled":
             body = {**body, "heads": 4, "tokens": rng.normal(size=(4, 8)).round(3).tolist(), "kv_heads": 2}
         result = client.post("/api/v1/attention/compare", json=body).json
         correct, broken, found = result["correct"]["heads"], result["broken"]["heads"], result["divergence"]
         expected = [
-            [s for s in order if not np.allclose(np.array(correct[h][names[s]], dtype=float),
-                                                  np.array(broken[h][names[s]], dtype=float), rtol=1e-9, atol=1e-9)]
+            [
+                s
+                for s in order
+                if not np.allclose(
+                    np.array(correct[h][names[s]], dtype=float),
+                    np.array(broken[h][names[s]], dtype=float),
+                    rtol=1e-9,
+                    atol=1e-9,
+                )
+            ]
             for h in range(len(correct))
-        ]  # fmt: skip
+        ]
         assert [x["stages"] for x in found["heads"]] == expected, mode
         assert {s for stages in expected for s in stages} == set(found["stages"]) & set(order), mode
         if found["first"] in order:
@@ -215,9 +233,13 @@ def test_a_window_sinks_and_a_sink_logit_through_the_api(client):
 
 @pytest.mark.parametrize(
     ("extra", "field"),
-    [({"window": 2, "causal": False}, "window"), ({"sinks": 1}, "sinks"), ({"sink_logit": [1.0]}, "sink_logit"),
-     ({"window": 0}, "window")],
-)  # fmt: skip
+    [
+        ({"window": 2, "causal": False}, "window"),
+        ({"sinks": 1}, "sinks"),
+        ({"sink_logit": [1.0]}, "sink_logit"),
+        ({"window": 0}, "window"),
+    ],
+)
 def test_a_window_the_engine_cannot_take_is_a_422_naming_it(client, extra, field):
     response = client.post("/api/v1/attention", json={"tokens": X.tolist(), "heads": 2, **extra})
     assert response.status_code == 422, response.json

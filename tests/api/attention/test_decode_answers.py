@@ -28,8 +28,17 @@ def post(client, path, body, status=200):
 
 @pytest.mark.parametrize("absorbed", [False, True])
 def test_latent_attention_answers_the_paper_s_numbers_and_what_its_cache_holds(client, absorbed):
-    body = post(client, "", {"tokens": X.tolist(), "heads": 2, "latent": {**LATENT, "absorbed": absorbed},
-                             "rope": {"style": "half"}, "projections": {"query": W["query"].tolist()}})  # fmt: skip
+    body = post(
+        client,
+        "",
+        {
+            "tokens": X.tolist(),
+            "heads": 2,
+            "latent": {**LATENT, "absorbed": absorbed},
+            "rope": {"style": "half"},
+            "projections": {"query": W["query"].tolist()},
+        },
+    )
     ref = reference_mha(X.tolist(), 2, latent=LATENT, rope={"style": "half"}, w_q=W["query"].tolist())
     for part in ("concat", "output", "residual"):
         np.testing.assert_allclose(body[part], ref[part], rtol=0, atol=1e-10, err_msg=part)
@@ -52,12 +61,32 @@ def test_every_attention_answer_says_what_its_cache_holds(client):
 
 @pytest.mark.parametrize("prefill", [1, 2, 5])
 def test_each_decode_step_is_the_generation_loop_s_new_row_and_its_cache(client, prefill):
-    body = post(client, "/decode", {"tokens": X.tolist(), "heads": 4, "kv_heads": 2, "prefill": prefill,
-                                    "rope": {"style": "interleaved"},
-                                    "projections": {"query": W["query"].tolist(), "key": W["key"][:, :4].tolist(),
-                                                    "value": W["value"][:, :4].tolist()}})  # fmt: skip
-    ref = reference_decode(X.tolist(), 4, W["query"].tolist(), W["key"][:, :4].tolist(), W["value"][:, :4].tolist(),
-                           kv_heads=2, rope={"style": "interleaved"}, prefill=prefill)  # fmt: skip
+    body = post(
+        client,
+        "/decode",
+        {
+            "tokens": X.tolist(),
+            "heads": 4,
+            "kv_heads": 2,
+            "prefill": prefill,
+            "rope": {"style": "interleaved"},
+            "projections": {
+                "query": W["query"].tolist(),
+                "key": W["key"][:, :4].tolist(),
+                "value": W["value"][:, :4].tolist(),
+            },
+        },
+    )
+    ref = reference_decode(
+        X.tolist(),
+        4,
+        W["query"].tolist(),
+        W["key"][:, :4].tolist(),
+        W["value"][:, :4].tolist(),
+        kv_heads=2,
+        rope={"style": "interleaved"},
+        prefill=prefill,
+    )
     assert body["prefill"] == prefill and len(body["steps"]) == 5
     assert body["max_difference_from_full_pass"] < 1e-12
     for t, step in enumerate(body["steps"]):
@@ -101,9 +130,14 @@ def test_attending_before_appending_leaves_the_own_score_null(client):
 
 @pytest.mark.parametrize(
     "extra, field",
-    [({"prefill": 6}, "prefill"), ({"prefill": 0}, "prefill"), ({"causal": False}, "causal"),
-     ({"prefill": 1.0}, "prefill"), ({"kv_heads": 3}, "kv_heads")],
-)  # fmt: skip
+    [
+        ({"prefill": 6}, "prefill"),
+        ({"prefill": 0}, "prefill"),
+        ({"causal": False}, "causal"),
+        ({"prefill": 1.0}, "prefill"),
+        ({"kv_heads": 3}, "kv_heads"),
+    ],
+)
 def test_a_decode_that_cannot_be_made_is_a_422_naming_the_field(client, extra, field):
     body = post(client, "/decode", {"tokens": X.tolist(), "heads": 2, **extra}, status=422)
     assert field in body["errors"]

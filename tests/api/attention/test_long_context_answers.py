@@ -42,14 +42,24 @@ def test_compare_finds_each_long_context_slip_at_its_stage(client, mode):
     result = post(client, "/compare", body(mode, failure_mode=mode))
     assert result["divergence"]["first"] == FIRST[mode]
     context = {k: v for k, v in slip_context(mode, 2, 4).items() if k != "causal"}
-    ref = reference_streaming(X.tolist(), 2, failure_mode=mode, prefill=1 if REGISTRY[mode].decoding else 9, **context,
-                              **{f"w_{n[0]}": w.tolist() for n, w in W.items()})  # fmt: skip
+    ref = reference_streaming(
+        X.tolist(),
+        2,
+        failure_mode=mode,
+        prefill=1 if REGISTRY[mode].decoding else 9,
+        **context,
+        **{f"w_{n[0]}": w.tolist() for n, w in W.items()},
+    )
     np.testing.assert_allclose(result["broken"]["output"], ref["output"], rtol=0, atol=1e-11)
     n, per_token = 9, 2 * 2 * 4  # a key and a value per head of 4
     window, sinks = context["window"], context["sinks"]
     right = min(n, window + sinks) * per_token
-    broken = {"cache_not_truncated": n, "decode_ignores_window": n, "window_off_by_one": window + 1 + sinks,
-              "sinks_evicted": window}.get(mode, window + sinks) * per_token  # fmt: skip
+    broken = {
+        "cache_not_truncated": n,
+        "decode_ignores_window": n,
+        "window_off_by_one": window + 1 + sinks,
+        "sinks_evicted": window,
+    }.get(mode, window + sinks) * per_token
     assert result["correct"]["cache"]["elements"] == right and result["broken"]["cache"]["elements"] == broken
 
 
@@ -87,6 +97,7 @@ def test_what_a_long_context_request_lacks_is_named(client, extra, field):
 
 
 def test_the_tiles_take_no_renumbering(client):
-    problem = post(client, "/tiled", {**body(window=3, positions="cache", rope=ROPE), "block_q": 3, "block_k": 3},
-                   status=422)  # fmt: skip
+    problem = post(
+        client, "/tiled", {**body(window=3, positions="cache", rope=ROPE), "block_q": 3, "block_k": 3}, status=422
+    )
     assert "positions" in problem["errors"]

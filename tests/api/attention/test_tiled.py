@@ -22,15 +22,17 @@ def post(client, body, status=200):
 
 
 def expected(block_q, block_k, slip=None, **long):
-    plain = reference_mha(X.tolist(), 2, w_q=W["query"].tolist(), w_k=W["key"].tolist(), w_v=W["value"].tolist(),
-                          **long)  # fmt: skip
+    plain = reference_mha(
+        X.tolist(), 2, w_q=W["query"].tolist(), w_k=W["key"].tolist(), w_v=W["value"].tolist(), **long
+    )
     visible = [[sees(i, j, True, long.get("window"), long.get("sinks", 0)) for j in range(6)] for i in range(6)]
     sink = long.get("sink_logit")
     return plain, [
-        reference_tiles(plain["scores"][h], plain["value"][h], visible, block_q, block_k, slip,
-                        None if sink is None else sink[h])
+        reference_tiles(
+            plain["scores"][h], plain["value"][h], visible, block_q, block_k, slip, None if sink is None else sink[h]
+        )
         for h in range(2)
-    ]  # fmt: skip
+    ]
 
 
 def body(**more):

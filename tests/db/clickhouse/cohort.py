@@ -78,11 +78,17 @@ ODD = [  # what a platform's own client may send: each store must count it by th
 
 def odd_edits(learner: str, seed: int, n: int) -> list[dict]:
     return [
-        {"id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"odd/{seed}/{n}/{i}")), "learner": learner, "lesson": LESSON,
-         "checkpoint": "experiment", "event": "parameter-changed", "data": data,
-         "occurred_at": (NOW - dt.timedelta(days=n % 9, minutes=i)).isoformat()}
+        {
+            "id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"odd/{seed}/{n}/{i}")),
+            "learner": learner,
+            "lesson": LESSON,
+            "checkpoint": "experiment",
+            "event": "parameter-changed",
+            "data": data,
+            "occurred_at": (NOW - dt.timedelta(days=n % 9, minutes=i)).isoformat(),
+        }
         for i, data in enumerate(ODD)
-    ]  # fmt: skip
+    ]
 
 
 def _platform(app, headers) -> int:

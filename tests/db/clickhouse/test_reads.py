@@ -81,8 +81,12 @@ def test_a_store_out_of_reach_is_a_503_that_names_no_host(app_config, acme):
     driver's words (host, port, SQL) stay in the log."""
     down = create_app({**app_config, "analytics_url": "clickhouse://reader:hunter2@127.0.0.1:1/analytics"})
     client = down.test_client()
-    for path in (f"/api/v1/analytics/lessons/{LESSON}/funnel", f"/api/v1/analytics/lessons/{LESSON}/items",
-                 "/api/v1/analytics/events/timeseries", "/api/v1/analytics/events/export"):  # fmt: skip
+    for path in (
+        f"/api/v1/analytics/lessons/{LESSON}/funnel",
+        f"/api/v1/analytics/lessons/{LESSON}/items",
+        "/api/v1/analytics/events/timeseries",
+        "/api/v1/analytics/events/export",
+    ):
         response = client.get(path, headers=acme)
         assert response.status_code == 503, (path, response.status_code)
         assert response.mimetype == "application/problem+json" and response.headers["Retry-After"]
