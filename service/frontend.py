@@ -4,10 +4,13 @@ catalogs, frontend/pages/), static ES modules and their compiled catalogs, no bu
 from __future__ import annotations
 
 import functools
+import gzip
 import json
+import os
 
 from flask import Blueprint, abort, current_app, render_template, request, send_from_directory
 from markupsafe import Markup
+from werkzeug.security import safe_join
 
 from .config import ROOT
 from .edge.problems import http_problem
@@ -95,9 +98,34 @@ def not_found(error):
 
 @blp.get("/static/<path:path>")
 def static(path: str):
+    """A module, stylesheet or catalog: gzipped for a browser that accepts it (compressed once per file
+    and version, about a quarter of its bytes), else as it is on disk."""
     if not (path.startswith(("js/", "css/", "i18n/")) and path.endswith((".js", ".css", ".json"))):
         abort(404)
-    return send_from_directory(FRONTEND, path, max_age=300)
+    found = safe_join(str(FRONTEND), path)
+    if request.accept_encodings["gzip"] <= 0 or found is None or not os.path.isfile(found):
+        answer = send_from_directory(FRONTEND, path, max_age=300)
+    else:
+        stat = os.stat(found)
+        answer = current_app.response_class(
+            gzipped(found, stat.st_mtime_ns, stat.st_size), mimetype=MIMETYPES[path.rsplit(".", 1)[1]]
+        )
+        answer.headers["Content-Encoding"] = "gzip"
+        answer.cache_control.max_age, answer.cache_control.public = 300, True
+        answer.set_etag(f"{stat.st_mtime_ns:x}-{stat.st_size:x}-gz")
+        answer.make_conditional(request)
+    answer.vary.add("Accept-Encoding")
+    return answer
+
+
+MIMETYPES = {"js": "text/javascript", "css": "text/css", "json": "application/json"}
+
+
+@functools.lru_cache(maxsize=256)
+def gzipped(path: str, mtime_ns: int, size: int) -> bytes:
+    """A file's bytes gzipped (the same bytes every time: no timestamp), once per version of it."""
+    with open(path, "rb") as file:
+        return gzip.compress(file.read(), 9, mtime=0)
 
 
 FAVICON = (
