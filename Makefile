@@ -44,11 +44,12 @@ test: $(VENV)/.installed-dev node_modules/.modules.yaml ## Set up with the dev e
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not slow" --durations=15 $(PYTEST_ARGS)
 	@rc=0; $(BIN)/python -m pytest -p no:xdist -m slow $(PYTEST_ARGS) || rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ]
 
-lint: $(VENV)/.installed-dev node_modules/.modules.yaml ## ruff (lint and format) over service/, tests/, bench/, training/, exercises/; mypy over service/; tsc over the TypeScript exercise
+lint: $(VENV)/.installed-dev node_modules/.modules.yaml ## ruff (lint and format) and mypy over the Python; Biome (lint and format) and tsc over frontend/js and the TypeScript exercise
 	$(BIN)/ruff check service tests bench training exercises
 	$(BIN)/ruff format --check service tests bench training exercises
 	$(BIN)/mypy
-	@if [ -x node_modules/.bin/tsc ]; then node_modules/.bin/tsc -p tsconfig.json; else echo "tsc skipped: pnpm install first"; fi
+	@if [ -x node_modules/.bin/tsc ]; then node_modules/.bin/biome ci --colors=off frontend/js && node_modules/.bin/tsc -p tsconfig.json; \
+	else echo "Biome and tsc skipped: pnpm install first (with Node 20: npm install -g pnpm@12.4.2)"; fi
 
 hooks: ## Check every commit first: make lint, then the architecture and docs tests (.githooks/pre-commit)
 	git config core.hooksPath .githooks

@@ -110,7 +110,10 @@ export function queueEvent(fields) {
 // Send queued events in batches; keep them on network errors, 429 and 5xx; drop the ones the
 // server will never accept (422) or already holds differently (409).
 export function flush() {
-  if (!flushing) flushing = sendQueued().finally(() => { flushing = null; });
+  if (!flushing)
+    flushing = sendQueued().finally(() => {
+      flushing = null;
+    });
   return flushing;
 }
 
@@ -149,7 +152,11 @@ export function startOutbox(intervalMs = 3000) {
   if (started) return;
   started = true;
   window.addEventListener("online", () => flush());
-  window.addEventListener("storage", (e) => { if (e.key === QUEUE_KEY) announce(); });
-  setInterval(() => { if (pendingEvents()) flush(); }, intervalMs);
+  window.addEventListener("storage", (e) => {
+    if (e.key === QUEUE_KEY) announce();
+  });
+  setInterval(() => {
+    if (pendingEvents()) flush();
+  }, intervalMs);
   if (pendingEvents()) flush();
 }

@@ -10,10 +10,13 @@ export function parameterEvents({ lesson, instance, checkpoint = "experiment", d
   const pending = new Map();
   return function emit(data, kind = `${data.parameter}:${data.manipulation || ""}`) {
     clearTimeout(pending.get(kind));
-    pending.set(kind, setTimeout(() => {
-      pending.delete(kind);
-      queueEvent({ lesson, checkpoint, event: "parameter-changed", instance_id: instance, data });
-      post({ type: "parameter-changed", instanceId: instance, data, hash: currentHash() });
-    }, delay));
+    pending.set(
+      kind,
+      setTimeout(() => {
+        pending.delete(kind);
+        queueEvent({ lesson, checkpoint, event: "parameter-changed", instance_id: instance, data });
+        post({ type: "parameter-changed", instanceId: instance, data, hash: currentHash() });
+      }, delay),
+    );
   };
 }

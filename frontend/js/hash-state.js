@@ -9,18 +9,37 @@
 export const Types = {
   number: { read: (text) => (text.trim() === "" ? null : Number(text)), write: String, valid: Number.isFinite },
   integer: { read: (text) => (/^-?\d+$/.test(text) ? Number(text) : null), write: String, valid: Number.isInteger },
-  boolean: { read: (text) => (text === "1" ? true : text === "0" ? false : null), write: (v) => (v ? "1" : "0"),
-    valid: (v) => typeof v === "boolean" },
+  boolean: {
+    read: (text) => (text === "1" ? true : text === "0" ? false : null),
+    write: (v) => (v ? "1" : "0"),
+    valid: (v) => typeof v === "boolean",
+  },
   string: { read: (text) => text, write: String, valid: (v) => typeof v === "string" },
   // Numbers separated by commas: "1,2,3".
-  numbers: { read: (text) => text.split(",").map((v) => (v.trim() === "" ? NaN : Number(v))), write: (v) => v.join(","),
-    valid: (v) => Array.isArray(v) && v.every(Number.isFinite) },
+  numbers: {
+    read: (text) => text.split(",").map((v) => (v.trim() === "" ? NaN : Number(v))),
+    write: (v) => v.join(","),
+    valid: (v) => Array.isArray(v) && v.every(Number.isFinite),
+  },
   // Rows of numbers: "1,2;3,4".
-  matrix: { read: (text) => text.split(";").map((row) => Types.numbers.read(row)), write: (v) => v.map((row) => row.join(",")).join(";"),
-    valid: (v) => Array.isArray(v) && v.length > 0 && v.every((row) => Types.numbers.valid(row) && row.length === v[0].length) },
+  matrix: {
+    read: (text) => text.split(";").map((row) => Types.numbers.read(row)),
+    write: (v) => v.map((row) => row.join(",")).join(";"),
+    valid: (v) =>
+      Array.isArray(v) && v.length > 0 && v.every((row) => Types.numbers.valid(row) && row.length === v[0].length),
+  },
   // Any JSON object: {"a": 1}.
-  object: { read: (text) => { try { return JSON.parse(text); } catch { return null; } }, write: JSON.stringify,
-    valid: (v) => v !== null && typeof v === "object" && !Array.isArray(v) },
+  object: {
+    read: (text) => {
+      try {
+        return JSON.parse(text);
+      } catch {
+        return null;
+      }
+    },
+    write: JSON.stringify,
+    valid: (v) => v !== null && typeof v === "object" && !Array.isArray(v),
+  },
 };
 
 // A property: {name, key?, type, default, values? (the only valid values), check? (value, state) -> valid,
@@ -113,7 +132,7 @@ export class HashState {
       if (p.kept || base === null || base === undefined || text !== p.type.write(base)) params.set(p.key, text);
     }
     // Commas and semicolons are safe in a fragment: a link people can read.
-    return "#" + params.toString().replace(/%2C/gi, ",").replace(/%3B/gi, ";");
+    return `#${params.toString().replace(/%2C/gi, ",").replace(/%3B/gi, ";")}`;
   }
 }
 

@@ -20,7 +20,8 @@ async function load() {
 const catalog = await load();
 const plurals = new Intl.PluralRules(locale);
 
-const fill = (text, values) => text.replace(/\{(\w+)\}/g, (whole, key) => (key in values ? String(values[key]) : whole));
+const fill = (text, values) =>
+  text.replace(/\{(\w+)\}/g, (whole, key) => (key in values ? String(values[key]) : whole));
 
 // Marks a string for extraction where it is declared; t() translates it where it is shown.
 export const N_ = (text) => text;
@@ -69,8 +70,11 @@ export const separator = number(0.5).includes(",") ? "; " : ", ";
 
 // A translated sentence with nodes in place of its placeholders, in the translation's order.
 export function fillNodes(text, nodes) {
-  return text.split(/(\{\w+\})/).filter(Boolean).map((part) => {
-    const key = part.slice(1, -1);
-    return part.startsWith("{") && key in nodes ? nodes[key] : part;
-  });
+  return text
+    .split(/(\{\w+\})/)
+    .filter(Boolean)
+    .map((part) => {
+      const key = part.slice(1, -1);
+      return part.startsWith("{") && key in nodes ? nodes[key] : part;
+    });
 }

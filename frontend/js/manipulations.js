@@ -4,12 +4,14 @@
 import { N_ } from "./i18n.js";
 import { teachingCase } from "./state.js";
 
-
 export const MANIPULATIONS = [
   { id: "last-two", text: N_("Change only dimension 3 or 4 of one token: only head 2's weights move.") },
   { id: "first-two", text: N_("Change only dimension 1 or 2 of one token: only head 1's weights move.") },
   { id: "causal-mask", text: N_("Toggle the causal mask: future columns appear above the diagonal.") },
-  { id: "broken-reuse", text: N_("Enable “Reuse head 1 features for both heads (broken)”: both heads become identical.") },
+  {
+    id: "broken-reuse",
+    text: N_("Enable “Reuse head 1 features for both heads (broken)”: both heads become identical."),
+  },
 ];
 
 // `change`: {parameter, dimension?, value?}; `before`: the state the change was made in.

@@ -15,8 +15,14 @@ export const PROJECTIONS = ["identity", "learned"];
 const TEACHING_HEADS = 2;
 
 export const STATE = new HashState([
-  { name: "tokens", key: "t", type: "matrix", default: DEFAULT_TOKENS, kept: true,
-    check: (rows) => rows.length === N && rows[0].length === D_MODEL },
+  {
+    name: "tokens",
+    key: "t",
+    type: "matrix",
+    default: DEFAULT_TOKENS,
+    kept: true,
+    check: (rows) => rows.length === N && rows[0].length === D_MODEL,
+  },
   { name: "causal", type: "boolean", default: true, kept: true },
   { name: "reuse", type: "boolean", default: false, kept: true },
   { name: "compare", type: "string", default: "" },
@@ -24,13 +30,23 @@ export const STATE = new HashState([
   // key/value heads: grouped-query attention when fewer than heads
   { name: "kv", type: "integer", default: (s) => s.heads, check: (v, s) => v >= 1 && s.heads % v === 0 },
   // "" (off), "half" or "interleaved"; d_head must be even to turn pairs
-  { name: "rope", type: "string", default: "", check: (v, s) => v === "" || (ROPE_STYLES.includes(v) && (D_MODEL / s.heads) % 2 === 0) },
+  {
+    name: "rope",
+    type: "string",
+    default: "",
+    check: (v, s) => v === "" || (ROPE_STYLES.includes(v) && (D_MODEL / s.heads) % 2 === 0),
+  },
   { name: "base", type: "number", default: 10000, check: (v) => v > 1 && v <= 1e12 },
   { name: "qkv", type: "string", default: "identity", values: PROJECTIONS }, // W_Q, W_K, W_V
   { name: "wo", type: "string", default: "identity", values: PROJECTIONS }, // W_O
   // the replayed weight: [head, query, key], 0-based
-  { name: "cell", type: "numbers", default: null,
-    check: (c, s) => c.length === 3 && c.every(Number.isInteger) && c[0] < s.heads && c.slice(1).every((v) => v >= 0 && v < N) },
+  {
+    name: "cell",
+    type: "numbers",
+    default: null,
+    check: (c, s) =>
+      c.length === 3 && c.every(Number.isInteger) && c[0] < s.heads && c.slice(1).every((v) => v >= 0 && v < N),
+  },
   // a learner's own outputs beside the engine's (the exercise's trace): {stage: numbers}
   { name: "yours", type: "object", default: null },
   // the lesson a link came from (the exercise's trace says so): the page offers a way back to it

@@ -13,17 +13,27 @@ async function init() {
     if (!(error instanceof ApiError && error.status === 404)) throw error;
   }
   const done = new Map(progress.map((p) => [p.lesson, p.completed]));
-  document.getElementById("lessons").replaceChildren(...lessons.map((lesson) => {
-    const count = done.get(lesson.id) || 0;
-    return el("article", { class: "lesson-card" },
-      el("h3", {}, el("a", { href: `/lessons/${lesson.id}`, text: lesson.title })),
-      el("p", { text: lesson.summary }),
-      el("p", { class: "progress-line", dataset: { lesson: lesson.id, completed: String(count) } },
-        t("{done} of {all} checkpoints done", { done: count, all: lesson.checkpoints.length })));
-  }));
+  document.getElementById("lessons").replaceChildren(
+    ...lessons.map((lesson) => {
+      const count = done.get(lesson.id) || 0;
+      return el(
+        "article",
+        { class: "lesson-card" },
+        el("h3", {}, el("a", { href: `/lessons/${lesson.id}`, text: lesson.title })),
+        el("p", { text: lesson.summary }),
+        el(
+          "p",
+          { class: "progress-line", dataset: { lesson: lesson.id, completed: String(count) } },
+          t("{done} of {all} checkpoints done", { done: count, all: lesson.checkpoints.length }),
+        ),
+      );
+    }),
+  );
   drawn();
 }
 
 init().catch((error) => {
-  document.getElementById("lessons").replaceChildren(el("p", { class: "error", text: t("Could not load: {reason}", { reason: error.message }) }));
+  document
+    .getElementById("lessons")
+    .replaceChildren(el("p", { class: "error", text: t("Could not load: {reason}", { reason: error.message }) }));
 });

@@ -22,18 +22,35 @@ const SINK_LOGITS = [1, 0, -1, 2]; // one learned logit per query head (gpt-oss 
 const WINDOW = 3; // what a long-context slip switches on when no window is set
 // The page serves two lessons (`?lesson=`), each with its own experiment: the manipulations it counts.
 const LESSONS = {
-  "kv-cache-and-latent-attention": { instance: "kv-cache-explorable", manipulations: [
-    { id: "step-decode", text: N_("Step the decode: the new position's key and value join the cache, and its query weighs every cached position.") },
-    { id: "switch-kind", text: N_("Switch to GQA, MQA or MLA: fewer keys and values, or a latent, in the cache.") },
-    { id: "choose-preset", text: N_("Choose a released model: its cache in bytes for the context.") },
-    { id: "failure-mode", text: N_("Break the decode with a failure mode: the numbers part from recomputing.") },
-  ] },
-  "long-context": { instance: "long-context-explorable", manipulations: [
-    { id: "slide-window", text: N_("Set a sliding window: the cache holds only that many positions, written round its slots.") },
-    { id: "keep-sinks", text: N_("Keep sinks: the first positions stay in slots of their own beside the window.") },
-    { id: "sink-logit", text: N_("Turn on a sink logit per head: each row's weights now sum to less than one.") },
-    { id: "long-slip", text: N_("Break it with a long-context failure mode: see where it first parts from the decode done right.") },
-  ] },
+  "kv-cache-and-latent-attention": {
+    instance: "kv-cache-explorable",
+    manipulations: [
+      {
+        id: "step-decode",
+        text: N_(
+          "Step the decode: the new position's key and value join the cache, and its query weighs every cached position.",
+        ),
+      },
+      { id: "switch-kind", text: N_("Switch to GQA, MQA or MLA: fewer keys and values, or a latent, in the cache.") },
+      { id: "choose-preset", text: N_("Choose a released model: its cache in bytes for the context.") },
+      { id: "failure-mode", text: N_("Break the decode with a failure mode: the numbers part from recomputing.") },
+    ],
+  },
+  "long-context": {
+    instance: "long-context-explorable",
+    manipulations: [
+      {
+        id: "slide-window",
+        text: N_("Set a sliding window: the cache holds only that many positions, written round its slots."),
+      },
+      { id: "keep-sinks", text: N_("Keep sinks: the first positions stay in slots of their own beside the window.") },
+      { id: "sink-logit", text: N_("Turn on a sink logit per head: each row's weights now sum to less than one.") },
+      {
+        id: "long-slip",
+        text: N_("Break it with a long-context failure mode: see where it first parts from the decode done right."),
+      },
+    ],
+  },
 };
 const asked = new URLSearchParams(location.search).get("lesson");
 const LESSON = asked in LESSONS ? asked : "kv-cache-and-latent-attention";
@@ -41,7 +58,12 @@ const { instance: INSTANCE, manipulations: MANIPULATIONS } = LESSONS[LESSON];
 
 const $ = (id) => document.getElementById(id);
 const events = parameterEvents({ lesson: LESSON, instance: INSTANCE });
-const experiment = new Experiment({ lesson: LESSON, instance: INSTANCE, manipulations: MANIPULATIONS, node: $("checklist") });
+const experiment = new Experiment({
+  lesson: LESSON,
+  instance: INSTANCE,
+  manipulations: MANIPULATIONS,
+  node: $("checklist"),
+});
 let preset = null; // the kv-cache preset's request
 let models = []; // GET /api/v1/kv-cache/presets
 let modes = new Map(); // the failure modes of decoding, shared key/value heads and long contexts, from the registry
@@ -53,7 +75,12 @@ const VIEW = new HashState([
   { name: "rope", type: "boolean", default: true },
   { name: "absorbed", type: "boolean", default: false },
   { name: "compare", type: "string", default: "", check: (v) => v === "" || modes.has(v) },
-  { name: "model", type: "string", default: LESSON === "long-context" ? "gemma-3-27b" : "deepseek-v2", check: (v) => models.some((m) => m.id === v) },
+  {
+    name: "model",
+    type: "string",
+    default: LESSON === "long-context" ? "gemma-3-27b" : "deepseek-v2",
+    check: (v) => models.some((m) => m.id === v),
+  },
   { name: "context", type: "integer", default: 0, check: (v) => v >= 0 && v <= 100000000 }, // 0: the model's own
   { name: "window", type: "integer", default: 0, values: [0, 2, 3, 4] }, // 0: none
   { name: "sinks", type: "integer", default: 0, values: [0, 1, 2] },
@@ -67,23 +94,79 @@ let state = null;
 // "“{mode}” needs …: switched on." Needs this page always meets (it decodes, causally, with four heads)
 // have no entry. What was switched is said beside the controls (`switched`), never done silently.
 const MEETS = {
-  grouped_heads: { met: (s) => s.kind === "gqa", meet: (s) => { s.kind = "gqa"; },
-    said: (mode) => t("“{mode}” breaks how query heads share key/value heads, so it needs GQA: switched to GQA, 2 key/value heads for 4 query heads.", { mode }) },
-  head_slices: { met: (s) => s.kind !== "mla", meet: (s) => { s.kind = "mha"; } },
-  rope: { met: (s) => s.rope, meet: (s) => { s.rope = true; },
-    said: (mode) => t("“{mode}” breaks the positions RoPE turns by, so it needs RoPE: turned RoPE on.", { mode }) },
-  whole_cache: { met: (s) => !s.window && !s.logit, meet: (s) => { s.window = 0; s.logit = false; },
-    said: (mode) => t("“{mode}” is computed over a cache that keeps every position: turned the window off.", { mode }) },
-  window: { met: (s) => Boolean(s.window), meet: (s) => { s.window = WINDOW; }, word: () => t("a window of {window}", { window: WINDOW }) },
-  sinks: { met: (s) => s.sinks > 0, meet: (s) => { s.sinks = 1; }, word: () => t("one sink") },
-  sink_logit: { met: (s) => s.logit, meet: (s) => { s.logit = true; }, word: () => t("the sink logits") },
-  positions: { met: (s) => s.renumber, meet: (s) => { s.renumber = true; }, word: () => t("positions in the cache") },
-  whole_keys: { met: (s) => s.kind !== "mla", meet: (s) => { s.kind = "mha"; }, word: () => t("MHA (a latent's RoPE key is not renumbered)") },
+  grouped_heads: {
+    met: (s) => s.kind === "gqa",
+    meet: (s) => {
+      s.kind = "gqa";
+    },
+    said: (mode) =>
+      t(
+        "“{mode}” breaks how query heads share key/value heads, so it needs GQA: switched to GQA, 2 key/value heads for 4 query heads.",
+        { mode },
+      ),
+  },
+  head_slices: {
+    met: (s) => s.kind !== "mla",
+    meet: (s) => {
+      s.kind = "mha";
+    },
+  },
+  rope: {
+    met: (s) => s.rope,
+    meet: (s) => {
+      s.rope = true;
+    },
+    said: (mode) => t("“{mode}” breaks the positions RoPE turns by, so it needs RoPE: turned RoPE on.", { mode }),
+  },
+  whole_cache: {
+    met: (s) => !s.window && !s.logit,
+    meet: (s) => {
+      s.window = 0;
+      s.logit = false;
+    },
+    said: (mode) => t("“{mode}” is computed over a cache that keeps every position: turned the window off.", { mode }),
+  },
+  window: {
+    met: (s) => Boolean(s.window),
+    meet: (s) => {
+      s.window = WINDOW;
+    },
+    word: () => t("a window of {window}", { window: WINDOW }),
+  },
+  sinks: {
+    met: (s) => s.sinks > 0,
+    meet: (s) => {
+      s.sinks = 1;
+    },
+    word: () => t("one sink"),
+  },
+  sink_logit: {
+    met: (s) => s.logit,
+    meet: (s) => {
+      s.logit = true;
+    },
+    word: () => t("the sink logits"),
+  },
+  positions: {
+    met: (s) => s.renumber,
+    meet: (s) => {
+      s.renumber = true;
+    },
+    word: () => t("positions in the cache"),
+  },
+  whole_keys: {
+    met: (s) => s.kind !== "mla",
+    meet: (s) => {
+      s.kind = "mha";
+    },
+    word: () => t("MHA (a latent's RoPE key is not renumbered)"),
+  },
 };
 // The needs this page's menu is about: a mode with one of them is offered here (the rest: the workbench).
 const OFFERED = new Set(["decode", "grouped_heads", "window", "sinks", "sink_logit", "positions"]);
 // A long-context slip (the long-context lesson counts choosing one): it needs a window, sinks, a sink logit or positions.
-const long = (mode) => Boolean(mode) && mode.needs.some((n) => ["window", "sinks", "sink_logit", "positions"].includes(n));
+const long = (mode) =>
+  Boolean(mode) && mode.needs.some((n) => ["window", "sinks", "sink_logit", "positions"].includes(n));
 const unmet = (s, mode) => Object.keys(MEETS).filter((need) => mode.needs.includes(need) && !MEETS[need].met(s));
 
 let switched = "";
@@ -117,7 +200,11 @@ function body(failureMode, positions = true) {
   if (state.rope) request.rope = preset.rope;
   if (state.kind === "mla") {
     const { rope_key: key, rope_query: query, ...latent } = preset.latent;
-    request.latent = { ...latent, absorbed: state.absorbed, ...(state.rope ? { rope_key: key, rope_query: query } : {}) };
+    request.latent = {
+      ...latent,
+      absorbed: state.absorbed,
+      ...(state.rope ? { rope_key: key, rope_query: query } : {}),
+    };
   } else if (KV_HEADS[state.kind] !== preset.heads) {
     request.kv_heads = KV_HEADS[state.kind];
   }
@@ -147,11 +234,14 @@ async function render() {
   const mine = ++generation;
   const broken = state.compare || null;
   // beside a broken decode, the right one; beside absorbed MLA, the naive form (the numbers it equals)
-  const other = state.kind === "mla" ? { ...body(null), latent: { ...body(null).latent, absorbed: !state.absorbed } } : null;
+  const other =
+    state.kind === "mla" ? { ...body(null), latent: { ...body(null).latent, absorbed: !state.absorbed } } : null;
   const renumbered = !broken && renumbers(state); // beside the renumbered decode, the one at the text's positions
-  const [answer, correct, naive] = await Promise.all([postJSON("/api/v1/attention/decode", body(broken)),
+  const [answer, correct, naive] = await Promise.all([
+    postJSON("/api/v1/attention/decode", body(broken)),
     broken || renumbered ? postJSON("/api/v1/attention/decode", body(null, !renumbered)) : null,
-    other ? postJSON("/api/v1/attention/decode", other) : null]);
+    other ? postJSON("/api/v1/attention/decode", other) : null,
+  ]);
   if (mine !== generation) return;
   const t0 = state.position - 1;
   const step = answer.steps[t0];
@@ -186,10 +276,21 @@ function drawEquality(answer, correct, broken, renumbered) {
   if (renumbered) drawRenumbered(node, apart(answer, correct));
   else if (larger && difference <= 1e-12) {
     node.classList.add("differs");
-    node.textContent = t("{mode}: the same numbers as the decode done right, but its cache ends holding {broken} numbers where {right} would do.", {
-      mode: modes.get(broken)?.name ?? broken, broken: whole(answer.steps.at(-1).cache_elements), right: whole(correct.steps.at(-1).cache_elements) });
-  } else if (difference === 0) node.textContent = t("Same numbers as recomputing the full causal pass: max difference 0.");
-  else if (difference <= 1e-12) node.textContent = t("Same numbers as recomputing the full causal pass, to float64 rounding: max difference {difference}.", { difference: difference.toExponential(1) });
+    node.textContent = t(
+      "{mode}: the same numbers as the decode done right, but its cache ends holding {broken} numbers where {right} would do.",
+      {
+        mode: modes.get(broken)?.name ?? broken,
+        broken: whole(answer.steps.at(-1).cache_elements),
+        right: whole(correct.steps.at(-1).cache_elements),
+      },
+    );
+  } else if (difference === 0)
+    node.textContent = t("Same numbers as recomputing the full causal pass: max difference 0.");
+  else if (difference <= 1e-12)
+    node.textContent = t(
+      "Same numbers as recomputing the full causal pass, to float64 rounding: max difference {difference}.",
+      { difference: difference.toExponential(1) },
+    );
   else {
     const by = apart(answer, correct); // per position, against the right decode
     const here = by[state.position - 1];
@@ -198,10 +299,19 @@ function drawEquality(answer, correct, broken, renumbered) {
     node.dataset.here = String(here);
     node.classList.toggle("differs", here > 1e-12);
     node.textContent = renumbers(state) // the right decode is itself renumbered: measured against it alone
-      ? t("{mode}: at position {position} the decode differs from the renumbered decode done right by up to {here}; it differs from position {from} on.", { mode, position: state.position, here: here.toPrecision(3), from })
+      ? t(
+          "{mode}: at position {position} the decode differs from the renumbered decode done right by up to {here}; it differs from position {from} on.",
+          { mode, position: state.position, here: here.toPrecision(3), from },
+        )
       : here > 1e-12
-      ? t("{mode}: at position {position} the decode differs from recomputing the full pass by up to {here}; over the run it differs from position {from} on, by up to {difference}.", { mode, position: state.position, here: here.toPrecision(3), from, difference: difference.toPrecision(3) })
-      : t("{mode}: identical to recomputing the full pass at position {position}; it differs from position {from} on, by up to {difference}.", { mode, position: state.position, from, difference: difference.toPrecision(3) });
+        ? t(
+            "{mode}: at position {position} the decode differs from recomputing the full pass by up to {here}; over the run it differs from position {from} on, by up to {difference}.",
+            { mode, position: state.position, here: here.toPrecision(3), from, difference: difference.toPrecision(3) },
+          )
+        : t(
+            "{mode}: identical to recomputing the full pass at position {position}; it differs from position {from} on, by up to {difference}.",
+            { mode, position: state.position, from, difference: difference.toPrecision(3) },
+          );
   }
 }
 
@@ -211,10 +321,18 @@ function drawRenumbered(node, by) {
   const here = by[state.position - 1];
   node.dataset.here = String(here);
   node.classList.toggle("differs", here > 1e-12);
-  node.textContent = from === 0
-    ? t("Positions in the cache: no position has left the cache yet, so every key is turned at its own position in the text and the numbers are the full pass's.")
-    : t("Positions in the cache: the same numbers as the full pass until the cache first dropped a position; from position {from} the keys are turned by their places in the cache, and here the output moves by {here}.", {
-      from, here: here.toPrecision(3) });
+  node.textContent =
+    from === 0
+      ? t(
+          "Positions in the cache: no position has left the cache yet, so every key is turned at its own position in the text and the numbers are the full pass's.",
+        )
+      : t(
+          "Positions in the cache: the same numbers as the full pass until the cache first dropped a position; from position {from} the keys are turned by their places in the cache, and here the output moves by {here}.",
+          {
+            from,
+            here: here.toPrecision(3),
+          },
+        );
 }
 
 // Absorbed latent attention: what changes (K and V never formed) and what does not (the numbers).
@@ -226,8 +344,14 @@ function drawAbsorbed(answer, naive) {
   const difference = Math.max(...apart(absorbed, plain));
   node.dataset.value = String(difference);
   node.textContent = state.absorbed
-    ? t("Absorbed: K and V are never formed. Each query is moved into the latent space (through W_UK) and scored against the cached latents themselves; the output is read back through W_UV. The numbers equal the naive form's to within {difference}: the same products, multiplied in another order, so only float64 rounding differs.", { difference: difference.toExponential(1) })
-    : t("Naive: the keys and values are rebuilt from the cached latent (through W_UK and W_UV) at every step. Tick “Absorbed” to fold W_UK into the query instead: the numbers stay equal, to within {difference}.", { difference: difference.toExponential(1) });
+    ? t(
+        "Absorbed: K and V are never formed. Each query is moved into the latent space (through W_UK) and scored against the cached latents themselves; the output is read back through W_UV. The numbers equal the naive form's to within {difference}: the same products, multiplied in another order, so only float64 rounding differs.",
+        { difference: difference.toExponential(1) },
+      )
+    : t(
+        "Naive: the keys and values are rebuilt from the cached latent (through W_UK and W_UV) at every step. Tick “Absorbed” to fold W_UK into the query instead: the numbers stay equal, to within {difference}.",
+        { difference: difference.toExponential(1) },
+      );
 }
 
 async function drawMemory() {
@@ -255,43 +379,157 @@ function drawControls() {
 }
 
 function wire() {
-  $("step").addEventListener("click", () => update((s) => { s.position += 1; }, "position", state.position + 1, "step-decode"));
-  $("back-step").addEventListener("click", () => update((s) => { s.position -= 1; }, "position", state.position - 1, "step-decode"));
-  $("kind").addEventListener("change", (e) => update((s) => { s.kind = e.target.value; },
-    "kind", e.target.value, e.target.value === "mha" ? null : "switch-kind"));
-  $("rope").addEventListener("change", (e) => update((s) => { s.rope = e.target.checked; }, "rope", e.target.checked));
-  $("absorbed").addEventListener("change", (e) => update((s) => { s.absorbed = e.target.checked; }, "absorbed", e.target.checked));
-  $("compare").addEventListener("change", (e) => update((s) => { s.compare = e.target.value; }, "failure_mode", e.target.value || null,
-    e.target.value ? [long(modes.get(e.target.value)) ? "long-slip" : null, "failure-mode"] : null));
-  $("window").addEventListener("change", (e) => update((s) => { s.window = Number(e.target.value); }, "window",
-    Number(e.target.value) || null, Number(e.target.value) ? "slide-window" : null));
-  $("sinks").addEventListener("change", (e) => update((s) => { s.sinks = Number(e.target.value); }, "sinks",
-    Number(e.target.value), Number(e.target.value) ? "keep-sinks" : null));
-  $("sink-logit").addEventListener("change", (e) => update((s) => { s.logit = e.target.checked; }, "sink_logit",
-    e.target.checked ? SINK_LOGITS : null, e.target.checked ? "sink-logit" : null));
-  $("renumber").addEventListener("change", (e) => update((s) => { s.renumber = e.target.checked; }, "positions",
-    e.target.checked ? "cache" : "original"));
-  $("model").addEventListener("change", (e) => update((s) => { s.model = e.target.value; s.context = 0; }, "model", e.target.value, "choose-preset"));
+  $("step").addEventListener("click", () =>
+    update(
+      (s) => {
+        s.position += 1;
+      },
+      "position",
+      state.position + 1,
+      "step-decode",
+    ),
+  );
+  $("back-step").addEventListener("click", () =>
+    update(
+      (s) => {
+        s.position -= 1;
+      },
+      "position",
+      state.position - 1,
+      "step-decode",
+    ),
+  );
+  $("kind").addEventListener("change", (e) =>
+    update(
+      (s) => {
+        s.kind = e.target.value;
+      },
+      "kind",
+      e.target.value,
+      e.target.value === "mha" ? null : "switch-kind",
+    ),
+  );
+  $("rope").addEventListener("change", (e) =>
+    update(
+      (s) => {
+        s.rope = e.target.checked;
+      },
+      "rope",
+      e.target.checked,
+    ),
+  );
+  $("absorbed").addEventListener("change", (e) =>
+    update(
+      (s) => {
+        s.absorbed = e.target.checked;
+      },
+      "absorbed",
+      e.target.checked,
+    ),
+  );
+  $("compare").addEventListener("change", (e) =>
+    update(
+      (s) => {
+        s.compare = e.target.value;
+      },
+      "failure_mode",
+      e.target.value || null,
+      e.target.value ? [long(modes.get(e.target.value)) ? "long-slip" : null, "failure-mode"] : null,
+    ),
+  );
+  $("window").addEventListener("change", (e) =>
+    update(
+      (s) => {
+        s.window = Number(e.target.value);
+      },
+      "window",
+      Number(e.target.value) || null,
+      Number(e.target.value) ? "slide-window" : null,
+    ),
+  );
+  $("sinks").addEventListener("change", (e) =>
+    update(
+      (s) => {
+        s.sinks = Number(e.target.value);
+      },
+      "sinks",
+      Number(e.target.value),
+      Number(e.target.value) ? "keep-sinks" : null,
+    ),
+  );
+  $("sink-logit").addEventListener("change", (e) =>
+    update(
+      (s) => {
+        s.logit = e.target.checked;
+      },
+      "sink_logit",
+      e.target.checked ? SINK_LOGITS : null,
+      e.target.checked ? "sink-logit" : null,
+    ),
+  );
+  $("renumber").addEventListener("change", (e) =>
+    update(
+      (s) => {
+        s.renumber = e.target.checked;
+      },
+      "positions",
+      e.target.checked ? "cache" : "original",
+    ),
+  );
+  $("model").addEventListener("change", (e) =>
+    update(
+      (s) => {
+        s.model = e.target.value;
+        s.context = 0;
+      },
+      "model",
+      e.target.value,
+      "choose-preset",
+    ),
+  );
   $("context").addEventListener("change", (e) => {
     const text = e.target.value.trim();
     const tokens = Number(text);
     const valid = text !== "" && Number.isInteger(tokens) && tokens >= 1 && tokens <= 100000000;
     $("context-error").hidden = valid;
-    $("context-error").textContent = valid ? "" : t("A context is a whole number of tokens from 1 to 100,000,000; “{text}” is not one. The cache below is still for {tokens} tokens.", { text, tokens: state.context || models.find((m) => m.id === state.model).context });
+    $("context-error").textContent = valid
+      ? ""
+      : t(
+          "A context is a whole number of tokens from 1 to 100,000,000; “{text}” is not one. The cache below is still for {tokens} tokens.",
+          { text, tokens: state.context || models.find((m) => m.id === state.model).context },
+        );
     e.target.setAttribute("aria-invalid", valid ? "false" : "true");
-    if (valid) update((s) => { s.context = tokens; }, "context", tokens);
+    if (valid)
+      update(
+        (s) => {
+          s.context = tokens;
+        },
+        "context",
+        tokens,
+      );
   });
   // A link followed or a host's change: its state, settled, and only this page's keys kept.
-  VIEW.onChange((changed) => { state = settle(changed); VIEW.save(state); drawControls(); render(); });
+  VIEW.onChange((changed) => {
+    state = settle(changed);
+    VIEW.save(state);
+    drawControls();
+    render();
+  });
 }
 
 async function init() {
-  const [kv, registry, presets] = await Promise.all([getJSON("/api/v1/presets/kv-cache"), getJSON("/api/v1/failure-modes"),
-    getJSON("/api/v1/kv-cache/presets")]);
+  const [kv, registry, presets] = await Promise.all([
+    getJSON("/api/v1/presets/kv-cache"),
+    getJSON("/api/v1/failure-modes"),
+    getJSON("/api/v1/kv-cache/presets"),
+  ]);
   preset = kv.request;
   models = presets.presets;
-  modes = new Map(registry.failure_modes.filter((m) => m.engine && m.needs.some((n) => OFFERED.has(n))).map((m) => [m.id, m]));
-  for (const mode of modes.values()) $("compare").append(el("option", { value: mode.id, text: mode.name, title: mode.description }));
+  modes = new Map(
+    registry.failure_modes.filter((m) => m.engine && m.needs.some((n) => OFFERED.has(n))).map((m) => [m.id, m]),
+  );
+  for (const mode of modes.values())
+    $("compare").append(el("option", { value: mode.id, text: mode.name, title: mode.description }));
   $("model").replaceChildren(...models.map((m) => el("option", { value: m.id, text: m.name })));
   state = settle(VIEW.load());
   VIEW.save(state);

@@ -1,7 +1,17 @@
 // The lesson page: objectives, checkpoints, the embedded workbench, the exercise, progress.
 // Progress is honest about where it is: on the server, or saved on this device until it answers.
 
-import { ApiError, ensureSession, flush, getJSON, isPending, pendingEvents, queued, queueEvent, startOutbox } from "../api.js";
+import {
+  ApiError,
+  ensureSession,
+  flush,
+  getJSON,
+  isPending,
+  pendingEvents,
+  queued,
+  queueEvent,
+  startOutbox,
+} from "../api.js";
 import { forward } from "../hash-state.js";
 import { consistent, defaults, STATE } from "../state.js";
 import { progressBar, syncLine, textForm } from "../views/checkpoint-panel.js";
@@ -45,7 +55,8 @@ function setWorkbenchState(frame, state) {
 function workbenchLink() {
   const frame = $("workbench-frame");
   const src = frame && new URL(frame.src, location.href);
-  if (src && src.pathname !== WORKBENCH_PAGE) return frame.dataset.loaded === "true" ? frame.contentWindow.location.href : src.href;
+  if (src && src.pathname !== WORKBENCH_PAGE)
+    return frame.dataset.loaded === "true" ? frame.contentWindow.location.href : src.href;
   let state = defaults();
   try {
     if (frame) state = workbenchState(frame);
@@ -86,8 +97,13 @@ async function refreshProgress() {
   const fresh = firstLoad ? [] : now.filter((c) => !before.has(c.id));
   if (fresh.length) {
     // said below what the learner last worked: the button, or the embedded workbench's frame
-    announce(t("Checkpoint complete: {title} ({done} of {all} done).",
-      { title: fresh.map((c) => c.title).join(", "), done: now.length, all: checkpoints.length }));
+    announce(
+      t("Checkpoint complete: {title} ({done} of {all} done).", {
+        title: fresh.map((c) => c.title).join(", "),
+        done: now.length,
+        all: checkpoints.length,
+      }),
+    );
   }
 }
 
@@ -103,13 +119,24 @@ function drawProgress() {
 // Each question as the server scored it, or as this device still holds it.
 function drawItems() {
   for (const e of queued()) {
-    if (e.lesson === lessonId && (e.event === "answered" || e.event === "skipped") && !answers.has(`${e.item}:${e.data.phase}`)) {
-      answers.set(`${e.item}:${e.data.phase}`, e.event === "skipped" ? { skipped: true, pending: true } : { response: e.data.response, pending: true });
+    if (
+      e.lesson === lessonId &&
+      (e.event === "answered" || e.event === "skipped") &&
+      !answers.has(`${e.item}:${e.data.phase}`)
+    ) {
+      answers.set(
+        `${e.item}:${e.data.phase}`,
+        e.event === "skipped" ? { skipped: true, pending: true } : { response: e.data.response, pending: true },
+      );
     }
   }
   const locked = afterLocked();
-  for (const form of itemForms) form.show(answers.get(`${form.dataset.item}:${form.dataset.phase}`), form.dataset.phase === "post" ? locked : null);
-  for (const note of lockNotes) { note.hidden = !locked; note.textContent = locked || ""; }
+  for (const form of itemForms)
+    form.show(answers.get(`${form.dataset.item}:${form.dataset.phase}`), form.dataset.phase === "post" ? locked : null);
+  for (const note of lockNotes) {
+    note.hidden = !locked;
+    note.textContent = locked || "";
+  }
   for (const line of skipButtons) line.hidden = !unansweredBefore().length; // its line: a button's display is styled
   for (const section of postBlocks) {
     section.querySelector(".item-gain")?.remove();
@@ -135,12 +162,14 @@ function afterLocked() {
   if (unansweredBefore().length) waiting.push(t("answer (or skip) the questions before the workbench"));
   if (experiment && !byId(experiment.id).completed) waiting.push(t("do the workbench's four manipulations"));
   if (!waiting.length) return null;
-  const steps = waiting.length === 2 ? t("{first} and {second}", { first: waiting[0], second: waiting[1] }) : waiting[0];
+  const steps =
+    waiting.length === 2 ? t("{first} and {second}", { first: waiting[0], second: waiting[1] }) : waiting[0];
   return t("These questions open once you {steps}.", { steps });
 }
 
 function skipBefore() {
-  for (const item of unansweredBefore()) queueEvent({ lesson: lessonId, event: "skipped", item: item.id, data: { phase: "pre" } });
+  for (const item of unansweredBefore())
+    queueEvent({ lesson: lessonId, event: "skipped", item: item.id, data: { phase: "pre" } });
   drawProgress();
   flush();
 }
@@ -168,7 +197,16 @@ function itemsBlock(section, phase) {
     lockNotes.push(note);
     section.querySelector("h2").after(note);
   } else {
-    const line = el("p", {}, el("button", { type: "button", class: "secondary items-skip", text: t("Skip the questions I cannot answer yet"), onclick: skipBefore }));
+    const line = el(
+      "p",
+      {},
+      el("button", {
+        type: "button",
+        class: "secondary items-skip",
+        text: t("Skip the questions I cannot answer yet"),
+        onclick: skipBefore,
+      }),
+    );
     skipButtons.push(line);
     section.append(line);
   }
@@ -178,7 +216,9 @@ function itemsBlock(section, phase) {
 // Each text checkpoint's model answer (an `answer` block naming it), shown once the learner's own
 // words are recorded, never before: they answer first, then compare.
 const answerSections = new Map(); // checkpoint -> its answer's section
-const revealAnswer = (checkpoint) => { if (answerSections.has(checkpoint)) answerSections.get(checkpoint).hidden = false; };
+const revealAnswer = (checkpoint) => {
+  if (answerSections.has(checkpoint)) answerSections.get(checkpoint).hidden = false;
+};
 
 function record(form, checkpoint, event, data) {
   const queuedEvent = queueEvent({ lesson: lessonId, checkpoint, event, data });
@@ -199,12 +239,19 @@ function savedText(checkpoint) {
 function textCheckpoint(section, { heading, id, label, button, checkpoint, after, choice }) {
   const saved = savedText(checkpoint);
   const rule = lesson.checkpoints.find((c) => c.id === checkpoint);
-  const form = textForm({ id, label, button, text: saved ? saved.text : "", done: Boolean(saved && saved.delivered), rule,
+  const form = textForm({
+    id,
+    label,
+    button,
+    text: saved ? saved.text : "",
+    done: Boolean(saved?.delivered),
+    rule,
     onSubmit: (text) => {
-      const picked = choice && choice.value();
+      const picked = choice?.value();
       record(form, checkpoint, "completed", picked ? { text, choice: picked } : { text });
       if (after) after();
-    } });
+    },
+  });
   if (saved && !saved.delivered) form.showDelivery(false);
   if (choice) form.prepend(choice.node);
   section.prepend(el("h2", { text: heading }));
@@ -213,20 +260,29 @@ function textCheckpoint(section, { heading, id, label, button, checkpoint, after
 
 // The prediction's choice as last recorded: on this device if not sent yet, else on the server.
 function savedChoice(checkpoint) {
-  return waiting(checkpoint, "choice") ?? (byId(checkpoint).prediction || {}).choice;
+  return waiting(checkpoint, "choice") ?? byId(checkpoint).prediction?.choice;
 }
 
 // A checkpoint's latest `key` on this device, not yet sent.
 const waiting = (checkpoint, key) =>
-  queued().filter((e) => e.lesson === lessonId && e.checkpoint === checkpoint && e.data?.[key]).pop()?.data[key];
+  queued()
+    .filter((e) => e.lesson === lessonId && e.checkpoint === checkpoint && e.data?.[key])
+    .pop()?.data[key];
 
 function enhance(section, block) {
   const cp = block.checkpoint;
   switch (block.kind) {
     case "predict": {
       const choice = lesson.checkpoints.find((c) => c.id === cp)?.prediction ? predictionChoice(savedChoice(cp)) : null;
-      textCheckpoint(section, { heading: t("Predict"), id: "prediction", label: t("Your prediction"),
-        button: t("Record prediction"), checkpoint: cp, after: () => revealAnswer(cp), choice });
+      textCheckpoint(section, {
+        heading: t("Predict"),
+        id: "prediction",
+        label: t("Your prediction"),
+        button: t("Record prediction"),
+        checkpoint: cp,
+        after: () => revealAnswer(cp),
+        choice,
+      });
       if (choice) {
         verdict = el("p", { class: "prediction-verdict", role: "status", hidden: true });
         section.append(verdict);
@@ -246,15 +302,30 @@ function enhance(section, block) {
       section.prepend(el("h2", { text: block.title }));
       // Loaded when the learner nears it: on a phone it is far below the text, and a reader who has
       // not got there yet should not wait for its drawing (docs/decisions.md).
-      const frame = el("iframe", { src: block.src, title: block.title, height: block.height || "850", id: "workbench-frame",
-        name: "workbench", loading: "lazy", onload: (e) => { e.target.dataset.loaded = "true"; } });
+      const frame = el("iframe", {
+        src: block.src,
+        title: block.title,
+        height: block.height || "850",
+        id: "workbench-frame",
+        name: "workbench",
+        loading: "lazy",
+        onload: (e) => {
+          e.target.dataset.loaded = "true";
+        },
+      });
       section.append(frame);
       break;
     }
     case "exercise": {
       section.prepend(el("h2", { text: block.title }));
-      exercise = exercisePanel({ block, verification: byId(cp).verification, workbenchLink,
-        onVerdict: (result) => { if (result.correct) refreshProgress(); } });
+      exercise = exercisePanel({
+        block,
+        verification: byId(cp).verification,
+        workbenchLink,
+        onVerdict: (result) => {
+          if (result.correct) refreshProgress();
+        },
+      });
       section.append(exercise.node);
       break;
     }
@@ -274,15 +345,24 @@ function enhance(section, block) {
           } else {
             // Its tokens kept; what the link sets; W_O and the reuse toggle back to their defaults.
             const { wo, reuse } = defaults();
-            setWorkbenchState(iframe, consistent({ ...workbenchState(iframe), wo, reuse, ...STATE.partial(target.hash) }));
+            setWorkbenchState(
+              iframe,
+              consistent({ ...workbenchState(iframe), wo, reuse, ...STATE.partial(target.hash) }),
+            );
           }
           iframe.scrollIntoView({ block: "start", behavior: "smooth" });
         });
       }
       break;
     case "explain":
-      textCheckpoint(section, { heading: t("Explain"), id: "explanation", label: t("Your explanation"),
-        button: t("Record explanation"), checkpoint: cp, after: () => revealAnswer(cp) });
+      textCheckpoint(section, {
+        heading: t("Explain"),
+        id: "explanation",
+        label: t("Your explanation"),
+        button: t("Record explanation"),
+        checkpoint: cp,
+        after: () => revealAnswer(cp),
+      });
       break;
     case "self-check":
       section.prepend(el("h2", { text: t("Check your understanding") }));
@@ -305,9 +385,15 @@ function modelAnswers(section) {
 // The prerequisites: a link where the lesson is in this catalog, its title otherwise.
 function prerequisites(lesson) {
   if (!lesson.prerequisites.length) return [el("li", { text: t("nothing: this lesson starts from scratch") })];
-  return lesson.prerequisites.map((id, i) => el("li", {}, lesson.prerequisites_present[i]
-    ? el("a", { href: `/lessons/${encodeURIComponent(id)}`, text: lesson.prerequisite_titles[i] })
-    : el("span", { text: t("{title} (not in this catalog yet)", { title: lesson.prerequisite_titles[i] }) })));
+  return lesson.prerequisites.map((id, i) =>
+    el(
+      "li",
+      {},
+      lesson.prerequisites_present[i]
+        ? el("a", { href: `/lessons/${encodeURIComponent(id)}`, text: lesson.prerequisite_titles[i] })
+        : el("span", { text: t("{title} (not in this catalog yet)", { title: lesson.prerequisite_titles[i] }) }),
+    ),
+  );
 }
 
 // Scroll so the workbench's inputs and both heatmaps (its rows top..bottom) share the screen.
@@ -343,7 +429,10 @@ function listen() {
     unreachable = false;
     for (const id of e.detail.ids) {
       const form = forms.get(id);
-      if (form) { form.showDelivery(true); forms.delete(id); }
+      if (form) {
+        form.showDelivery(true);
+        forms.delete(id);
+      }
     }
     refreshProgress();
   });
@@ -352,7 +441,11 @@ function listen() {
     // The embedded workbench shares this queue: when it sends, its events leave the queue too.
     if (e.detail.pending < pending) {
       deliveredAt = new Date();
-      for (const [id, form] of forms) if (!isPending(id)) { form.showDelivery(true); forms.delete(id); }
+      for (const [id, form] of forms)
+        if (!isPending(id)) {
+          form.showDelivery(true);
+          forms.delete(id);
+        }
       refreshProgress();
     } else {
       drawProgress();
@@ -368,10 +461,20 @@ async function init() {
   document.title = t("{lesson} · Multi-head attention workbench", { lesson: lesson.title });
   $("lesson-header").replaceChildren(
     el("p", { class: "note", text: t("Lesson {number}", { number: lesson.order }) }),
-    el("h2", { text: t("Objectives") }), el("ul", {}, lesson.objectives.map((o) => el("li", { text: o }))),
-    el("h2", { text: t("Before this lesson") }), el("ul", {}, prerequisites(lesson)));
+    el("h2", { text: t("Objectives") }),
+    el(
+      "ul",
+      {},
+      lesson.objectives.map((o) => el("li", { text: o })),
+    ),
+    el("h2", { text: t("Before this lesson") }),
+    el("ul", {}, prerequisites(lesson)),
+  );
   // What the lesson is written in: the interface's language, or English where it is not translated.
-  if (lesson.locale !== document.documentElement.lang) { $("lesson-header").lang = lesson.locale; $("lesson-body").lang = lesson.locale; }
+  if (lesson.locale !== document.documentElement.lang) {
+    $("lesson-header").lang = lesson.locale;
+    $("lesson-body").lang = lesson.locale;
+  }
   const body = $("lesson-body");
   body.innerHTML = lesson.html; // rendered by the server from the lesson's markdown (raw HTML disabled)
   const title = body.querySelector("h1");

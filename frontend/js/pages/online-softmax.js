@@ -24,19 +24,35 @@ const MANIPULATIONS = [
   { id: "finish", text: N_("Step to the end: the final division, equal to the plain softmax.") },
   { id: "failure-mode", text: N_("Break the loop with a failure mode: see the tile where it first parts.") },
 ];
-const STAGE_WORDS = { status: N_("whether the tile is computed"), m: N_("the running maximum m"), l: N_("the running sum l"),
-  o_tilde: N_("the unnormalised output Õ"), output: N_("the output"), lse: N_("the log-sum-exp L") };
+const STAGE_WORDS = {
+  status: N_("whether the tile is computed"),
+  m: N_("the running maximum m"),
+  l: N_("the running sum l"),
+  o_tilde: N_("the unnormalised output Õ"),
+  output: N_("the output"),
+  lse: N_("the log-sum-exp L"),
+};
 
 const $ = (id) => document.getElementById(id);
 const events = parameterEvents({ lesson: LESSON, instance: INSTANCE });
-const experiment = new Experiment({ lesson: LESSON, instance: INSTANCE, manipulations: MANIPULATIONS, node: $("checklist") });
+const experiment = new Experiment({
+  lesson: LESSON,
+  instance: INSTANCE,
+  manipulations: MANIPULATIONS,
+  node: $("checklist"),
+});
 let preset = null; // the online-softmax preset's request
 let modes = new Map(); // the online softmax's failure modes, from the registry
 let generation = 0;
 
 const VIEW = new HashState([
-  { name: "tokens", key: "t", type: "matrix", default: () => preset.tokens,
-    check: (rows) => rows.length >= 2 && rows.length <= 16 && rows[0].length % 2 === 0 && rows[0].length <= 16 },
+  {
+    name: "tokens",
+    key: "t",
+    type: "matrix",
+    default: () => preset.tokens,
+    check: (rows) => rows.length >= 2 && rows.length <= 16 && rows[0].length % 2 === 0 && rows[0].length <= 16,
+  },
   { name: "block", type: "integer", default: 2, check: (v, s) => v >= 1 && v <= s.tokens.length },
   { name: "head", type: "integer", default: 0, check: (v) => v === 0 || v === 1 },
   { name: "tile", type: "integer", default: 0, check: (v) => v >= 0 }, // tiles stepped so far
@@ -50,7 +66,11 @@ const tilesPerHead = (n, block) => Math.ceil(n / block) ** 2;
 // tiles per head at the state's block size: known before the server answers, so a step taken while
 // a new block size is being computed counts against the new loop
 const total = () => tilesPerHead(state.tokens.length, state.block);
-const settle = (s) => { VIEW.settle(s); s.tile = Math.min(s.tile, tilesPerHead(s.tokens.length, s.block)); return s; };
+const settle = (s) => {
+  VIEW.settle(s);
+  s.tile = Math.min(s.tile, tilesPerHead(s.tokens.length, s.block));
+  return s;
+};
 
 function body(failureMode) {
   const request = { tokens: state.tokens, heads: 2, causal: true, block_q: state.block, block_k: state.block };
@@ -72,23 +92,49 @@ function update(change, parameter, value, manipulation) {
 
 async function render() {
   const mine = ++generation;
-  const [answer, plain] = await Promise.all([postJSON("/api/v1/attention/tiled", body(state.compare || null)),
-    postJSON("/api/v1/attention", { tokens: state.tokens, heads: 2, causal: true, include: ["heads.scores", "heads.output"] })]);
+  const [answer, plain] = await Promise.all([
+    postJSON("/api/v1/attention/tiled", body(state.compare || null)),
+    postJSON("/api/v1/attention", {
+      tokens: state.tokens,
+      heads: 2,
+      causal: true,
+      include: ["heads.scores", "heads.output"],
+    }),
+  ]);
   if (mine !== generation) return;
   const n = state.tokens.length;
   const head = answer.heads[state.head];
   state = settle(state);
-  const first = answer.first_difference && answer.first_difference.head === state.head ? answer.first_difference.tile : null;
+  const first =
+    answer.first_difference && answer.first_difference.head === state.head ? answer.first_difference.tile : null;
   $("shape").textContent = `n = ${n}, d_model = ${state.tokens[0].length}, H = 2, B_q = B_k = ${state.block}`;
-  $("position").textContent = state.tile === 0 ? t("Before the first tile") : t("Tile {tile} of {all}", { tile: state.tile, all: total() });
+  $("position").textContent =
+    state.tile === 0 ? t("Before the first tile") : t("Tile {tile} of {all}", { tile: state.tile, all: total() });
   const { computed, masked, skipped } = answer.tiles;
-  $("counts").textContent = t("{computed} tiles computed ({masked} of them masked on the diagonal), {skipped} skipped; each head holds {tiled} numbers at once instead of the {plain} of the n × n weights.",
-    { computed, masked, skipped, tiled: answer.memory.tiled, plain: answer.memory.plain });
+  $("counts").textContent = t(
+    "{computed} tiles computed ({masked} of them masked on the diagonal), {skipped} skipped; each head holds {tiled} numbers at once instead of the {plain} of the n × n weights.",
+    { computed, masked, skipped, tiled: answer.memory.tiled, plain: answer.memory.plain },
+  );
   const hidden = plain.heads[state.head].scores.map((row, i) => row.map((_, j) => j > i));
-  $("grid").replaceChildren(tileGrid({ scores: plain.heads[state.head].scores, hidden, tiles: head.tiles, block: state.block, done: state.tile, first }));
-  const running = state.tile === 0
-    ? [el("p", { class: "note", text: t("Every row starts with m = −∞, l = 0 and Õ = 0. Press Step to compute the first tile.") })]
-    : [runningView(head.tiles, state.tile - 1)];
+  $("grid").replaceChildren(
+    tileGrid({
+      scores: plain.heads[state.head].scores,
+      hidden,
+      tiles: head.tiles,
+      block: state.block,
+      done: state.tile,
+      first,
+    }),
+  );
+  const running =
+    state.tile === 0
+      ? [
+          el("p", {
+            class: "note",
+            text: t("Every row starts with m = −∞, l = 0 and Õ = 0. Press Step to compute the first tile."),
+          }),
+        ]
+      : [runningView(head.tiles, state.tile - 1)];
   if (state.tile >= total()) running.push(finalView(head, plain.heads[state.head].output, finalL(head)));
   $("running").replaceChildren(...running);
   drawEquality(answer);
@@ -105,25 +151,46 @@ function drawEquality(answer) {
   node.classList.toggle("differs", difference > 1e-12);
   const first = answer.first_difference;
   if (first) {
-    const where = first.tile === null ? t("after the last tile, in {what}", { what: t(STAGE_WORDS[first.stage]) })
-      : t("at tile {tile} (head {head}), first in {what}", { tile: first.tile + 1, head: first.head + 1, what: t(STAGE_WORDS[first.stage]) });
-    node.textContent = t("{mode}: the loop parts from the right one {where}; the output differs from the plain softmax by up to {difference}.",
-      { mode: modes.get(state.compare)?.name ?? state.compare, where, difference: difference.toPrecision(3) });
+    const where =
+      first.tile === null
+        ? t("after the last tile, in {what}", { what: t(STAGE_WORDS[first.stage]) })
+        : t("at tile {tile} (head {head}), first in {what}", {
+            tile: first.tile + 1,
+            head: first.head + 1,
+            what: t(STAGE_WORDS[first.stage]),
+          });
+    node.textContent = t(
+      "{mode}: the loop parts from the right one {where}; the output differs from the plain softmax by up to {difference}.",
+      { mode: modes.get(state.compare)?.name ?? state.compare, where, difference: difference.toPrecision(3) },
+    );
   } else if (difference > 1e-12) {
-    node.textContent = t("{mode}: with these tiles it computes the same loop as the right one, yet the output differs from the plain softmax by up to {difference}.",
-      { mode: modes.get(state.compare)?.name ?? state.compare, difference: difference.toPrecision(3) });
+    node.textContent = t(
+      "{mode}: with these tiles it computes the same loop as the right one, yet the output differs from the plain softmax by up to {difference}.",
+      { mode: modes.get(state.compare)?.name ?? state.compare, difference: difference.toPrecision(3) },
+    );
   } else {
     node.textContent = state.compare
-      ? t("{mode}: with these tiles nothing goes wrong (one tile per row block, or no maximum to carry): the output equals the plain softmax, max difference {difference}.", { mode: modes.get(state.compare)?.name ?? state.compare, difference: difference.toExponential(1) })
-      : t("The tiled output equals the plain softmax over all the keys: max difference {difference}.", { difference: difference === 0 ? "0" : difference.toExponential(1) });
+      ? t(
+          "{mode}: with these tiles nothing goes wrong (one tile per row block, or no maximum to carry): the output equals the plain softmax, max difference {difference}.",
+          { mode: modes.get(state.compare)?.name ?? state.compare, difference: difference.toExponential(1) },
+        )
+      : t("The tiled output equals the plain softmax over all the keys: max difference {difference}.", {
+          difference: difference === 0 ? "0" : difference.toExponential(1),
+        });
   }
 }
 
 function drawControls() {
   const n = state.tokens.length;
   if ($("block").options.length !== n) {
-    $("block").replaceChildren(...Array.from({ length: n }, (_, k) => el("option", { value: String(k + 1),
-      text: t("{block} × {block}: {tiles} tiles a head", { block: k + 1, tiles: tilesPerHead(n, k + 1) }) })));
+    $("block").replaceChildren(
+      ...Array.from({ length: n }, (_, k) =>
+        el("option", {
+          value: String(k + 1),
+          text: t("{block} × {block}: {tiles} tiles a head", { block: k + 1, tiles: tilesPerHead(n, k + 1) }),
+        }),
+      ),
+    );
   }
   $("block").value = String(state.block);
   $("head").value = String(state.head);
@@ -136,22 +203,77 @@ function drawControls() {
 }
 
 function wire() {
-  $("step").addEventListener("click", () => update((s) => { s.tile += 1; }, "tile", state.tile + 1, "step-tile"));
-  $("back-step").addEventListener("click", () => update((s) => { s.tile -= 1; }, "tile", state.tile - 1, "step-tile"));
-  $("block").addEventListener("change", (e) => update((s) => { s.block = Number(e.target.value); s.tile = 0; }, "block", Number(e.target.value), "block-size"));
-  $("head").addEventListener("change", (e) => update((s) => { s.head = Number(e.target.value); }, "head", Number(e.target.value)));
-  $("compare").addEventListener("change", (e) => update((s) => { s.compare = e.target.value; }, "failure_mode", e.target.value || null,
-    e.target.value ? "failure-mode" : null));
+  $("step").addEventListener("click", () =>
+    update(
+      (s) => {
+        s.tile += 1;
+      },
+      "tile",
+      state.tile + 1,
+      "step-tile",
+    ),
+  );
+  $("back-step").addEventListener("click", () =>
+    update(
+      (s) => {
+        s.tile -= 1;
+      },
+      "tile",
+      state.tile - 1,
+      "step-tile",
+    ),
+  );
+  $("block").addEventListener("change", (e) =>
+    update(
+      (s) => {
+        s.block = Number(e.target.value);
+        s.tile = 0;
+      },
+      "block",
+      Number(e.target.value),
+      "block-size",
+    ),
+  );
+  $("head").addEventListener("change", (e) =>
+    update(
+      (s) => {
+        s.head = Number(e.target.value);
+      },
+      "head",
+      Number(e.target.value),
+    ),
+  );
+  $("compare").addEventListener("change", (e) =>
+    update(
+      (s) => {
+        s.compare = e.target.value;
+      },
+      "failure_mode",
+      e.target.value || null,
+      e.target.value ? "failure-mode" : null,
+    ),
+  );
   // A link followed or a host's change: its state, settled, and only this page's keys kept.
-  VIEW.onChange((changed) => { state = settle(changed); VIEW.save(state); drawControls(); render(); });
+  VIEW.onChange((changed) => {
+    state = settle(changed);
+    VIEW.save(state);
+    drawControls();
+    render();
+  });
 }
 
 async function init() {
-  const [online, registry] = await Promise.all([getJSON("/api/v1/presets/online-softmax"), getJSON("/api/v1/failure-modes")]);
+  const [online, registry] = await Promise.all([
+    getJSON("/api/v1/presets/online-softmax"),
+    getJSON("/api/v1/failure-modes"),
+  ]);
   preset = online.request;
   modes = new Map(registry.failure_modes.filter((m) => m.tiled).map((m) => [m.id, m]));
-  for (const mode of modes.values()) $("compare").append(el("option", { value: mode.id, text: mode.name, title: mode.description }));
-  $("head").replaceChildren(...[0, 1].map((h) => el("option", { value: String(h), text: t("Head {head}", { head: h + 1 }) })));
+  for (const mode of modes.values())
+    $("compare").append(el("option", { value: mode.id, text: mode.name, title: mode.description }));
+  $("head").replaceChildren(
+    ...[0, 1].map((h) => el("option", { value: String(h), text: t("Head {head}", { head: h + 1 }) })),
+  );
   state = settle(VIEW.load());
   VIEW.save(state);
   announcer();

@@ -10,12 +10,25 @@ let region = null;
 // Made once, empty, as the page starts: a live region must exist before its text changes.
 export function announcer() {
   if (!region) {
-    region = el("div", { class: "announcement", role: "status", "aria-live": "polite", dataset: { announce: "checkpoint" }, hidden: true });
+    region = el("div", {
+      class: "announcement",
+      role: "status",
+      "aria-live": "polite",
+      dataset: { announce: "checkpoint" },
+      hidden: true,
+    });
     document.body.append(region);
     // The next action clears it: a click (once its target is chosen, so nothing moves under the
     // pointer between press and release) or a key, captured before the action's own handlers, which
     // may announce again.
-    for (const kind of ["click", "keydown"]) document.addEventListener(kind, () => { region.hidden = true; }, true);
+    for (const kind of ["click", "keydown"])
+      document.addEventListener(
+        kind,
+        () => {
+          region.hidden = true;
+        },
+        true,
+      );
   }
   return region;
 }
@@ -26,7 +39,7 @@ const BLOCKS = "form, fieldset, .wb-checklist, section, iframe";
 export function announce(text, near = document.activeElement) {
   const box = announcer();
   const block = near && near !== document.body ? near.closest(BLOCKS) : null;
-  if (block && block.parentElement) block.after(box);
+  if (block?.parentElement) block.after(box);
   box.hidden = false;
   box.textContent = text;
 }

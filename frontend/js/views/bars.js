@@ -16,7 +16,7 @@ export function wrap(text, width) {
   const lines = [];
   for (const word of String(text).split(/\s+/).filter(Boolean)) {
     const last = lines.length ? lines[lines.length - 1] : null;
-    if (last !== null && (last + " " + word).length <= width) lines[lines.length - 1] = last + " " + word;
+    if (last !== null && `${last} ${word}`.length <= width) lines[lines.length - 1] = `${last} ${word}`;
     else lines.push(word);
   }
   return lines.length ? lines : [""];
@@ -26,11 +26,19 @@ export function barChart({ title, rows, valueLabel, id, k = 5 }) {
   // rows: [{label, value (number|null), note?}]; each label in full (wrapped) above its bar.
   const shown = rows.filter((r) => r.value !== null);
   const max = Math.max(1, ...shown.map((r) => r.value));
-  const width = 360, lineHeight = 15, barHeight = 14, gap = 10, perLine = 52;
+  const width = 360,
+    lineHeight = 15,
+    barHeight = 14,
+    gap = 10,
+    perLine = 52;
   const labels = rows.map((r) => wrap(r.label, perLine));
   const height = labels.reduce((sum, lines) => sum + lines.length * lineHeight + barHeight + gap, 6);
-  const chart = svg("svg", { viewBox: `0 0 ${width} ${height}`, class: "chart", role: "img",
-    "aria-label": `${title}: ${rows.map((r) => `${r.label} ${r.value ?? hidden(k)}`).join(", ")}` });
+  const chart = svg("svg", {
+    viewBox: `0 0 ${width} ${height}`,
+    class: "chart",
+    role: "img",
+    "aria-label": `${title}: ${rows.map((r) => `${r.label} ${r.value ?? hidden(k)}`).join(", ")}`,
+  });
   let y = 0;
   rows.forEach((r, i) => {
     const label = svg("text", { x: 0, y: y + 12 });
@@ -42,23 +50,57 @@ export function barChart({ title, rows, valueLabel, id, k = 5 }) {
     chart.append(label);
     const barTop = y + labels[i].length * lineHeight + 2;
     const length = r.value === null ? 0 : Math.max(1, (r.value / max) * (width - 110));
-    if (r.value !== null) chart.append(svg("rect", { x: 0, y: barTop, width: length, height: barHeight, class: "bar" }));
+    if (r.value !== null)
+      chart.append(svg("rect", { x: 0, y: barTop, width: length, height: barHeight, class: "bar" }));
     const value = svg("text", { x: length + 4, y: barTop + 12, class: r.value === null ? "hidden-value" : "" });
     value.textContent = r.value === null ? hidden(k) : String(r.value);
     chart.append(value);
     y = barTop + barHeight + gap;
   });
-  const table = el("table", { class: "data" }, el("caption", { text: title }),
-    el("thead", {}, el("tr", {}, el("th", { scope: "col", text: t("item") }), el("th", { scope: "col", text: valueLabel }),
-      el("th", { scope: "col", text: t("note") }))),
-    el("tbody", {}, rows.map((r) => el("tr", {}, el("th", { scope: "row", text: r.label }),
-      el("td", { text: r.value === null ? hidden(k) : String(r.value) }), el("td", { text: r.note || "" })))));
-  return el("section", { class: "chart-block", id, "aria-label": title }, el("h2", { text: title }), chart,
-    numbers(title, table));
+  const table = el(
+    "table",
+    { class: "data" },
+    el("caption", { text: title }),
+    el(
+      "thead",
+      {},
+      el(
+        "tr",
+        {},
+        el("th", { scope: "col", text: t("item") }),
+        el("th", { scope: "col", text: valueLabel }),
+        el("th", { scope: "col", text: t("note") }),
+      ),
+    ),
+    el(
+      "tbody",
+      {},
+      rows.map((r) =>
+        el(
+          "tr",
+          {},
+          el("th", { scope: "row", text: r.label }),
+          el("td", { text: r.value === null ? hidden(k) : String(r.value) }),
+          el("td", { text: r.note || "" }),
+        ),
+      ),
+    ),
+  );
+  return el(
+    "section",
+    { class: "chart-block", id, "aria-label": title },
+    el("h2", { text: title }),
+    chart,
+    numbers(title, table),
+  );
 }
 
 // A chart's own table, collapsed under the chart: Enter or Space on its summary opens it.
 export function numbers(title, table) {
-  return el("details", { class: "numbers" }, el("summary", { text: t("The numbers, as a table") }),
-    scrollRegion(t("{chart}: the numbers", { chart: title }), table));
+  return el(
+    "details",
+    { class: "numbers" },
+    el("summary", { text: t("The numbers, as a table") }),
+    scrollRegion(t("{chart}: the numbers", { chart: title }), table),
+  );
 }

@@ -17,17 +17,52 @@ export function challengePanel({ exercise, verification, onVerdict, command }) {
   const line = commandLine("challenge-command");
   const expires = el("span");
   const pasted = el("textarea", { id: "pasted-answers", spellcheck: "false" });
-  const details = el("div", { id: "challenge", hidden: true },
-    el("p", {}, ...fillNodes(t("Run this in the unpacked folder, with your file in place of the starter (valid until {time}):"),
-      { time: expires })),
+  const details = el(
+    "div",
+    { id: "challenge", hidden: true },
+    el(
+      "p",
+      {},
+      ...fillNodes(t("Run this in the unpacked folder, with your file in place of the starter (valid until {time}):"), {
+        time: expires,
+      }),
+    ),
     line.node,
-    el("p", { class: "hint", text: t("From another language: GET that link (its cases), compute each case, and POST {body} to its answers_url; the exercise's README shows the request.", { body: '{"answers": [...]}' }) }),
-    el("details", {}, el("summary", { text: t("No terminal connection to this server? Paste the answers instead") }),
+    el("p", {
+      class: "hint",
+      text: t(
+        "From another language: GET that link (its cases), compute each case, and POST {body} to its answers_url; the exercise's README shows the request.",
+        { body: '{"answers": [...]}' },
+      ),
+    }),
+    el(
+      "details",
+      {},
+      el("summary", { text: t("No terminal connection to this server? Paste the answers instead") }),
       el("p", { text: t("Add {flag} to the command above and paste the JSON it prints here.", { flag: "--print" }) }),
-      el("form", { onsubmit: (e) => { e.preventDefault(); submitPasted(); } },
-        el("label", { for: "pasted-answers", text: t("Answers printed by the submit script with {flag}", { flag: "--print" }) }), pasted,
-        el("p", {}, el("button", { type: "submit", text: t("Check pasted answers") })))));
-  const button = el("button", { type: "button", id: "new-challenge", text: t("Get a challenge"), onclick: () => start() });
+      el(
+        "form",
+        {
+          onsubmit: (e) => {
+            e.preventDefault();
+            submitPasted();
+          },
+        },
+        el("label", {
+          for: "pasted-answers",
+          text: t("Answers printed by the submit script with {flag}", { flag: "--print" }),
+        }),
+        pasted,
+        el("p", {}, el("button", { type: "submit", text: t("Check pasted answers") })),
+      ),
+    ),
+  );
+  const button = el("button", {
+    type: "button",
+    id: "new-challenge",
+    text: t("Get a challenge"),
+    onclick: () => start(),
+  });
   let challenge = null;
   let timer = null;
   let seen = 0;
@@ -44,9 +79,15 @@ export function challengePanel({ exercise, verification, onVerdict, command }) {
       stop();
       forget();
     } else {
-      show(result.mistakes.length
-        ? t("Not yet ({mistakes}): {message} Fix it and run the command again.", { mistakes: result.mistakes.join(", "), message: result.message })
-        : t("Not yet: {message} Fix it and run the command again.", { message: result.message }), "wrong");
+      show(
+        result.mistakes.length
+          ? t("Not yet ({mistakes}): {message} Fix it and run the command again.", {
+              mistakes: result.mistakes.join(", "),
+              message: result.message,
+            })
+          : t("Not yet: {message} Fix it and run the command again.", { message: result.message }),
+        "wrong",
+      );
     }
   }
 
@@ -75,9 +116,12 @@ export function challengePanel({ exercise, verification, onVerdict, command }) {
     try {
       open(await postJSON(CHALLENGES, {}));
     } catch (error) {
-      show(error instanceof ApiError && error.status === 0
-        ? t("The server is not reachable; a challenge needs it. Try again when it answers.")
-        : t("Could not get a challenge: {reason}", { reason: error.message }), "wrong");
+      show(
+        error instanceof ApiError && error.status === 0
+          ? t("The server is not reachable; a challenge needs it. Try again when it answers.")
+          : t("Could not get a challenge: {reason}", { reason: error.message }),
+        "wrong",
+      );
       return;
     }
     show(t("Waiting for your answers…"));
@@ -91,7 +135,7 @@ export function challengePanel({ exercise, verification, onVerdict, command }) {
     } catch {
       return;
     }
-    if (!kept || !kept.id || new Date(kept.expires_at) <= new Date()) return forget();
+    if (!kept?.id || new Date(kept.expires_at) <= new Date()) return forget();
     try {
       const body = await getJSON(`${CHALLENGES}/${kept.id}`);
       if (body.status !== "open") return forget();
@@ -140,10 +184,16 @@ export function challengePanel({ exercise, verification, onVerdict, command }) {
     try {
       body = JSON.parse(pasted.value);
     } catch {
-      show(t("That is not the JSON the command prints: copy all of it, from {open} to {close}.", { open: "{", close: "}" }), "wrong");
+      show(
+        t("That is not the JSON the command prints: copy all of it, from {open} to {close}.", {
+          open: "{",
+          close: "}",
+        }),
+        "wrong",
+      );
       return;
     }
-    if (body && body.challenge && body.challenge !== challenge.id) {
+    if (body?.challenge && body.challenge !== challenge.id) {
       show(t("Those answers are for another challenge: run the command shown above."), "wrong");
       return;
     }
@@ -157,14 +207,26 @@ export function challengePanel({ exercise, verification, onVerdict, command }) {
   }
 
   if (verification) {
-    show(verification === "verified"
-      ? t("Verified: your implementation passed a challenge.")
-      : t("Completed: your course platform reported your passing tests."), "correct");
+    show(
+      verification === "verified"
+        ? t("Verified: your implementation passed a challenge.")
+        : t("Completed: your course platform reported your passing tests."),
+      "correct",
+    );
   } else {
     resume();
   }
-  const node = el("div", { class: "challenge-panel" },
-    el("p", { text: t("The checkpoint completes when the numbers you send for random cases the server picks match its engine's: your code runs on your machine, only its numbers are sent. The server checks the numbers, not whose code made them; cases also sent to the API's own attention endpoint are recorded as such.") }),
-    el("p", {}, button), details, status);
+  const node = el(
+    "div",
+    { class: "challenge-panel" },
+    el("p", {
+      text: t(
+        "The checkpoint completes when the numbers you send for random cases the server picks match its engine's: your code runs on your machine, only its numbers are sent. The server checks the numbers, not whose code made them; cases also sent to the API's own attention endpoint are recorded as such.",
+      ),
+    }),
+    el("p", {}, button),
+    details,
+    status,
+  );
   return { node, redraw };
 }

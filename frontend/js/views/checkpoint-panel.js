@@ -5,9 +5,18 @@ import { el } from "./dom.js";
 import { locale, t, tn } from "../i18n.js";
 
 export function progressBar(list, checkpoints) {
-  list.replaceChildren(...checkpoints.map((c) => el("li", {
-    class: c.completed ? "done" : "", dataset: { checkpoint: c.id, completed: String(c.completed) },
-  }, c.completed ? t("{title} (done)", { title: c.title }) : c.title)));
+  list.replaceChildren(
+    ...checkpoints.map((c) =>
+      el(
+        "li",
+        {
+          class: c.completed ? "done" : "",
+          dataset: { checkpoint: c.id, completed: String(c.completed) },
+        },
+        c.completed ? t("{title} (done)", { title: c.title }) : c.title,
+      ),
+    ),
+  );
 }
 
 const clock = (date) => date.toLocaleTimeString(locale, { hour: "2-digit", minute: "2-digit", second: "2-digit" });
@@ -16,10 +25,16 @@ export function syncLine(node, { pending, deliveredAt, unreachable }) {
   node.dataset.pending = String(pending);
   if (pending) {
     node.textContent = unreachable
-      ? tn("{count} event is saved on this device and will be sent when the server answers (the server is not reachable right now).",
-        "{count} events are saved on this device and will be sent when the server answers (the server is not reachable right now).", pending)
-      : tn("{count} event is saved on this device and will be sent when the server answers.",
-        "{count} events are saved on this device and will be sent when the server answers.", pending);
+      ? tn(
+          "{count} event is saved on this device and will be sent when the server answers (the server is not reachable right now).",
+          "{count} events are saved on this device and will be sent when the server answers (the server is not reachable right now).",
+          pending,
+        )
+      : tn(
+          "{count} event is saved on this device and will be sent when the server answers.",
+          "{count} events are saved on this device and will be sent when the server answers.",
+          pending,
+        );
   } else {
     node.textContent = deliveredAt
       ? t("All your progress is on the server (last sent at {time}).", { time: clock(deliveredAt) })
@@ -33,18 +48,40 @@ export function syncLine(node, { pending, deliveredAt, unreachable }) {
 export function textForm({ id, label, button, text = "", done, onSubmit, rule = null }) {
   const area = el("textarea", { id, required: true, "aria-describedby": `${id}-hint` });
   area.value = text;
-  const note = el("p", { class: "done-note", role: "status", hidden: !done, text: done ? t("Recorded on the server.") : "" });
+  const note = el("p", {
+    class: "done-note",
+    role: "status",
+    hidden: !done,
+    text: done ? t("Recorded on the server.") : "",
+  });
   const hint = el("p", { class: "text-hint", id: `${id}-hint`, role: "alert", hidden: true });
-  const form = el("form", { class: "checkpoint-form", onsubmit: (e) => {
-    e.preventDefault();
-    const value = area.value.trim();
-    if (!value) { area.focus(); return; }
-    const problem = rule && textProblem(rule, value);
-    hint.hidden = !problem;
-    hint.textContent = problem || "";
-    if (problem) { area.focus(); return; }
-    onSubmit(value);
-  } }, el("label", { for: id, text: label }), area, hint, el("p", {}, el("button", { type: "submit", text: button })), note);
+  const form = el(
+    "form",
+    {
+      class: "checkpoint-form",
+      onsubmit: (e) => {
+        e.preventDefault();
+        const value = area.value.trim();
+        if (!value) {
+          area.focus();
+          return;
+        }
+        const problem = rule && textProblem(rule, value);
+        hint.hidden = !problem;
+        hint.textContent = problem || "";
+        if (problem) {
+          area.focus();
+          return;
+        }
+        onSubmit(value);
+      },
+    },
+    el("label", { for: id, text: label }),
+    area,
+    hint,
+    el("p", {}, el("button", { type: "submit", text: button })),
+    note,
+  );
   form.showDelivery = (delivered) => {
     note.hidden = false;
     note.classList.toggle("queued", !delivered);
@@ -60,11 +97,14 @@ const CJK = /[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]/gu; // one w
 // Why a text does not earn its checkpoint, as a hint, or null: as service/lessons/model.py judges it.
 export function textProblem({ min_words: least = 0, vocabulary = {} }, text) {
   const words = text.replace(CJK, " ").split(/\s+/u).filter(Boolean).length + (text.match(CJK) || []).length;
-  if (words < least) return t("Say a little more: at least {least} words about what you saw (this has {words}).", { least, words });
+  if (words < least)
+    return t("Say a little more: at least {least} words about what you saw (this has {words}).", { least, words });
   const lowered = text.toLocaleLowerCase();
   const every = Object.values(vocabulary).flat(); // a word of any of the lesson's languages counts
   if (every.length && !every.some((w) => lowered.includes(w.toLocaleLowerCase()))) {
-    const examples = (vocabulary[locale] || vocabulary.en || every).slice(0, 4).join(locale.startsWith("zh") ? "、" : ", ");
+    const examples = (vocabulary[locale] || vocabulary.en || every)
+      .slice(0, 4)
+      .join(locale.startsWith("zh") ? "、" : ", ");
     return t("Use the lesson's words for what you saw, such as {examples}.", { examples });
   }
   return null;

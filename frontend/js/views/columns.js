@@ -21,17 +21,31 @@ export function ticks(max, count = 4) {
 
 // days: [{day: "YYYY-MM-DD", value: number|null}], oldest first; openDay: the day still counting.
 export function columnChart({ title, days, valueLabel, id, k = 5, openDay = "" }) {
-  const width = 400, height = 200, left = 40, bottom = 24, top = 10;
-  const plotW = width - left - 8, plotH = height - top - bottom;
+  const width = 400,
+    height = 200,
+    left = 40,
+    bottom = 24,
+    top = 10;
+  const plotW = width - left - 8,
+    plotH = height - top - bottom;
   const shown = days.filter((d) => d.value !== null).map((d) => d.value);
   const scale = ticks(Math.max(1, ...shown));
   const yMax = scale[scale.length - 1];
   const y = (v) => top + plotH - (v / yMax) * plotH;
   const slot = plotW / Math.max(1, days.length);
-  const chart = svg("svg", { viewBox: `0 0 ${width} ${height}`, class: "chart columns", role: "img",
-    "aria-label": `${title}: ${days.map((d) => `${d.day} ${d.value ?? hidden(k)}`).join(", ")}` });
-  const hatch = svg("pattern", { id: `${id}-hatch`, width: 6, height: 6, patternUnits: "userSpaceOnUse",
-    patternTransform: "rotate(45)" });
+  const chart = svg("svg", {
+    viewBox: `0 0 ${width} ${height}`,
+    class: "chart columns",
+    role: "img",
+    "aria-label": `${title}: ${days.map((d) => `${d.day} ${d.value ?? hidden(k)}`).join(", ")}`,
+  });
+  const hatch = svg("pattern", {
+    id: `${id}-hatch`,
+    width: 6,
+    height: 6,
+    patternUnits: "userSpaceOnUse",
+    patternTransform: "rotate(45)",
+  });
   hatch.append(svg("line", { x1: 0, y1: 0, x2: 0, y2: 6, class: "hatch" }));
   const defs = svg("defs", {});
   defs.append(hatch);
@@ -42,30 +56,81 @@ export function columnChart({ title, days, valueLabel, id, k = 5, openDay = "" }
   }
   const labelEvery = Math.max(1, Math.ceil(days.length / 7));
   days.forEach((d, i) => {
-    const x = left + i * slot + slot * 0.15, w = Math.max(1, slot * 0.7);
+    const x = left + i * slot + slot * 0.15,
+      w = Math.max(1, slot * 0.7);
     if (d.value === null) {
       chart.append(svg("rect", { x, y: top, width: w, height: plotH, fill: `url(#${id}-hatch)`, class: "hidden-day" }));
     } else {
-      chart.append(svg("rect", { x, y: y(d.value), width: w, height: y(0) - y(d.value),
-        class: d.day === openDay ? "bar open" : "bar" }));
+      chart.append(
+        svg("rect", {
+          x,
+          y: y(d.value),
+          width: w,
+          height: y(0) - y(d.value),
+          class: d.day === openDay ? "bar open" : "bar",
+        }),
+      );
     }
     const last = i === days.length - 1;
-    if ((i % labelEvery === 0 && days.length - 1 - i >= labelEvery) || last) {  // the last day always, uncrowded
+    if ((i % labelEvery === 0 && days.length - 1 - i >= labelEvery) || last) {
+      // the last day always, uncrowded
       // the first day starts at its bar, clear of the axis's "0"; the last ends at its bar
-      chart.append(svg("text", { x: last ? x + w : i === 0 ? x : x + w / 2, y: height - bottom + 16,
-        "text-anchor": last ? "end" : i === 0 ? "start" : "middle", class: "tick" }, d.day.slice(5)));
+      chart.append(
+        svg(
+          "text",
+          {
+            x: last ? x + w : i === 0 ? x : x + w / 2,
+            y: height - bottom + 16,
+            "text-anchor": last ? "end" : i === 0 ? "start" : "middle",
+            class: "tick",
+          },
+          d.day.slice(5),
+        ),
+      );
     }
   });
   chart.append(svg("line", { x1: left, x2: width - 8, y1: y(0), y2: y(0), class: "axis" }));
-  const legend = [t("{what} per UTC day", { what: valueLabel }),
+  const legend = [
+    t("{what} per UTC day", { what: valueLabel }),
     days.some((d) => d.day === openDay) ? t("outlined: today, still counting") : "",
-    days.some((d) => d.value === null) ? t("hatched: {why}", { why: hidden(k) }) : ""].filter(Boolean).join("; ");
-  const table = el("table", { class: "data" }, el("caption", { text: title }),
-    el("thead", {}, el("tr", {}, el("th", { scope: "col", text: t("day") }), el("th", { scope: "col", text: valueLabel }),
-      el("th", { scope: "col", text: t("note") }))),
-    el("tbody", {}, days.map((d) => el("tr", {}, el("th", { scope: "row", text: d.day }),
-      el("td", { text: d.value === null ? hidden(k) : String(d.value) }),
-      el("td", { text: d.day === openDay ? t("today: still counting") : "" })))));
-  return el("section", { class: "chart-block", id, "aria-label": title }, el("h2", { text: title }),
-    el("figure", { class: "columns-figure" }, chart, el("figcaption", { class: "note", text: legend })), numbers(title, table));
+    days.some((d) => d.value === null) ? t("hatched: {why}", { why: hidden(k) }) : "",
+  ]
+    .filter(Boolean)
+    .join("; ");
+  const table = el(
+    "table",
+    { class: "data" },
+    el("caption", { text: title }),
+    el(
+      "thead",
+      {},
+      el(
+        "tr",
+        {},
+        el("th", { scope: "col", text: t("day") }),
+        el("th", { scope: "col", text: valueLabel }),
+        el("th", { scope: "col", text: t("note") }),
+      ),
+    ),
+    el(
+      "tbody",
+      {},
+      days.map((d) =>
+        el(
+          "tr",
+          {},
+          el("th", { scope: "row", text: d.day }),
+          el("td", { text: d.value === null ? hidden(k) : String(d.value) }),
+          el("td", { text: d.day === openDay ? t("today: still counting") : "" }),
+        ),
+      ),
+    ),
+  );
+  return el(
+    "section",
+    { class: "chart-block", id, "aria-label": title },
+    el("h2", { text: title }),
+    el("figure", { class: "columns-figure" }, chart, el("figcaption", { class: "note", text: legend })),
+    numbers(title, table),
+  );
 }

@@ -6,10 +6,24 @@ import { t } from "../i18n.js";
 // A command line with a Copy button; `set` replaces the text.
 export function command(id) {
   const code = el("code", { id });
-  const node = el("div", { class: "command" }, code,
-    el("button", { type: "button", class: "secondary", text: t("Copy"), "aria-label": t("Copy the command"),
-      onclick: () => copy(code) }));
-  return { node, set: (text) => { code.textContent = text; } };
+  const node = el(
+    "div",
+    { class: "command" },
+    code,
+    el("button", {
+      type: "button",
+      class: "secondary",
+      text: t("Copy"),
+      "aria-label": t("Copy the command"),
+      onclick: () => copy(code),
+    }),
+  );
+  return {
+    node,
+    set: (text) => {
+      code.textContent = text;
+    },
+  };
 }
 
 export async function copy(code) {

@@ -31,7 +31,8 @@ export const TRACKS = {
 };
 
 // The TypeScript track runs the first exercise's scripts by name (package.json), the others' by path.
-const script = (path, name) => (path.endsWith("/multi-head-attention") ? `pnpm run ${name} --` : `pnpm exec tsx ${path}/${name}.ts`);
+const script = (path, name) =>
+  path.endsWith("/multi-head-attention") ? `pnpm run ${name} --` : `pnpm exec tsx ${path}/${name}.ts`;
 
 export function chosenTrack() {
   try {
@@ -59,14 +60,35 @@ export function exercisePanel({ block, verification, onVerdict, workbenchLink })
   const parts = {
     needs: el("span"),
     download: el("a", { id: "exercise-download", download: "" }),
-    setup: el("li"), test: command("exercise-test"), trace: command("exercise-trace"),
+    setup: el("li"),
+    test: command("exercise-test"),
+    trace: command("exercise-trace"),
   };
   const challenge = challengePanel({ exercise, verification, onVerdict, command: (url) => commandFor("submit", url) });
 
-  const choice = el("fieldset", { class: "track-choice" }, el("legend", { text: t("Your programming language") }),
-    ...Object.entries(TRACKS).map(([id, one]) => el("label", {},
-      el("input", { type: "radio", name: "track", value: id, checked: id === track,
-        onchange: () => { track = id; keep(id); draw(); } }), ` ${one.name}`)));
+  const choice = el(
+    "fieldset",
+    { class: "track-choice" },
+    el("legend", { text: t("Your programming language") }),
+    ...Object.entries(TRACKS).map(([id, one]) =>
+      el(
+        "label",
+        {},
+        el("input", {
+          type: "radio",
+          name: "track",
+          value: id,
+          checked: id === track,
+          onchange: () => {
+            track = id;
+            keep(id);
+            draw();
+          },
+        }),
+        ` ${one.name}`,
+      ),
+    ),
+  );
 
   function draw() {
     const chosen = TRACKS[track];
@@ -74,22 +96,46 @@ export function exercisePanel({ block, verification, onVerdict, workbenchLink })
     parts.download.href = `/api/v1/exercises/${exercise}/${track}.zip`;
     parts.download.textContent = `${exercise}-${track}.zip`;
     parts.setup.hidden = !chosen.setup;
-    parts.setup.replaceChildren(...fillNodes(t("In the unpacked folder, install the test runner once: {command}"),
-      { command: el("code", { text: chosen.setup || "" }) }));
+    parts.setup.replaceChildren(
+      ...fillNodes(t("In the unpacked folder, install the test runner once: {command}"), {
+        command: el("code", { text: chosen.setup || "" }),
+      }),
+    );
     parts.test.set(chosen.test(block));
     parts.trace.set(commandFor("trace", workbenchLink()));
     challenge.redraw();
   }
 
-  const steps = el("ol", { class: "exercise-steps" },
-    el("li", {}, ...fillNodes(t("Download the whole exercise: {file} (README, starter, tests, and the submit and trace scripts; needs {needs}). In a clone of this repository it is {folder}."),
-      { file: parts.download, needs: parts.needs, folder: el("code", { text: `${path}/` }) })),
+  const steps = el(
+    "ol",
+    { class: "exercise-steps" },
+    el(
+      "li",
+      {},
+      ...fillNodes(
+        t(
+          "Download the whole exercise: {file} (README, starter, tests, and the submit and trace scripts; needs {needs}). In a clone of this repository it is {folder}.",
+        ),
+        { file: parts.download, needs: parts.needs, folder: el("code", { text: `${path}/` }) },
+      ),
+    ),
     parts.setup,
-    el("li", {}, t("Run the tests from the unpacked folder and fix the starter until they pass; each failure names the mistake:"),
-      parts.test.node),
-    el("li", {}, t("See your numbers beside the engine's in the explorable above (the link is its current state; the script prints a link that draws yours beside the correct ones):"),
-      parts.trace.node),
-    el("li", {}, t("Prove it on fresh cases the server picks:")));
+    el(
+      "li",
+      {},
+      t("Run the tests from the unpacked folder and fix the starter until they pass; each failure names the mistake:"),
+      parts.test.node,
+    ),
+    el(
+      "li",
+      {},
+      t(
+        "See your numbers beside the engine's in the explorable above (the link is its current state; the script prints a link that draws yours beside the correct ones):",
+      ),
+      parts.trace.node,
+    ),
+    el("li", {}, t("Prove it on fresh cases the server picks:")),
+  );
   draw();
   const node = el("div", { class: "exercise-panel" }, choice, steps, challenge.node);
   // refresh(): the workbench changed, so the trace command's link follows it.

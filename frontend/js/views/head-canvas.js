@@ -14,10 +14,12 @@ export function headCanvas({ weights, label, selected, onPick, causal = true }) 
   canvas.setAttribute("role", "img");
   canvas.setAttribute("aria-label", label);
   const context = canvas.getContext("2d");
-  weights.forEach((row, i) => row.forEach((value, j) => {
-    context.fillStyle = causal && j > i ? "#f2f2f2" : `rgb(${viridis(value).join(",")})`;
-    context.fillRect(j * cell, i * cell, cell, cell);
-  }));
+  weights.forEach((row, i) => {
+    row.forEach((value, j) => {
+      context.fillStyle = causal && j > i ? "#f2f2f2" : `rgb(${viridis(value).join(",")})`;
+      context.fillRect(j * cell, i * cell, cell, cell);
+    });
+  });
   if (selected !== null && selected < n) {
     context.strokeStyle = "#d7301f";
     context.lineWidth = Math.max(1, cell / 3);

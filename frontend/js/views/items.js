@@ -10,22 +10,48 @@ import { fillNodes, locale, number, t } from "../i18n.js";
 // {response, pending: true} for an answer still on this device.
 export function itemForm({ item, phase, position, onAnswer }) {
   const name = `item-${phase}-${item.id}`;
-  const inputs = item.kind === "choice"
-    ? item.choices.map((c) => el("input", { type: "radio", name, value: c.id, id: `${name}-${c.id}`, required: true }))
-    : [el("input", { type: "number", step: "any", id: name, name, required: true, inputmode: "decimal" })];
-  const options = item.kind === "choice"
-    ? el("ul", { class: "item-choices" }, item.choices.map((c, i) => el("li", {}, el("label", { for: inputs[i].id }, inputs[i], el("span", {}, math(c.text))))))
-    : el("p", {}, el("label", { for: name, text: t("Your answer") }), " ", inputs[0]);
+  const inputs =
+    item.kind === "choice"
+      ? item.choices.map((c) =>
+          el("input", { type: "radio", name, value: c.id, id: `${name}-${c.id}`, required: true }),
+        )
+      : [el("input", { type: "number", step: "any", id: name, name, required: true, inputmode: "decimal" })];
+  const options =
+    item.kind === "choice"
+      ? el(
+          "ul",
+          { class: "item-choices" },
+          item.choices.map((c, i) =>
+            el("li", {}, el("label", { for: inputs[i].id }, inputs[i], el("span", {}, math(c.text)))),
+          ),
+        )
+      : el("p", {}, el("label", { for: name, text: t("Your answer") }), " ", inputs[0]);
   const feedback = el("p", { class: "item-feedback", role: "status" });
   const button = el("button", { type: "submit", text: t("Record answer") });
-  const form = el("form", { class: "item-form", dataset: { item: item.id, phase }, onsubmit: (e) => {
-    e.preventDefault();
-    const response = item.kind === "choice"
-      ? (inputs.find((i) => i.checked) || {}).value
-      : (inputs[0].value.trim() === "" ? NaN : Number(inputs[0].value));
-    if (response === undefined || (typeof response === "number" && !Number.isFinite(response))) { inputs[0].focus(); return; }
-    onAnswer(response);
-  } }, el("fieldset", {}, el("legend", {}, `${position}. `, math(item.prompt)), options), el("p", {}, button), feedback);
+  const form = el(
+    "form",
+    {
+      class: "item-form",
+      dataset: { item: item.id, phase },
+      onsubmit: (e) => {
+        e.preventDefault();
+        const response =
+          item.kind === "choice"
+            ? inputs.find((i) => i.checked)?.value
+            : inputs[0].value.trim() === ""
+              ? NaN
+              : Number(inputs[0].value);
+        if (response === undefined || (typeof response === "number" && !Number.isFinite(response))) {
+          inputs[0].focus();
+          return;
+        }
+        onAnswer(response);
+      },
+    },
+    el("fieldset", {}, el("legend", {}, `${position}. `, math(item.prompt)), options),
+    el("p", {}, button),
+    feedback,
+  );
 
   // `locked`: why the question cannot be answered yet (the after questions wait for the before ones
   // and the experiment), or null.
@@ -37,7 +63,11 @@ export function itemForm({ item, phase, position, onAnswer }) {
     if (!answered) {
       // An answer drawn before and gone now (erased elsewhere): the question is open again, empty.
       if (form.dataset.answered === "true") {
-        for (const input of inputs) { input.disabled = false; input.checked = false; if (item.kind !== "choice") input.value = ""; }
+        for (const input of inputs) {
+          input.disabled = false;
+          input.checked = false;
+          if (item.kind !== "choice") input.value = "";
+        }
         feedback.className = "item-feedback";
         feedback.replaceChildren();
       }
@@ -60,29 +90,50 @@ export function itemForm({ item, phase, position, onAnswer }) {
 
 function answerText(item, answer) {
   if (item.kind === "choice") return (item.choices.find((c) => c.id === answer) || { text: answer }).text;
-  return answer.tolerance ? t("{value} (give or take {tolerance})", { value: number(answer.value, 4), tolerance: number(answer.tolerance, 4) }) : number(answer.value, 4);
+  return answer.tolerance
+    ? t("{value} (give or take {tolerance})", {
+        value: number(answer.value, 4),
+        tolerance: number(answer.tolerance, 4),
+      })
+    : number(answer.value, 4);
 }
 
 function feedbackFor(item, answered) {
   if (answered.skipped) return [t("Skipped: this question comes back after the workbench.")];
   if (answered.pending) return [t("Saved on this device; it is scored when it reaches the server.")];
-  if (answered.correct === undefined) return [t("Recorded. This question comes back after the workbench, and its answer is shown then.")];
+  if (answered.correct === undefined)
+    return [t("Recorded. This question comes back after the workbench, and its answer is shown then.")];
   if (answered.correct) return [el("strong", { text: t("Correct.") })];
   const answer = el("span", { class: "item-answer" }, math(answerText(item, answered.answer)));
-  const parts = fillNodes(t("{verdict} The answer: {answer}."), { verdict: el("strong", { text: t("Not quite.") }), answer });
+  const parts = fillNodes(t("{verdict} The answer: {answer}."), {
+    verdict: el("strong", { text: t("Not quite.") }),
+    answer,
+  });
   // Sentences follow one another with a space, except after a full-width stop (Chinese)
-  if (answered.misconception) parts.push(locale.startsWith("zh") ? "" : " ", t("Your answer suggests this idea: {idea}.", { idea: answered.misconception }));
+  if (answered.misconception)
+    parts.push(
+      locale.startsWith("zh") ? "" : " ",
+      t("Your answer suggests this idea: {idea}.", { idea: answered.misconception }),
+    );
   return parts;
 }
 
 // Before and after on the same questions, once every question of both phases is answered and scored.
 export function gainLine(items, answers) {
   const again = items.filter((i) => i.phase === "both");
-  const score = (phase) => again.filter((i) => (answers.get(`${i.id}:${phase}`) || {}).correct === true).length;
-  const complete = again.length && again.every((i) => ["pre", "post"].every((p) => (answers.get(`${i.id}:${p}`) || {}).correct !== undefined));
+  const score = (phase) => again.filter((i) => answers.get(`${i.id}:${phase}`)?.correct === true).length;
+  const complete =
+    again.length &&
+    again.every((i) => ["pre", "post"].every((p) => answers.get(`${i.id}:${p}`)?.correct !== undefined));
   if (!complete) return null;
-  return el("p", { class: "item-gain", role: "status", text: t("On the questions asked twice you had {before} of {all} right before the workbench and {after} of {all} after.",
-    { before: score("pre"), after: score("post"), all: again.length }) });
+  return el("p", {
+    class: "item-gain",
+    role: "status",
+    text: t(
+      "On the questions asked twice you had {before} of {all} right before the workbench and {after} of {all} after.",
+      { before: score("pre"), after: score("post"), all: again.length },
+    ),
+  });
 }
 
 const HEADS = () => ({
@@ -96,23 +147,29 @@ const HEADS = () => ({
 // of one token change. The engine answers it later, on the learner's own edit in the workbench.
 export function predictionChoice(saved) {
   const labels = { "head-1": t("Head 1"), "head-2": t("Head 2"), both: t("Both heads"), neither: t("Neither") };
-  const inputs = Object.keys(labels).map((id) => el("input", { type: "radio", name: "prediction-choice", value: id, id: `prediction-${id}`, checked: saved === id }));
-  const node = el("fieldset", { class: "prediction-choice" },
+  const inputs = Object.keys(labels).map((id) =>
+    el("input", { type: "radio", name: "prediction-choice", value: id, id: `prediction-${id}`, checked: saved === id }),
+  );
+  const node = el(
+    "fieldset",
+    { class: "prediction-choice" },
     el("legend", { text: t("If you change only the last two features of one token, whose attention weights change?") }),
-    inputs.map((input) => el("label", { for: input.id }, input, el("span", { text: labels[input.value] }))));
-  return { node, value: () => (inputs.find((i) => i.checked) || {}).value };
+    inputs.map((input) => el("label", { for: input.id }, input, el("span", { text: labels[input.value] }))),
+  );
+  return { node, value: () => inputs.find((i) => i.checked)?.value };
 }
 
 // What the engine said of the learner's own edit, and whether their prediction held.
 export function predictionVerdict(node, prediction) {
-  node.hidden = !prediction || !prediction.observed;
+  node.hidden = !prediction?.observed;
   if (node.hidden) return null;
   const moved = HEADS()[prediction.observed];
-  const text = prediction.held === true
-    ? t("Your prediction held: your own edit in the workbench changed {moved}.", { moved })
-    : prediction.held === false
-      ? t("Your prediction did not hold: your own edit in the workbench changed {moved}.", { moved })
-      : t("Your own edit in the workbench changed {moved}.", { moved });
+  const text =
+    prediction.held === true
+      ? t("Your prediction held: your own edit in the workbench changed {moved}.", { moved })
+      : prediction.held === false
+        ? t("Your prediction did not hold: your own edit in the workbench changed {moved}.", { moved })
+        : t("Your own edit in the workbench changed {moved}.", { moved });
   node.className = `prediction-verdict verdict ${prediction.held === false ? "wrong" : "correct"}`;
   node.textContent = text;
   return text;

@@ -15,8 +15,18 @@ export const whole = (x) => grouped.format(x);
 
 function cells(values, row, variant = null, colour = false) {
   return values.map((v, j) => {
-    const cell = el("td", { dataset: { row: String(row), col: String(j), value: v === null ? "" : String(v), ...(variant ? { variant } : {}) } },
-      v === null ? "—" : fmt(v));
+    const cell = el(
+      "td",
+      {
+        dataset: {
+          row: String(row),
+          col: String(j),
+          value: v === null ? "" : String(v),
+          ...(variant ? { variant } : {}),
+        },
+      },
+      v === null ? "—" : fmt(v),
+    );
     if (colour && v !== null) paint(cell, v);
     return cell;
   });
@@ -32,25 +42,66 @@ export function cacheView(step, kind) {
   if (kind === "mla") {
     const { latent, rope_key: rope = null } = step.cache;
     const head = [...latent[0].map((_, j) => `c${j + 1}`), ...(rope ? rope[0].map((_, j) => `k_R${j + 1}`) : [])];
-    tables.push(cacheTable(t("The latent C (and the RoPE key k_R): what the cache keeps"), head,
-      latent.map((row, j) => [...row, ...(rope ? rope[j] : [])]), step.position, {}, slots));
+    tables.push(
+      cacheTable(
+        t("The latent C (and the RoPE key k_R): what the cache keeps"),
+        head,
+        latent.map((row, j) => [...row, ...(rope ? rope[j] : [])]),
+        step.position,
+        {},
+        slots,
+      ),
+    );
   } else {
     step.cache.key.forEach((keys, g) => {
       const values = step.cache.value[g];
       const head = [...keys[0].map((_, j) => `k${j + 1}`), ...values[0].map((_, j) => `v${j + 1}`)];
-      tables.push(cacheTable(t("Key/value head {head}: keys and values", { head: g + 1 }), head,
-        keys.map((row, j) => [...row, ...values[j]]), step.position, { head: String(g) }, slots));
+      tables.push(
+        cacheTable(
+          t("Key/value head {head}: keys and values", { head: g + 1 }),
+          head,
+          keys.map((row, j) => [...row, ...values[j]]),
+          step.position,
+          { head: String(g) },
+          slots,
+        ),
+      );
     });
   }
   const turned = step.rope_positions;
-  return el("div", {},
+  return el(
+    "div",
+    {},
     el("h3", { text: t("The cache") }),
-    el("p", { class: "note", text: t("{positions} positions × {per} numbers = {total} numbers in one layer's cache", {
-      positions: t1, per: whole(step.cache_elements / t1), total: whole(step.cache_elements) }) }),
-    slots.rolling ? el("p", { class: "note", dataset: { stage: "slots" }, text: t("A rolling cache: slot by slot, each holds the position written last into it (positions 1, 2, … counted from 1).") }) : null,
-    turned ? el("p", { class: "note", dataset: { stage: "rope-positions", query: String(turned.query) },
-      text: t("RoPE turned this step's query as position {query} and each cached key as the number in its “RoPE at” column (counting from 0, as RoPE does).", { query: turned.query }) }) : null,
-    ...tables);
+    el("p", {
+      class: "note",
+      text: t("{positions} positions × {per} numbers = {total} numbers in one layer's cache", {
+        positions: t1,
+        per: whole(step.cache_elements / t1),
+        total: whole(step.cache_elements),
+      }),
+    }),
+    slots.rolling
+      ? el("p", {
+          class: "note",
+          dataset: { stage: "slots" },
+          text: t(
+            "A rolling cache: slot by slot, each holds the position written last into it (positions 1, 2, … counted from 1).",
+          ),
+        })
+      : null,
+    turned
+      ? el("p", {
+          class: "note",
+          dataset: { stage: "rope-positions", query: String(turned.query) },
+          text: t(
+            "RoPE turned this step's query as position {query} and each cached key as the number in its “RoPE at” column (counting from 0, as RoPE does).",
+            { query: turned.query },
+          ),
+        })
+      : null,
+    ...tables,
+  );
 }
 
 function cacheTable(caption, head, rows, newest, dataset, { held, turned, rolling }) {
@@ -59,13 +110,35 @@ function cacheTable(caption, head, rows, newest, dataset, { held, turned, rollin
     const name = held[j] === newest ? t("{position} (new)", { position: p }) : String(p);
     return rolling ? t("slot {slot}: {position}", { slot: j + 1, position: name }) : name;
   };
-  const table = el("table", { class: "matrix kv-table", dataset: { stage: "cache", ...dataset } },
+  const table = el(
+    "table",
+    { class: "matrix kv-table", dataset: { stage: "cache", ...dataset } },
     el("caption", { text: caption }),
-    el("thead", {}, el("tr", {}, el("th", { scope: "col", text: rolling ? t("slot: position") : t("position") }),
-      ...head.map((h) => el("th", { scope: "col", text: h })), turned ? el("th", { scope: "col", text: t("RoPE at") }) : null)),
-    el("tbody", {}, rows.map((row, j) => el("tr", { class: held[j] === newest ? "newest" : "", dataset: { row: String(held[j]), slot: String(j) } },
-      el("th", { scope: "row", text: label(j) }), ...cells(row, held[j]),
-      turned ? el("td", { dataset: { stage: "rope-at" }, text: String(turned[j]) }) : null))));
+    el(
+      "thead",
+      {},
+      el(
+        "tr",
+        {},
+        el("th", { scope: "col", text: rolling ? t("slot: position") : t("position") }),
+        ...head.map((h) => el("th", { scope: "col", text: h })),
+        turned ? el("th", { scope: "col", text: t("RoPE at") }) : null,
+      ),
+    ),
+    el(
+      "tbody",
+      {},
+      rows.map((row, j) =>
+        el(
+          "tr",
+          { class: held[j] === newest ? "newest" : "", dataset: { row: String(held[j]), slot: String(j) } },
+          el("th", { scope: "row", text: label(j) }),
+          ...cells(row, held[j]),
+          turned ? el("td", { dataset: { stage: "rope-at" }, text: String(turned[j]) }) : null,
+        ),
+      ),
+    ),
+  );
   return scrollRegion(caption, table);
 }
 
@@ -73,22 +146,52 @@ function cacheTable(caption, head, rows, newest, dataset, { held, turned, rollin
 export function mappingView(heads, kind) {
   const count = heads.length;
   const targets = kind === "mla" ? 1 : Math.max(...heads.map((h) => h.kv_head)) + 1;
-  const rowHeight = 30, height = count * rowHeight + 10, width = 220;
+  const rowHeight = 30,
+    height = count * rowHeight + 10,
+    width = 220;
   const y = (i, n) => 20 + (i + 0.5) * ((height - 20) / n) - rowHeight / 2 + 5;
-  const drawing = svg("svg", { viewBox: `0 0 ${width} ${height + 10}`, class: "kv-lines", role: "img", "data-stage": "mapping",
-    "aria-label": kind === "mla" ? t("Every query head reads the one latent")
-      : heads.map((h) => t("query head {head} reads key/value head {kv}", { head: h.index + 1, kv: h.kv_head + 1 })).join("; ") });
+  const drawing = svg("svg", {
+    viewBox: `0 0 ${width} ${height + 10}`,
+    class: "kv-lines",
+    role: "img",
+    "data-stage": "mapping",
+    "aria-label":
+      kind === "mla"
+        ? t("Every query head reads the one latent")
+        : heads
+            .map((h) => t("query head {head} reads key/value head {kv}", { head: h.index + 1, kv: h.kv_head + 1 }))
+            .join("; "),
+  });
   heads.forEach((h, i) => {
     const target = kind === "mla" ? 0 : h.kv_head;
-    drawing.append(svg("line", { x1: 44, y1: y(i, count) + 10, x2: width - 44, y2: y(target, targets) + 10, class: "kv-link",
-      "data-query-head": String(h.index), "data-kv-head": String(target) }));
+    drawing.append(
+      svg("line", {
+        x1: 44,
+        y1: y(i, count) + 10,
+        x2: width - 44,
+        y2: y(target, targets) + 10,
+        class: "kv-link",
+        "data-query-head": String(h.index),
+        "data-kv-head": String(target),
+      }),
+    );
     drawing.append(svg("text", { x: 4, y: y(i, count) + 14, class: "kv-node" }, `Q${h.index + 1}`));
   });
   for (let g = 0; g < targets; g++) {
-    drawing.append(svg("text", { x: width - 4, y: y(g, targets) + 14, class: "kv-node", "text-anchor": "end" }, kind === "mla" ? "C" : `KV${g + 1}`));
+    drawing.append(
+      svg(
+        "text",
+        { x: width - 4, y: y(g, targets) + 14, class: "kv-node", "text-anchor": "end" },
+        kind === "mla" ? "C" : `KV${g + 1}`,
+      ),
+    );
   }
-  const axes = el("p", { class: "kv-axes" }, el("span", { text: t("query heads") }),
-    el("span", { text: kind === "mla" ? t("latent") : t("key/value heads") }));
+  const axes = el(
+    "p",
+    { class: "kv-axes" },
+    el("span", { text: t("query heads") }),
+    el("span", { text: kind === "mla" ? t("latent") : t("key/value heads") }),
+  );
   return el("div", {}, el("h3", { text: t("Which keys and values each head reads") }), axes, drawing);
 }
 
@@ -96,30 +199,66 @@ export function mappingView(heads, kind) {
 // broken one; 0 where the step did not attend: in a window's past, or dropped from the cache); under a
 // sink logit each row's sum, below one.
 export function queryView(step, correct, sums = false) {
-  const total = (head) => el("td", { dataset: { stage: "row-sum", value: String(head.weights.reduce((a, b) => a + b, 0)) },
-    text: fmt(head.weights.reduce((a, b) => a + b, 0)) });
+  const total = (head) =>
+    el("td", {
+      dataset: { stage: "row-sum", value: String(head.weights.reduce((a, b) => a + b, 0)) },
+      text: fmt(head.weights.reduce((a, b) => a + b, 0)),
+    });
   const rows = step.heads.map((head, h) => {
     const right = correct ? correct.heads[h] : null;
     const differs = right && head.weights.some((w, j) => Math.abs(w - right.weights[j]) > 1e-12);
-    return el("tbody", { dataset: { stage: "weights", head: String(h) } },
-      el("tr", {}, el("th", { scope: "row", text: t("head {head}", { head: h + 1 }) }), ...cells(head.weights, step.position, correct ? "broken" : "main", true),
-        sums ? total(head) : null),
-      right ? el("tr", { class: "correct-row" }, el("th", { scope: "row", text: differs ? t("done right") : t("done right (identical)") }),
-        ...cells(right.weights, step.position, "correct", true), sums ? total(right) : null) : null);
+    return el(
+      "tbody",
+      { dataset: { stage: "weights", head: String(h) } },
+      el(
+        "tr",
+        {},
+        el("th", { scope: "row", text: t("head {head}", { head: h + 1 }) }),
+        ...cells(head.weights, step.position, correct ? "broken" : "main", true),
+        sums ? total(head) : null,
+      ),
+      right
+        ? el(
+            "tr",
+            { class: "correct-row" },
+            el("th", { scope: "row", text: differs ? t("done right") : t("done right (identical)") }),
+            ...cells(right.weights, step.position, "correct", true),
+            sums ? total(right) : null,
+          )
+        : null,
+    );
   });
   const positions = step.heads[0].weights.map((_, j) => el("th", { scope: "col", text: String(j + 1) }));
   if (sums) positions.push(el("th", { scope: "col", text: t("row sum") }));
-  const caption = t("The new query (position {position}) weights every cached position", { position: step.position + 1 });
-  return el("div", {}, el("h3", { text: t("The new query's weights") }),
-    scrollRegion(caption, el("table", { class: "matrix kv-table kv-weights" }, el("caption", { text: caption }),
-      el("thead", {}, el("tr", {}, el("th", { scope: "col", text: t("key position") }), ...positions)), ...rows)));
+  const caption = t("The new query (position {position}) weights every cached position", {
+    position: step.position + 1,
+  });
+  return el(
+    "div",
+    {},
+    el("h3", { text: t("The new query's weights") }),
+    scrollRegion(
+      caption,
+      el(
+        "table",
+        { class: "matrix kv-table kv-weights" },
+        el("caption", { text: caption }),
+        el("thead", {}, el("tr", {}, el("th", { scope: "col", text: t("key position") }), ...positions)),
+        ...rows,
+      ),
+    ),
+  );
 }
 
 // Bytes as people read them: binary units (a KiB is 1,024 bytes).
 export function bytes(value) {
   const units = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB"];
-  let i = 0, x = value;
-  while (x >= 1024 && i < units.length - 1) { x /= 1024; i++; }
+  let i = 0,
+    x = value;
+  while (x >= 1024 && i < units.length - 1) {
+    x /= 1024;
+    i++;
+  }
   const word = t("bytes"); // outside the template literal: the extractor does not look inside one
   return i === 0 ? `${whole(x)} ${word}` : `${fmt(x, x >= 100 ? 0 : 1)} ${units[i]}`;
 }
@@ -134,27 +273,84 @@ function bar(className, percent, dataset) {
 // A model's cache for its context beside the MHA equivalent: two bars with units, and the numbers.
 export function memoryView(answer, model, tokens) {
   const rows = [
-    { label: t("{model}'s cache ({kind})", { model: model.name, kind: answer.kind.toUpperCase() }), value: answer.bytes_total, stage: "memory" },
-    { label: t("the same heads with their own keys and values (MHA)"), value: answer.mha_equivalent.bytes_total, stage: "memory-mha" },
+    {
+      label: t("{model}'s cache ({kind})", { model: model.name, kind: answer.kind.toUpperCase() }),
+      value: answer.bytes_total,
+      stage: "memory",
+    },
+    {
+      label: t("the same heads with their own keys and values (MHA)"),
+      value: answer.mha_equivalent.bytes_total,
+      stage: "memory-mha",
+    },
   ];
   const max = Math.max(...rows.map((r) => r.value));
-  const chart = el("div", { class: "kv-bars", role: "img", "aria-label": rows.map((r) => `${r.label}: ${bytes(r.value)}`).join("; ") },
-    ...rows.map((r, i) => el("div", { class: "kv-bar-row", "aria-hidden": "true" },
-      el("span", { class: "kv-bar-label", text: r.label }),
-      el("span", { class: "kv-bar-track" },
-        bar(i ? "kv-bar kv-bar-muted" : "kv-bar", Math.max(0.5, (r.value / max) * 100), { stage: r.stage, value: String(r.value) }),
-        el("span", { class: "kv-bar-value", text: bytes(r.value) })))));
+  const chart = el(
+    "div",
+    { class: "kv-bars", role: "img", "aria-label": rows.map((r) => `${r.label}: ${bytes(r.value)}`).join("; ") },
+    ...rows.map((r, i) =>
+      el(
+        "div",
+        { class: "kv-bar-row", "aria-hidden": "true" },
+        el("span", { class: "kv-bar-label", text: r.label }),
+        el(
+          "span",
+          { class: "kv-bar-track" },
+          bar(i ? "kv-bar kv-bar-muted" : "kv-bar", Math.max(0.5, (r.value / max) * 100), {
+            stage: r.stage,
+            value: String(r.value),
+          }),
+          el("span", { class: "kv-bar-value", text: bytes(r.value) }),
+        ),
+      ),
+    ),
+  );
   const counted = tn("{count} token", "{count} tokens", tokens, { count: whole(tokens) }); // outside t(): extracted
-  const cached = answer.positions_cached < tokens ? t(" (a sliding window keeps {window})", { window: whole(answer.positions_cached) }) : "";
+  const cached =
+    answer.positions_cached < tokens
+      ? t(" (a sliding window keeps {window})", { window: whole(answer.positions_cached) })
+      : "";
   const { local, global } = answer.layers ?? {};
-  const kinds = local && global ? el("p", { class: "kv-figures", dataset: { stage: "memory-kinds" } },
-    t("{local} local layers keep {localPositions} positions each: {localBytes}; {global} global layers keep {globalPositions}: {globalBytes}. Were every layer global: {all}.", {
-      local: local.layers, localPositions: whole(local.positions_cached), localBytes: bytes(local.bytes),
-      global: global.layers, globalPositions: whole(global.positions_cached), globalBytes: bytes(global.bytes),
-      all: bytes(answer.bytes_if_every_layer_global) })) : null;
-  return el("div", {}, chart, kinds,
-    el("p", { class: "kv-figures" }, t("{elements} numbers a token ({bytes} a token) over {layers} layers; {tokens}{cached}: {total}, {ratio} % of the MHA equivalent.", {
-      elements: whole(answer.elements_per_token), bytes: bytes(answer.bytes_per_token), layers: model.request.layers,
-      tokens: counted, cached, total: bytes(answer.bytes_total), ratio: fmt(answer.ratio_to_mha * 100, 1) })),
-    el("p", { class: "note" }, t("Source: {source}", { source: model.source })));
+  const kinds =
+    local && global
+      ? el(
+          "p",
+          { class: "kv-figures", dataset: { stage: "memory-kinds" } },
+          t(
+            "{local} local layers keep {localPositions} positions each: {localBytes}; {global} global layers keep {globalPositions}: {globalBytes}. Were every layer global: {all}.",
+            {
+              local: local.layers,
+              localPositions: whole(local.positions_cached),
+              localBytes: bytes(local.bytes),
+              global: global.layers,
+              globalPositions: whole(global.positions_cached),
+              globalBytes: bytes(global.bytes),
+              all: bytes(answer.bytes_if_every_layer_global),
+            },
+          ),
+        )
+      : null;
+  return el(
+    "div",
+    {},
+    chart,
+    kinds,
+    el(
+      "p",
+      { class: "kv-figures" },
+      t(
+        "{elements} numbers a token ({bytes} a token) over {layers} layers; {tokens}{cached}: {total}, {ratio} % of the MHA equivalent.",
+        {
+          elements: whole(answer.elements_per_token),
+          bytes: bytes(answer.bytes_per_token),
+          layers: model.request.layers,
+          tokens: counted,
+          cached,
+          total: bytes(answer.bytes_total),
+          ratio: fmt(answer.ratio_to_mha * 100, 1),
+        },
+      ),
+    ),
+    el("p", { class: "note" }, t("Source: {source}", { source: model.source })),
+  );
 }

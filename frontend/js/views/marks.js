@@ -14,9 +14,11 @@ export function markCell(cell, kind) {
 // Per-cell marks between two equal-shape matrices: changes visible at two decimals.
 export function changes(before, after, kind = null) {
   if (!before || before.length !== after.length || before[0].length !== after[0].length) return null;
-  return after.map((row, i) => row.map((v, j) => {
-    const delta = v - before[i][j];
-    if (Math.abs(delta) < 0.005) return null;
-    return kind || (delta > 0 ? "up" : "down");
-  }));
+  return after.map((row, i) =>
+    row.map((v, j) => {
+      const delta = v - before[i][j];
+      if (Math.abs(delta) < 0.005) return null;
+      return kind || (delta > 0 ? "up" : "down");
+    }),
+  );
 }

@@ -13,8 +13,9 @@ export function notATest(state) {
   if (state.kv !== state.heads) reasons.push(t("there are fewer K/V heads than heads"));
   if (state.qkv !== "identity") reasons.push(t("Q, K and V are learned projections"));
   return reasons.length
-    ? t("The exercise's function computes Q = K = V = the tokens, one K/V head per head, no RoPE; here {reasons}.",
-      { reasons: new Intl.ListFormat(locale).format(reasons) })
+    ? t("The exercise's function computes Q = K = V = the tokens, one K/V head per head, no RoPE; here {reasons}.", {
+        reasons: new Intl.ListFormat(locale).format(reasons),
+      })
     : "";
 }
 
@@ -31,7 +32,8 @@ function caseId(text) {
 export function savedTests({ tokens, heads, causal, wo }, correct) {
   const weights = correct.heads.map((h) => h.weights);
   const output = correct.output;
-  const about = `${tokens.length} tokens, ${heads} head${heads === 1 ? "" : "s"}, ${causal ? "causal mask" : "no mask"}, ` +
+  const about =
+    `${tokens.length} tokens, ${heads} head${heads === 1 ? "" : "s"}, ${causal ? "causal mask" : "no mask"}, ` +
     `${wo ? "learned-looking" : "identity"} W_O`;
   const id = caseId(list([tokens, heads, causal, wo]));
   const python = [
@@ -42,8 +44,8 @@ export function savedTests({ tokens, heads, causal, wo }, correct) {
     `    expected_weights = ${list(weights)}`,
     `    expected_output = ${list(output)}`,
     `    result = run(mha, tokens, ${heads}, causal=${causal ? "True" : "False"}, output_projection=output_projection)`,
-    "    assert np.allclose(result[\"weights\"], expected_weights, atol=1e-9), \"the weights differ from the workbench's\"",
-    "    assert np.allclose(result[\"output\"], expected_output, atol=1e-9), \"the output differs from the workbench's\"",
+    '    assert np.allclose(result["weights"], expected_weights, atol=1e-9), "the weights differ from the workbench\'s"',
+    '    assert np.allclose(result["output"], expected_output, atol=1e-9), "the output differs from the workbench\'s"',
   ].join("\n");
   const typescript = [
     `test("workbench case ${id}: ${about}", () => {`,
@@ -52,8 +54,8 @@ export function savedTests({ tokens, heads, causal, wo }, correct) {
     `  const expectedWeights = ${list(weights)};`,
     `  const expectedOutput = ${list(output)};`,
     `  const result = run(mha, tokens, ${heads}, ${causal}, outputProjection);`,
-    "  if (!allClose(result.weights, expectedWeights)) fail(\"the weights differ from the workbench's\");",
-    "  if (!allClose(result.output, expectedOutput)) fail(\"the output differs from the workbench's\");",
+    '  if (!allClose(result.weights, expectedWeights)) fail("the weights differ from the workbench\'s");',
+    '  if (!allClose(result.output, expectedOutput)) fail("the output differs from the workbench\'s");',
     "});",
   ].join("\n");
   return { python, typescript };
@@ -64,7 +66,12 @@ export function savedTestsView(tests) {
   const typescript = command("saved-vitest");
   python.set(tests.python);
   typescript.set(tests.typescript);
-  return el("div", { class: "saved-tests" },
-    el("h3", { text: t("pytest: paste at the end of {file}", { file: "tests/test_multi_head_attention.py" }) }), python.node,
-    el("h3", { text: t("vitest: paste at the end of {file}", { file: "tests/multi-head-attention.test.ts" }) }), typescript.node);
+  return el(
+    "div",
+    { class: "saved-tests" },
+    el("h3", { text: t("pytest: paste at the end of {file}", { file: "tests/test_multi_head_attention.py" }) }),
+    python.node,
+    el("h3", { text: t("vitest: paste at the end of {file}", { file: "tests/multi-head-attention.test.ts" }) }),
+    typescript.node,
+  );
 }

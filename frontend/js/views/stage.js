@@ -11,32 +11,86 @@ import { t } from "../i18n.js";
 export const VARIANT_NAMES = { main: t("correct"), broken: t("broken"), yours: t("yours") };
 
 // variants: [{name, rows, marks}]; table: matrix() options shared by every variant's table.
-export function stage({ key, stage, head = null, title, shape, variants, open, onToggle, glyphOf = {}, table = {},
-  divergence = null, extra = null }) {
+export function stage({
+  key,
+  stage,
+  head = null,
+  title,
+  shape,
+  variants,
+  open,
+  onToggle,
+  glyphOf = {},
+  table = {},
+  divergence = null,
+  extra = null,
+}) {
   const id = `numbers-${key.replace(":", "-")}`;
   const several = variants.length > 1;
-  const glyphs = variants.map((v) => el("span", { class: `glyph-box variant-${v.name}` },
-    glyph({ rows: v.rows, ...glyphOf }), several ? el("span", { class: "glyph-caption", text: VARIANT_NAMES[v.name] }) : null));
-  const button = el("button", { type: "button", class: "stage-open", "aria-expanded": open ? "true" : "false",
-    "aria-controls": id, onclick: () => onToggle(key) },
-  el("span", { class: "glyphs" }, glyphs),
-  el("span", { class: "stage-label" }, el("span", { class: "stage-title" }, typeof title === "string" ? math(title) : title), shape ? shapeLabel(shape) : null,
-    el("span", { class: "visually-hidden", text: open ? t(": hide its numbers") : t(": show its numbers") })));
-  const numbers = el("div", { class: "stage-numbers", id, hidden: !open },
-    extra, variants.map((v) => el("div", { class: "variant", dataset: { variant: v.name } },
-      matrix({ ...table, rows: v.rows, marks: v.marks || null, caption: `${table.caption}${several ? ` (${VARIANT_NAMES[v.name]})` : ""}` }))));
+  const glyphs = variants.map((v) =>
+    el(
+      "span",
+      { class: `glyph-box variant-${v.name}` },
+      glyph({ rows: v.rows, ...glyphOf }),
+      several ? el("span", { class: "glyph-caption", text: VARIANT_NAMES[v.name] }) : null,
+    ),
+  );
+  const button = el(
+    "button",
+    {
+      type: "button",
+      class: "stage-open",
+      "aria-expanded": open ? "true" : "false",
+      "aria-controls": id,
+      onclick: () => onToggle(key),
+    },
+    el("span", { class: "glyphs" }, glyphs),
+    el(
+      "span",
+      { class: "stage-label" },
+      el("span", { class: "stage-title" }, typeof title === "string" ? math(title) : title),
+      shape ? shapeLabel(shape) : null,
+      el("span", { class: "visually-hidden", text: open ? t(": hide its numbers") : t(": show its numbers") }),
+    ),
+  );
+  const numbers = el(
+    "div",
+    { class: "stage-numbers", id, hidden: !open },
+    extra,
+    variants.map((v) =>
+      el(
+        "div",
+        { class: "variant", dataset: { variant: v.name } },
+        matrix({
+          ...table,
+          rows: v.rows,
+          marks: v.marks || null,
+          caption: `${table.caption}${several ? ` (${VARIANT_NAMES[v.name]})` : ""}`,
+        }),
+      ),
+    ),
+  );
   const dataset = { stage };
   if (head !== null) Object.assign(dataset, { head: String(head), owner: String(head) });
   if (divergence) dataset.divergence = divergence;
-  return el("figure", { class: `stage${open ? " open" : ""}`, dataset },
+  return el(
+    "figure",
+    { class: `stage${open ? " open" : ""}`, dataset },
     divergence === "first" ? el("p", { class: "divergence-badge", text: t("first difference") }) : null,
-    button, numbers);
+    button,
+    numbers,
+  );
 }
 
 // "[n][d_head] = [3][2]": the lesson's symbolic shape, then the numbers (hidden on a phone).
 export function shapeLabel(text) {
   const [symbolic, numeric] = text.split(" = ");
-  return el("span", { class: "shape" }, symbolic, numeric ? el("span", { class: "shape-n", text: ` = ${numeric}` }) : null);
+  return el(
+    "span",
+    { class: "shape" },
+    symbolic,
+    numeric ? el("span", { class: "shape-n", text: ` = ${numeric}` }) : null,
+  );
 }
 
 // Cells of `other` that differ from `expected` (beyond float64 rounding): "differs" marks.

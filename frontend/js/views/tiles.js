@@ -16,34 +16,95 @@ const small = (v) => {
   return `${fmt(Number(mantissa), 2)}·10${[...exponent.replace("+", "")].map((c) => SUPER[c]).join("")}`;
 };
 const shown = (v) => (v === null ? "−∞" : v !== 0 && Math.abs(v) < 0.001 ? small(v) : fmt(v, 3));
-const cell = (stage, row, v, col = null) => el("td", {
-  dataset: { stage, row: String(row), value: v === null ? "" : String(v), ...(col === null ? {} : { col: String(col) }) },
-}, shown(v));
+const cell = (stage, row, v, col = null) =>
+  el(
+    "td",
+    {
+      dataset: {
+        stage,
+        row: String(row),
+        value: v === null ? "" : String(v),
+        ...(col === null ? {} : { col: String(col) }),
+      },
+    },
+    shown(v),
+  );
 
 // The tile a cell belongs to: tiles run over query blocks, then key blocks within each (the order computed).
 export const tileOf = (i, j, block, n) => Math.floor(i / block) * Math.ceil(n / block) + Math.floor(j / block);
 
 export function tileGrid({ scores, hidden, tiles, block, done, first }) {
   const n = scores.length;
-  const caption = t("Scores S = QKᵀ/√d (a row per query q, a column per key k), cut into {block} × {block} tiles: {done} of {all} stepped",
-    { block, done, all: tiles.length });
-  const table = el("table", { class: "matrix os-grid", dataset: { stage: "tiles" } },
+  const caption = t(
+    "Scores S = QKᵀ/√d (a row per query q, a column per key k), cut into {block} × {block} tiles: {done} of {all} stepped",
+    { block, done, all: tiles.length },
+  );
+  const table = el(
+    "table",
+    { class: "matrix os-grid", dataset: { stage: "tiles" } },
     el("caption", { text: caption }),
-    el("thead", {}, el("tr", {}, el("th", { scope: "col" }, el("span", { class: "visually-hidden", text: t("query") })),
-      ...scores[0].map((_, j) => el("th", { scope: "col", class: j % block === 0 ? "t-left" : "", title: t("key {key}", { key: j + 1 }) },
-        "k", el("sub", { text: String(j + 1) }))))),
-    el("tbody", {}, scores.map((row, i) => el("tr", {},
-      el("th", { scope: "row", class: i % block === 0 ? "t-top" : "", title: t("query {query}", { query: i + 1 }) },
-        "q", el("sub", { text: String(i + 1) })),
-      ...row.map((s, j) => {
-        const index = tileOf(i, j, block, n);
-        const { status } = tiles[index];
-        const classes = [status, index < done ? "done" : "", index === done - 1 ? "current" : "", first === index ? "first-difference" : "",
-          i % block === 0 ? "t-top" : "", j % block === 0 ? "t-left" : "", hidden[i][j] ? "hidden" : ""];
-        return el("td", { class: classes.filter(Boolean).join(" "),
-          dataset: { row: String(i), col: String(j), tile: String(index), status, value: hidden[i][j] ? "" : String(s) },
-          title: hidden[i][j] ? t("hidden by the causal mask: −∞ before the softmax") : null }, hidden[i][j] ? "—" : fmt(s));
-      })))));
+    el(
+      "thead",
+      {},
+      el(
+        "tr",
+        {},
+        el("th", { scope: "col" }, el("span", { class: "visually-hidden", text: t("query") })),
+        ...scores[0].map((_, j) =>
+          el(
+            "th",
+            { scope: "col", class: j % block === 0 ? "t-left" : "", title: t("key {key}", { key: j + 1 }) },
+            "k",
+            el("sub", { text: String(j + 1) }),
+          ),
+        ),
+      ),
+    ),
+    el(
+      "tbody",
+      {},
+      scores.map((row, i) =>
+        el(
+          "tr",
+          {},
+          el(
+            "th",
+            { scope: "row", class: i % block === 0 ? "t-top" : "", title: t("query {query}", { query: i + 1 }) },
+            "q",
+            el("sub", { text: String(i + 1) }),
+          ),
+          ...row.map((s, j) => {
+            const index = tileOf(i, j, block, n);
+            const { status } = tiles[index];
+            const classes = [
+              status,
+              index < done ? "done" : "",
+              index === done - 1 ? "current" : "",
+              first === index ? "first-difference" : "",
+              i % block === 0 ? "t-top" : "",
+              j % block === 0 ? "t-left" : "",
+              hidden[i][j] ? "hidden" : "",
+            ];
+            return el(
+              "td",
+              {
+                class: classes.filter(Boolean).join(" "),
+                dataset: {
+                  row: String(i),
+                  col: String(j),
+                  tile: String(index),
+                  status,
+                  value: hidden[i][j] ? "" : String(s),
+                },
+                title: hidden[i][j] ? t("hidden by the causal mask: −∞ before the softmax") : null,
+              },
+              hidden[i][j] ? "—" : fmt(s),
+            );
+          }),
+        ),
+      ),
+    ),
+  );
   return scrollRegion(caption, table);
 }
 
@@ -57,46 +118,117 @@ function before(tiles, index) {
 
 export function runningView(tiles, index) {
   const tile = tiles[index];
-  const where = t("Tile {tile}: queries {q0}–{q1}, keys {k0}–{k1}", { tile: index + 1, q0: tile.rows[0] + 1,
-    q1: tile.rows[1], k0: tile.keys[0] + 1, k1: tile.keys[1] });
+  const where = t("Tile {tile}: queries {q0}–{q1}, keys {k0}–{k1}", {
+    tile: index + 1,
+    q0: tile.rows[0] + 1,
+    q1: tile.rows[1],
+    k0: tile.keys[0] + 1,
+    k1: tile.keys[1],
+  });
   if (tile.status === "skipped") {
-    return el("div", { dataset: { stage: "running", status: "skipped" } }, el("h3", { text: where }),
-      el("p", { text: t("Skipped: every key of this tile is hidden from every query of its block (the future, under the causal mask). Nothing is computed; what the rows carry does not change.") }));
+    return el(
+      "div",
+      { dataset: { stage: "running", status: "skipped" } },
+      el("h3", { text: where }),
+      el("p", {
+        text: t(
+          "Skipped: every key of this tile is hidden from every query of its block (the future, under the causal mask). Nothing is computed; what the rows carry does not change.",
+        ),
+      }),
+    );
   }
   const prior = before(tiles, index);
   const rows = Array.from({ length: tile.rows[1] - tile.rows[0] }, (_, r) => r);
   const width = tile.o_tilde[0].length;
-  const inside = tile.status === "masked" ? t("On the diagonal: the causal mask is applied inside the tile.")
-    : t("Every key of the tile is visible to every query of its block.");
+  const inside =
+    tile.status === "masked"
+      ? t("On the diagonal: the causal mask is applied inside the tile.")
+      : t("Every key of the tile is visible to every query of its block.");
   const caption = [`${where}.`, inside, t("α = exp(m before − m after) rescales what the row held.")].join(" ");
-  const table = el("table", { class: "matrix os-running-table", dataset: { stage: "running", status: tile.status } },
+  const table = el(
+    "table",
+    { class: "matrix os-running-table", dataset: { stage: "running", status: tile.status } },
     el("caption", { text: caption }),
-    el("thead", {}, el("tr", {}, el("th", { scope: "col", text: t("query") }),
-      el("th", { scope: "col", text: t("m before") }), el("th", { scope: "col", text: t("m after") }),
-      el("th", { scope: "col", title: t("α = exp(m before − m after): what l and Õ are multiplied by before the tile is added") }, "α"),
-      el("th", { scope: "col", text: t("l before") }), el("th", { scope: "col", text: t("l after") }),
-      ...Array.from({ length: width }, (_, d) => el("th", { scope: "col" }, "Õ", el("sub", { text: String(d + 1) })))),
+    el(
+      "thead",
+      {},
+      el(
+        "tr",
+        {},
+        el("th", { scope: "col", text: t("query") }),
+        el("th", { scope: "col", text: t("m before") }),
+        el("th", { scope: "col", text: t("m after") }),
+        el(
+          "th",
+          {
+            scope: "col",
+            title: t("α = exp(m before − m after): what l and Õ are multiplied by before the tile is added"),
+          },
+          "α",
+        ),
+        el("th", { scope: "col", text: t("l before") }),
+        el("th", { scope: "col", text: t("l after") }),
+        ...Array.from({ length: width }, (_, d) => el("th", { scope: "col" }, "Õ", el("sub", { text: String(d + 1) }))),
+      ),
     ),
-    el("tbody", {}, rows.map((r) => {
-      const row = tile.rows[0] + r;
-      return el("tr", { dataset: { row: String(row) } }, el("th", { scope: "row", text: String(row + 1) }),
-        cell("m-before", row, prior ? prior.m[r] : null), cell("m", row, tile.m[r]), cell("alpha", row, tile.alpha[r]),
-        cell("l-before", row, prior ? prior.l[r] : 0), cell("l", row, tile.l[r]),
-        ...tile.o_tilde[r].map((v, d) => cell("o_tilde", row, v, d)));
-    })));
+    el(
+      "tbody",
+      {},
+      rows.map((r) => {
+        const row = tile.rows[0] + r;
+        return el(
+          "tr",
+          { dataset: { row: String(row) } },
+          el("th", { scope: "row", text: String(row + 1) }),
+          cell("m-before", row, prior ? prior.m[r] : null),
+          cell("m", row, tile.m[r]),
+          cell("alpha", row, tile.alpha[r]),
+          cell("l-before", row, prior ? prior.l[r] : 0),
+          cell("l", row, tile.l[r]),
+          ...tile.o_tilde[r].map((v, d) => cell("o_tilde", row, v, d)),
+        );
+      }),
+    ),
+  );
   return scrollRegion(caption, table);
 }
 
 // After the last tile: O = diag(l)⁻¹ Õ, row by row, beside the plain softmax's output of the same head.
 export function finalView(head, plainOutput, lastL) {
   const caption = t("The final division: O = Õ / l, beside the plain softmax's output");
-  const table = el("table", { class: "matrix os-final", dataset: { stage: "final" } },
+  const table = el(
+    "table",
+    { class: "matrix os-final", dataset: { stage: "final" } },
     el("caption", {}, math(caption)),
-    el("thead", {}, el("tr", {}, el("th", { scope: "col", text: t("query") }), el("th", { scope: "col", text: "l" }),
-      ...head.output[0].map((_, d) => el("th", { scope: "col" }, "O", el("sub", { text: String(d + 1) }))),
-      ...head.output[0].map((_, d) => el("th", { scope: "col" }, t("plain"), " O", el("sub", { text: String(d + 1) }))))),
-    el("tbody", {}, head.output.map((row, i) => el("tr", { dataset: { row: String(i) } }, el("th", { scope: "row", text: String(i + 1) }),
-      cell("l", i, lastL[i]), ...row.map((v, d) => cell("output", i, v, d)), ...plainOutput[i].map((v, d) => cell("plain", i, v, d))))));
+    el(
+      "thead",
+      {},
+      el(
+        "tr",
+        {},
+        el("th", { scope: "col", text: t("query") }),
+        el("th", { scope: "col", text: "l" }),
+        ...head.output[0].map((_, d) => el("th", { scope: "col" }, "O", el("sub", { text: String(d + 1) }))),
+        ...head.output[0].map((_, d) =>
+          el("th", { scope: "col" }, t("plain"), " O", el("sub", { text: String(d + 1) })),
+        ),
+      ),
+    ),
+    el(
+      "tbody",
+      {},
+      head.output.map((row, i) =>
+        el(
+          "tr",
+          { dataset: { row: String(i) } },
+          el("th", { scope: "row", text: String(i + 1) }),
+          cell("l", i, lastL[i]),
+          ...row.map((v, d) => cell("output", i, v, d)),
+          ...plainOutput[i].map((v, d) => cell("plain", i, v, d)),
+        ),
+      ),
+    ),
+  );
   return scrollRegion(caption, table);
 }
 
@@ -105,7 +237,9 @@ export function finalL(head) {
   const l = [];
   for (const tile of head.tiles) {
     if (tile.status === "skipped") continue;
-    tile.l.forEach((v, r) => { l[tile.rows[0] + r] = v; });
+    tile.l.forEach((v, r) => {
+      l[tile.rows[0] + r] = v;
+    });
   }
   return l;
 }

@@ -5,10 +5,23 @@ import { el } from "./dom.js";
 import { t } from "../i18n.js";
 
 export function tokenEditor(tokens, onEdit) {
-  const table = el("table", { class: "token-editor", dataset: { stage: "x" } },
+  const table = el(
+    "table",
+    { class: "token-editor", dataset: { stage: "x" } },
     el("caption", { text: t("Each row is one token, a vector of the residual stream X.") }),
-    el("thead", {}, el("tr", {}, el("th", { scope: "col", text: t("token") }),
-      ...tokens[0].map((_, d) => el("th", { scope: "col", dataset: { col: String(d) }, text: t("dim {dim}", { dim: d + 1 }) })))));
+    el(
+      "thead",
+      {},
+      el(
+        "tr",
+        {},
+        el("th", { scope: "col", text: t("token") }),
+        ...tokens[0].map((_, d) =>
+          el("th", { scope: "col", dataset: { col: String(d) }, text: t("dim {dim}", { dim: d + 1 }) }),
+        ),
+      ),
+    ),
+  );
   const body = el("tbody", { dataset: { variant: "main" } });
   tokens.forEach((row, k) => {
     const tr = el("tr", {}, el("th", { scope: "row", text: `${k + 1}` }));
@@ -16,7 +29,11 @@ export function tokenEditor(tokens, onEdit) {
       const id = `token-${k + 1}-dim-${d + 1}`;
       const cell = el("td", { dataset: { row: String(k), col: String(d), value: String(value) } });
       const input = el("input", {
-        id, type: "number", step: "0.1", value: String(value), inputmode: "decimal",
+        id,
+        type: "number",
+        step: "0.1",
+        value: String(value),
+        inputmode: "decimal",
         oninput: (e) => {
           const v = Number(e.target.value);
           if (e.target.value !== "" && Number.isFinite(v)) {
@@ -25,7 +42,14 @@ export function tokenEditor(tokens, onEdit) {
           }
         },
       });
-      cell.append(el("label", { for: id, class: "visually-hidden", text: t("Token {token} dimension {dim}", { token: k + 1, dim: d + 1 }) }), input);
+      cell.append(
+        el("label", {
+          for: id,
+          class: "visually-hidden",
+          text: t("Token {token} dimension {dim}", { token: k + 1, dim: d + 1 }),
+        }),
+        input,
+      );
       tr.append(cell);
     });
     body.append(tr);

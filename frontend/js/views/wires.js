@@ -9,7 +9,8 @@ const GAP = 3; // px between a wire's end and the box it enters
 // A box relative to the layer: {left, right, top, bottom, cx, cy}.
 function box(node, origin) {
   const r = node.getBoundingClientRect();
-  const left = r.left - origin.left, top = r.top - origin.top;
+  const left = r.left - origin.left,
+    top = r.top - origin.top;
   return { left, top, right: left + r.width, bottom: top + r.height, cx: left + r.width / 2, cy: top + r.height / 2 };
 }
 
@@ -25,7 +26,8 @@ function path(d, from, to) {
 
 // A clean run from box a to b in the data's direction: rightwards at a height both share (`y`), or
 // down; else no wire (the text's arrows still join them; a wire drawn backwards would mislead).
-const rightwards = (a, b, y) => b.left - a.right > 2 * GAP && y >= Math.max(a.top, b.top) && y <= Math.min(a.bottom, b.bottom);
+const rightwards = (a, b, y) =>
+  b.left - a.right > 2 * GAP && y >= Math.max(a.top, b.top) && y <= Math.min(a.bottom, b.bottom);
 const downwards = (a, b) => b.top - a.bottom > 2 * GAP;
 // A lane wrapped onto two rows (the lesson's ~1,200 px): down from a, along the gap below the first
 // row (its bottom `row`), down into b; never through a box.
@@ -36,10 +38,14 @@ const wrapped = (a, b, row, across = b.top - 4 * GAP) =>
 function routes(body, origin) {
   const q = (sel, root = body) => root.querySelector(sel);
   const branch = box(q(".branch"), origin);
-  const x = box(q(".stream-x"), origin), proj = box(q(".projections"), origin);
+  const x = box(q(".stream-x"), origin),
+    proj = box(q(".projections"), origin);
   const gutter = branch.left - 9; // the stream's way up runs left of the block
-  const out = [proj.left - GAP > gutter && x.left > gutter
-    ? [`M${x.cx},${x.top - GAP} V${x.top - 10} H${gutter} V${proj.cy} H${proj.left - GAP}`, "x", "projections"] : null];
+  const out = [
+    proj.left - GAP > gutter && x.left > gutter
+      ? [`M${x.cx},${x.top - GAP} V${x.top - 10} H${gutter} V${proj.cy} H${proj.left - GAP}`, "x", "projections"]
+      : null,
+  ];
   const lanes = [...body.querySelectorAll(".lane")];
   const busX = box(q(".lanes"), origin).left + 6; // inside the block, left of the lanes
   const concatNode = q('[data-stage="concat"]');
@@ -50,31 +56,63 @@ function routes(body, origin) {
   for (const laneNode of lanes) {
     const h = laneNode.dataset.head;
     // Q K V, then each stage after the arrow that names its operation (QKᵀ ÷ √d, softmax, A·V).
-    const steps = [q(".qkv-group", laneNode), ...["scores", "weights", "head-output"].map((s) => q(`[data-stage="${s}"]`, laneNode))];
+    const steps = [
+      q(".qkv-group", laneNode),
+      ...["scores", "weights", "head-output"].map((s) => q(`[data-stage="${s}"]`, laneNode)),
+    ];
     const names = ["qkv", "scores", "weights", "head-output"];
-    const first = glyphBox(steps[0], origin), firstStage = box(steps[0], origin);
-    out.push(firstStage.left - GAP > busX && downwards(proj, first)
-      ? [`M${busX},${proj.bottom + GAP} V${first.cy} H${firstStage.left - GAP}`, "projections", `lane:${h}`] : null);
+    const first = glyphBox(steps[0], origin),
+      firstStage = box(steps[0], origin);
+    out.push(
+      firstStage.left - GAP > busX && downwards(proj, first)
+        ? [`M${busX},${proj.bottom + GAP} V${first.cy} H${firstStage.left - GAP}`, "projections", `lane:${h}`]
+        : null,
+    );
     for (let i = 1; i < steps.length; i++) {
-      const a = box(steps[i - 1], origin), b = box(steps[i], origin);
-      const label = steps[i].previousElementSibling, named = label && box(label, origin); // the operation's name
+      const a = box(steps[i - 1], origin),
+        b = box(steps[i], origin);
+      const label = steps[i].previousElementSibling,
+        named = label && box(label, origin); // the operation's name
       const y = named ? named.bottom - 8 : b.top + 12;
-      const row = Math.max(...steps.slice(0, i).map((s) => box(s, origin).bottom), named && named.bottom <= b.top ? named.bottom : 0);
-      const d = rightwards(a, b, y) ? `M${a.right + GAP},${y} H${b.left - GAP}` : b.top > row ? wrapped(a, b, row) : null;
+      const row = Math.max(
+        ...steps.slice(0, i).map((s) => box(s, origin).bottom),
+        named && named.bottom <= b.top ? named.bottom : 0,
+      );
+      const d = rightwards(a, b, y)
+        ? `M${a.right + GAP},${y} H${b.left - GAP}`
+        : b.top > row
+          ? wrapped(a, b, row)
+          : null;
       out.push(d ? [d, `${names[i - 1]}:${h}`, `${names[i]}:${h}`] : null);
     }
-    const o = glyphBox(steps[3], origin), oStage = box(steps[3], origin);
-    out.push(clearOfLanes && intoConcat - oStage.right > 2 * GAP
-      ? [`M${oStage.right + GAP},${o.cy} H${intoConcat} V${concat.cy} H${concat.left - GAP}`, `head-output:${h}`, "concat"] : null);
+    const o = glyphBox(steps[3], origin),
+      oStage = box(steps[3], origin);
+    out.push(
+      clearOfLanes && intoConcat - oStage.right > 2 * GAP
+        ? [
+            `M${oStage.right + GAP},${o.cy} H${intoConcat} V${concat.cy} H${concat.left - GAP}`,
+            `head-output:${h}`,
+            "concat",
+          ]
+        : null,
+    );
   }
   const concatStage = box(concatNode, origin);
   const [woNode, yNode] = ["wo", "output"].map((s) => q(`[data-stage="${s}"]`));
-  const wo = glyphBox(woNode, origin), y = glyphBox(yNode, origin), woStage = box(woNode, origin);
-  out.push(downwards(concatStage, wo) ? [`M${concat.cx},${concatStage.bottom + GAP} V${wo.top - GAP}`, "concat", "wo"] : null);
+  const wo = glyphBox(woNode, origin),
+    y = glyphBox(yNode, origin),
+    woStage = box(woNode, origin);
+  out.push(
+    downwards(concatStage, wo) ? [`M${concat.cx},${concatStage.bottom + GAP} V${wo.top - GAP}`, "concat", "wo"] : null,
+  );
   out.push(downwards(woStage, y) ? [`M${wo.cx},${woStage.bottom + GAP} V${y.top - GAP}`, "wo", "output"] : null);
-  const plus = box(q(".plus"), origin), yStage = box(yNode, origin);
-  out.push(plus.top - 12 > yStage.bottom + GAP
-    ? [`M${y.cx},${yStage.bottom + GAP} V${plus.top - 12} H${plus.cx} V${plus.top - GAP}`, "output", "plus"] : null);
+  const plus = box(q(".plus"), origin),
+    yStage = box(yNode, origin);
+  out.push(
+    plus.top - 12 > yStage.bottom + GAP
+      ? [`M${y.cx},${yStage.bottom + GAP} V${plus.top - 12} H${plus.cx} V${plus.top - GAP}`, "output", "plus"]
+      : null,
+  );
   return out.filter(Boolean);
 }
 
@@ -97,7 +135,15 @@ export function connect(body) {
   layer.setAttribute("viewBox", `0 0 ${origin.width} ${origin.height}`);
   layer.setAttribute("width", origin.width);
   layer.setAttribute("height", origin.height);
-  const head = svg("marker", { id: "wire-head", viewBox: "0 0 8 8", refX: 7, refY: 4, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" });
+  const head = svg("marker", {
+    id: "wire-head",
+    viewBox: "0 0 8 8",
+    refX: 7,
+    refY: 4,
+    markerWidth: 7,
+    markerHeight: 7,
+    orient: "auto-start-reverse",
+  });
   head.append(svg("path", { d: "M0,0 L8,4 L0,8 z", class: "wire-head" }));
   const defs = svg("defs");
   defs.append(head);
