@@ -1,10 +1,14 @@
+// @ts-check
 // The four-heads figure: the preset computed by the API, each head captioned from its data.
 
 import { getJSON, postJSON } from "../api.js";
+import { t } from "../i18n.js";
+import { $, startPage } from "../shell.js";
 import { drawn, el, fmt } from "../views/dom.js";
 import { heatmap } from "../views/heatmap.js";
 import { scrollRegion } from "../views/matrix.js";
-import { t } from "../i18n.js";
+
+startPage();
 
 // Describe where a head's mass goes, from its weights alone.
 export function describe(weights) {
@@ -45,7 +49,7 @@ export function describe(weights) {
 async function init() {
   const preset = await getJSON("/api/v1/presets/four-heads");
   const result = await postJSON("/api/v1/attention", { ...preset.request, include: ["weights", "masked_scores"] });
-  document.getElementById("figures").replaceChildren(
+  $("figures").replaceChildren(
     ...result.heads.map((head) => {
       const number = head.index + 1; // people count heads from 1
       const masked = head.masked_scores.map((row) => row.map((v) => v === null));
@@ -76,7 +80,7 @@ async function init() {
 }
 
 init().catch((error) => {
-  document
-    .getElementById("figures")
-    .replaceChildren(el("p", { class: "error", text: t("Could not compute: {reason}", { reason: error.message }) }));
+  $("figures").replaceChildren(
+    el("p", { class: "error", text: t("Could not compute: {reason}", { reason: error.message }) }),
+  );
 });

@@ -1,8 +1,12 @@
+// @ts-check
 // The lesson list with the learner's progress in each.
 
 import { ApiError, ensureSession, getJSON } from "../api.js";
-import { drawn, el } from "../views/dom.js";
 import { t } from "../i18n.js";
+import { $, startPage } from "../shell.js";
+import { drawn, el } from "../views/dom.js";
+
+startPage();
 
 async function init() {
   const [learner, { lessons }] = await Promise.all([ensureSession(), getJSON("/api/v1/lessons")]);
@@ -13,7 +17,7 @@ async function init() {
     if (!(error instanceof ApiError && error.status === 404)) throw error;
   }
   const done = new Map(progress.map((p) => [p.lesson, p.completed]));
-  document.getElementById("lessons").replaceChildren(
+  $("lessons").replaceChildren(
     ...lessons.map((lesson) => {
       const count = done.get(lesson.id) || 0;
       return el(
@@ -33,7 +37,7 @@ async function init() {
 }
 
 init().catch((error) => {
-  document
-    .getElementById("lessons")
-    .replaceChildren(el("p", { class: "error", text: t("Could not load: {reason}", { reason: error.message }) }));
+  $("lessons").replaceChildren(
+    el("p", { class: "error", text: t("Could not load: {reason}", { reason: error.message }) }),
+  );
 });

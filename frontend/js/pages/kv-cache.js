@@ -1,3 +1,4 @@
+// @ts-check
 // The KV cache explorable: six tokens generated position by position (POST /api/v1/attention/decode on
 // the kv-cache preset), with keys and values per head (MHA), shared (GQA, MQA) or compressed into a
 // latent (MLA), optionally broken the way decoding code goes wrong; and a released model's cache in
@@ -8,18 +9,18 @@
 // their places in the cache; each long-context slip switches on what it needs, and says so.
 
 import { getJSON, postJSON } from "../api.js";
-import { embedded, reportHeight } from "../embed.js";
+import { embedded } from "../embed.js";
 import { parameterEvents } from "../events.js";
 import { HashState } from "../hash-state.js";
-import { announcer } from "../views/announce.js";
-import { Experiment } from "../views/experiment.js";
-import { drawn, el } from "../views/dom.js";
-import { cacheView, mappingView, memoryView, queryView, whole } from "../views/kv-cache.js";
 import { N_, t } from "../i18n.js";
+import { $, startPage } from "../shell.js";
+import { drawn, el } from "../views/dom.js";
+import { cacheView, mappingView, memoryView, queryView } from "../views/kv-cache.js";
+import { drawAbsorbed, drawEquality, renumbers } from "../views/kv-equality.js";
+import { dropUnmet, long, OFFERED, settle } from "../views/kv-needs.js";
 
 const KV_HEADS = { mha: 4, gqa: 2, mqa: 1, mla: 4 }; // of the preset's four query heads
 const SINK_LOGITS = [1, 0, -1, 2]; // one learned logit per query head (gpt-oss learns one per head)
-const WINDOW = 3; // what a long-context slip switches on when no window is set
 // The page serves two lessons (`?lesson=`), each with its own experiment: the manipulations it counts.
 const LESSONS = {
   "kv-cache-and-latent-attention": {
@@ -56,30 +57,34 @@ const asked = new URLSearchParams(location.search).get("lesson");
 const LESSON = asked in LESSONS ? asked : "kv-cache-and-latent-attention";
 const { instance: INSTANCE, manipulations: MANIPULATIONS } = LESSONS[LESSON];
 
-const $ = (id) => document.getElementById(id);
+// The page's runtime, beside its configuration (`state`, kept in the hash by VIEW).
+const page = {
+  state: /** @type {any} */ (null),
+  preset: null, // the kv-cache preset's request
+  models: [], // GET /api/v1/kv-cache/presets
+  modes: new Map(), // the failure modes of decoding, shared key/value heads and long contexts, from the registry
+  generation: 0, // the latest render asked: an older answer is not drawn
+  switched: "", // what meeting the chosen mode's needs switched, said beside the controls
+};
+const shell = startPage({ lesson: LESSON, instance: INSTANCE, manipulations: MANIPULATIONS });
 const events = parameterEvents({ lesson: LESSON, instance: INSTANCE });
-const experiment = new Experiment({
-  lesson: LESSON,
-  instance: INSTANCE,
-  manipulations: MANIPULATIONS,
-  node: $("checklist"),
-});
-let preset = null; // the kv-cache preset's request
-let models = []; // GET /api/v1/kv-cache/presets
-let modes = new Map(); // the failure modes of decoding, shared key/value heads and long contexts, from the registry
-let generation = 0;
 
 const VIEW = new HashState([
   { name: "kind", type: "string", default: "mha", values: Object.keys(KV_HEADS) },
-  { name: "position", type: "integer", default: 1, check: (v) => v >= 1 && v <= (preset ? preset.tokens.length : 1) }, // 1-based
+  {
+    name: "position",
+    type: "integer",
+    default: 1,
+    check: (v) => v >= 1 && v <= (page.preset ? page.preset.tokens.length : 1),
+  }, // 1-based
   { name: "rope", type: "boolean", default: true },
   { name: "absorbed", type: "boolean", default: false },
-  { name: "compare", type: "string", default: "", check: (v) => v === "" || modes.has(v) },
+  { name: "compare", type: "string", default: "", check: (v) => v === "" || page.modes.has(v) },
   {
     name: "model",
     type: "string",
     default: LESSON === "long-context" ? "gemma-3-27b" : "deepseek-v2",
-    check: (v) => models.some((m) => m.id === v),
+    check: (v) => page.models.some((m) => m.id === v),
   },
   { name: "context", type: "integer", default: 0, check: (v) => v >= 0 && v <= 100000000 }, // 0: the model's own
   { name: "window", type: "integer", default: 0, values: [0, 2, 3, 4] }, // 0: none
@@ -87,115 +92,9 @@ const VIEW = new HashState([
   { name: "logit", type: "boolean", default: false },
   { name: "renumber", type: "boolean", default: false },
 ]);
-let state = null;
-
-// How this page meets each need a failure mode has (its `needs`, from GET /api/v1/failure-modes): whether
-// the state meets it, what to switch, and what to say, a sentence of its own (`said`) or a few words in
-// "“{mode}” needs …: switched on." Needs this page always meets (it decodes, causally, with four heads)
-// have no entry. What was switched is said beside the controls (`switched`), never done silently.
-const MEETS = {
-  grouped_heads: {
-    met: (s) => s.kind === "gqa",
-    meet: (s) => {
-      s.kind = "gqa";
-    },
-    said: (mode) =>
-      t(
-        "“{mode}” breaks how query heads share key/value heads, so it needs GQA: switched to GQA, 2 key/value heads for 4 query heads.",
-        { mode },
-      ),
-  },
-  head_slices: {
-    met: (s) => s.kind !== "mla",
-    meet: (s) => {
-      s.kind = "mha";
-    },
-  },
-  rope: {
-    met: (s) => s.rope,
-    meet: (s) => {
-      s.rope = true;
-    },
-    said: (mode) => t("“{mode}” breaks the positions RoPE turns by, so it needs RoPE: turned RoPE on.", { mode }),
-  },
-  whole_cache: {
-    met: (s) => !s.window && !s.logit,
-    meet: (s) => {
-      s.window = 0;
-      s.logit = false;
-    },
-    said: (mode) => t("“{mode}” is computed over a cache that keeps every position: turned the window off.", { mode }),
-  },
-  window: {
-    met: (s) => Boolean(s.window),
-    meet: (s) => {
-      s.window = WINDOW;
-    },
-    word: () => t("a window of {window}", { window: WINDOW }),
-  },
-  sinks: {
-    met: (s) => s.sinks > 0,
-    meet: (s) => {
-      s.sinks = 1;
-    },
-    word: () => t("one sink"),
-  },
-  sink_logit: {
-    met: (s) => s.logit,
-    meet: (s) => {
-      s.logit = true;
-    },
-    word: () => t("the sink logits"),
-  },
-  positions: {
-    met: (s) => s.renumber,
-    meet: (s) => {
-      s.renumber = true;
-    },
-    word: () => t("positions in the cache"),
-  },
-  whole_keys: {
-    met: (s) => s.kind !== "mla",
-    meet: (s) => {
-      s.kind = "mha";
-    },
-    word: () => t("MHA (a latent's RoPE key is not renumbered)"),
-  },
-};
-// The needs this page's menu is about: a mode with one of them is offered here (the rest: the workbench).
-const OFFERED = new Set(["decode", "grouped_heads", "window", "sinks", "sink_logit", "positions"]);
-// A long-context slip (the long-context lesson counts choosing one): it needs a window, sinks, a sink logit or positions.
-const long = (mode) =>
-  Boolean(mode) && mode.needs.some((n) => ["window", "sinks", "sink_logit", "positions"].includes(n));
-const unmet = (s, mode) => Object.keys(MEETS).filter((need) => mode.needs.includes(need) && !MEETS[need].met(s));
-
-let switched = "";
-function settle(s) {
-  switched = "";
-  const mode = modes.get(s.compare);
-  if (!mode) return s;
-  const said = [];
-  const words = [];
-  for (const need of unmet(s, mode)) {
-    if (MEETS[need].met(s)) continue; // met on the way, by what an earlier need switched
-    MEETS[need].meet(s);
-    if (MEETS[need].said) said.push(MEETS[need].said(mode.name));
-    else if (MEETS[need].word) words.push(MEETS[need].word());
-  }
-  if (words.length) said.push(t("“{mode}” needs {what}: switched on.", { mode: mode.name, what: words.join(", ") }));
-  switched = said.join(" ");
-  return s;
-}
-
-// A control changed so that the chosen mode's needs no longer hold: the mode is cleared, not the change undone.
-function dropUnmet(s) {
-  const mode = modes.get(s.compare);
-  if (mode && unmet(s, mode).length) s.compare = "";
-}
-
-const renumbers = (s) => Boolean(s.window && s.renumber && s.rope && s.kind !== "mla");
 
 function body(failureMode, positions = true) {
+  const { state, preset } = page;
   const request = { tokens: preset.tokens, heads: preset.heads, causal: true };
   if (state.rope) request.rope = preset.rope;
   if (state.kind === "mla") {
@@ -220,18 +119,19 @@ function body(failureMode, positions = true) {
 
 // `counts`: the manipulation (or the first of several) this lesson's experiment counts, if any.
 function update(change, parameter, value, counts) {
-  change(state);
-  if (parameter !== "failure_mode") dropUnmet(state);
-  settle(state);
-  VIEW.save(state);
-  const manipulation = experiment.tick(counts);
+  change(page.state);
+  if (parameter !== "failure_mode") dropUnmet(page.state, page.modes);
+  page.switched = settle(page.state, page.modes);
+  VIEW.save(page.state);
+  const manipulation = shell.experiment.tick(counts);
   events({ parameter, value, ...(manipulation ? { manipulation } : {}) });
   drawControls();
   return render();
 }
 
 async function render() {
-  const mine = ++generation;
+  const mine = ++page.generation;
+  const state = page.state;
   const broken = state.compare || null;
   // beside a broken decode, the right one; beside absorbed MLA, the naive form (the numbers it equals)
   const other =
@@ -242,7 +142,7 @@ async function render() {
     broken || renumbered ? postJSON("/api/v1/attention/decode", body(null, !renumbered)) : null,
     other ? postJSON("/api/v1/attention/decode", other) : null,
   ]);
-  if (mine !== generation) return;
+  if (mine !== page.generation) return;
   const t0 = state.position - 1;
   const step = answer.steps[t0];
   const { n, d_model: dm, heads, d_head: dh } = answer.shape;
@@ -253,108 +153,17 @@ async function render() {
   $("cache").replaceChildren(cacheView(step, state.kind));
   $("mapping").replaceChildren(mappingView(step.heads, state.kind));
   $("query").replaceChildren(queryView(step, broken ? correct.steps[t0] : null, state.logit));
-  drawEquality(answer, correct, broken, renumbered);
-  drawAbsorbed(answer, naive);
-  $("kv-note").textContent = switched;
-  $("kv-note").hidden = !switched;
+  drawEquality($("equality"), answer, correct, broken, renumbered, page);
+  drawAbsorbed($("absorbed-note"), answer, naive, state.absorbed);
+  $("kv-note").textContent = page.switched;
+  $("kv-note").hidden = !page.switched;
   await drawMemory();
   document.querySelector("main").classList.remove("awaits-data");
   drawn();
 }
 
-// The largest difference between two decodes' outputs, position by position.
-const apart = (a, b) => a.steps.map((s, i) => Math.max(...s.output.map((v, j) => Math.abs(v - b.steps[i].output[j]))));
-
-// What holds at the current position, and over the run: a broken decode is often identical at first.
-function drawEquality(answer, correct, broken, renumbered) {
-  const node = $("equality");
-  const difference = answer.max_difference_from_full_pass;
-  node.dataset.stage = "equality";
-  node.dataset.value = String(difference);
-  node.classList.toggle("differs", difference > 1e-12);
-  const larger = broken && answer.steps.at(-1).cache_elements > correct.steps.at(-1).cache_elements;
-  if (renumbered) drawRenumbered(node, apart(answer, correct));
-  else if (larger && difference <= 1e-12) {
-    node.classList.add("differs");
-    node.textContent = t(
-      "{mode}: the same numbers as the decode done right, but its cache ends holding {broken} numbers where {right} would do.",
-      {
-        mode: modes.get(broken)?.name ?? broken,
-        broken: whole(answer.steps.at(-1).cache_elements),
-        right: whole(correct.steps.at(-1).cache_elements),
-      },
-    );
-  } else if (difference === 0)
-    node.textContent = t("Same numbers as recomputing the full causal pass: max difference 0.");
-  else if (difference <= 1e-12)
-    node.textContent = t(
-      "Same numbers as recomputing the full causal pass, to float64 rounding: max difference {difference}.",
-      { difference: difference.toExponential(1) },
-    );
-  else {
-    const by = apart(answer, correct); // per position, against the right decode
-    const here = by[state.position - 1];
-    const from = by.findIndex((d) => d > 1e-12) + 1;
-    const mode = modes.get(broken)?.name ?? broken;
-    node.dataset.here = String(here);
-    node.classList.toggle("differs", here > 1e-12);
-    node.textContent = renumbers(state) // the right decode is itself renumbered: measured against it alone
-      ? t(
-          "{mode}: at position {position} the decode differs from the renumbered decode done right by up to {here}; it differs from position {from} on.",
-          { mode, position: state.position, here: here.toPrecision(3), from },
-        )
-      : here > 1e-12
-        ? t(
-            "{mode}: at position {position} the decode differs from recomputing the full pass by up to {here}; over the run it differs from position {from} on, by up to {difference}.",
-            { mode, position: state.position, here: here.toPrecision(3), from, difference: difference.toPrecision(3) },
-          )
-        : t(
-            "{mode}: identical to recomputing the full pass at position {position}; it differs from position {from} on, by up to {difference}.",
-            { mode, position: state.position, from, difference: difference.toPrecision(3) },
-          );
-  }
-}
-
-// StreamingLLM's renumbering: the text's numbers until the cache first drops a position, then its own.
-function drawRenumbered(node, by) {
-  const from = by.findIndex((d) => d > 1e-12) + 1;
-  const here = by[state.position - 1];
-  node.dataset.here = String(here);
-  node.classList.toggle("differs", here > 1e-12);
-  node.textContent =
-    from === 0
-      ? t(
-          "Positions in the cache: no position has left the cache yet, so every key is turned at its own position in the text and the numbers are the full pass's.",
-        )
-      : t(
-          "Positions in the cache: the same numbers as the full pass until the cache first dropped a position; from position {from} the keys are turned by their places in the cache, and here the output moves by {here}.",
-          {
-            from,
-            here: here.toPrecision(3),
-          },
-        );
-}
-
-// Absorbed latent attention: what changes (K and V never formed) and what does not (the numbers).
-function drawAbsorbed(answer, naive) {
-  const node = $("absorbed-note");
-  node.hidden = !naive;
-  if (!naive) return;
-  const [absorbed, plain] = state.absorbed ? [answer, naive] : [naive, answer];
-  const difference = Math.max(...apart(absorbed, plain));
-  node.dataset.value = String(difference);
-  node.textContent = state.absorbed
-    ? t(
-        "Absorbed: K and V are never formed. Each query is moved into the latent space (through W_UK) and scored against the cached latents themselves; the output is read back through W_UV. The numbers equal the naive form's to within {difference}: the same products, multiplied in another order, so only float64 rounding differs.",
-        { difference: difference.toExponential(1) },
-      )
-    : t(
-        "Naive: the keys and values are rebuilt from the cached latent (through W_UK and W_UV) at every step. Tick “Absorbed” to fold W_UK into the query instead: the numbers stay equal, to within {difference}.",
-        { difference: difference.toExponential(1) },
-      );
-}
-
 async function drawMemory() {
+  const { state, models } = page;
   const model = models.find((m) => m.id === state.model);
   const tokens = state.context || model.context;
   $("model").value = model.id;
@@ -365,6 +174,7 @@ async function drawMemory() {
 }
 
 function drawControls() {
+  const state = page.state;
   $("kind").value = state.kind;
   $("rope").checked = state.rope;
   $("absorbed").checked = state.absorbed;
@@ -378,143 +188,94 @@ function drawControls() {
   $("renumber").disabled = !state.window || !state.rope || state.kind === "mla"; // RoPE turns whole keys of a rolling cache
 }
 
+// Each control by its id: how its value changes the state, what its event reports (as `parameter`, else
+// its id), and the manipulation it may count.
+const CONTROLS = {
+  kind: {
+    apply: (s, c) => Object.assign(s, { kind: c.value }),
+    counts: (c) => (c.value === "mha" ? null : "switch-kind"),
+  },
+  rope: { apply: (s, c) => Object.assign(s, { rope: c.checked }), report: (c) => c.checked },
+  absorbed: { apply: (s, c) => Object.assign(s, { absorbed: c.checked }), report: (c) => c.checked },
+  compare: {
+    parameter: "failure_mode",
+    apply: (s, c) => Object.assign(s, { compare: c.value }),
+    report: (c) => c.value || null,
+    counts: (c) => (c.value ? [long(page.modes.get(c.value)) ? "long-slip" : null, "failure-mode"] : null),
+  },
+  window: {
+    apply: (s, c) => Object.assign(s, { window: Number(c.value) }),
+    report: (c) => Number(c.value) || null,
+    counts: (c) => (Number(c.value) ? "slide-window" : null),
+  },
+  sinks: {
+    apply: (s, c) => Object.assign(s, { sinks: Number(c.value) }),
+    report: (c) => Number(c.value),
+    counts: (c) => (Number(c.value) ? "keep-sinks" : null),
+  },
+  "sink-logit": {
+    parameter: "sink_logit",
+    apply: (s, c) => Object.assign(s, { logit: c.checked }),
+    report: (c) => (c.checked ? SINK_LOGITS : null),
+    counts: (c) => (c.checked ? "sink-logit" : null),
+  },
+  renumber: {
+    parameter: "positions",
+    apply: (s, c) => Object.assign(s, { renumber: c.checked }),
+    report: (c) => (c.checked ? "cache" : "original"),
+  },
+  model: { apply: (s, c) => Object.assign(s, { model: c.value, context: 0 }), counts: () => "choose-preset" },
+};
+
 function wire() {
-  $("step").addEventListener("click", () =>
-    update(
-      (s) => {
-        s.position += 1;
-      },
-      "position",
-      state.position + 1,
-      "step-decode",
-    ),
-  );
-  $("back-step").addEventListener("click", () =>
-    update(
-      (s) => {
-        s.position -= 1;
-      },
-      "position",
-      state.position - 1,
-      "step-decode",
-    ),
-  );
-  $("kind").addEventListener("change", (e) =>
-    update(
-      (s) => {
-        s.kind = e.target.value;
-      },
-      "kind",
-      e.target.value,
-      e.target.value === "mha" ? null : "switch-kind",
-    ),
-  );
-  $("rope").addEventListener("change", (e) =>
-    update(
-      (s) => {
-        s.rope = e.target.checked;
-      },
-      "rope",
-      e.target.checked,
-    ),
-  );
-  $("absorbed").addEventListener("change", (e) =>
-    update(
-      (s) => {
-        s.absorbed = e.target.checked;
-      },
-      "absorbed",
-      e.target.checked,
-    ),
-  );
-  $("compare").addEventListener("change", (e) =>
-    update(
-      (s) => {
-        s.compare = e.target.value;
-      },
-      "failure_mode",
-      e.target.value || null,
-      e.target.value ? [long(modes.get(e.target.value)) ? "long-slip" : null, "failure-mode"] : null,
-    ),
-  );
-  $("window").addEventListener("change", (e) =>
-    update(
-      (s) => {
-        s.window = Number(e.target.value);
-      },
-      "window",
-      Number(e.target.value) || null,
-      Number(e.target.value) ? "slide-window" : null,
-    ),
-  );
-  $("sinks").addEventListener("change", (e) =>
-    update(
-      (s) => {
-        s.sinks = Number(e.target.value);
-      },
-      "sinks",
-      Number(e.target.value),
-      Number(e.target.value) ? "keep-sinks" : null,
-    ),
-  );
-  $("sink-logit").addEventListener("change", (e) =>
-    update(
-      (s) => {
-        s.logit = e.target.checked;
-      },
-      "sink_logit",
-      e.target.checked ? SINK_LOGITS : null,
-      e.target.checked ? "sink-logit" : null,
-    ),
-  );
-  $("renumber").addEventListener("change", (e) =>
-    update(
-      (s) => {
-        s.renumber = e.target.checked;
-      },
-      "positions",
-      e.target.checked ? "cache" : "original",
-    ),
-  );
-  $("model").addEventListener("change", (e) =>
-    update(
-      (s) => {
-        s.model = e.target.value;
-        s.context = 0;
-      },
-      "model",
-      e.target.value,
-      "choose-preset",
-    ),
-  );
-  $("context").addEventListener("change", (e) => {
-    const text = e.target.value.trim();
-    const tokens = Number(text);
-    const valid = text !== "" && Number.isInteger(tokens) && tokens >= 1 && tokens <= 100000000;
-    $("context-error").hidden = valid;
-    $("context-error").textContent = valid
-      ? ""
-      : t(
-          "A context is a whole number of tokens from 1 to 100,000,000; “{text}” is not one. The cache below is still for {tokens} tokens.",
-          { text, tokens: state.context || models.find((m) => m.id === state.model).context },
-        );
-    e.target.setAttribute("aria-invalid", valid ? "false" : "true");
-    if (valid)
+  for (const [id, control] of Object.entries(CONTROLS)) {
+    $(id).addEventListener("change", () => {
+      const c = $(id);
       update(
-        (s) => {
-          s.context = tokens;
-        },
-        "context",
-        tokens,
+        (s) => control.apply(s, c),
+        control.parameter ?? id,
+        (control.report ?? ((x) => x.value))(c),
+        control.counts?.(c) ?? null,
       );
-  });
+    });
+  }
+  /** @type {[string, number][]} */
+  const steps = [
+    ["step", 1],
+    ["back-step", -1],
+  ];
+  for (const [id, by] of steps) {
+    $(id).addEventListener("click", () => {
+      const position = page.state.position + by;
+      update((s) => Object.assign(s, { position }), "position", position, "step-decode");
+    });
+  }
+  $("context").addEventListener("change", readContext);
   // A link followed or a host's change: its state, settled, and only this page's keys kept.
   VIEW.onChange((changed) => {
-    state = settle(changed);
-    VIEW.save(state);
+    page.state = changed;
+    page.switched = settle(page.state, page.modes);
+    VIEW.save(page.state);
     drawControls();
     render();
   });
+}
+
+// A context typed: a whole number of tokens, or said why not (the cache stays for the last one).
+function readContext() {
+  const input = $("context");
+  const text = input.value.trim();
+  const tokens = Number(text);
+  const valid = text !== "" && Number.isInteger(tokens) && tokens >= 1 && tokens <= 100000000;
+  $("context-error").hidden = valid;
+  $("context-error").textContent = valid
+    ? ""
+    : t(
+        "A context is a whole number of tokens from 1 to 100,000,000; “{text}” is not one. The cache below is still for {tokens} tokens.",
+        { text, tokens: page.state.context || page.models.find((m) => m.id === page.state.model).context },
+      );
+  input.setAttribute("aria-invalid", valid ? "false" : "true");
+  if (valid) update((s) => Object.assign(s, { context: tokens }), "context", tokens);
 }
 
 async function init() {
@@ -523,24 +284,23 @@ async function init() {
     getJSON("/api/v1/failure-modes"),
     getJSON("/api/v1/kv-cache/presets"),
   ]);
-  preset = kv.request;
-  models = presets.presets;
-  modes = new Map(
+  page.preset = kv.request;
+  page.models = presets.presets;
+  page.modes = new Map(
     registry.failure_modes.filter((m) => m.engine && m.needs.some((n) => OFFERED.has(n))).map((m) => [m.id, m]),
   );
-  for (const mode of modes.values())
+  for (const mode of page.modes.values())
     $("compare").append(el("option", { value: mode.id, text: mode.name, title: mode.description }));
-  $("model").replaceChildren(...models.map((m) => el("option", { value: m.id, text: m.name })));
-  state = settle(VIEW.load());
-  VIEW.save(state);
+  $("model").replaceChildren(...page.models.map((m) => el("option", { value: m.id, text: m.name })));
+  page.state = VIEW.load();
+  page.switched = settle(page.state, page.modes);
+  VIEW.save(page.state);
   $("back").hidden = embedded;
   $("back").querySelector("a").href = `/lessons/${LESSON}`;
-  announcer();
   wire();
   drawControls();
-  reportHeight();
   await render();
-  experiment.start();
+  shell.drawn();
 }
 
 init().catch((error) => {

@@ -1,3 +1,4 @@
+// @ts-check
 // The online softmax explorable: the learner's tokens (the workbench's, carried by a link, or the
 // online-softmax preset's eight), their scores cut into tiles, and FlashAttention-2's loop stepped a
 // tile at a time (POST /api/v1/attention/tiled): each row's running maximum, rescale factor, running
@@ -7,14 +8,13 @@
 // events (the server completes `experiment`).
 
 import { getJSON, postJSON } from "../api.js";
-import { embedded, reportHeight } from "../embed.js";
+import { embedded } from "../embed.js";
 import { parameterEvents } from "../events.js";
 import { HashState } from "../hash-state.js";
-import { announcer } from "../views/announce.js";
-import { Experiment } from "../views/experiment.js";
 import { drawn, el } from "../views/dom.js";
 import { finalL, finalView, runningView, tileGrid } from "../views/tiles.js";
 import { N_, t } from "../i18n.js";
+import { $, startPage } from "../shell.js";
 
 const LESSON = "online-softmax";
 const INSTANCE = "online-softmax-explorable";
@@ -33,39 +33,36 @@ const STAGE_WORDS = {
   lse: N_("the log-sum-exp L"),
 };
 
-const $ = (id) => document.getElementById(id);
+// The page's runtime, beside its configuration (`state`, kept in the hash by VIEW).
+const page = {
+  state: /** @type {any} */ (null),
+  preset: null, // the online-softmax preset's request
+  modes: new Map(), // the online softmax's failure modes, from the registry
+  generation: 0, // the latest render asked: an older answer is not drawn
+};
+const shell = startPage({ lesson: LESSON, instance: INSTANCE, manipulations: MANIPULATIONS });
 const events = parameterEvents({ lesson: LESSON, instance: INSTANCE });
-const experiment = new Experiment({
-  lesson: LESSON,
-  instance: INSTANCE,
-  manipulations: MANIPULATIONS,
-  node: $("checklist"),
-});
-let preset = null; // the online-softmax preset's request
-let modes = new Map(); // the online softmax's failure modes, from the registry
-let generation = 0;
 
 const VIEW = new HashState([
   {
     name: "tokens",
     key: "t",
     type: "matrix",
-    default: () => preset.tokens,
+    default: () => page.preset.tokens,
     check: (rows) => rows.length >= 2 && rows.length <= 16 && rows[0].length % 2 === 0 && rows[0].length <= 16,
   },
   { name: "block", type: "integer", default: 2, check: (v, s) => v >= 1 && v <= s.tokens.length },
   { name: "head", type: "integer", default: 0, check: (v) => v === 0 || v === 1 },
   { name: "tile", type: "integer", default: 0, check: (v) => v >= 0 }, // tiles stepped so far
-  { name: "compare", type: "string", default: "", check: (v) => v === "" || modes.has(v) },
+  { name: "compare", type: "string", default: "", check: (v) => v === "" || page.modes.has(v) },
   // the lesson a link came from: the page offers a way back to it
   { name: "lesson", type: "string", default: "", check: (v) => v === "" || /^[a-z0-9-]{1,64}$/.test(v) },
 ]);
-let state = null;
 
 const tilesPerHead = (n, block) => Math.ceil(n / block) ** 2;
 // tiles per head at the state's block size: known before the server answers, so a step taken while
 // a new block size is being computed counts against the new loop
-const total = () => tilesPerHead(state.tokens.length, state.block);
+const total = () => tilesPerHead(page.state.tokens.length, page.state.block);
 const settle = (s) => {
   VIEW.settle(s);
   s.tile = Math.min(s.tile, tilesPerHead(s.tokens.length, s.block));
@@ -73,74 +70,81 @@ const settle = (s) => {
 };
 
 function body(failureMode) {
-  const request = { tokens: state.tokens, heads: 2, causal: true, block_q: state.block, block_k: state.block };
+  const request = {
+    tokens: page.state.tokens,
+    heads: 2,
+    causal: true,
+    block_q: page.state.block,
+    block_k: page.state.block,
+  };
   if (failureMode) request.failure_mode = failureMode;
   return request;
 }
 
 function update(change, parameter, value, manipulation) {
-  change(state);
-  state = settle(state);
-  VIEW.save(state);
-  const finished = state.tile >= total() ? "finish" : null; // the last tile stepped: the final division shows
-  for (const id of [manipulation, finished]) experiment.tick(id);
+  change(page.state);
+  page.state = settle(page.state);
+  VIEW.save(page.state);
+  const finished = page.state.tile >= total() ? "finish" : null; // the last tile stepped: the final division shows
+  for (const id of [manipulation, finished]) shell.experiment.tick(id);
   events({ parameter, value, ...(manipulation ? { manipulation } : {}) });
-  if (finished) events({ parameter: "tile", value: state.tile, manipulation: finished });
+  if (finished) events({ parameter: "tile", value: page.state.tile, manipulation: finished });
   drawControls();
   return render();
 }
 
 async function render() {
-  const mine = ++generation;
+  const mine = ++page.generation;
   const [answer, plain] = await Promise.all([
-    postJSON("/api/v1/attention/tiled", body(state.compare || null)),
+    postJSON("/api/v1/attention/tiled", body(page.state.compare || null)),
     postJSON("/api/v1/attention", {
-      tokens: state.tokens,
+      tokens: page.state.tokens,
       heads: 2,
       causal: true,
       include: ["heads.scores", "heads.output"],
     }),
   ]);
-  if (mine !== generation) return;
-  const n = state.tokens.length;
-  const head = answer.heads[state.head];
-  state = settle(state);
+  if (mine !== page.generation) return;
+  const n = page.state.tokens.length;
+  const head = answer.heads[page.state.head];
+  page.state = settle(page.state);
   const first =
-    answer.first_difference && answer.first_difference.head === state.head ? answer.first_difference.tile : null;
-  $("shape").textContent = `n = ${n}, d_model = ${state.tokens[0].length}, H = 2, B_q = B_k = ${state.block}`;
+    answer.first_difference && answer.first_difference.head === page.state.head ? answer.first_difference.tile : null;
+  $("shape").textContent = `n = ${n}, d_model = ${page.state.tokens[0].length}, H = 2, B_q = B_k = ${page.state.block}`;
   $("position").textContent =
-    state.tile === 0 ? t("Before the first tile") : t("Tile {tile} of {all}", { tile: state.tile, all: total() });
+    page.state.tile === 0
+      ? t("Before the first tile")
+      : t("Tile {tile} of {all}", { tile: page.state.tile, all: total() });
   const { computed, masked, skipped } = answer.tiles;
   $("counts").textContent = t(
     "{computed} tiles computed ({masked} of them masked on the diagonal), {skipped} skipped; each head holds {tiled} numbers at once instead of the {plain} of the n × n weights.",
     { computed, masked, skipped, tiled: answer.memory.tiled, plain: answer.memory.plain },
   );
-  const hidden = plain.heads[state.head].scores.map((row, i) => row.map((_, j) => j > i));
+  const hidden = plain.heads[page.state.head].scores.map((row, i) => row.map((_, j) => j > i));
   $("grid").replaceChildren(
     tileGrid({
-      scores: plain.heads[state.head].scores,
+      scores: plain.heads[page.state.head].scores,
       hidden,
       tiles: head.tiles,
-      block: state.block,
-      done: state.tile,
+      block: page.state.block,
+      done: page.state.tile,
       first,
     }),
   );
   const running =
-    state.tile === 0
+    page.state.tile === 0
       ? [
           el("p", {
             class: "note",
             text: t("Every row starts with m = −∞, l = 0 and Õ = 0. Press Step to compute the first tile."),
           }),
         ]
-      : [runningView(head.tiles, state.tile - 1)];
-  if (state.tile >= total()) running.push(finalView(head, plain.heads[state.head].output, finalL(head)));
+      : [runningView(head.tiles, page.state.tile - 1)];
+  if (page.state.tile >= total()) running.push(finalView(head, plain.heads[page.state.head].output, finalL(head)));
   $("running").replaceChildren(...running);
   drawEquality(answer);
   document.querySelector("main").classList.remove("awaits-data");
   drawn();
-  reportHeight();
 }
 
 function drawEquality(answer) {
@@ -161,18 +165,25 @@ function drawEquality(answer) {
           });
     node.textContent = t(
       "{mode}: the loop parts from the right one {where}; the output differs from the plain softmax by up to {difference}.",
-      { mode: modes.get(state.compare)?.name ?? state.compare, where, difference: difference.toPrecision(3) },
+      {
+        mode: page.modes.get(page.state.compare)?.name ?? page.state.compare,
+        where,
+        difference: difference.toPrecision(3),
+      },
     );
   } else if (difference > 1e-12) {
     node.textContent = t(
       "{mode}: with these tiles it computes the same loop as the right one, yet the output differs from the plain softmax by up to {difference}.",
-      { mode: modes.get(state.compare)?.name ?? state.compare, difference: difference.toPrecision(3) },
+      { mode: page.modes.get(page.state.compare)?.name ?? page.state.compare, difference: difference.toPrecision(3) },
     );
   } else {
-    node.textContent = state.compare
+    node.textContent = page.state.compare
       ? t(
           "{mode}: with these tiles nothing goes wrong (one tile per row block, or no maximum to carry): the output equals the plain softmax, max difference {difference}.",
-          { mode: modes.get(state.compare)?.name ?? state.compare, difference: difference.toExponential(1) },
+          {
+            mode: page.modes.get(page.state.compare)?.name ?? page.state.compare,
+            difference: difference.toExponential(1),
+          },
         )
       : t("The tiled output equals the plain softmax over all the keys: max difference {difference}.", {
           difference: difference === 0 ? "0" : difference.toExponential(1),
@@ -181,7 +192,7 @@ function drawEquality(answer) {
 }
 
 function drawControls() {
-  const n = state.tokens.length;
+  const n = page.state.tokens.length;
   if ($("block").options.length !== n) {
     $("block").replaceChildren(
       ...Array.from({ length: n }, (_, k) =>
@@ -192,14 +203,14 @@ function drawControls() {
       ),
     );
   }
-  $("block").value = String(state.block);
-  $("head").value = String(state.head);
-  $("compare").value = state.compare;
-  $("back-step").disabled = state.tile <= 0;
-  $("step").disabled = state.tile >= total();
+  $("block").value = String(page.state.block);
+  $("head").value = String(page.state.head);
+  $("compare").value = page.state.compare;
+  $("back-step").disabled = page.state.tile <= 0;
+  $("step").disabled = page.state.tile >= total();
   const back = $("back");
-  back.hidden = embedded && !state.lesson;
-  if (state.lesson) back.querySelector("a").href = `/lessons/${state.lesson}`;
+  back.hidden = embedded && !page.state.lesson;
+  if (page.state.lesson) back.querySelector("a").href = `/lessons/${page.state.lesson}`;
 }
 
 function wire() {
@@ -209,7 +220,7 @@ function wire() {
         s.tile += 1;
       },
       "tile",
-      state.tile + 1,
+      page.state.tile + 1,
       "step-tile",
     ),
   );
@@ -219,7 +230,7 @@ function wire() {
         s.tile -= 1;
       },
       "tile",
-      state.tile - 1,
+      page.state.tile - 1,
       "step-tile",
     ),
   );
@@ -255,8 +266,8 @@ function wire() {
   );
   // A link followed or a host's change: its state, settled, and only this page's keys kept.
   VIEW.onChange((changed) => {
-    state = settle(changed);
-    VIEW.save(state);
+    page.state = settle(changed);
+    VIEW.save(page.state);
     drawControls();
     render();
   });
@@ -267,20 +278,19 @@ async function init() {
     getJSON("/api/v1/presets/online-softmax"),
     getJSON("/api/v1/failure-modes"),
   ]);
-  preset = online.request;
-  modes = new Map(registry.failure_modes.filter((m) => m.tiled).map((m) => [m.id, m]));
-  for (const mode of modes.values())
+  page.preset = online.request;
+  page.modes = new Map(registry.failure_modes.filter((m) => m.tiled).map((m) => [m.id, m]));
+  for (const mode of page.modes.values())
     $("compare").append(el("option", { value: mode.id, text: mode.name, title: mode.description }));
   $("head").replaceChildren(
     ...[0, 1].map((h) => el("option", { value: String(h), text: t("Head {head}", { head: h + 1 }) })),
   );
-  state = settle(VIEW.load());
-  VIEW.save(state);
-  announcer();
+  page.state = settle(VIEW.load());
+  VIEW.save(page.state);
   wire();
   drawControls();
   await render();
-  experiment.start();
+  shell.drawn();
 }
 
 init().catch((error) => {
