@@ -48,7 +48,8 @@ lint: $(VENV)/.installed-dev node_modules/.modules.yaml ## ruff (lint and format
 	$(BIN)/ruff check service tests bench training exercises
 	$(BIN)/ruff format --check service tests bench training exercises
 	$(BIN)/mypy
-	@if [ -x node_modules/.bin/tsc ]; then node_modules/.bin/biome ci --colors=off frontend/js && node_modules/.bin/tsc -p tsconfig.json; \
+	@if [ -x node_modules/.bin/tsc ]; then node_modules/.bin/biome ci --colors=off frontend/js && \
+	node_modules/.bin/tsc -p frontend/tsconfig.json && node_modules/.bin/tsc -p tsconfig.json; \
 	else echo "Biome and tsc skipped: pnpm install first (with Node 20: npm install -g pnpm@12.4.2)"; fi
 
 hooks: ## Check every commit first: make lint, then the architecture and docs tests (.githooks/pre-commit)

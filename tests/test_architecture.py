@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import functools
 import io
+import json
 import re
 import shutil
 import subprocess
@@ -364,6 +365,50 @@ def test_modules_and_functions_stay_small():
                 if f"{name}:{node.name}" not in LONG_FUNCTIONS:
                     too_long.append(f"{name}:{node.lineno} {node.name}")
     assert too_long == []
+
+
+JS_MODULE_LINES, JS_FUNCTION_LINES = 400, 60
+FRONTEND_JS = SERVICE.parent / "frontend" / "js"
+
+
+@functools.cache
+def js_sizes() -> list[dict]:
+    """Every front-end module's lines and each of its functions' (TypeScript's parser reads them:
+    tests/support/js_sizes.mjs), as committed: `make lint` holds them formatted by Biome."""
+    root = SERVICE.parent
+    node = shutil.which("node")
+    if node is None or not (root / "node_modules" / "typescript").is_dir():
+        pytest.skip("the front end's sizes need Node and the dev packages (pnpm install; make test runs it)")
+    files = sorted(str(p.relative_to(root)) for p in FRONTEND_JS.rglob("*.js"))
+    found = subprocess.run([node, "tests/support/js_sizes.mjs", *files], cwd=root, capture_output=True, check=True)
+    return json.loads(found.stdout)
+
+
+def test_the_front_ends_modules_and_functions_stay_small():
+    """As the formatter writes them: 400 lines a module, 60 a function (a nested one counts inside its parent)."""
+    too_long = [f"{m['file']}: {m['lines']} lines" for m in js_sizes() if m["lines"] > JS_MODULE_LINES]
+    too_long += [
+        f"{m['file']}:{f['line']} {f['name']} ({f['lines']} lines)"
+        for m in js_sizes()
+        for f in m["functions"]
+        if f["lines"] > JS_FUNCTION_LINES
+    ]
+    assert too_long == []
+    assert any(f["lines"] > 20 for m in js_sizes() for f in m["functions"])  # the parser sees functions
+
+
+def test_every_page_starts_with_the_one_shell_and_every_module_is_type_checked():
+    """The element lookup, the announcer, the host's height, the outbox and the experiment are the shell's
+    (frontend/js/shell.js): no page writes its own; every module is `// @ts-check` (make lint runs tsc)."""
+    for path in FRONTEND_JS.rglob("*.js"):
+        text = path.read_text()
+        assert text.startswith("// @ts-check\n"), path.name
+        if path.name != "shell.js":
+            assert "const $ = " not in text and "function $(" not in text, path.name
+    for page in (FRONTEND_JS / "pages").glob("*.js"):
+        text = page.read_text()
+        assert 'from "../shell.js"' in text and "startPage(" in text, page.name
+        assert "reportHeight(" not in text and "announcer(" not in text and "startOutbox(" not in text, page.name
 
 
 def rooms() -> list[str]:

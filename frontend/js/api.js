@@ -1,3 +1,4 @@
+// @ts-check
 // Talking to the API: JSON fetch helpers, the browser session, and an offline event queue
 // kept in localStorage that re-sends with the same event ids until the server acknowledges.
 // The queue announces itself: "workbench:queue" (detail: {pending}) whenever it changes, here or
@@ -19,6 +20,7 @@ export class ApiError extends Error {
 }
 
 export async function request(method, url, body, headers = {}) {
+  /** @type {RequestInit & { headers: Record<string, string> }} */
   const options = { method, headers: { Accept: "application/json", ...headers }, credentials: "same-origin" };
   if (body !== undefined) {
     options.headers["Content-Type"] = "application/json";

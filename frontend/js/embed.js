@@ -1,3 +1,4 @@
+// @ts-check
 // When a page runs inside another page's iframe: tell the host our height (so the host can size
 // the iframe to its content and never nest a scroll area) and pass on what the learner did.
 

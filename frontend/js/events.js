@@ -1,3 +1,4 @@
+// @ts-check
 // The one debounced emitter of an explorable's `parameter-changed` events: to the API (through the
 // offline queue) and to a host page (postMessage). A burst of changes of one kind is one event; a
 // change of another kind (a manipulation, another parameter) never cancels a pending one.

@@ -1,3 +1,4 @@
+// @ts-check
 // One URL-hash codec for every page, as tensorflow/playground's State.PROPS: a page declares its
 // properties (the key in the URL, a type, a default, and what is valid), reads its state from the
 // hash and writes it back, so any configuration is a shareable link. A value the hash does not hold,

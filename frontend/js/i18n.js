@@ -1,3 +1,4 @@
+// @ts-check
 // The interface's words in the page's language. The server renders each page in the learner's
 // locale (<html lang>) and names the page's catalog (<html data-catalog>): the words its scripts
 // write, compiled by `make i18n` from the same gettext catalogs into
@@ -56,7 +57,7 @@ export function number(x, digits = 2) {
 
 // The language menu (every page): the server keeps the choice (?lang= sets the cookie); the
 // page's hash, a workbench's state, is kept across the reload.
-const menu = document.getElementById("lang");
+const menu = /** @type {HTMLSelectElement | null} */ (document.getElementById("lang"));
 if (menu) {
   menu.addEventListener("change", () => {
     const url = new URL(location.href);

@@ -1,3 +1,4 @@
+// @ts-check
 // The lesson's four manipulations: which one a change is, if any. The `experiment` checkpoint
 // lists them in the lesson's front matter and completes on the server when all four are reported.
 

@@ -1,3 +1,4 @@
+// @ts-check
 // The workbench's whole configuration, declared once (hash-state.js): it lives in the URL hash, so
 // a link reproduces the view. Embedded in a lesson (whose iframe URL has no hash) it is also kept on
 // this device, so a reload of the lesson comes back to the learner's last configuration. The tokens'
@@ -6,7 +7,9 @@
 import { HashState } from "./hash-state.js";
 
 const KEPT = "workbench.embedded-state";
-export const DEFAULT_TOKENS = JSON.parse(document.querySelector("[data-preset-tokens]").dataset.presetTokens);
+export const DEFAULT_TOKENS = JSON.parse(
+  /** @type {HTMLElement} */ (document.querySelector("[data-preset-tokens]")).dataset.presetTokens,
+);
 export const N = DEFAULT_TOKENS.length;
 export const D_MODEL = DEFAULT_TOKENS[0].length;
 export const HEAD_CHOICES = Array.from({ length: D_MODEL }, (_, i) => i + 1).filter((h) => D_MODEL % h === 0 && h <= 4);

@@ -1,3 +1,4 @@
+// @ts-check
 // A completion said where the learner is looking, never over what they need next: a polite live
 // region in the page's flow, moved to just after the block the learner last used (the form they
 // sent, the controls they changed), so it takes its own line there instead of covering a control or

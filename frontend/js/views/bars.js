@@ -1,3 +1,4 @@
+// @ts-check
 // A horizontal bar chart in SVG, with its data table one keystroke away (a closed <details>: the
 // table is the accessible truth, the chart what an instructor reads first).
 
@@ -22,15 +23,26 @@ export function wrap(text, width) {
   return lines.length ? lines : [""];
 }
 
+/**
+ * A horizontal bar chart of `rows` ([{label, value (number|null), note?}]): each label in full (wrapped) above
+ * its bar, and the numbers as a table under it.
+ * @param {{ title: string, rows: { label: string, value: number | null, note?: string }[], valueLabel: string, id: string, k?: number }} chart
+ */
 export function barChart({ title, rows, valueLabel, id, k = 5 }) {
-  // rows: [{label, value (number|null), note?}]; each label in full (wrapped) above its bar.
+  const cells = rows.map((r) => [r.label, r.value === null ? hidden(k) : String(r.value), r.note || ""]);
+  return el(
+    "section",
+    { class: "chart-block", id, "aria-label": title },
+    el("h2", { text: title }),
+    bars(title, rows, k),
+    numbers(title, dataTable(title, [t("item"), valueLabel, t("note")], cells)),
+  );
+}
+
+function bars(title, rows, k) {
   const shown = rows.filter((r) => r.value !== null);
   const max = Math.max(1, ...shown.map((r) => r.value));
-  const width = 360,
-    lineHeight = 15,
-    barHeight = 14,
-    gap = 10,
-    perLine = 52;
+  const [width, lineHeight, barHeight, gap, perLine] = [360, 15, 14, 10, 52];
   const labels = rows.map((r) => wrap(r.label, perLine));
   const height = labels.reduce((sum, lines) => sum + lines.length * lineHeight + barHeight + gap, 6);
   const chart = svg("svg", {
@@ -57,41 +69,23 @@ export function barChart({ title, rows, valueLabel, id, k = 5 }) {
     chart.append(value);
     y = barTop + barHeight + gap;
   });
-  const table = el(
+  return chart;
+}
+
+/**
+ * A chart's data as a table: its column headers, then a row each, the row's first cell its header.
+ * @param {string} title @param {string[]} columns @param {string[][]} rows
+ */
+export function dataTable(title, columns, rows) {
+  const body = rows.map(([head, ...cells]) =>
+    el("tr", {}, el("th", { scope: "row", text: head }), ...cells.map((text) => el("td", { text }))),
+  );
+  return el(
     "table",
     { class: "data" },
     el("caption", { text: title }),
-    el(
-      "thead",
-      {},
-      el(
-        "tr",
-        {},
-        el("th", { scope: "col", text: t("item") }),
-        el("th", { scope: "col", text: valueLabel }),
-        el("th", { scope: "col", text: t("note") }),
-      ),
-    ),
-    el(
-      "tbody",
-      {},
-      rows.map((r) =>
-        el(
-          "tr",
-          {},
-          el("th", { scope: "row", text: r.label }),
-          el("td", { text: r.value === null ? hidden(k) : String(r.value) }),
-          el("td", { text: r.note || "" }),
-        ),
-      ),
-    ),
-  );
-  return el(
-    "section",
-    { class: "chart-block", id, "aria-label": title },
-    el("h2", { text: title }),
-    chart,
-    numbers(title, table),
+    el("thead", {}, el("tr", {}, ...columns.map((text) => el("th", { scope: "col", text })))),
+    el("tbody", {}, ...body),
   );
 }
 

@@ -1,3 +1,4 @@
+// @ts-check
 // An explorable's manipulations as a checklist: each item ticks when done (data-done).
 
 import { ensureSession, getJSON, queued } from "../api.js";

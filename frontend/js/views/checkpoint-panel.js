@@ -1,3 +1,4 @@
+// @ts-check
 // Checkpoint forms (predict, explain), the progress chips and the line that says where the
 // learner's progress is: on the server, or saved on this device waiting to be sent.
 
@@ -95,6 +96,10 @@ export function textForm({ id, label, button, text = "", done, onSubmit, rule = 
 const CJK = /[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]/gu; // one word per character
 
 // Why a text does not earn its checkpoint, as a hint, or null: as service/lessons/model.py judges it.
+/**
+ * Why the text cannot complete the checkpoint yet, or "" (the server applies the same rule).
+ * @param {{ min_words?: number, vocabulary?: Record<string, string[]> }} rule @param {string} text
+ */
 export function textProblem({ min_words: least = 0, vocabulary = {} }, text) {
   const words = text.replace(CJK, " ").split(/\s+/u).filter(Boolean).length + (text.match(CJK) || []).length;
   if (words < least)

@@ -1,3 +1,4 @@
+// @ts-check
 // A colour-blind-safe sequential scale (viridis) with readable text on every cell.
 
 const STOPS = [

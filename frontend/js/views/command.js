@@ -1,3 +1,4 @@
+// @ts-check
 // A command for the learner's terminal, with a Copy button.
 
 import { el } from "./dom.js";

@@ -1,3 +1,4 @@
+// @ts-check
 // Small DOM helpers shared by the views.
 
 import { number } from "../i18n.js";

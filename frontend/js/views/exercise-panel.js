@@ -1,3 +1,4 @@
+// @ts-check
 // The implement checkpoint wherever the learner is: choose Python or TypeScript, download the whole
 // exercise (README, starter, tests, submit and trace scripts), run its tests, trace your code beside
 // the engine, then prove it on fresh cases. Every command is the exact one for the chosen language.
@@ -51,7 +52,11 @@ function keep(track) {
   }
 }
 
-// workbenchLink(): the embedded workbench's (or explorable's) current configuration as a link.
+/**
+ * The exercise: its download in the learner's language, the commands to test and trace it, and the challenge.
+ * `workbenchLink()`: the embedded workbench's (or explorable's) current configuration as a link.
+ * @param {{ block: any, verification: string | null, onVerdict: (result: any) => void, workbenchLink: () => string }} options
+ */
 export function exercisePanel({ block, verification, onVerdict, workbenchLink }) {
   let track = chosenTrack();
   const path = block.path;
@@ -65,60 +70,52 @@ export function exercisePanel({ block, verification, onVerdict, workbenchLink })
     trace: command("exercise-trace"),
   };
   const challenge = challengePanel({ exercise, verification, onVerdict, command: (url) => commandFor("submit", url) });
-
-  const choice = el(
-    "fieldset",
-    { class: "track-choice" },
-    el("legend", { text: t("Your programming language") }),
-    ...Object.entries(TRACKS).map(([id, one]) =>
-      el(
-        "label",
-        {},
-        el("input", {
-          type: "radio",
-          name: "track",
-          value: id,
-          checked: id === track,
-          onchange: () => {
-            track = id;
-            keep(id);
-            draw();
-          },
-        }),
-        ` ${one.name}`,
-      ),
-    ),
-  );
-
-  function draw() {
+  const draw = () => {
     const chosen = TRACKS[track];
     parts.needs.textContent = chosen.needs;
     parts.download.href = `/api/v1/exercises/${exercise}/${track}.zip`;
     parts.download.textContent = `${exercise}-${track}.zip`;
     parts.setup.hidden = !chosen.setup;
-    parts.setup.replaceChildren(
-      ...fillNodes(t("In the unpacked folder, install the test runner once: {command}"), {
-        command: el("code", { text: chosen.setup || "" }),
-      }),
-    );
+    const install = t("In the unpacked folder, install the test runner once: {command}");
+    parts.setup.replaceChildren(...fillNodes(install, { command: el("code", { text: chosen.setup || "" }) }));
     parts.test.set(chosen.test(block));
     parts.trace.set(commandFor("trace", workbenchLink()));
     challenge.redraw();
-  }
+  };
+  const choice = trackChoice(track, (id) => {
+    track = id;
+    keep(id);
+    draw();
+  });
+  draw();
+  const node = el("div", { class: "exercise-panel" }, choice, steps(parts, path), challenge.node);
+  // refresh(): the workbench changed, so the trace command's link follows it.
+  return { node, refresh: () => parts.trace.set(commandFor("trace", workbenchLink())) };
+}
 
-  const steps = el(
+// The learner's programming language, one radio button a track.
+function trackChoice(track, choose) {
+  const options = Object.entries(TRACKS).map(([id, one]) =>
+    el(
+      "label",
+      {},
+      el("input", { type: "radio", name: "track", value: id, checked: id === track, onchange: () => choose(id) }),
+      ` ${one.name}`,
+    ),
+  );
+  return el("fieldset", { class: "track-choice" }, el("legend", { text: t("Your programming language") }), ...options);
+}
+
+// The exercise's steps: download, set up, test, trace, prove.
+function steps(parts, path) {
+  const download = t(
+    "Download the whole exercise: {file} (README, starter, tests, and the submit and trace scripts; needs {needs}). In a clone of this repository it is {folder}.",
+  );
+  const folder = el("code", { text: `${path}/` });
+  return el(
     "ol",
     { class: "exercise-steps" },
-    el(
-      "li",
-      {},
-      ...fillNodes(
-        t(
-          "Download the whole exercise: {file} (README, starter, tests, and the submit and trace scripts; needs {needs}). In a clone of this repository it is {folder}.",
-        ),
-        { file: parts.download, needs: parts.needs, folder: el("code", { text: `${path}/` }) },
-      ),
-    ),
+    el("li", {}, ...fillNodes(download, { file: parts.download, needs: parts.needs, folder })),
     parts.setup,
     el(
       "li",
@@ -136,8 +133,4 @@ export function exercisePanel({ block, verification, onVerdict, workbenchLink })
     ),
     el("li", {}, t("Prove it on fresh cases the server picks:")),
   );
-  draw();
-  const node = el("div", { class: "exercise-panel" }, choice, steps, challenge.node);
-  // refresh(): the workbench changed, so the trace command's link follows it.
-  return { node, refresh: () => parts.trace.set(commandFor("trace", workbenchLink())) };
 }

@@ -1,3 +1,4 @@
+// @ts-check
 // A matrix drawn as its shape: one small square per number, coloured by value. Weights use the
 // sequential scale (0..1); every other matrix the diverging one, scaled to its largest magnitude.
 // The numbers themselves are in the stage's table: the glyph is decoration for the eye.

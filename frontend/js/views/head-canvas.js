@@ -1,3 +1,4 @@
+// @ts-check
 // A head's weights as a compact heatmap on a canvas (a 128-byte text is 16,384 cells a head,
 // too many for a table), in the workbench's colour scale; the chosen query row is outlined.
 // The canvas is an image with a text alternative; the numbers are in the page's table.

@@ -1,3 +1,4 @@
+// @ts-check
 // The dashboard's items view: for each question, how many of the cohort's latest answers are right,
 // how well it separates learners who understood from those who did not (its discrimination), which
 // choices they made and the misconception each wrong one reveals; and the gain from before the

@@ -1,3 +1,4 @@
+// @ts-check
 // Items: questions with known answers, asked before the workbench and after it. An answer is an
 // event the server scores; what the learner sees afterwards comes from their progress, so a reload
 // shows it again, and an answer still waiting on this device says so. The right answer of a question
@@ -28,64 +29,70 @@ export function itemForm({ item, phase, position, onAnswer }) {
       : el("p", {}, el("label", { for: name, text: t("Your answer") }), " ", inputs[0]);
   const feedback = el("p", { class: "item-feedback", role: "status" });
   const button = el("button", { type: "submit", text: t("Record answer") });
+  const submit = (e) => {
+    e.preventDefault();
+    const response = responseOf(item, inputs);
+    if (response === undefined || (typeof response === "number" && !Number.isFinite(response))) {
+      inputs[0].focus();
+      return;
+    }
+    onAnswer(response);
+  };
   const form = el(
     "form",
-    {
-      class: "item-form",
-      dataset: { item: item.id, phase },
-      onsubmit: (e) => {
-        e.preventDefault();
-        const response =
-          item.kind === "choice"
-            ? inputs.find((i) => i.checked)?.value
-            : inputs[0].value.trim() === ""
-              ? NaN
-              : Number(inputs[0].value);
-        if (response === undefined || (typeof response === "number" && !Number.isFinite(response))) {
-          inputs[0].focus();
-          return;
-        }
-        onAnswer(response);
-      },
-    },
+    { class: "item-form", dataset: { item: item.id, phase }, onsubmit: submit },
     el("fieldset", {}, el("legend", {}, `${position}. `, math(item.prompt)), options),
     el("p", {}, button),
     feedback,
   );
-
   // `locked`: why the question cannot be answered yet (the after questions wait for the before ones
   // and the experiment), or null.
-  form.show = (answered, locked = null) => {
-    const fieldset = form.querySelector("fieldset");
-    fieldset.disabled = Boolean(locked) && !answered;
-    button.hidden = Boolean(locked) && !answered;
-    form.dataset.locked = locked && !answered ? "true" : "false";
-    if (!answered) {
-      // An answer drawn before and gone now (erased elsewhere): the question is open again, empty.
-      if (form.dataset.answered === "true") {
-        for (const input of inputs) {
-          input.disabled = false;
-          input.checked = false;
-          if (item.kind !== "choice") input.value = "";
-        }
-        feedback.className = "item-feedback";
-        feedback.replaceChildren();
-      }
-      form.dataset.answered = "false";
-      return;
-    }
-    form.dataset.answered = "true";
-    for (const input of inputs) {
-      if (answered.skipped) input.checked = false;
-      else if (item.kind === "choice") input.checked = input.value === answered.response;
-      else input.value = String(answered.response);
-      input.disabled = true; // one answer per phase: the score stands for what was first understood
-    }
-    button.hidden = true;
-    feedback.className = `item-feedback ${answered.pending ? "queued" : answered.correct === true ? "correct" : answered.correct === false ? "wrong" : ""}`;
-    feedback.replaceChildren(...feedbackFor(item, answered));
-  };
+  form.show = (answered, locked = null) => showAnswer({ form, item, inputs, button, feedback }, answered, locked);
   return form;
+}
+
+// What the learner chose or typed: a choice's id, a number (NaN when empty), or undefined (nothing chosen).
+function responseOf(item, inputs) {
+  if (item.kind === "choice") return inputs.find((i) => i.checked)?.value;
+  return inputs[0].value.trim() === "" ? NaN : Number(inputs[0].value);
+}
+
+function showAnswer({ form, item, inputs, button, feedback }, answered, locked) {
+  const fieldset = form.querySelector("fieldset");
+  fieldset.disabled = Boolean(locked) && !answered;
+  button.hidden = Boolean(locked) && !answered;
+  form.dataset.locked = locked && !answered ? "true" : "false";
+  if (!answered) {
+    // An answer drawn before and gone now (erased elsewhere): the question is open again, empty.
+    if (form.dataset.answered === "true") {
+      for (const input of inputs) {
+        input.disabled = false;
+        input.checked = false;
+        if (item.kind !== "choice") input.value = "";
+      }
+      feedback.className = "item-feedback";
+      feedback.replaceChildren();
+    }
+    form.dataset.answered = "false";
+    return;
+  }
+  form.dataset.answered = "true";
+  for (const input of inputs) {
+    if (answered.skipped) input.checked = false;
+    else if (item.kind === "choice") input.checked = input.value === answered.response;
+    else input.value = String(answered.response);
+    input.disabled = true; // one answer per phase: the score stands for what was first understood
+  }
+  button.hidden = true;
+  const verdict = answered.pending
+    ? "queued"
+    : answered.correct === true
+      ? "correct"
+      : answered.correct === false
+        ? "wrong"
+        : "";
+  feedback.className = `item-feedback ${verdict}`;
+  feedback.replaceChildren(...feedbackFor(item, answered));
 }
 
 function answerText(item, answer) {

@@ -1,3 +1,4 @@
+// @ts-check
 // The KV cache page's views, each from one decode step of POST /api/v1/attention/decode (or one
 // answer of POST /api/v1/kv-cache): the cache as it stands (data-stage="cache", a data-row per cached
 // position), which key/value head each query head reads (lines), the new query's weights over the
@@ -36,72 +37,58 @@ function cells(values, row, variant = null, colour = false) {
 // under a window slot by slot (the position each slot holds, and where RoPE turned its key).
 export function cacheView(step, kind) {
   const held = step.cache_positions ?? step.heads[0].weights.map((_, j) => j); // slot s holds held[s]
-  const t1 = held.length;
   const slots = { held, turned: step.rope_positions?.keys ?? null, rolling: Boolean(step.cache_positions) };
-  const tables = [];
-  if (kind === "mla") {
-    const { latent, rope_key: rope = null } = step.cache;
-    const head = [...latent[0].map((_, j) => `c${j + 1}`), ...(rope ? rope[0].map((_, j) => `k_R${j + 1}`) : [])];
-    tables.push(
-      cacheTable(
-        t("The latent C (and the RoPE key k_R): what the cache keeps"),
-        head,
-        latent.map((row, j) => [...row, ...(rope ? rope[j] : [])]),
-        step.position,
-        {},
-        slots,
-      ),
-    );
-  } else {
-    step.cache.key.forEach((keys, g) => {
-      const values = step.cache.value[g];
-      const head = [...keys[0].map((_, j) => `k${j + 1}`), ...values[0].map((_, j) => `v${j + 1}`)];
-      tables.push(
-        cacheTable(
-          t("Key/value head {head}: keys and values", { head: g + 1 }),
-          head,
-          keys.map((row, j) => [...row, ...values[j]]),
-          step.position,
-          { head: String(g) },
-          slots,
-        ),
-      );
-    });
-  }
-  const turned = step.rope_positions;
+  const size = t("{positions} positions × {per} numbers = {total} numbers in one layer's cache", {
+    positions: held.length,
+    per: whole(step.cache_elements / held.length),
+    total: whole(step.cache_elements),
+  });
   return el(
     "div",
     {},
     el("h3", { text: t("The cache") }),
-    el("p", {
-      class: "note",
-      text: t("{positions} positions × {per} numbers = {total} numbers in one layer's cache", {
-        positions: t1,
-        per: whole(step.cache_elements / t1),
-        total: whole(step.cache_elements),
-      }),
-    }),
-    slots.rolling
-      ? el("p", {
-          class: "note",
-          dataset: { stage: "slots" },
-          text: t(
-            "A rolling cache: slot by slot, each holds the position written last into it (positions 1, 2, … counted from 1).",
-          ),
-        })
-      : null,
-    turned
-      ? el("p", {
-          class: "note",
-          dataset: { stage: "rope-positions", query: String(turned.query) },
-          text: t(
-            "RoPE turned this step's query as position {query} and each cached key as the number in its “RoPE at” column (counting from 0, as RoPE does).",
-            { query: turned.query },
-          ),
-        })
-      : null,
-    ...tables,
+    el("p", { class: "note", text: size }),
+    ...cacheNotes(step, slots.rolling),
+    ...cacheTables(step, kind, slots),
   );
+}
+
+// What a rolling cache and StreamingLLM's renumbering mean for the tables below.
+function cacheNotes(step, rolling) {
+  const turned = step.rope_positions;
+  const notes = [];
+  if (rolling) {
+    const text = t(
+      "A rolling cache: slot by slot, each holds the position written last into it (positions 1, 2, … counted from 1).",
+    );
+    notes.push(el("p", { class: "note", dataset: { stage: "slots" }, text }));
+  }
+  if (turned) {
+    const text = t(
+      "RoPE turned this step's query as position {query} and each cached key as the number in its “RoPE at” column (counting from 0, as RoPE does).",
+      { query: turned.query },
+    );
+    notes.push(el("p", { class: "note", dataset: { stage: "rope-positions", query: String(turned.query) }, text }));
+  }
+  return notes;
+}
+
+// Per kv head its keys and values, or under MLA the latent and the RoPE key.
+function cacheTables(step, kind, slots) {
+  if (kind === "mla") {
+    const { latent, rope_key: rope = null } = step.cache;
+    const head = [...latent[0].map((_, j) => `c${j + 1}`), ...(rope ? rope[0].map((_, j) => `k_R${j + 1}`) : [])];
+    const rows = latent.map((row, j) => [...row, ...(rope ? rope[j] : [])]);
+    const caption = t("The latent C (and the RoPE key k_R): what the cache keeps");
+    return [cacheTable(caption, head, rows, step.position, {}, slots)];
+  }
+  return step.cache.key.map((keys, g) => {
+    const values = step.cache.value[g];
+    const head = [...keys[0].map((_, j) => `k${j + 1}`), ...values[0].map((_, j) => `v${j + 1}`)];
+    const rows = keys.map((row, j) => [...row, ...values[j]]);
+    const caption = t("Key/value head {head}: keys and values", { head: g + 1 });
+    return cacheTable(caption, head, rows, step.position, { head: String(g) }, slots);
+  });
 }
 
 function cacheTable(caption, head, rows, newest, dataset, { held, turned, rolling }) {
@@ -272,6 +259,35 @@ function bar(className, percent, dataset) {
 
 // A model's cache for its context beside the MHA equivalent: two bars with units, and the numbers.
 export function memoryView(answer, model, tokens) {
+  const counted = tn("{count} token", "{count} tokens", tokens, { count: whole(tokens) }); // outside t(): extracted
+  const cached =
+    answer.positions_cached < tokens
+      ? t(" (a sliding window keeps {window})", { window: whole(answer.positions_cached) })
+      : "";
+  const figures = t(
+    "{elements} numbers a token ({bytes} a token) over {layers} layers; {tokens}{cached}: {total}, {ratio} % of the MHA equivalent.",
+    {
+      elements: whole(answer.elements_per_token),
+      bytes: bytes(answer.bytes_per_token),
+      layers: model.request.layers,
+      tokens: counted,
+      cached,
+      total: bytes(answer.bytes_total),
+      ratio: fmt(answer.ratio_to_mha * 100, 1),
+    },
+  );
+  return el(
+    "div",
+    {},
+    memoryBars(answer, model),
+    layerKinds(answer),
+    el("p", { class: "kv-figures" }, figures),
+    el("p", { class: "note" }, t("Source: {source}", { source: model.source })),
+  );
+}
+
+// Two bars with units: the model's cache, and the same heads with keys and values of their own.
+function memoryBars(answer, model) {
   const rows = [
     {
       label: t("{model}'s cache ({kind})", { model: model.name, kind: answer.kind.toUpperCase() }),
@@ -285,72 +301,40 @@ export function memoryView(answer, model, tokens) {
     },
   ];
   const max = Math.max(...rows.map((r) => r.value));
-  const chart = el(
-    "div",
-    { class: "kv-bars", role: "img", "aria-label": rows.map((r) => `${r.label}: ${bytes(r.value)}`).join("; ") },
-    ...rows.map((r, i) =>
-      el(
-        "div",
-        { class: "kv-bar-row", "aria-hidden": "true" },
-        el("span", { class: "kv-bar-label", text: r.label }),
-        el(
-          "span",
-          { class: "kv-bar-track" },
-          bar(i ? "kv-bar kv-bar-muted" : "kv-bar", Math.max(0.5, (r.value / max) * 100), {
-            stage: r.stage,
-            value: String(r.value),
-          }),
-          el("span", { class: "kv-bar-value", text: bytes(r.value) }),
-        ),
-      ),
-    ),
-  );
-  const counted = tn("{count} token", "{count} tokens", tokens, { count: whole(tokens) }); // outside t(): extracted
-  const cached =
-    answer.positions_cached < tokens
-      ? t(" (a sliding window keeps {window})", { window: whole(answer.positions_cached) })
-      : "";
+  const row = (r, i) => {
+    const length = Math.max(0.5, (r.value / max) * 100);
+    const track = el(
+      "span",
+      { class: "kv-bar-track" },
+      bar(i ? "kv-bar kv-bar-muted" : "kv-bar", length, { stage: r.stage, value: String(r.value) }),
+      el("span", { class: "kv-bar-value", text: bytes(r.value) }),
+    );
+    return el(
+      "div",
+      { class: "kv-bar-row", "aria-hidden": "true" },
+      el("span", { class: "kv-bar-label", text: r.label }),
+      track,
+    );
+  };
+  const label = rows.map((r) => `${r.label}: ${bytes(r.value)}`).join("; ");
+  return el("div", { class: "kv-bars", role: "img", "aria-label": label }, ...rows.map(row));
+}
+
+// A local:global model's layers by kind: the positions each keeps, and their bytes.
+function layerKinds(answer) {
   const { local, global } = answer.layers ?? {};
-  const kinds =
-    local && global
-      ? el(
-          "p",
-          { class: "kv-figures", dataset: { stage: "memory-kinds" } },
-          t(
-            "{local} local layers keep {localPositions} positions each: {localBytes}; {global} global layers keep {globalPositions}: {globalBytes}. Were every layer global: {all}.",
-            {
-              local: local.layers,
-              localPositions: whole(local.positions_cached),
-              localBytes: bytes(local.bytes),
-              global: global.layers,
-              globalPositions: whole(global.positions_cached),
-              globalBytes: bytes(global.bytes),
-              all: bytes(answer.bytes_if_every_layer_global),
-            },
-          ),
-        )
-      : null;
-  return el(
-    "div",
-    {},
-    chart,
-    kinds,
-    el(
-      "p",
-      { class: "kv-figures" },
-      t(
-        "{elements} numbers a token ({bytes} a token) over {layers} layers; {tokens}{cached}: {total}, {ratio} % of the MHA equivalent.",
-        {
-          elements: whole(answer.elements_per_token),
-          bytes: bytes(answer.bytes_per_token),
-          layers: model.request.layers,
-          tokens: counted,
-          cached,
-          total: bytes(answer.bytes_total),
-          ratio: fmt(answer.ratio_to_mha * 100, 1),
-        },
-      ),
-    ),
-    el("p", { class: "note" }, t("Source: {source}", { source: model.source })),
+  if (!local || !global) return null;
+  const text = t(
+    "{local} local layers keep {localPositions} positions each: {localBytes}; {global} global layers keep {globalPositions}: {globalBytes}. Were every layer global: {all}.",
+    {
+      local: local.layers,
+      localPositions: whole(local.positions_cached),
+      localBytes: bytes(local.bytes),
+      global: global.layers,
+      globalPositions: whole(global.positions_cached),
+      globalBytes: bytes(global.bytes),
+      all: bytes(answer.bytes_if_every_layer_global),
+    },
   );
+  return el("p", { class: "kv-figures", dataset: { stage: "memory-kinds" } }, text);
 }

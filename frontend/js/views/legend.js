@@ -1,3 +1,4 @@
+// @ts-check
 // The colour legend: the weights' scale, masked cells, change marks; with `signed`, the scale of
 // every other matrix (the workbench's glyphs); `compact`: the trained-heads page's canvases.
 

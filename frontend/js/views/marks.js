@@ -1,3 +1,4 @@
+// @ts-check
 // One way to mark a cell that changed: an outline and a symbol with a spoken name.
 // "up"/"down": changed by the learner's last edit; "differs": differs from the correct result.
 

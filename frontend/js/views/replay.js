@@ -1,3 +1,4 @@
+// @ts-check
 // One weight's whole story, step by step, with the engine's numbers: q_i·k_j feature by feature,
 // their sum, ÷ √d_head, the mask, the softmax over the row, the weight times V, the head's
 // output, its place in the concatenation, W_O's mixing and the residual add. The products and
@@ -8,6 +9,7 @@ import { separator, t } from "../i18n.js";
 
 const vec = (v) => `[${v.map((x) => fmt(x)).join(separator)}]`;
 
+// Every step of one weight's story, each with its title, its text and its value (the engine's numbers).
 function steps({ response, h, i, j, causal, wo, tokens }) {
   const head = response.heads[h];
   const d = response.shape.d_head;
@@ -24,6 +26,33 @@ function steps({ response, h, i, j, causal, wo, tokens }) {
   const part = response.concat[i].slice(start, end);
   const fromHead = wo[0].map((_, c) => part.reduce((sum, x, r) => sum + x * wo[start + r][c], 0));
   const row = head.masked_scores[i];
+  const c = {
+    h,
+    i,
+    j,
+    d,
+    q,
+    k,
+    products,
+    dot,
+    scaled,
+    masked,
+    causal,
+    weight,
+    mix,
+    head,
+    row,
+    response,
+    start,
+    end,
+    fromHead,
+    tokens,
+  };
+  return [...scoreSteps(c), ...mixSteps(c), ...outputSteps(c)];
+}
+
+// q·k feature by feature, their sum, ÷ √d_head, the mask.
+function scoreSteps({ i, j, d, q, k, products, dot, scaled, masked, causal }) {
   return [
     ...products.map((p, c) => ({
       step: "product",
@@ -65,6 +94,12 @@ function steps({ response, h, i, j, causal, wo, tokens }) {
             })
           : t("The causal mask is off: every key is visible."),
     },
+  ];
+}
+
+// The softmax over the row, the weight, the weight times V, the head's output.
+function mixSteps({ h, i, j, weight, mix, head, row }) {
+  return [
     {
       step: "softmax",
       value: weight,
@@ -95,6 +130,12 @@ function steps({ response, h, i, j, causal, wo, tokens }) {
         share: vec(mix),
       }),
     },
+  ];
+}
+
+// Its place in the concatenation, W_O's mixing, the residual add.
+function outputSteps({ h, i, response, start, end, fromHead, tokens }) {
+  return [
     {
       step: "concat",
       value: JSON.stringify(response.concat[i]),
@@ -144,58 +185,45 @@ export function replay({ response, cell, causal, wo, tokens, at, onStep, onClose
     ),
   );
   const go = (k) => onStep(Math.max(0, Math.min(list.length - 1, k)));
-  const section = el(
+  const moves = { ArrowRight: last + 1, ArrowDown: last + 1, ArrowLeft: last - 1, ArrowUp: last - 1, Home: 0 };
+  const onkeydown = (e) => {
+    const to = e.key === "End" ? list.length - 1 : moves[e.key];
+    if (to !== undefined && !e.target.closest("select, input")) {
+      e.preventDefault();
+      go(to);
+    }
+    if (e.key === "Escape") onClose();
+  };
+  const where = { head: h + 1, query: i + 1, key: j + 1 };
+  return el(
     "section",
     {
       class: "replay",
       tabindex: "-1",
       "aria-labelledby": "replay-title",
       dataset: { replay: "", head: String(h), row: String(i), col: String(j) },
-      onkeydown: (e) => {
-        const moves = {
-          ArrowRight: last + 1,
-          ArrowDown: last + 1,
-          ArrowLeft: last - 1,
-          ArrowUp: last - 1,
-          Home: 0,
-          End: list.length - 1,
-        };
-        if (e.key in moves && !e.target.closest("select, input")) {
-          e.preventDefault();
-          go(moves[e.key]);
-        }
-        if (e.key === "Escape") onClose();
-      },
+      onkeydown,
     },
-    el("h2", {
-      id: "replay-title",
-      text: t("Replay: head {head}, query {query}, key {key}", { head: h + 1, query: i + 1, key: j + 1 }),
-    }),
+    el("h2", { id: "replay-title", text: t("Replay: head {head}, query {query}, key {key}", where) }),
     el("p", {
       class: "note",
       text: t("Step through with Next and Back (or the arrow keys). Choose another weight to replay it."),
     }),
     el("ol", { class: "replay-steps" }, items),
-    el(
-      "div",
-      { class: "replay-nav" },
-      el("button", {
-        type: "button",
-        class: "secondary",
-        text: t("Back"),
-        disabled: last === 0,
-        onclick: () => go(last - 1),
-      }),
-      el("span", { class: "replay-count", text: t("step {step} of {steps}", { step: last + 1, steps: list.length }) }),
-      el("button", {
-        type: "button",
-        text: t("Next"),
-        disabled: last === list.length - 1,
-        onclick: () => go(last + 1),
-      }),
-      el("button", { type: "button", class: "secondary", text: t("All steps"), onclick: () => go(list.length - 1) }),
-      el("button", { type: "button", class: "secondary", text: t("Close replay"), onclick: onClose }),
-    ),
+    navigation(last, list.length, go, onClose),
   );
-  return section;
+}
+
+// Back, the count, Next, every step at once, and closing the replay.
+function navigation(last, count, go, onClose) {
+  const button = (text, onclick, attrs = {}) => el("button", { type: "button", text, onclick, ...attrs });
+  return el(
+    "div",
+    { class: "replay-nav" },
+    button(t("Back"), () => go(last - 1), { class: "secondary", disabled: last === 0 }),
+    el("span", { class: "replay-count", text: t("step {step} of {steps}", { step: last + 1, steps: count }) }),
+    button(t("Next"), () => go(last + 1), { disabled: last === count - 1 }),
+    button(t("All steps"), () => go(count - 1), { class: "secondary" }),
+    button(t("Close replay"), onClose, { class: "secondary" }),
+  );
 }

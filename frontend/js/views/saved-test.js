@@ -1,3 +1,4 @@
+// @ts-check
 // "Save as a test": the workbench's current case as a pytest and a vitest test, holding its tokens,
 // flags and the engine's weights and output, ready to paste into the exercise's test file (which
 // already imports run, np / allClose and fail).

@@ -1,3 +1,4 @@
+// @ts-check
 // Making SVG elements (the charts, the workbench's glyphs and diagram marks).
 
 const SVG = "http://www.w3.org/2000/svg";

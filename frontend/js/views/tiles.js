@@ -1,3 +1,4 @@
+// @ts-check
 // The online softmax page's views, from one answer of POST /api/v1/attention/tiled and the scores of
 // POST /api/v1/attention: the score matrix cut into tiles (data-stage="tiles": each cell its tile's
 // index and status, the tiles done so far, the current one, the skipped ones greyed), what each row of
@@ -33,79 +34,61 @@ const cell = (stage, row, v, col = null) =>
 // The tile a cell belongs to: tiles run over query blocks, then key blocks within each (the order computed).
 export const tileOf = (i, j, block, n) => Math.floor(i / block) * Math.ceil(n / block) + Math.floor(j / block);
 
+/**
+ * The scores cut into tiles: the tiles stepped so far, the current one, the skipped ones, and where a slip
+ * first parts (`first`, a tile's index, or null).
+ * @param {{ scores: number[][], hidden: boolean[][], tiles: any[], block: number, done: number, first: number | null }} grid
+ */
 export function tileGrid({ scores, hidden, tiles, block, done, first }) {
   const n = scores.length;
   const caption = t(
     "Scores S = QKᵀ/√d (a row per query q, a column per key k), cut into {block} × {block} tiles: {done} of {all} stepped",
     { block, done, all: tiles.length },
   );
+  const keys = scores[0].map((_, j) =>
+    el(
+      "th",
+      { scope: "col", class: j % block === 0 ? "t-left" : "", title: t("key {key}", { key: j + 1 }) },
+      "k",
+      el("sub", { text: String(j + 1) }),
+    ),
+  );
+  const rows = scores.map((row, i) => {
+    const label = el(
+      "th",
+      { scope: "row", class: i % block === 0 ? "t-top" : "", title: t("query {query}", { query: i + 1 }) },
+      "q",
+      el("sub", { text: String(i + 1) }),
+    );
+    return el("tr", {}, label, ...row.map((s, j) => scoreCell({ s, i, j, n, block, tiles, done, first, hidden })));
+  });
+  const corner = el("th", { scope: "col" }, el("span", { class: "visually-hidden", text: t("query") }));
   const table = el(
     "table",
     { class: "matrix os-grid", dataset: { stage: "tiles" } },
     el("caption", { text: caption }),
-    el(
-      "thead",
-      {},
-      el(
-        "tr",
-        {},
-        el("th", { scope: "col" }, el("span", { class: "visually-hidden", text: t("query") })),
-        ...scores[0].map((_, j) =>
-          el(
-            "th",
-            { scope: "col", class: j % block === 0 ? "t-left" : "", title: t("key {key}", { key: j + 1 }) },
-            "k",
-            el("sub", { text: String(j + 1) }),
-          ),
-        ),
-      ),
-    ),
-    el(
-      "tbody",
-      {},
-      scores.map((row, i) =>
-        el(
-          "tr",
-          {},
-          el(
-            "th",
-            { scope: "row", class: i % block === 0 ? "t-top" : "", title: t("query {query}", { query: i + 1 }) },
-            "q",
-            el("sub", { text: String(i + 1) }),
-          ),
-          ...row.map((s, j) => {
-            const index = tileOf(i, j, block, n);
-            const { status } = tiles[index];
-            const classes = [
-              status,
-              index < done ? "done" : "",
-              index === done - 1 ? "current" : "",
-              first === index ? "first-difference" : "",
-              i % block === 0 ? "t-top" : "",
-              j % block === 0 ? "t-left" : "",
-              hidden[i][j] ? "hidden" : "",
-            ];
-            return el(
-              "td",
-              {
-                class: classes.filter(Boolean).join(" "),
-                dataset: {
-                  row: String(i),
-                  col: String(j),
-                  tile: String(index),
-                  status,
-                  value: hidden[i][j] ? "" : String(s),
-                },
-                title: hidden[i][j] ? t("hidden by the causal mask: −∞ before the softmax") : null,
-              },
-              hidden[i][j] ? "—" : fmt(s),
-            );
-          }),
-        ),
-      ),
-    ),
+    el("thead", {}, el("tr", {}, corner, ...keys)),
+    el("tbody", {}, ...rows),
   );
   return scrollRegion(caption, table);
+}
+
+// One score's cell: its tile, the tile's status, whether stepped, current or where a slip parts.
+function scoreCell({ s, i, j, n, block, tiles, done, first, hidden }) {
+  const index = tileOf(i, j, block, n);
+  const { status } = tiles[index];
+  const classes = [
+    status,
+    index < done ? "done" : "",
+    index === done - 1 ? "current" : "",
+    first === index ? "first-difference" : "",
+    i % block === 0 ? "t-top" : "",
+    j % block === 0 ? "t-left" : "",
+    hidden[i][j] ? "hidden" : "",
+  ];
+  const dataset = { row: String(i), col: String(j), tile: String(index), status, value: hidden[i][j] ? "" : String(s) };
+  const title = hidden[i][j] ? t("hidden by the causal mask: −∞ before the softmax") : null;
+  return el("td", { class: classes.filter(Boolean).join(" "), dataset, title }, hidden[i][j] ? "—" : fmt(s));
 }
 
 // The state a query block's rows are in before `index`: the last computed tile of the same block, or the start.
@@ -116,6 +99,7 @@ function before(tiles, index) {
   return null;
 }
 
+/** What each row of tile `index` carries before and after it. @param {any[]} tiles @param {number} index */
 export function runningView(tiles, index) {
   const tile = tiles[index];
   const where = t("Tile {tile}: queries {q0}–{q1}, keys {k0}–{k1}", {
@@ -126,71 +110,59 @@ export function runningView(tiles, index) {
     k1: tile.keys[1],
   });
   if (tile.status === "skipped") {
+    const why = t(
+      "Skipped: every key of this tile is hidden from every query of its block (the future, under the causal mask). Nothing is computed; what the rows carry does not change.",
+    );
     return el(
       "div",
       { dataset: { stage: "running", status: "skipped" } },
       el("h3", { text: where }),
-      el("p", {
-        text: t(
-          "Skipped: every key of this tile is hidden from every query of its block (the future, under the causal mask). Nothing is computed; what the rows carry does not change.",
-        ),
-      }),
+      el("p", { text: why }),
     );
   }
   const prior = before(tiles, index);
-  const rows = Array.from({ length: tile.rows[1] - tile.rows[0] }, (_, r) => r);
-  const width = tile.o_tilde[0].length;
   const inside =
     tile.status === "masked"
       ? t("On the diagonal: the causal mask is applied inside the tile.")
       : t("Every key of the tile is visible to every query of its block.");
   const caption = [`${where}.`, inside, t("α = exp(m before − m after) rescales what the row held.")].join(" ");
+  const rows = Array.from({ length: tile.rows[1] - tile.rows[0] }, (_, r) => {
+    const row = tile.rows[0] + r;
+    return el(
+      "tr",
+      { dataset: { row: String(row) } },
+      el("th", { scope: "row", text: String(row + 1) }),
+      cell("m-before", row, prior ? prior.m[r] : null),
+      cell("m", row, tile.m[r]),
+      cell("alpha", row, tile.alpha[r]),
+      cell("l-before", row, prior ? prior.l[r] : 0),
+      cell("l", row, tile.l[r]),
+      ...tile.o_tilde[r].map((v, d) => cell("o_tilde", row, v, d)),
+    );
+  });
   const table = el(
     "table",
     { class: "matrix os-running-table", dataset: { stage: "running", status: tile.status } },
     el("caption", { text: caption }),
-    el(
-      "thead",
-      {},
-      el(
-        "tr",
-        {},
-        el("th", { scope: "col", text: t("query") }),
-        el("th", { scope: "col", text: t("m before") }),
-        el("th", { scope: "col", text: t("m after") }),
-        el(
-          "th",
-          {
-            scope: "col",
-            title: t("α = exp(m before − m after): what l and Õ are multiplied by before the tile is added"),
-          },
-          "α",
-        ),
-        el("th", { scope: "col", text: t("l before") }),
-        el("th", { scope: "col", text: t("l after") }),
-        ...Array.from({ length: width }, (_, d) => el("th", { scope: "col" }, "Õ", el("sub", { text: String(d + 1) }))),
-      ),
-    ),
-    el(
-      "tbody",
-      {},
-      rows.map((r) => {
-        const row = tile.rows[0] + r;
-        return el(
-          "tr",
-          { dataset: { row: String(row) } },
-          el("th", { scope: "row", text: String(row + 1) }),
-          cell("m-before", row, prior ? prior.m[r] : null),
-          cell("m", row, tile.m[r]),
-          cell("alpha", row, tile.alpha[r]),
-          cell("l-before", row, prior ? prior.l[r] : 0),
-          cell("l", row, tile.l[r]),
-          ...tile.o_tilde[r].map((v, d) => cell("o_tilde", row, v, d)),
-        );
-      }),
-    ),
+    el("thead", {}, runningHeader(tile.o_tilde[0].length)),
+    el("tbody", {}, ...rows),
   );
   return scrollRegion(caption, table);
+}
+
+function runningHeader(width) {
+  const alpha = t("α = exp(m before − m after): what l and Õ are multiplied by before the tile is added");
+  return el(
+    "tr",
+    {},
+    el("th", { scope: "col", text: t("query") }),
+    el("th", { scope: "col", text: t("m before") }),
+    el("th", { scope: "col", text: t("m after") }),
+    el("th", { scope: "col", title: alpha }, "α"),
+    el("th", { scope: "col", text: t("l before") }),
+    el("th", { scope: "col", text: t("l after") }),
+    ...Array.from({ length: width }, (_, d) => el("th", { scope: "col" }, "Õ", el("sub", { text: String(d + 1) }))),
+  );
 }
 
 // After the last tile: O = diag(l)⁻¹ Õ, row by row, beside the plain softmax's output of the same head.

@@ -1,3 +1,4 @@
+// @ts-check
 // Three editable 4-d tokens: the X stage (data-stage="x", cells with data-row/col/value, 0-based);
 // inputs are labelled "Token T dimension D" (1-based).
 

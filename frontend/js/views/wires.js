@@ -1,3 +1,4 @@
+// @ts-check
 // The diagram's connectors, SVG paths over the block in the data's order: the stream into W_Q/W_K/W_V,
 // a bus into each lane, through it, every head into the concatenation, W_O, Y and the ⊕. Measured from
 // the laid-out boxes; on a phone (one column) the text's arrows join them instead. Decorative (aria-hidden).
@@ -34,12 +35,12 @@ const downwards = (a, b) => b.top - a.bottom > 2 * GAP;
 const wrapped = (a, b, row, across = b.top - 4 * GAP) =>
   across - row > GAP ? `M${a.cx},${a.bottom + GAP} V${across} H${b.cx} V${b.top - GAP}` : null;
 
-// Every wire as [d, from, to], in the data's order; a wire the layout cannot draw cleanly is null.
+// Every wire as [d, from, to], in the data's order; a wire the layout cannot draw cleanly is left out.
 function routes(body, origin) {
-  const q = (sel, root = body) => root.querySelector(sel);
+  const q = (sel) => body.querySelector(sel);
   const branch = box(q(".branch"), origin);
-  const x = box(q(".stream-x"), origin),
-    proj = box(q(".projections"), origin);
+  const x = box(q(".stream-x"), origin);
+  const proj = box(q(".projections"), origin);
   const gutter = branch.left - 9; // the stream's way up runs left of the block
   const out = [
     proj.left - GAP > gutter && x.left > gutter
@@ -47,73 +48,87 @@ function routes(body, origin) {
       : null,
   ];
   const lanes = [...body.querySelectorAll(".lane")];
-  const busX = box(q(".lanes"), origin).left + 6; // inside the block, left of the lanes
   const concatNode = q('[data-stage="concat"]');
   const concat = glyphBox(concatNode, origin);
   const intoConcat = concat.left - 12;
-  // the way down into the concatenation runs right of every lane, or no head's wire takes it
-  const clearOfLanes = intoConcat - Math.max(...lanes.map((l) => box(l, origin).right)) > GAP;
-  for (const laneNode of lanes) {
-    const h = laneNode.dataset.head;
-    // Q K V, then each stage after the arrow that names its operation (QKᵀ ÷ √d, softmax, A·V).
-    const steps = [
-      q(".qkv-group", laneNode),
-      ...["scores", "weights", "head-output"].map((s) => q(`[data-stage="${s}"]`, laneNode)),
-    ];
-    const names = ["qkv", "scores", "weights", "head-output"];
-    const first = glyphBox(steps[0], origin),
-      firstStage = box(steps[0], origin);
-    out.push(
-      firstStage.left - GAP > busX && downwards(proj, first)
-        ? [`M${busX},${proj.bottom + GAP} V${first.cy} H${firstStage.left - GAP}`, "projections", `lane:${h}`]
-        : null,
-    );
-    for (let i = 1; i < steps.length; i++) {
-      const a = box(steps[i - 1], origin),
-        b = box(steps[i], origin);
-      const label = steps[i].previousElementSibling,
-        named = label && box(label, origin); // the operation's name
-      const y = named ? named.bottom - 8 : b.top + 12;
-      const row = Math.max(
-        ...steps.slice(0, i).map((s) => box(s, origin).bottom),
-        named && named.bottom <= b.top ? named.bottom : 0,
-      );
-      const d = rightwards(a, b, y)
-        ? `M${a.right + GAP},${y} H${b.left - GAP}`
-        : b.top > row
-          ? wrapped(a, b, row)
-          : null;
-      out.push(d ? [d, `${names[i - 1]}:${h}`, `${names[i]}:${h}`] : null);
-    }
-    const o = glyphBox(steps[3], origin),
-      oStage = box(steps[3], origin);
-    out.push(
-      clearOfLanes && intoConcat - oStage.right > 2 * GAP
-        ? [
-            `M${oStage.right + GAP},${o.cy} H${intoConcat} V${concat.cy} H${concat.left - GAP}`,
-            `head-output:${h}`,
-            "concat",
-          ]
-        : null,
-    );
+  const into = {
+    busX: box(q(".lanes"), origin).left + 6, // inside the block, left of the lanes
+    proj,
+    concat,
+    intoConcat,
+    // the way down into the concatenation runs right of every lane, or no head's wire takes it
+    clear: intoConcat - Math.max(...lanes.map((l) => box(l, origin).right)) > GAP,
+  };
+  for (const laneNode of lanes) out.push(...laneWires(laneNode, origin, into));
+  out.push(...mergeWires(body, concatNode, concat, origin));
+  return out.filter(Boolean);
+}
+
+// One lane's wires: from the bus into Q K V, along its stages, out into the concatenation.
+function laneWires(laneNode, origin, { busX, proj, concat, intoConcat, clear }) {
+  const h = laneNode.dataset.head;
+  // Q K V, then each stage after the arrow that names its operation (QKᵀ ÷ √d, softmax, A·V).
+  const steps = [
+    laneNode.querySelector(".qkv-group"),
+    ...["scores", "weights", "head-output"].map((s) => laneNode.querySelector(`[data-stage="${s}"]`)),
+  ];
+  const names = ["qkv", "scores", "weights", "head-output"];
+  const first = glyphBox(steps[0], origin);
+  const firstStage = box(steps[0], origin);
+  const out = [
+    firstStage.left - GAP > busX && downwards(proj, first)
+      ? [`M${busX},${proj.bottom + GAP} V${first.cy} H${firstStage.left - GAP}`, "projections", `lane:${h}`]
+      : null,
+  ];
+  for (let i = 1; i < steps.length; i++) {
+    const d = stepWire(steps, i, origin);
+    out.push(d ? [d, `${names[i - 1]}:${h}`, `${names[i]}:${h}`] : null);
   }
-  const concatStage = box(concatNode, origin);
-  const [woNode, yNode] = ["wo", "output"].map((s) => q(`[data-stage="${s}"]`));
-  const wo = glyphBox(woNode, origin),
-    y = glyphBox(yNode, origin),
-    woStage = box(woNode, origin);
+  const o = glyphBox(steps[3], origin);
+  const oStage = box(steps[3], origin);
   out.push(
-    downwards(concatStage, wo) ? [`M${concat.cx},${concatStage.bottom + GAP} V${wo.top - GAP}`, "concat", "wo"] : null,
+    clear && intoConcat - oStage.right > 2 * GAP
+      ? [
+          `M${oStage.right + GAP},${o.cy} H${intoConcat} V${concat.cy} H${concat.left - GAP}`,
+          `head-output:${h}`,
+          "concat",
+        ]
+      : null,
   );
-  out.push(downwards(woStage, y) ? [`M${wo.cx},${woStage.bottom + GAP} V${y.top - GAP}`, "wo", "output"] : null);
-  const plus = box(q(".plus"), origin),
-    yStage = box(yNode, origin);
-  out.push(
+  return out;
+}
+
+// From a lane's stage i - 1 to stage i: rightwards at the height of the operation's name, or wrapped below.
+function stepWire(steps, i, origin) {
+  const a = box(steps[i - 1], origin);
+  const b = box(steps[i], origin);
+  const label = steps[i].previousElementSibling;
+  const named = label && box(label, origin); // the operation's name
+  const y = named ? named.bottom - 8 : b.top + 12;
+  const row = Math.max(
+    ...steps.slice(0, i).map((s) => box(s, origin).bottom),
+    named && named.bottom <= b.top ? named.bottom : 0,
+  );
+  if (rightwards(a, b, y)) return `M${a.right + GAP},${y} H${b.left - GAP}`;
+  return b.top > row ? wrapped(a, b, row) : null;
+}
+
+// The concatenation down to W_O, W_O to Y, Y to the ⊕.
+function mergeWires(body, concatNode, concat, origin) {
+  const concatStage = box(concatNode, origin);
+  const [woNode, yNode] = ["wo", "output"].map((s) => body.querySelector(`[data-stage="${s}"]`));
+  const wo = glyphBox(woNode, origin);
+  const y = glyphBox(yNode, origin);
+  const woStage = box(woNode, origin);
+  const plus = box(body.querySelector(".plus"), origin);
+  const yStage = box(yNode, origin);
+  return [
+    downwards(concatStage, wo) ? [`M${concat.cx},${concatStage.bottom + GAP} V${wo.top - GAP}`, "concat", "wo"] : null,
+    downwards(woStage, y) ? [`M${wo.cx},${woStage.bottom + GAP} V${y.top - GAP}`, "wo", "output"] : null,
     plus.top - 12 > yStage.bottom + GAP
       ? [`M${y.cx},${yStage.bottom + GAP} V${plus.top - 12} H${plus.cx} V${plus.top - GAP}`, "output", "plus"]
       : null,
-  );
-  return out.filter(Boolean);
+  ];
 }
 
 // Draws (or redraws) the wires of `body` (the .diagram-body) into its own layer, when it is laid
