@@ -52,7 +52,7 @@ lint: $(VENV)/.installed-dev node_modules/.modules.yaml ## ruff (lint and format
 	node_modules/.bin/tsc -p frontend/tsconfig.json && node_modules/.bin/tsc -p tsconfig.json; \
 	else echo "Biome and tsc skipped: pnpm install first (with Node 20: npm install -g pnpm@12.4.2)"; fi
 
-hooks: ## Check every commit first: make lint, then the architecture and docs tests (.githooks/pre-commit)
+hooks: ## Check every commit first: make lint, then the architecture, docs, catalog and page-size tests (.githooks/pre-commit)
 	git config core.hooksPath .githooks
 
 screenshots: $(VENV)/.installed-dev ## Retake docs/screenshots/ (every page at 1280x800 and 390x844; needs chromium)

@@ -90,9 +90,10 @@ def digest(tree: Path) -> dict[str, str]:
         ]
         for name, request in bodies(presets()).items():
             for path, mode in asks:
-                body = {**request, **({"failure_mode": mode} if mode else {})}
+                body = {k: v for k, v in request.items() if k not in ("block_q", "block_k")}  # a tiled preset's
+                body = {**body, **({"failure_mode": mode} if mode else {})}
                 if path == "/tiled":
-                    body = {"block_q": 2, "block_k": 3, **body}
+                    body = {**body, "block_q": 2, "block_k": 3}
                 answer = client.post(f"/api/v1/attention{path}", json=body)
                 found[f"{name} {path or '/'} {mode or '-'}"] = (
                     f"{answer.status_code} {hashlib.sha256(answer.data).hexdigest()}"

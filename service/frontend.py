@@ -58,18 +58,19 @@ def _preloads() -> dict[str, object]:
     return {"module_preloads": module_preloads}  # every template extending _base.html, the 404 page too
 
 
+def _html(filename: str, status: int, vary: str, **data: object):
+    """A page in the request's language, never cached without asking again."""
+    context = {**page_context(), **data}
+    page = render_template(filename, Markup=Markup, **context)
+    return page, status, {"Cache-Control": "no-cache", "Vary": vary, "Content-Language": context["lang"]}
+
+
 def _page(filename: str):
     def view(**kwargs):
         lesson_id = kwargs.get("lesson_id")
         if lesson_id is not None and lesson_id not in current_app.extensions["lessons"]:
             abort(404)
-        context = {**page_context(), **PAGE_DATA.get(filename, dict)()}
-        html = render_template(filename, Markup=Markup, **context)
-        return (
-            html,
-            200,
-            {"Cache-Control": "no-cache", "Vary": "Accept-Language, Cookie", "Content-Language": context["lang"]},
-        )
+        return _html(filename, 200, "Accept-Language, Cookie", **PAGE_DATA.get(filename, dict)())
 
     view.__name__ = f"page_{filename.split('.')[0].replace('-', '_')}"
     return view
@@ -87,13 +88,7 @@ def not_found(error):
     html = wanted.best_match(["text/html", "application/json", "application/problem+json"]) == "text/html"
     if not html or request.path.startswith("/api/") or wanted["text/html"] <= wanted["application/json"]:
         return http_problem(error).response()
-    context = page_context()
-    page = render_template("not-found.html", Markup=Markup, **context)
-    return (
-        page,
-        404,
-        {"Cache-Control": "no-cache", "Vary": "Accept, Accept-Language, Cookie", "Content-Language": context["lang"]},
-    )
+    return _html("not-found.html", 404, "Accept, Accept-Language, Cookie")
 
 
 @blp.get("/static/<path:path>")

@@ -1,4 +1,6 @@
-"""Ready request bodies for `POST /api/v1/attention`: the workbench, the lesson's split, four heads.
+"""Ready request bodies, each for the endpoint it names (`endpoint`): the workbench, the lesson's split and
+four heads for `POST /api/v1/attention`, the KV cache page's case for `POST /api/v1/attention/decode`, the
+online softmax page's for `POST /api/v1/attention/tiled`.
 
 `four-heads` is built, not tuned by hand: learned-looking small random projections (seeded,
 two decimals) plus one deliberate circuit per head, so each head's pattern has a reason a
@@ -95,21 +97,28 @@ def _online_softmax() -> dict[str, Any]:
     """The online softmax page's case: eight 4-d tokens (seeded, one decimal, spread so that a row's
     maximum often rises from one key block to the next), two heads of width 2, causal."""
     x = np.round(np.random.default_rng(51).normal(size=(8, 4)) * 1.6, 1) + 0.0
-    return {"tokens": x.tolist(), "heads": 2, "causal": True}
+    return {"tokens": x.tolist(), "heads": 2, "causal": True, "block_q": 2, "block_k": 2}
+
+
+ATTENTION = "POST /api/v1/attention"
+ENDPOINTS = {"kv-cache": f"{ATTENTION}/decode", "online-softmax": f"{ATTENTION}/tiled"}
 
 
 @lru_cache(maxsize=1)
 def presets() -> dict[str, dict[str, Any]]:
+    """Each case under its id, with the endpoint it is a body for (`ATTENTION` unless `ENDPOINTS` says)."""
+    return {name: {"id": name, "endpoint": ENDPOINTS.get(name, ATTENTION), **case} for name, case in _cases().items()}
+
+
+def _cases() -> dict[str, dict[str, Any]]:
     return {
         "workbench": {
-            "id": "workbench",
             "title": "Two-head causal attention workbench",
             "description": "Three 4-d tokens, two heads of width 2, identity projections, causal mask: "
             "head 1 reads coordinates 0-1 and head 2 reads coordinates 2-3.",
             "request": {"tokens": WORKBENCH_TOKENS, "heads": 2, "causal": True},
         },
         "workbench-learned": {
-            "id": "workbench-learned",
             "title": "The workbench with learned-looking projections",
             "description": "The workbench's tokens with W_Q, W_K and W_V that mix every coordinate into every "
             "projected feature (so each head reads all four inputs, as in a trained model), and a W_O that "
@@ -117,14 +126,12 @@ def presets() -> dict[str, dict[str, Any]]:
             "request": _workbench_learned(),
         },
         "seed-split": {
-            "id": "seed-split",
             "title": "The lesson's split of [1, 2, 10, 20]",
             "description": "One projected token split into two contiguous heads: [1, 2] and [10, 20]; "
             "concatenation restores [1, 2, 10, 20].",
             "request": {"tokens": [[1.0, 2.0, 10.0, 20.0]], "heads": 2, "causal": True},
         },
         "four-heads": {
-            "id": "four-heads",
             "title": "Four heads over six positions",
             "description": "Projections that give four distinct patterns: head 0 recency (latest "
             "position), head 1 first-token bias, head 2 diffuse, head 3 bimodal (first and latest).",
@@ -132,7 +139,6 @@ def presets() -> dict[str, dict[str, Any]]:
             "request": _four_heads(),
         },
         "kv-cache": {
-            "id": "kv-cache",
             "title": "A decode with a KV cache, shared or compressed",
             "description": "Six 8-d tokens, four query heads of width 2 with RoPE, for POST /attention/decode: as "
             "they are (MHA), with kv_heads 2 (GQA) or 1 (MQA), or with the latent weights given (MLA: a 4-wide "
@@ -140,7 +146,6 @@ def presets() -> dict[str, dict[str, Any]]:
             "request": _kv_cache(),
         },
         "online-softmax": {
-            "id": "online-softmax",
             "title": "The online softmax, tile by tile",
             "description": "Eight 4-d tokens, two heads of width 2, causal, for POST /attention/tiled: 2 x 2 tiles "
             "give 10 computed (4 on the diagonal, masked inside) and 6 skipped.",

@@ -1,5 +1,8 @@
-"""Analytics for a platform's own learners: funnel, time series, durations, parameters, mistakes
-and learner rows (the export is in exports.py). Aggregates over fewer than k learners are suppressed."""
+"""Analytics for a platform's own learners (the export is in exports.py):
+`GET /analytics/lessons/{lesson}/funnel`, `GET /analytics/lessons/{lesson}/durations`,
+`GET /analytics/lessons/{lesson}/parameters`, `GET /analytics/lessons/{lesson}/mistakes`,
+`GET /analytics/lessons/{lesson}/items`, `GET /analytics/events/timeseries` and `GET /analytics/learners`.
+Aggregates over fewer than k learners are suppressed."""
 
 from __future__ import annotations
 
@@ -63,6 +66,13 @@ def _conn():
 
 def _kept(count: int | None, learners: int) -> int | None:
     return count if learners >= _k() else None
+
+
+def _counts(learners: int, **counts: int) -> dict:
+    """A group's counts and its number of learners, all hidden (None) when the group is under k."""
+    hidden = learners < _k()
+    shown = {key: None if hidden else n for key, n in {**counts, "learners": learners}.items()}
+    return {**shown, "suppressed": hidden}
 
 
 def _window(args) -> q.Window:
@@ -184,16 +194,7 @@ class Timeseries(MethodView):
         _catch_up()
         with _conn() as conn:
             rows = conn.timeseries(principal.platform_id, args["bucket"], args["group_by"], window, args["lesson"])
-        out = [
-            {
-                "bucket": b + "Z",
-                "key": key,
-                "events": _kept(n, learners),
-                "learners": _kept(learners, learners),
-                "suppressed": learners < _k(),
-            }
-            for b, key, n, learners in rows
-        ]
+        out = [{"bucket": b + "Z", "key": key, **_counts(learners, events=n)} for b, key, n, learners in rows]
         return {"bucket": args["bucket"], "group_by": args["group_by"], "k": _k(), "rows": out}
 
 
@@ -220,13 +221,7 @@ class Parameters(MethodView):
             "parameters": [_parameter_row(p, n, learners) for p, n, learners in rows],
             "manipulations": _manipulation_rows(checkpoint, done) if checkpoint else None,
             "token_cells": [
-                {
-                    "token": t,
-                    "dimension": d,
-                    "times": _kept(n, learners),
-                    "learners": _kept(learners, learners),
-                    "suppressed": learners < _k(),
-                }
+                {"token": t, "dimension": d, **_counts(learners, times=n)}
                 for t, d, n, learners in cells
                 if t is not None
             ],
@@ -239,14 +234,7 @@ def _manipulation_rows(checkpoint, done: dict[str, tuple[int, int]]) -> dict:
     rows = []
     for m in checkpoint.manipulations:
         reports, learners = done.get(m, (0, 0))
-        rows.append(
-            {
-                "id": m,
-                "reports": _kept(reports, learners),
-                "learners": _kept(learners, learners),
-                "suppressed": learners < _k(),
-            }
-        )
+        rows.append({"id": m, **_counts(learners, reports=reports)})
     return {"checkpoint": checkpoint.id, "manipulations": rows}
 
 
@@ -259,9 +247,7 @@ def _parameter_row(parameter: str | None, times: int, learners: int) -> dict:
     return {
         "id": name,
         "description": PARAMETERS.get(name, f"hidden: fewer than {_k()} learners" if hidden else name),
-        "times": _kept(times, learners),
-        "learners": _kept(learners, learners),
-        "suppressed": hidden,
+        **_counts(learners, times=times),
     }
 
 
@@ -287,9 +273,7 @@ class Mistakes(MethodView):
                     "id": m,
                     "name": REGISTRY[m].name if m in REGISTRY else m,
                     "description": REGISTRY[m].description if m in REGISTRY else m,
-                    "times": _kept(n, learners),
-                    "learners": _kept(learners, learners),
-                    "suppressed": learners < _k(),
+                    **_counts(learners, times=n),
                 }
                 for m, (n, learners) in rows
             ],

@@ -1,6 +1,9 @@
 """Verified exercise results: a learner gets fresh random cases, their own code answers them on
 their machine (`workbench exercise submit`, or the lesson's paste box), and the server checks the
 numbers with its engine. Solving a challenge is how a browser learner completes `implement`.
+`POST /exercises/{exercise}/challenges`, `GET /exercises/{exercise}/challenges/{id}`, and the answers:
+`POST /exercises/multi-head-attention/challenges/{id}/answers`,
+`POST /exercises/online-softmax/challenges/{id}/answers`.
 
 The challenge id is a 128-bit random secret bound to one learner: the terminal that holds it may
 read the cases and answer without the browser's cookie.

@@ -1,6 +1,6 @@
 """`/api/docs`: the API reference, rendered on the server from the OpenAPI document (no script,
 fast, accessible), and `/api/docs/try`: Swagger UI's interactive console over the same document,
-every asset served from here (works offline)."""
+every asset served from here (works offline): `/api/docs/init.js`, `/api/docs/assets/{name}`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
 """The exercises' resources: diagnose a learner's output (no learner code runs here), and the
 whole exercise to download, one bundle per language: `multi-head-attention` (Python and TypeScript)
-and `online-softmax` (Python and TypeScript)."""
+and `online-softmax` (Python and TypeScript). `POST /exercises/multi-head-attention/check` and
+`POST /exercises/online-softmax/check`, `GET /exercises/multi-head-attention/mistakes` and
+`GET /exercises/online-softmax/mistakes`, `GET /exercises/{exercise}/starter.{suffix}` and
+`GET /exercises/{exercise}/{language}.zip`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Liveness and readiness probes (outside the versioned API)."""
+"""Liveness and readiness probes (outside the versioned API): `GET /healthz`, `GET /readyz`."""
 
 from flask import Blueprint, current_app, jsonify
 

@@ -1,4 +1,5 @@
-"""One learner's progress and events, and their erasure. Another platform's learner is a 404."""
+"""One learner's progress and events, and their erasure: `GET /learners/{learner}/progress`,
+`GET /learners/{learner}/events`, `DELETE /learners/{learner}`. Another platform's learner is a 404."""
 
 from __future__ import annotations
 

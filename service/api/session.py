@@ -1,4 +1,5 @@
-"""Browser sessions of the built-in front end: a pseudonymous learner id in a signed cookie."""
+"""Browser sessions of the built-in front end, `GET`, `POST` and `DELETE /session`: a pseudonymous
+learner id in a signed cookie."""
 
 from __future__ import annotations
 

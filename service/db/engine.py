@@ -128,8 +128,9 @@ class Database:
 
     @contextmanager
     def read(self) -> Iterator[Session]:
-        """The one way to read. On PostgreSQL each statement runs in autocommit: its own snapshot,
-        and no BEGIN/ROLLBACK round trips; on SQLite a deferred transaction (WAL readers never wait)."""
+        """Reads (`snapshot` where they must agree with each other). On PostgreSQL each statement runs in
+        autocommit: its own snapshot, and no BEGIN/ROLLBACK round trips; on SQLite a deferred transaction
+        (WAL readers never wait)."""
         with Session(self.reader, expire_on_commit=False) as session:
             yield session
 
@@ -147,9 +148,10 @@ class Database:
 
     @contextmanager
     def write(self) -> Iterator[Session]:
-        """The one way to write: one transaction per user action, committed on success, else rolled
+        """Writes: one transaction per user action, committed on success, else rolled
         back (`BEGIN IMMEDIATE` behind the writers' queue on SQLite). Hot paths run Core statements
-        on `session.connection()` inside it."""
+        on `session.connection()` inside it, or take `write_statement` (PostgreSQL) and
+        `sqlite_transaction` (SQLite), a single call each."""
         with self._writers_queue(), Session(self.writer, expire_on_commit=False) as session:
             with session.begin():
                 yield session

@@ -362,18 +362,22 @@ class CompareResponseSchema(Schema):
     )
 
 
-class PresetSchema(Schema):
-    id = fields.String()
-    title = fields.String()
-    description = fields.String()
-    patterns = fields.List(fields.String())
-    request = fields.Nested(AttentionRequestSchema)
-
-
 class PresetSummarySchema(Schema):
     id = fields.String()
+    endpoint = fields.String(metadata={"description": "the operation the preset is a request body for"})
     title = fields.String()
     description = fields.String()
+
+
+class PresetSchema(PresetSummarySchema):
+    patterns = fields.List(fields.String())
+    request = fields.Dict(
+        keys=fields.String(),
+        values=fields.Raw(),
+        metadata={
+            "description": "a request body for `endpoint` (POST /attention, /attention/decode or /attention/tiled)"
+        },
+    )
 
 
 class PresetListSchema(Schema):
