@@ -143,6 +143,8 @@ COMPUTE = {
     "parallel",
     "pipeline",
     "reference",
+    "rope",
+    "scaling",
     "steps",
     "trace",
     "weights",

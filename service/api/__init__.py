@@ -28,6 +28,7 @@ def resources() -> tuple:
         lessons,
         models,
         presets,
+        rope,
         session,
         xapi,
     )
@@ -36,6 +37,7 @@ def resources() -> tuple:
     return (
         attention,
         kv_cache,
+        rope,
         presets,
         failure_modes,
         models,

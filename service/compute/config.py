@@ -9,38 +9,8 @@ from dataclasses import dataclass, field
 from .errors import AttentionInputError
 from .failure_modes import FAILURE_MODES, NEEDS, REGISTRY, Recipe, marked, recipe_of
 from .masks import NO_REACH, Reach
-
-ROPE_STYLES: dict[str, str] = {
-    "half": "GPT-NeoX / Llama 'rotate half': feature i pairs with feature i + d_head/2",
-    "interleaved": "GPT-J / RoFormer: adjacent features (2i, 2i+1) form a pair",
-}
-
-DEFAULT_ROPE_BASE = 10000.0
-
-
-@dataclass(frozen=True)
-class RopeConfig:
-    style: str = "half"
-    base: float = DEFAULT_ROPE_BASE
-
-    def __post_init__(self) -> None:
-        if self.style not in ROPE_STYLES:
-            raise AttentionInputError(
-                f"unknown RoPE style {self.style!r}; expected one of {sorted(ROPE_STYLES)}",
-                field="rope.style",
-            )
-        if not (math.isfinite(self.base) and self.base > 1.0):
-            raise AttentionInputError(f"RoPE base must be a finite number above 1, got {self.base}", field="rope.base")
-
-    @classmethod
-    def coerce(cls, rope: RopeConfig | dict | str | None) -> RopeConfig | None:
-        if rope is None or isinstance(rope, RopeConfig):
-            return rope
-        if isinstance(rope, str):
-            return cls(style=rope)
-        if isinstance(rope, dict):
-            return cls(style=rope.get("style", "half"), base=float(rope.get("base", DEFAULT_ROPE_BASE)))
-        raise AttentionInputError(f"rope must be a style name or a mapping, got {type(rope).__name__}", field="rope")
+from .rope import RopeConfig
+from .scaling import attention_factor
 
 
 @dataclass(frozen=True)
@@ -93,6 +63,12 @@ class AttentionConfig:
         needs = REGISTRY[self.failure_mode].needs if self.failure_mode is not None else ()
         self._refuse_without(needs, only=("decode",))  # a decode is causal: said before the reach's own checks
         self.reach.check(self.causal, self.heads, whole_keys_turned=self.rope is not None and self.latent is None)
+        if self.rope is not None and self.rope.offset and self.reach.positions == "cache":
+            raise AttentionInputError(
+                "positions 'cache' turns each key by its place in the cache, so there is no first position to "
+                "move: leave rope.offset out",
+                field="rope.offset",
+            )
         self._refuse_without(needs)
         recipe = recipe_of(self.failure_mode)
         derived = {
@@ -156,6 +132,23 @@ REFUSED: dict[str, tuple[Callable[[AttentionConfig], bool], str]] = {
         lambda cfg: cfg.reach.positions == "cache",
         "failure mode {mode!r} changes nothing without positions 'cache': give it",
     ),
+    "rope_scaling": (
+        lambda cfg: cfg.rope is not None and cfg.rope.scaling is not None,
+        "failure mode {mode!r} changes nothing without rope.scaling: give it",
+    ),
+    "attention_factor": (
+        lambda cfg: cfg.rope is not None and attention_factor(cfg.rope.scaling) != 1,
+        "failure mode {mode!r} changes nothing without an attention factor: give a yarn or longrope rope.scaling "
+        "with a factor above 1",
+    ),
+    "yarn": (
+        lambda cfg: cfg.rope is not None and cfg.rope.scaling is not None and cfg.rope.scaling.rope_type == "yarn",
+        "failure mode {mode!r} is about YaRN's ramp: give rope.scaling with rope_type yarn",
+    ),
+    "llama3": (
+        lambda cfg: cfg.rope is not None and cfg.rope.scaling is not None and cfg.rope.scaling.rope_type == "llama3",
+        "failure mode {mode!r} is about Llama 3's rule: give rope.scaling with rope_type llama3",
+    ),
 }
 # What a decode's cache keeps of the reach, as its recipe's `cache` says: the window and sinks, or every position.
 CACHE_KEEPS: dict[str, Callable[[Reach], Reach]] = {"rolling": lambda reach: reach, "whole": lambda reach: NO_REACH}
@@ -178,6 +171,8 @@ class Grouped:
                 f"RoPE needs an even d_head, but d_model {cfg.d_model} / heads {cfg.heads} = {cfg.d_head}",
                 field="rope",
             )
+        if cfg.rope is not None:
+            cfg.rope.check(cfg.d_head)
 
     def kind(self, heads: int) -> str:
         return "mha" if self.kv_heads == heads else "mqa" if self.kv_heads == 1 else "gqa"
@@ -232,6 +227,8 @@ class LatentShape:
                 "and latent.rope_query, or leave rope out",
                 field="rope",
             )
+        if cfg.rope is not None:
+            cfg.rope.check(self.d_rope)
 
     def kind(self, heads: int) -> str:
         return "mla"

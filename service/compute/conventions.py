@@ -6,8 +6,10 @@ import math
 from functools import lru_cache
 from typing import Any
 
-from .config import ROPE_STYLES, AttentionConfig
+from .config import AttentionConfig
 from .failure_modes import FAILURE_MODES, marked
+from .rope import ROPE_STYLES, pairs_table
+from .scaling import SCALINGS
 
 
 @lru_cache(maxsize=256)
@@ -38,17 +40,30 @@ def conventions(cfg: AttentionConfig) -> dict[str, Any]:
         "concatenation": marked(ORDER[how.order], how, mode, "order"),
         "output_projection": marked(OUTPUT[how.output], how, mode, "output"),
         "projections_default": "identity",
-        "rope": None
-        if cfg.rope is None
-        else {
-            "style": cfg.rope.style,
-            "description": ROPE_STYLES[cfg.rope.style],
-            "base": cfg.rope.base,
-            "applied_to": "query and key, after the head split; position = token index",
-        },
+        "rope": None if cfg.rope is None else rope_block(cfg),
         **cfg.variant.conventions(cfg),  # "grouped_query" and "latent"
         "failure_mode": None if not mode else {"id": mode, "description": FAILURE_MODES[mode]},
         "entropy_unit": f"nats (a uniform row over k keys has entropy ln k; ln {cfg.n} = {math.log(cfg.n):.4f})",
+    }
+
+
+def rope_block(cfg: AttentionConfig) -> dict[str, Any]:
+    """RoPE's pairing, base and first position, and with a scaling its every pair (rope.pairs_table) at the
+    call's length, as the failure mode (if any) computed them."""
+    rope, how = cfg.rope, cfg.recipe
+    assert rope is not None
+    scaling = None
+    if rope.scaling is not None:
+        text = SCALINGS[rope.scaling.rope_type]
+        scaling = {**rope.scaling.given(), "description": marked(text, how, cfg.failure_mode, "scaling")}
+    return {
+        "style": rope.style,
+        "description": ROPE_STYLES[rope.style],
+        "base": rope.base,
+        "offset": rope.offset,
+        "applied_to": "query and key, after the head split; position = offset + token index",
+        "scaling": scaling,
+        "frequencies": pairs_table(rope, cfg.d_rope or cfg.d_head, rope.offset + cfg.n, how.scaling),
     }
 
 

@@ -81,10 +81,11 @@ class DecodeTrace:
 
     def rope_positions(self, position: int) -> dict[str, Any]:
         """Where RoPE turned step `position`'s query and each cached key [L] (in slot order): the text's
-        positions, or under `positions="cache"` after the prefill their places in the cache."""
+        positions (after rope.offset), or under `positions="cache"` after the prefill their places in the cache."""
         held, cfg = self.cache_positions(position), self.config
         if cfg.reach.positions != "cache" or position < self.prefill:
-            return {"query": position, "keys": held}
+            offset = cfg.rope.offset if cfg.rope is not None else 0
+            return {"query": position + offset, "keys": held + offset}
         query, keys = turned_at(held, np.array([position]), cfg.recipe.renumber)
         return {"query": int(query[0]), "keys": keys}
 
@@ -287,7 +288,7 @@ class _Decoder:
         # the reach step 5 applies: the prefill's as the pass's, then the decode's
         self.reaches = tuple(cfg.reach.applied(self.recipe.reach, decoding) for decoding in (False, True))
         # under StreamingLLM's renumbering keys are cached before RoPE and turned at each step by their place
-        self.renumber = cfg.rope if cfg.reach.positions == "cache" else None
+        self.renumber = cfg.reach.positions == "cache"
         n, heads = cfg.n, cfg.heads
         self.scores, self.weights = np.zeros((heads, n, n)), np.zeros((heads, n, n))  # [H, n, n] each
         self.seen, self.reach = np.zeros((n, n), dtype=bool), np.zeros(n, dtype=np.int64)
@@ -305,16 +306,16 @@ class _Decoder:
         how = self.recipe
         heads = self.source.project(self.x[start:end], ROTATE_AT[how.positions](start, end))  # 1-3.
         rows: Parts = heads.cache  # what is cached: under renumbering, the keys before RoPE
-        if self.renumber is not None and heads.key_before_rope is not None:
+        if self.renumber and heads.key_before_rope is not None:
             rows = (heads.key_before_rope, heads.cache[1])
         held, at = APPEND[how.append](self.cache, rows, start, end)  # the cache and its positions [L]
         if self.cache is not self.ledger:
             self.ledger.append(rows, start, end)
         query = heads.query
-        if self.renumber is not None and heads.query_before_rope is not None:  # 3. turned by their places now
+        if self.renumber and heads.query_before_rope is not None:  # 3. turned by their places now
             query_at, keys_at = turned_at(at, its_own(start, end), how.renumber)
-            query = rotated(heads.query_before_rope, self.renumber, query_at, "query")  # [H, m, d]
-            held = (rotated(held[0], self.renumber, keys_at, "key"), held[1])
+            query = rotated(heads.query_before_rope, self.cfg, query_at, "query")  # [H, m, d]
+            held = (rotated(held[0], self.cfg, keys_at, "key"), held[1])
         masking = Masking.of_block(QUERY_AT[how.decode_mask](start, end), at, how.mask, self.reaches[start > 0])  # 5.
         done = self.source.attend(query, held, self.cfg.scale_with(how), masking)  # 4-7.
         self.keep(start, end, at, query, masking, done)
@@ -341,8 +342,8 @@ class _Decoder:
         cfg, rows, source = self.cfg, self.rows, self.source
         cached, _ = self.ledger.read()
         held = cached  # every key turned as the text's
-        if self.renumber is not None:
-            held = (rotated(cached[0], self.renumber, None, "key"), cached[1])
+        if self.renumber:
+            held = (rotated(cached[0], cfg, None, "key"), cached[1])
         keys, values = source.keys_values(held)
         rescored = source.scores(rows["query"], held, cfg.scale)  # [H, n, n]
         cache = source.named(cached)

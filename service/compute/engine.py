@@ -6,12 +6,13 @@ import numpy as np
 
 from . import latent as mla
 from . import pipeline
-from .config import AttentionConfig, RopeConfig
+from .config import AttentionConfig
 from .errors import AttentionInputError
 from .failure_modes import Recipe, recipe_of
 from .inputs import head_features, kv_heads_of, layout, prepare
 from .masks import Reach
 from .reference import plain_loop
+from .rope import RopeConfig
 from .steps import as_matrix
 from .trace import AttentionTrace
 from .weights import IDENTITY, Projections

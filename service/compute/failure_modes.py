@@ -43,6 +43,9 @@ class Recipe:
     rescale: str = "alpha"  # alpha | none (alpha fixed at 1)
     carry: str = "max"  # max | none (each tile takes its own maximum)
     diagonal: str = "masked"  # masked | skipped (a partly hidden tile treated as future)
+    # RoPE scaling (rope.py): applied, or ignored whole, or without its attention factor, with YaRN's ramp
+    # turned around, or Llama 3's wavelengths taken without 2 pi.
+    scaling: str = "applied"  # 3. applied | ignored | no_attention_factor | reversed | no_2pi
 
     @property
     def decoding(self) -> bool:
@@ -52,7 +55,7 @@ class Recipe:
 
 
 # What a request may need for a mistake to show (a mode's `needs`): the engine refuses a request without
-# the first six with a 422 that says so (config.py); without the others it computes the same numbers.
+# those config.REFUSED names with a 422 that says so; without the others it computes the same numbers.
 NEEDS = (
     "decode",  # a decode with a KV cache, which is causal
     "head_slices",  # keys and values split per head from projections (not made from a latent)
@@ -67,6 +70,10 @@ NEEDS = (
     "whole_keys",  # RoPE turning whole keys (not a latent's decoupled RoPE key)
     "causal",  # a causal mask that hides something
     "output_projection",  # an output projection other than the identity
+    "rope_scaling",  # rope.scaling given
+    "attention_factor",  # a RoPE scaling whose attention factor is not 1 (YaRN's, LongRoPE's)
+    "yarn",  # YaRN's scaling
+    "llama3",  # Llama 3's scaling
 )
 
 
@@ -99,7 +106,8 @@ def _tiled(mode_id: str, change: dict[str, str], needs: tuple[str, ...], name: s
 
 
 def _long(mode_id: str, step: str, change: dict[str, str], needs: tuple[str, ...], *words: str) -> FailureMode:
-    """A slip of long contexts (window, sinks, sink logit, rolling cache): the engine computes it given `needs`."""
+    """A slip of long contexts (window, sinks, sink logit, rolling cache, RoPE scaling): the engine computes it
+    given `needs`."""
     name, description, advice = words
     return FailureMode(mode_id, step, change, name, description, advice, needs, exercise=False)
 
@@ -204,6 +212,25 @@ _MODES = (
     _long("cache_not_truncated", "cache", {"cache": "whole"}, ("decode", "window"), N_("Cache not truncated"),
         N_("the cache keeps every position although the window hides them: the same numbers, more memory"),
         N_("The cache kept positions no query can see any more: under a window it needs only sinks + W slots.")),
+    _long("rope_scaling_ignored", "rope", {"scaling": "ignored"}, ("rope", "rope_scaling"), N_("RoPE scaling ignored"),
+        N_("rope_scaling is parsed, then never read: every pair turns at its unscaled frequency, no attention factor"),
+        N_("The scaling was read from the config and never used: compute each pair's scaled frequency (and the "
+           "attention factor) from rope_scaling, or past the training length the slow pairs turn to angles the model "
+           "never saw.")),
+    _long("attention_factor_ignored", "rope", {"scaling": "no_attention_factor"}, ("rope", "attention_factor"),
+        N_("Attention factor left out"),
+        N_("the scaled frequencies are used but YaRN's or LongRoPE's attention factor never multiplies cos and sin"),
+        N_("The attention factor was left out: multiply cos and sin by it (0.1 ln s + 1 for YaRN), which sharpens "
+           "the softmax that interpolation flattened.")),
+    _long("ramp_reversed", "rope", {"scaling": "reversed"}, ("rope", "yarn"), N_("YaRN ramp reversed"),
+        N_("YaRN's ramp is turned around: the fast pairs are interpolated and the slow ones kept"),
+        N_("The ramp ran the wrong way: pairs that turn many times over the training length (fast) keep their "
+           "frequency, the slow ones are divided by the factor.")),
+    _long("wavelength_without_2pi", "rope", {"scaling": "no_2pi"}, ("rope", "llama3"),
+        N_("Wavelength without 2π"),
+        N_("Llama 3's rule, blend included, is applied to 1 / frequency instead of the wavelength 2π / frequency"),
+        N_("The wavelength is 2π / frequency: without 2π every pair looks about six times shorter, so too many are "
+           "kept and the blend is computed on the wrong pairs.")),
 )  # fmt: skip
 
 REGISTRY: dict[str, FailureMode] = {m.id: m for m in _MODES}

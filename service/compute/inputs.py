@@ -10,10 +10,11 @@ import numpy as np
 
 from . import latent as mla
 from . import steps
-from .config import AttentionConfig, LatentShape, RopeConfig
+from .config import AttentionConfig, LatentShape
 from .errors import AttentionInputError
 from .failure_modes import Recipe
 from .masks import Reach
+from .rope import RopeConfig
 from .steps import as_matrix
 from .weights import Projections
 

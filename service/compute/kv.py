@@ -24,10 +24,11 @@ from typing import Protocol
 import numpy as np
 
 from . import latent
-from .config import AttentionConfig, RopeConfig
+from .config import AttentionConfig
 from .failure_modes import Recipe
 from .masks import Masking
-from .steps import Heads, finite, gather_heads, project, repeat_kv, rope, scores, scores_field, split_heads
+from .rope import rotate
+from .steps import Heads, finite, gather_heads, project, repeat_kv, scores, scores_field, split_heads
 from .weights import Projections
 
 Parts = tuple[np.ndarray, np.ndarray]  # the two parts a cache keeps, positions along axis -2
@@ -121,7 +122,7 @@ class GroupedHeads(WholeKeys):
         vh = kh if v is k else split_by(v, self.kv_features, split)  # 2. [m, kv_width] -> [kv, m, d_head]
         if cfg.rope is None:
             return Heads(qh, (kh, vh))
-        qr, kr = (rotated(a, cfg.rope, positions, "query" if a is qh else "key") for a in (qh, kh))  # 3.
+        qr, kr = (rotated(a, cfg, positions, "query" if a is qh else "key") for a in (qh, kh))  # 3.
         return Heads(qr, (kr, vh), qh, kh)
 
     def keys_values(self, cache: Parts) -> tuple[np.ndarray, np.ndarray]:
@@ -208,6 +209,7 @@ def split_by(m: np.ndarray, features: np.ndarray, split: str) -> np.ndarray:
     return split_heads(m, features.shape[0]) if split == "contiguous" else gather_heads(m, features)
 
 
-def rotated(a: np.ndarray, rope_cfg: RopeConfig, positions: np.ndarray | None, name: str) -> np.ndarray:
+def rotated(a: np.ndarray, cfg: AttentionConfig, positions: np.ndarray | None, name: str) -> np.ndarray:
     """Step 3, checked: RoPE of finite numbers near float64's limit can overflow (the field named is `rope`)."""
-    return finite(rope(a, rope_cfg.style, rope_cfg.base, positions), f"RoPE on the {name}s", "rope")
+    assert cfg.rope is not None
+    return finite(rotate(a, cfg.rope, positions, cfg.recipe.scaling), f"RoPE on the {name}s", "rope")

@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 
 from .errors import AttentionInputError
-from .steps import Heads, as_matrix, dot, finite, rope, split_heads
+from .rope import rotate
+from .steps import Heads, as_matrix, dot, finite, split_heads
 
 PARTS = ("down", "up_key", "up_value", "rope_key", "rope_query")
 
@@ -103,9 +104,9 @@ def project(x: np.ndarray, qh: np.ndarray, cfg: Any, lw: LatentWeights, position
     q_r = finite(dot(x, lw.rope_query), "the RoPE query X @ W_QR", "latent.rope_query")  # [m, H * dr]
     q_r = split_heads(q_r, cfg.heads)  # [m, H * dr] -> [H, m, dr]
     k_r = finite(dot(x, lw.rope_key), "the RoPE key X @ W_KR", "latent.rope_key")  # [m, dr]
-    style, base = cfg.rope.style, cfg.rope.base
-    q_rot = finite(rope(q_r, style, base, positions), "RoPE on the queries", "rope")  # [H, m, dr]
-    k_rot = finite(rope(k_r, style, base, positions), "RoPE on the keys", "rope")  # [m, dr]
+    slip = cfg.recipe.scaling
+    q_rot = finite(rotate(q_r, cfg.rope, positions, slip), "RoPE on the queries", "rope")  # [H, m, dr]
+    k_rot = finite(rotate(k_r, cfg.rope, positions, slip), "RoPE on the keys", "rope")  # [m, dr]
     query = np.concatenate([qh, q_rot], axis=-1)  # [H, m, d_head + dr]
     return Heads(query, (c, k_rot), np.concatenate([qh, q_r], axis=-1))
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .errors import AttentionInputError
+from .scaling import frequencies
 from .steps import scores_field, way_of
 
 
@@ -25,16 +26,19 @@ def softmax(z: np.ndarray, axis: int = -1) -> np.ndarray:
     return e / np.where(total > 0, total, 1.0)
 
 
-def rotate(m: np.ndarray, style: str, base: float) -> np.ndarray:
-    """RoPE: position p turns pair i by p * base^(-2i/d_head); "half" pairs i with i + d/2,
-    "interleaved" pairs 2i with 2i+1."""
+def rotate(m: np.ndarray, rope: Any, slip: str) -> np.ndarray:
+    """RoPE: the row at position p (the offset plus its index) turns pair i by p * theta_i, the pair's
+    frequency as its scaling sets it (rope.frequencies), cos and sin times the attention factor; "half"
+    pairs i with i + d/2, "interleaved" pairs 2i with 2i+1."""
     n, d = m.shape
+    f = frequencies(rope.base, rope.scaling, d, rope.offset + n, slip)
     out = m.copy()
     for i in range(d // 2):
-        a, b = (i, i + d // 2) if style == "half" else (2 * i, 2 * i + 1)
-        theta = np.arange(n) * base ** (-2 * i / d)
-        out[:, a] = m[:, a] * np.cos(theta) - m[:, b] * np.sin(theta)
-        out[:, b] = m[:, b] * np.cos(theta) + m[:, a] * np.sin(theta)
+        a, b = (i, i + d // 2) if rope.style == "half" else (2 * i, 2 * i + 1)
+        theta = (rope.offset + np.arange(n)) * f.scaled[i]
+        cos, sin = np.cos(theta) * f.attention_factor, np.sin(theta) * f.attention_factor
+        out[:, a] = m[:, a] * cos - m[:, b] * sin
+        out[:, b] = m[:, b] * cos + m[:, a] * sin
     return check(out, "rope")
 
 
@@ -102,9 +106,9 @@ def plain_loop(x: np.ndarray, cfg: Any, w: Any, how: Any, features: np.ndarray, 
         parts["plain_q"].append(q_h)
         parts["plain_k"].append(k_h)
         if cfg.latent is not None and cfg.d_rope:
-            q_h, k_h = with_rope_parts(x, q_h, k_h, h, cfg, w.latent)  # [n, d_head + d_rope] each
+            q_h, k_h = with_rope_parts(x, q_h, k_h, h, cfg, w.latent, how.scaling)  # [n, d_head + d_rope] each
         elif cfg.rope is not None:
-            q_h, k_h = rotate(q_h, cfg.rope.style, cfg.rope.base), rotate(k_h, cfg.rope.style, cfg.rope.base)  # 3.
+            q_h, k_h = rotate(q_h, cfg.rope, how.scaling), rotate(k_h, cfg.rope, how.scaling)  # 3.
         s_h = check((q_h @ k_h.T) * scale, scores_field(w))  # 4. [n, n]
         a_h = weights_of(s_h, future, masking)  # 5-6. [n, n]
         a_h = a_h if sink is None else a_h * kept_beside(sink[h], s_h, future)  # a sink's share
@@ -129,7 +133,7 @@ def plain_loop(x: np.ndarray, cfg: Any, w: Any, how: Any, features: np.ndarray, 
     trace["key_before_rope"] = np.array(parts["plain_k"]) if rotated else None
     if cfg.latent is not None:
         trace["latent"] = c
-        trace["rope_key"] = rotate(x @ w.latent.rope_key, cfg.rope.style, cfg.rope.base) if cfg.d_rope else None
+        trace["rope_key"] = rotate(x @ w.latent.rope_key, cfg.rope, how.scaling) if cfg.d_rope else None
         trace["query_before_rope"] = None
     return trace
 
@@ -152,11 +156,9 @@ def kv_of(h: int, cfg: Any, how: Any) -> int:
     return h % cfg.kv_heads if how.kv_order == "tile" else h // cfg.group_size
 
 
-def with_rope_parts(x, q_h, k_h, h, cfg, lat) -> tuple[np.ndarray, np.ndarray]:
+def with_rope_parts(x, q_h, k_h, h, cfg, lat, slip: str) -> tuple[np.ndarray, np.ndarray]:
     """Latent attention's decoupled RoPE: head h's query and key grow by their rotated RoPE parts."""
     dr = cfg.d_rope
-    q_r = rotate(
-        check(x @ lat.rope_query, "latent.rope_query")[:, h * dr : (h + 1) * dr], cfg.rope.style, cfg.rope.base
-    )
-    k_r = rotate(check(x @ lat.rope_key, "latent.rope_key"), cfg.rope.style, cfg.rope.base)  # one for every head
+    q_r = rotate(check(x @ lat.rope_query, "latent.rope_query")[:, h * dr : (h + 1) * dr], cfg.rope, slip)
+    k_r = rotate(check(x @ lat.rope_key, "latent.rope_key"), cfg.rope, slip)  # one for every head
     return np.hstack([q_h, q_r]), np.hstack([k_h, k_r])

@@ -90,29 +90,7 @@ def kv_head_of(heads: int, group_size: int, order: str = "repeat") -> np.ndarray
     return h % (heads // group_size) if order == "tile" else h // group_size
 
 
-# 3. RoPE: rotate Q_h and K_h by position
-
-
-def rope(x: np.ndarray, style: str, base: float, positions: np.ndarray | None = None) -> np.ndarray:
-    """Rotate each row's pairs by angle position * base^(-2i/d_head); row r is at `positions[r]`
-    (by default its index: a decoded block passes where its rows are in the sequence).
-
-    "half" pairs feature i with i + d_head/2 (GPT-NeoX, Llama); "interleaved" pairs 2i with
-    2i+1 (GPT-J, RoFormer). Same angles, different pairing, different numbers.
-    """
-    *_, n, d_head = x.shape
-    inv_freq = base ** (-np.arange(0, d_head, 2, dtype=np.float64) / d_head)  # [d_head/2]
-    at = np.arange(n, dtype=np.float64) if positions is None else np.asarray(positions, dtype=np.float64)
-    theta = at[:, None] * inv_freq[None, :]  # [n, d_head/2]
-    cos, sin = np.cos(theta), np.sin(theta)
-    if style == "half":
-        x1, x2 = x[..., : d_head // 2], x[..., d_head // 2 :]
-        return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)  # [.., n, d_head]
-    out = np.empty_like(x)
-    x1, x2 = x[..., 0::2], x[..., 1::2]
-    out[..., 0::2] = x1 * cos - x2 * sin
-    out[..., 1::2] = x2 * cos + x1 * sin
-    return out  # [.., n, d_head]
+# 3. RoPE: rotate Q_h and K_h by position (rope.py)
 
 
 # 4. scores: S_h = Q_h K_h^T / sqrt(d_head)

@@ -14,7 +14,7 @@ from service.compute import FAILURE_MODES
 from service.compute.failure_modes import REGISTRY
 from service.trace_json import INCLUDE_CHOICES
 
-from ..compute.plain_python import slip_context
+from ..compute.plain_python import ROPE_SLIPS, slip_context
 
 LAYOUTS = [
     (d_model, heads, kv)
@@ -45,7 +45,8 @@ def requests(draw):
     if draw(st.booleans()):
         body["precision"] = draw(st.integers(0, 15))
     mode = draw(st.sampled_from([None, *sorted(FAILURE_MODES)]))
-    odd = mode == "positions_from_text" and (d_model // heads) % 2  # RoPE turns pairs: nothing to renumber
+    turned = mode == "positions_from_text" or mode in ROPE_SLIPS  # a slip that RoPE (slip_context's) shows
+    odd = turned and (d_model // heads) % 2  # RoPE turns pairs: nothing to turn
     if mode and not (mode == "reuse_first_slice" and kv_heads != heads) and not odd:
         body["failure_mode"] = mode
         if REGISTRY[mode].decoding:  # only decoding makes it, and decoding is causal (else a 422 naming it)
@@ -81,8 +82,8 @@ def test_every_small_valid_comparison_computes(client, body, mode):
         body = {**body, "causal": True}
     body = {k: v for k, v in body.items() if k not in ("window", "sinks", "sink_logit", "positions")}  # its own mode's
     body = {**body, **slip_context(mode, body["heads"], len(body["tokens"][0]) // body["heads"])}
-    if mode == "positions_from_text" and "positions" not in body:  # an odd d_head: RoPE cannot turn it
-        mode = "no_scaling"
+    if (mode == "positions_from_text" and "positions" not in body) or (mode in ROPE_SLIPS and "rope" not in body):
+        mode = "no_scaling"  # an odd d_head: RoPE cannot turn it
     response = client.post("/api/v1/attention/compare", json={**body, "failure_mode": mode})
     assert response.status_code == 200, (body, response.data[:300])
     assert finite_everywhere(orjson.loads(response.data))

@@ -12,6 +12,15 @@ import cmath
 import math
 
 DECODING = ("decode_mask_top_left", "decode_position_reset", "cache_not_appended")
+# RoPE scaling's slips, each with a scaling it shows on (trained on 16 positions, so a short text reaches it).
+_LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 16}
+_YARN = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 16}
+ROPE_SLIPS = {
+    "rope_scaling_ignored": _LLAMA3,
+    "attention_factor_ignored": _YARN,
+    "ramp_reversed": _YARN,
+    "wavelength_without_2pi": _LLAMA3,
+}
 
 
 def matmul(a, b):
@@ -32,18 +41,89 @@ def rope_pairs(d_head, style):
     return [(2 * i, 2 * i + 1) for i in range(d_head // 2)]
 
 
-def rotate_row(row, pos, style, base):
+def inverse_frequencies(d, base, scaling=None, length=0, failure_mode=None):
+    """Each pair's frequency and the factor on cos and sin, as Hugging Face's modeling_rope_utils defines
+    each scaling (written again from those definitions, in floats; `length` is the last position + 1)."""
+    plain = [base ** (-(2 * i) / d) for i in range(d // 2)]
+    if scaling is None or failure_mode == "rope_scaling_ignored":
+        return plain, 1.0
+    kind = scaling.get("rope_type") or scaling.get("type")
+    s, big = scaling.get("factor", 1.0), scaling.get("original_max_position_embeddings")
+    factor = 1.0
+    if kind == "linear":
+        freqs = [f / s for f in plain]
+    elif kind in ("ntk", "dynamic"):
+        n = max(length, big) if kind == "dynamic" else None
+        raised = base * (s if kind == "ntk" else s * n / big - (s - 1)) ** (d / (d - 2))
+        freqs = [raised ** (-(2 * i) / d) for i in range(d // 2)]
+    elif kind == "yarn":
+        freqs, factor = _yarn(plain, d, base, s, big, scaling, failure_mode)
+    elif kind == "llama3":
+        turn = 1.0 if failure_mode == "wavelength_without_2pi" else 2 * math.pi
+        lo, hi = scaling.get("low_freq_factor", 1.0), scaling.get("high_freq_factor", 4.0)
+        freqs = []
+        for f in plain:
+            wavelength = turn / f
+            if wavelength < big / hi:
+                freqs.append(f)
+            elif wavelength > big / lo:
+                freqs.append(f / s)
+            else:
+                smooth = (big / wavelength - lo) / (hi - lo)
+                freqs.append((1 - smooth) * f / s + smooth * f)
+    else:  # longrope
+        table = scaling["long_factor"] if length > big else scaling["short_factor"]
+        freqs = [f / table[i] for i, f in enumerate(plain)]
+        given = scaling.get("attention_factor")
+        factor = given if given is not None else (math.sqrt(1 + math.log(s) / math.log(big)) if s > 1 else 1.0)
+    return freqs, (1.0 if failure_mode == "attention_factor_ignored" else factor)
+
+
+def _yarn(plain, d, base, s, big, scaling, failure_mode):
+    fast, slow = scaling.get("beta_fast") or 32, scaling.get("beta_slow") or 1
+    if scaling.get("ramp") == "paper":  # the paper's gamma, linear in L / wavelength
+        keep = [min(max((big * f / (2 * math.pi) - slow) / (fast - slow), 0.0), 1.0) for f in plain]
+    else:
+        low = d * math.log(big / (fast * 2 * math.pi)) / (2 * math.log(base))
+        high = d * math.log(big / (slow * 2 * math.pi)) / (2 * math.log(base))
+        if scaling.get("truncate", True):
+            low, high = math.floor(low), math.ceil(high)
+        low, high = max(low, 0), min(high, d - 1)
+        span = high - low if high != low else 0.001
+        keep = [1 - min(max((i - low) / span, 0.0), 1.0) for i in range(d // 2)]
+    if failure_mode == "ramp_reversed":
+        keep = [1 - k for k in keep]
+    freqs = [f * k + f / s * (1 - k) for f, k in zip(plain, keep, strict=True)]
+    given, m, m_all = scaling.get("attention_factor"), scaling.get("mscale"), scaling.get("mscale_all_dim")
+
+    def mscale(scale, weight=1.0):
+        return 1.0 if scale <= 1 else 0.1 * weight * math.log(scale) + 1.0
+
+    if given is not None:
+        return freqs, given
+    return freqs, (mscale(s, m) / mscale(s, m_all) if m and m_all else mscale(s))
+
+
+def rotate_row(row, pos, style, base, scaling=None, length=0, failure_mode=None):
     d_head = len(row)
     new = list(row)
+    freqs, factor = inverse_frequencies(d_head, base, scaling, length, failure_mode)
     for i, (a, b) in enumerate(rope_pairs(d_head, style)):
-        theta = pos * base ** (-2 * i / d_head)
-        z = complex(row[a], row[b]) * cmath.exp(1j * theta)
+        z = complex(row[a], row[b]) * cmath.exp(1j * pos * freqs[i]) * factor
         new[a], new[b] = z.real, z.imag
     return new
 
 
 def rotate(rows, style, base):
     return [rotate_row(row, pos, style, base) for pos, row in enumerate(rows)]
+
+
+def turn(row, position, rope, length, failure_mode):
+    """A row turned by RoPE (`rope`: style, base, scaling, offset) at `position` of a text `length` long."""
+    offset = rope.get("offset", 0)
+    scaling = rope.get("scaling")
+    args = (rope["style"], rope.get("base", 10000.0), scaling, offset + length, failure_mode)
+    return rotate_row(row, offset + position, *args)
 
 
 def head_columns(h, heads, d_head, failure_mode):
@@ -82,7 +162,7 @@ def sees(i, j, causal=True, window=None, sinks=0):
 class Token:
     """One position's projections, as written for the lesson (per head lists)."""
 
-    def __init__(self, x_row, heads, d_head, kv, w, rope, latent, failure_mode, position):
+    def __init__(self, x_row, heads, d_head, kv, w, rope, latent, failure_mode, position, length=None):
         d_model = len(x_row)
         q_all = vecmat(x_row, w["q"] or identity(d_model, d_model))
         self.q = [[q_all[c] for c in head_columns(h, heads, d_head, failure_mode)] for h in range(heads)]
@@ -95,9 +175,9 @@ class Token:
             if latent.get("rope_key") is not None:
                 dr = len(latent["rope_key"][0])
                 qr = vecmat(x_row, latent["rope_query"])
-                kr = rotate_row(vecmat(x_row, latent["rope_key"]), position, rope["style"], rope.get("base", 1e4))
+                kr = turn(vecmat(x_row, latent["rope_key"]), position, rope, length, failure_mode)
                 for h in range(heads):
-                    part = rotate_row(qr[h * dr : (h + 1) * dr], position, rope["style"], rope.get("base", 1e4))
+                    part = turn(qr[h * dr : (h + 1) * dr], position, rope, length, failure_mode)
                     self.q[h] = self.q[h] + part
                     self.k[h] = self.k[h] + kr
             return
@@ -106,9 +186,8 @@ class Token:
         self.k = [[k_all[c] for c in head_columns(g, kv, d_head, failure_mode)] for g in range(kv)]
         self.v = [[v_all[c] for c in head_columns(g, kv, d_head, failure_mode)] for g in range(kv)]
         if rope is not None:
-            style, base = rope["style"], rope.get("base", 10000.0)
-            self.q = [rotate_row(row, position, style, base) for row in self.q]
-            self.k = [rotate_row(row, position, style, base) for row in self.k]
+            self.q = [turn(row, position, rope, length, failure_mode) for row in self.q]
+            self.k = [turn(row, position, rope, length, failure_mode) for row in self.k]
 
 
 def reference_decode(
@@ -138,9 +217,10 @@ def reference_decode(
     steps = {}
     blocks = [(0, prefill)] + [(t, t + 1) for t in range(prefill, n)]
     for start, end in blocks:
-        for t in range(start, end):
-            pos = t - start if failure_mode == "decode_position_reset" and start > 0 else t
-            tokens[t] = Token(x[t], heads, d_head, kv, w, rope, latent, failure_mode, pos)
+        reset = failure_mode == "decode_position_reset" and start > 0
+        for t in range(start, end):  # each block turned at its positions, by the frequencies at its length
+            pos, length = (t - start, end - start) if reset else (t, end)
+            tokens[t] = Token(x[t], heads, d_head, kv, w, rope, latent, failure_mode, pos, length)
         block = tokens[start:end]
         if failure_mode != "cache_not_appended":
             cache.extend(block)
@@ -214,7 +294,7 @@ def reference_mha(
     d_head = d_model // heads
     kv = heads if latent is not None else (kv_heads or heads)
     w = {"q": w_q, "k": w_k, "v": w_v}
-    tokens = [Token(x[t], heads, d_head, kv, w, rope, latent, failure_mode, t) for t in range(n)]
+    tokens = [Token(x[t], heads, d_head, kv, w, rope, latent, failure_mode, t, n) for t in range(n)]
     width = len(tokens[0].q[0])
     divisor = {"no_scaling": 1.0, "scale_by_d_model": math.sqrt(d_model)}.get(failure_mode, math.sqrt(width))
     result = {"query": [], "key": [], "value": [], "scores": [], "weights": [], "head_outputs": []}
@@ -405,7 +485,10 @@ def as_engine(options):
 
 def slip_context(mode, heads, d_head=2):
     """What a request must hold for a long-context slip to show (none for the others): a window of two,
-    one sink, a sink logit per head, and for the renumbering slip RoPE and positions "cache" (d_head even)."""
+    one sink, a sink logit per head, and for the renumbering slip RoPE and positions "cache" (d_head even);
+    for a slip of RoPE scaling, RoPE with the scaling it slips on."""
+    if mode in ROPE_SLIPS:
+        return {"rope": {"style": "half", "base": 10000.0, "scaling": ROPE_SLIPS[mode]}} if d_head % 2 == 0 else {}
     if mode not in LONG_CONTEXT_SLIPS:
         return {}
     context = {"window": 2, "sinks": 1, "sink_logit": [0.5 - h for h in range(heads)], "causal": True}

@@ -12,7 +12,7 @@ from service.compute.errors import AttentionInputError
 from service.compute.failure_modes import REGISTRY
 from service.compute.masks import Reach
 
-from .plain_python import LONG_NEEDS, as_engine, reference_mha
+from .plain_python import LONG_NEEDS, as_engine, reference_mha, slip_context
 
 PARTS = ("scores", "weights", "head_outputs", "concat", "output", "residual")
 
@@ -203,7 +203,7 @@ def test_every_failure_mode_of_a_pass_under_a_window_and_sinks_equals_the_refere
     and the window independently of the engine."""
     heads, kv_heads = (4, 2) if mode == "gqa_tiled" else (2, None)
     x, weights = random_case(13, n=10, kv_width=8 if kv_heads is None else 4)
-    options = {"window": 3, "sinks": 1, "kv_heads": kv_heads, "failure_mode": mode}
+    options = {"window": 3, "sinks": 1, "kv_heads": kv_heads, "failure_mode": mode, **slip_context(mode, heads)}
     trace = multi_head_attention(x, heads, **as_engine(options), **weights)
     ref = reference_mha(x.tolist(), heads, **options, **{k: v.tolist() for k, v in weights.items()})
     assert_reference(trace, ref)

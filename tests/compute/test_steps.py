@@ -49,15 +49,6 @@ def test_blocked_causal_attend_equals_a_full_matmul():
     np.testing.assert_allclose(steps.attend(w, v, causal=True), w @ v, atol=1e-12)
 
 
-def test_rope_keeps_pair_norms_and_leaves_position_zero_alone():
-    x = np.random.default_rng(2).normal(size=(2, 5, 6))
-    for style, pairs in (("half", [(0, 3), (1, 4), (2, 5)]), ("interleaved", [(0, 1), (2, 3), (4, 5)])):
-        r = steps.rope(x, style, 10000.0)
-        assert np.array_equal(r[:, 0], x[:, 0])
-        for a, b in pairs:
-            np.testing.assert_allclose(np.hypot(r[..., a], r[..., b]), np.hypot(x[..., a], x[..., b]))
-
-
 def test_softmax_without_the_shift_when_scores_are_bounded_equals_the_shifted_one():
     s = np.random.default_rng(3).uniform(-fused.EXP_SAFE, fused.EXP_SAFE, size=(2, 300, 300))
     shifted = fused.causal_softmax(s)

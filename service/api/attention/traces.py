@@ -41,7 +41,7 @@ def engine_arguments(args: dict[str, Any]) -> dict[str, Any]:
         "w_v": projections.get("value"),
         "w_o": projections.get("output"),
         "kv_heads": args.get("kv_heads"),
-        "rope": None if rope is None else {"style": rope["style"], "base": rope.get("base", 10000.0)},
+        "rope": rope,
         "latent": args.get("latent"),
         "reach": {name: args[name] for name in LONG_CONTEXT if args.get(name)},  # 0 sinks: none
     }

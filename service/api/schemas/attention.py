@@ -5,8 +5,10 @@ from __future__ import annotations
 from marshmallow import Schema, fields, validate
 
 from ...compute import FAILURE_MODES, ROPE_STYLES
+from ...compute.rope import MAX_OFFSET
 from ...trace_json import INCLUDE_CHOICES
 from .fields import Matrix, SafeString, StrictBoolean, StrictFloat, StrictInteger
+from .rope import RopeScalingSchema
 
 
 class ProjectionsSchema(Schema):
@@ -44,6 +46,12 @@ class RopeSchema(Schema):
         metadata={"description": "half (GPT-NeoX/Llama) or interleaved (GPT-J/RoFormer)"},
     )
     base = StrictFloat(load_default=10000.0, validate=validate.Range(min=1.0, min_inclusive=False, max=1e12))
+    scaling = fields.Nested(RopeScalingSchema, metadata={"description": "how a model read past its training length"})
+    offset = StrictInteger(
+        load_default=0,
+        validate=validate.Range(min=0, max=MAX_OFFSET),
+        metadata={"description": "the first token's position (a decode continues from it)"},
+    )
 
 
 class TraceOptionsSchema(Schema):

@@ -7,7 +7,7 @@ import pytest
 
 from service.compute import FAILURE_MODES
 
-from ...compute.plain_python import LONG_CONTEXT_SLIPS, reference_mha, slip_context
+from ...compute.plain_python import LONG_CONTEXT_SLIPS, ROPE_SLIPS, reference_mha, slip_context
 
 pytestmark = pytest.mark.usefixtures("app")
 
@@ -59,8 +59,23 @@ OPTIONS = [
     ),
     *[
         pytest.param(
-            {"failure_mode": m, "projections": W},
-            {"failure_mode": m, "w_q": W["query"], "w_k": W["key"], "w_v": W["value"], "w_o": W["output"]},
+            {"rope": {"style": style, "scaling": scaling, "offset": 5000}},
+            {"rope": {"style": style, "scaling": scaling, "offset": 5000}},
+            id=f"rope-{scaling['rope_type']}-{style}-offset",
+        )
+        for style, scaling in zip(("half", "interleaved"), dict(ROPE_SLIPS).values(), strict=False)
+    ],
+    *[
+        pytest.param(
+            {"failure_mode": m, "projections": W, **slip_context(m, 2)},
+            {
+                "failure_mode": m,
+                "w_q": W["query"],
+                "w_k": W["key"],
+                "w_v": W["value"],
+                "w_o": W["output"],
+                **slip_context(m, 2),
+            },
             id=m,
         )
         for m in sorted(set(FAILURE_MODES) - set(LONG_CONTEXT_SLIPS))  # those: test_long_context_answers
