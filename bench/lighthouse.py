@@ -5,7 +5,7 @@ practices 100, performance >= 95, CLS < 0.1, no console errors).
 Lighthouse 12.2.3 (pinned in bench/lighthouse/package.json: 13.x wants Node 22) drives Debian's
 chromium against a gunicorn on loopback. `--write` puts the table into docs/performance.md.
 
-    (cd bench/lighthouse && npm ci) && python bench/lighthouse.py [--write] [--json]
+    (cd bench/lighthouse && npm ci) && python bench/lighthouse.py [--write | --page NAME ...] [--json]
 """
 
 from __future__ import annotations
@@ -39,6 +39,8 @@ PAGES = {
     "online softmax": "/explorables/online-softmax",
     "online softmax lesson": "/lessons/online-softmax",
     "long-context lesson": "/lessons/long-context",
+    "rope scaling": "/explorables/rope-scaling",
+    "rope scaling lesson": "/lessons/rope-scaling",
     "dashboard": "/dashboard",
     "API reference": "/api/docs",
 }
@@ -104,7 +106,7 @@ def within(row: dict) -> bool:
     )
 
 
-def run() -> list[dict]:
+def run(only: list[str] | None = None) -> list[dict]:
     name = "Lighthouse"
     if not (LIGHTHOUSE.exists() and Path(CHROMIUM).exists()):
         return [{"name": name, "skipped": "needs bench/lighthouse (npm ci there) and Debian's chromium"}]
@@ -115,6 +117,8 @@ def run() -> list[dict]:
         "service.app:create_app()", {"WORKBENCH_DATABASE_URL": url, "WORKBENCH_RATELIMIT_ENABLED": "0"}
     ) as app:
         for page, path in {**PAGES, **THIRD_PARTY}.items():
+            if only and page not in only:
+                continue
             for size, flags in SIZES.items():
                 result = median_audit(app.url + path, flags, RUNS[size] if page in PAGES else 1)
                 rows.append(
@@ -165,8 +169,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--write", action="store_true", help="put the table into docs/performance.md")
+    parser.add_argument("--page", action="append", choices=sorted(PAGES), help="only these pages (not with --write)")
     args = parser.parse_args()
-    rows = run()
+    if args.write and args.page:
+        parser.error("--write replaces the table of every page: run them all")
+    rows = run(args.page)
     for row in rows:
         print(json.dumps(row) if args.json else f"{row['name']}: {row}", flush=True)
     if args.write:

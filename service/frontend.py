@@ -29,6 +29,7 @@ PAGES = {
     "/explorables/trained-heads": "trained-heads.html",
     "/explorables/kv-cache": "kv-cache.html",
     "/explorables/online-softmax": "online-softmax.html",
+    "/explorables/rope-scaling": "rope-scaling.html",
     "/dashboard": "dashboard.html",
 }
 

@@ -100,6 +100,16 @@ def _online_softmax() -> dict[str, Any]:
     return {"tokens": x.tolist(), "heads": 2, "causal": True, "block_q": 2, "block_k": 2}
 
 
+def _rope_scaling() -> dict[str, Any]:
+    """The RoPE scaling page's case: six 8-d tokens (seeded, one decimal), one head of width 8 (four RoPE
+    pairs, base 100), as a model trained on 32 positions and read at four times that with YaRN, the six
+    tokens at positions 96 to 101."""
+    x = np.round(np.random.default_rng(62).normal(size=(6, 8)), 1) + 0.0
+    scaling = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32}
+    rope = {"style": "half", "base": 100.0, "scaling": scaling, "offset": 96}
+    return {"tokens": x.tolist(), "heads": 1, "causal": True, "rope": rope}
+
+
 ATTENTION = "POST /api/v1/attention"
 ENDPOINTS = {"kv-cache": f"{ATTENTION}/decode", "online-softmax": f"{ATTENTION}/tiled"}
 
@@ -150,5 +160,11 @@ def _cases() -> dict[str, dict[str, Any]]:
             "description": "Eight 4-d tokens, two heads of width 2, causal, for POST /attention/tiled: 2 x 2 tiles "
             "give 10 computed (4 on the diagonal, masked inside) and 6 skipped.",
             "request": _online_softmax(),
+        },
+        "rope-scaling": {
+            "title": "RoPE past the training length",
+            "description": "Six 8-d tokens, one head of width 8 (four RoPE pairs, base 100), as a model trained on 32 "
+            "positions and read at four times that with YaRN: the tokens at positions 96 to 101.",
+            "request": _rope_scaling(),
         },
     }

@@ -6,7 +6,7 @@
 // #checklist, said once, and restored from this device and the server (views/experiment.js).
 
 import { startOutbox } from "./api.js";
-import { reportHeight } from "./embed.js";
+import { embedded, reportHeight } from "./embed.js";
 import { announcer } from "./views/announce.js";
 import { Experiment } from "./views/experiment.js";
 
@@ -45,4 +45,23 @@ export function startPage(experiment) {
       return checklist ? checklist.restore() : Promise.resolve();
     },
   };
+}
+
+/** An explorable's `lesson` hash property: the lesson a link came from, offered as the way back to it. */
+export const FROM_LESSON = {
+  name: "lesson",
+  type: "string",
+  default: "",
+  check: (/** @type {string} */ v) => v === "" || /^[a-z0-9-]{1,64}$/.test(v),
+};
+
+/**
+ * The page's way back (#back): to `lesson`, or the page's own lesson; hidden in a host's frame unless a link
+ * named the lesson it came from.
+ * @param {string} lesson
+ */
+export function backLink(lesson) {
+  const back = $("back");
+  back.hidden = embedded && !lesson;
+  if (lesson) back.querySelector("a").href = `/lessons/${lesson}`;
 }

@@ -226,7 +226,7 @@ def _frozen(f: Frequencies) -> Frequencies:
 
 
 def _linear(theta, sc: Scaling, base, width, length, how) -> Frequencies:
-    return Frequencies(base, theta, theta / sc.factor, np.full(theta.shape, np.nan), 1.0)
+    return Frequencies(base, theta, theta / sc.factor, np.zeros(theta.shape), 1.0)  # every pair divided
 
 
 def _ntk(theta, sc: Scaling, base, width, length, how) -> Frequencies:

@@ -16,7 +16,15 @@ def run_preset(client, preset_id):
 def test_list_names_every_preset(client):
     body = client.get("/api/v1/presets").json
     names = {p["id"] for p in body["presets"]}
-    assert names == {"workbench", "workbench-learned", "seed-split", "four-heads", "kv-cache", "online-softmax"}
+    assert names == {
+        "workbench",
+        "workbench-learned",
+        "seed-split",
+        "four-heads",
+        "kv-cache",
+        "online-softmax",
+        "rope-scaling",
+    }
     assert body["presets"] and all(p["title"] and p["description"] for p in body["presets"])
 
 

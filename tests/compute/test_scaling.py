@@ -140,3 +140,10 @@ def test_every_preset_equals_hugging_faces_own_initialisation(model):
         ours = frequencies(model["base"], Scaling.coerce(scaling), model["head_dim"], length)
         np.testing.assert_allclose(ours.scaled, hf.double().numpy(), rtol=1e-6)
         assert ours.attention_factor == pytest.approx(factor, rel=1e-6)
+
+
+def test_linear_divides_every_pair_and_ntk_keeps_only_the_fastest():
+    assert statuses({"rope_type": "linear", "factor": 4.0}, 64, 10000.0)["divided"] == list(range(32))
+    ntk = pairs_table(RopeConfig(scaling=Scaling(rope_type="ntk", factor=4.0)), 64, 1)["pairs"]
+    assert [p["status"] for p in ntk] == ["kept"] + ["rescaled"] * 31
+    assert all(p["kept_share"] is None for p in ntk)

@@ -8,13 +8,12 @@
 // events (the server completes `experiment`).
 
 import { getJSON, postJSON } from "../api.js";
-import { embedded } from "../embed.js";
 import { parameterEvents } from "../events.js";
 import { HashState } from "../hash-state.js";
 import { drawn, el } from "../views/dom.js";
 import { finalL, finalView, runningView, tileGrid } from "../views/tiles.js";
 import { N_, t } from "../i18n.js";
-import { $, startPage } from "../shell.js";
+import { $, backLink, FROM_LESSON, startPage } from "../shell.js";
 
 const LESSON = "online-softmax";
 const INSTANCE = "online-softmax-explorable";
@@ -55,8 +54,7 @@ const VIEW = new HashState([
   { name: "head", type: "integer", default: 0, check: (v) => v === 0 || v === 1 },
   { name: "tile", type: "integer", default: 0, check: (v) => v >= 0 }, // tiles stepped so far
   { name: "compare", type: "string", default: "", check: (v) => v === "" || page.modes.has(v) },
-  // the lesson a link came from: the page offers a way back to it
-  { name: "lesson", type: "string", default: "", check: (v) => v === "" || /^[a-z0-9-]{1,64}$/.test(v) },
+  FROM_LESSON,
 ]);
 
 const tilesPerHead = (n, block) => Math.ceil(n / block) ** 2;
@@ -208,9 +206,7 @@ function drawControls() {
   $("compare").value = page.state.compare;
   $("back-step").disabled = page.state.tile <= 0;
   $("step").disabled = page.state.tile >= total();
-  const back = $("back");
-  back.hidden = embedded && !page.state.lesson;
-  if (page.state.lesson) back.querySelector("a").href = `/lessons/${page.state.lesson}`;
+  backLink(page.state.lesson);
 }
 
 function wire() {
