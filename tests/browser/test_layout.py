@@ -26,6 +26,8 @@ PAGES = {
     "online-softmax": "/explorables/online-softmax",
     "online-lesson": "/lessons/online-softmax",
     "long-lesson": "/lessons/long-context",
+    "rope-scaling": "/explorables/rope-scaling#offset=96&scaling=yarn",
+    "rope-lesson": "/lessons/rope-scaling",
     "dashboard": "/dashboard",
     "api-docs": "/api/docs",
     "api-console": "/api/docs/try",
