@@ -1,6 +1,7 @@
-"""Trained models: `GET /models` (what each head does, measured) and `POST /models/{id}/attention`
-(every layer's trace on a text, and the next-byte predictions). What they answer is built in the
-models' own room (service/models/present.py)."""
+"""Trained models: `GET /models` (what each head does, measured), `POST /models/{id}/attention` (every
+layer's trace on a text, and the next-byte predictions), `POST /models/{id}/lens` (the logit lens of every
+stream and head) and `POST /models/{id}/patch` (activation and attribution patching). What they answer is
+built in the models' own room (service/models/present.py, present_inside.py)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,18 @@ from ..edge import EdgeRequest, costs
 from ..edge.problems import Problem
 from ..models import AnyModel, ablations, load
 from ..models.present import ModelRequestError, describe, run
+from ..models.present_inside import PATCH_BYTES, lens_body, patch_body
 from ..text import N_
 from .attention.traces import respond
-from .schemas.models import ModelAttentionRequestSchema, ModelListSchema, ModelTraceSchema
+from .schemas.models import (
+    LensRequestSchema,
+    LensSchema,
+    ModelAttentionRequestSchema,
+    ModelListSchema,
+    ModelTraceSchema,
+    PatchRequestSchema,
+    PatchSchema,
+)
 from .smorest import JSON_BODY_ERRORS, Blueprint
 
 blp = Blueprint(
@@ -91,6 +101,69 @@ class ModelAttention(MethodView):
         """Run a text through a model: every layer's trace with each head's label (and the byte model's next bytes)"""
         try:
             return respond(run(find(model_id), args))
+        except ModelRequestError as refused:
+            raise problem(refused) from None
+
+
+def lens_cells(req: EdgeRequest) -> int | None:
+    """A lens costs a trace and reading every stream and head through the unembedding."""
+    model = registry().get(req.view_args.get("model_id", ""))
+    text = req.data.get("text") if req.parsed and isinstance(req.data, dict) else None
+    if model is None or not isinstance(text, str):
+        return None if model is None or req.parsed else model.cells("x" * model.context) * 2
+    return model.cells(text) * 2
+
+
+def patch_cells(req: EdgeRequest) -> int | None:
+    """A patch grid costs a run of the model for every cell ((L + 1) n of the stream, L H n of the heads),
+    and the gradient one more."""
+    model = registry().get(req.view_args.get("model_id", ""))
+    data = req.data if req.parsed and isinstance(req.data, dict) else {}
+    text = data.get("clean")
+    if model is None:
+        return None
+    n = min(len(text.encode("utf-8", "surrogatepass")), PATCH_BYTES) if isinstance(text, str) else PATCH_BYTES
+    grid = (model.layers + 1) * n if data.get("component") == "residual" else model.layers * model.heads * n
+    return (grid + 3) * model.cells("x" * n)
+
+
+@blp.route("/<string:model_id>/lens")
+class Lens(MethodView):
+    @costs(lens_cells)
+    @blp.arguments(LensRequestSchema(), examples={"an induction text": {"value": {"text": "x7Kp2Qx7Kp2Q", "top": 3}}})
+    @blp.response(200, LensSchema)
+    @blp.problems(404, *JSON_BODY_ERRORS)
+    def post(self, args, model_id):
+        """The logit lens: every stream, and each head's write, read through the final norm and W_U"""
+        try:
+            return respond(lens_body(find(model_id), args))
+        except ModelRequestError as refused:
+            raise problem(refused) from None
+
+
+@blp.route("/<string:model_id>/patch")
+class Patch(MethodView):
+    @costs(patch_cells)
+    @blp.arguments(
+        PatchRequestSchema(),
+        examples={
+            "which head copies the byte": {
+                "value": {
+                    "clean": "q8Lm3Zq8Lm3Z",
+                    "corrupted": "q8Lm3Zq8Lm3Y",
+                    "metric": {"kind": "logit_difference", "bytes": [90, 89]},
+                    "component": "head_output",
+                    "estimate": True,
+                }
+            }
+        },
+    )
+    @blp.response(200, PatchSchema)
+    @blp.problems(404, *JSON_BODY_ERRORS)
+    def post(self, args, model_id):
+        """Activation patching (and attribution patching's estimates): every cell's effect on the metric"""
+        try:
+            return respond(patch_body(find(model_id), args))
         except ModelRequestError as refused:
             raise problem(refused) from None
 

@@ -46,6 +46,11 @@ class Recipe:
     # RoPE scaling (rope.py): applied, or ignored whole, or without its attention factor, with YaRN's ramp
     # turned around, or Llama 3's wavelengths taken without 2 pi.
     scaling: str = "applied"  # 3. applied | ignored | no_attention_factor | reversed | no_2pi
+    # Inside a trained model (models/inside.py): the lens's final norm, where a patch lands, and whether an
+    # attribution's gradient goes through the softmax.
+    lens: str = "recomputed"  # recomputed | none | cached (the last stream's scale for every stream)
+    patch: str = "exact"  # exact | shifted (one position later)
+    gradient: str = "full"  # full | frozen (the attention weights held fixed)
 
     @property
     def decoding(self) -> bool:
@@ -103,6 +108,12 @@ class FailureMode:
 def _tiled(mode_id: str, change: dict[str, str], needs: tuple[str, ...], name: str, description: str, advice: str):
     """A slip only the online softmax makes, tile by tile (online.py)."""
     return FailureMode(mode_id, "online", change, name, description, advice, needs, engine=False, exercise=False)
+
+
+def _inside(mode_id: str, step: str, change: dict[str, str], *words: str) -> FailureMode:
+    """A pitfall of reading a trained model (the lens, a patch, a gradient): models/inside.py computes it."""
+    name, description, advice = words
+    return FailureMode(mode_id, step, change, name, description, advice, engine=False, exercise=False)
 
 
 def _long(mode_id: str, step: str, change: dict[str, str], needs: tuple[str, ...], *words: str) -> FailureMode:
@@ -231,6 +242,23 @@ _MODES = (
         N_("Llama 3's rule, blend included, is applied to 1 / frequency instead of the wavelength 2π / frequency"),
         N_("The wavelength is 2π / frequency: without 2π every pair looks about six times shorter, so too many are "
            "kept and the blend is computed on the wrong pairs.")),
+    _inside("lens_without_final_norm", "lens", {"lens": "none"}, N_("Lens without the final norm"),
+        N_("the logit lens decodes the raw stream with the unembedding, skipping the final LayerNorm"),
+        N_("Read every stream as the model reads its last one: LayerNorm (mean and variance recomputed on that "
+           "stream), then W_U; without it a stream's size, not its direction, decides what the lens says.")),
+    _inside("lens_cached_norm_scale", "lens", {"lens": "cached"}, N_("Final norm's scale cached"),
+        N_("the lens takes the final LayerNorm's scale from the last layer's stream for every layer"),
+        N_("Recompute the norm's variance on each stream you read: the last stream's scale makes earlier layers "
+           "look more or less certain than they are.")),
+    _inside("patch_position_shifted", "patch", {"patch": "shifted"}, N_("Patch one position late"),
+        N_("each patch lands one position after the one asked (an off-by-one in the hook's index)"),
+        N_("Patch the position you measure: an index one late moves every effect one column right and loses the "
+           "last position's.")),
+    _inside("gradient_through_frozen_softmax", "gradient", {"gradient": "frozen"},
+        N_("Gradient with the softmax frozen"),
+        N_("attribution patching's gradient holds the attention weights fixed: no path through the softmax"),
+        N_("Take the gradient through the softmax: with the weights frozen, queries and keys get no gradient and "
+           "every effect that moves where a head looks is missed.")),
 )  # fmt: skip
 
 REGISTRY: dict[str, FailureMode] = {m.id: m for m in _MODES}

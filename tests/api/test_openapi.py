@@ -169,11 +169,13 @@ BEYOND_THE_SCHEMA = {
     ("unprocessable-entity", "event"),
     ("unprocessable-entity", "data"),
     ("unprocessable-entity", "occurred_at"),  # from 2000 to the server's clock (and a few minutes)
+    ("unprocessable-entity", "corrupted"),  # a patch's two texts as long as each other, in bytes
+    ("unprocessable-entity", "metric"),  # a metric's bytes as its kind needs them (two, or one)
 }
 # Caps on products of sizes (heads * n * n, a decode's every step, the tiles and their numbers; a text's
 # bytes within the context of the model in the path): the single sizes' caps are in the document, their
 # products not.
-PRODUCT_CAPS = {"max_score_cells", "max_decode_cells", "max_tiles", "max_tiled_cells", "context"}
+PRODUCT_CAPS = {"max_score_cells", "max_decode_cells", "max_tiles", "max_tiled_cells", "context", "patch_bytes"}
 
 
 def beyond_the_schema(response) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from marshmallow import Schema, ValidationError, fields, validate
 
 from .attention import AttentionResponseSchema, HeadSchema, ShapeSchema, TraceOptionsSchema
-from .fields import StrictInteger
+from .fields import StrictBoolean, StrictInteger
 
 TEXT_CONTROLS = {"\t", "\n", "\r"}  # what text typed or pasted holds; any other control character is refused
 
@@ -144,3 +144,115 @@ class ModelTraceSchema(Schema):
         fields.List(fields.Nested(PredictionSchema)),
         metadata={"description": "after[i]: the likeliest bytes after byte i (0-based), had the text ended there"},
     )
+
+
+def _slips(*steps: str) -> list[str]:
+    """The registry's pitfalls of reading a model at `steps` (lens, patch, gradient)."""
+    from ...compute.failure_modes import REGISTRY
+
+    return sorted(m.id for m in REGISTRY.values() if m.step in steps)
+
+
+class LensRequestSchema(Schema):
+    text = Text(required=True, metadata={"description": "what the model reads, as UTF-8 bytes (at most `context`)"})
+    top = StrictInteger(load_default=5, validate=validate.Range(min=1, max=16), metadata={"description": "bytes"})
+    failure_mode = fields.String(
+        validate=validate.OneOf(_slips("lens")), metadata={"description": "the lens as the pitfall reads it"}
+    )
+
+
+class ByteProbabilitySchema(Schema):
+    byte = fields.Integer()
+    text = fields.String()
+    probability = fields.Float()
+
+
+class NextByteSchema(ByteProbabilitySchema):
+    rank = fields.Integer(metadata={"description": "1: the likeliest byte"})
+
+
+class LensPositionSchema(Schema):
+    position = fields.Integer()
+    top = fields.List(fields.Nested(ByteProbabilitySchema))
+    next = fields.Nested(NextByteSchema, allow_none=True, metadata={"description": "the byte that comes next"})
+
+
+class LensLayerSchema(Schema):
+    layer = fields.Integer(metadata={"description": "0: the embedding; l: the stream after layer l"})
+    positions = fields.List(fields.Nested(LensPositionSchema))
+
+
+class LensHeadSchema(Schema):
+    layer = fields.Integer()
+    head = fields.Integer()
+    label = fields.String()
+    positions = fields.List(fields.Nested(LensPositionSchema))
+
+
+class LensDifferenceSchema(Schema):
+    layer = fields.Integer()
+    position = fields.Integer()
+    right = fields.Nested(LensPositionSchema)
+    broken = fields.Nested(LensPositionSchema)
+
+
+class LensSchema(Schema):
+    model = fields.String()
+    tokens = fields.List(fields.Nested(TokenSchema))
+    norm = fields.String(metadata={"description": "how each stream is read"})
+    failure_mode = fields.String(allow_none=True)
+    layers = fields.List(fields.Nested(LensLayerSchema), metadata={"description": "the embedding, then each layer"})
+    heads = fields.List(fields.Nested(LensHeadSchema), metadata={"description": "each head's write, read alike"})
+    first_difference = fields.Nested(LensDifferenceSchema, allow_none=True)
+
+
+class MetricSchema(Schema):
+    kind = fields.String(required=True, validate=validate.OneOf(["logit_difference", "probability"]))
+    bytes = fields.List(
+        StrictInteger(validate=validate.Range(min=0, max=255)),
+        validate=validate.Length(equal=2),
+        metadata={"description": "logit_difference: [a, b], measured as z_a - z_b at the last position"},
+    )
+    byte = StrictInteger(validate=validate.Range(min=0, max=255), metadata={"description": "probability: the byte a"})
+
+
+class PatchRequestSchema(Schema):
+    clean = Text(required=True, validate=validate.Length(max=64), metadata={"description": "at most 64 bytes"})
+    corrupted = Text(required=True, validate=validate.Length(max=64), metadata={"description": "as long, in bytes"})
+    metric = fields.Nested(MetricSchema, required=True)
+    component = fields.String(
+        load_default="head_output",
+        validate=validate.OneOf(["residual", "head_output"]),
+        metadata={"description": "the stream at (layer, position), or a head's output at (layer, head, position)"},
+    )
+    estimate = StrictBoolean(load_default=False, metadata={"description": "attribution patching's estimates too"})
+    failure_mode = fields.String(
+        validate=validate.OneOf(_slips("patch", "gradient")), metadata={"description": "a pitfall, beside the right"}
+    )
+
+
+class PatchSideSchema(Schema):
+    text = fields.String()
+    metric = fields.Float()
+
+
+class FlagSchema(Schema):
+    cell = fields.List(fields.Integer())
+    why = fields.String()
+    weight = fields.Dict(metadata={"description": "the attention weight that moved most in the patched run"})
+
+
+class PatchSchema(Schema):
+    model = fields.String()
+    component = fields.String()
+    failure_mode = fields.String(allow_none=True)
+    clean = fields.Nested(PatchSideSchema)
+    corrupted = fields.Nested(PatchSideSchema)
+    shape = fields.List(fields.Integer(), metadata={"description": "[L + 1, n] or [L, H, n]"})
+    patched = fields.Raw(metadata={"description": "the metric with each cell patched, in the grid's shape"})
+    effect = fields.Raw(metadata={"description": "patched minus corrupted"})
+    estimate = fields.Raw(allow_none=True, metadata={"description": "(a_clean - a_corrupted) . dm/da"})
+    recovered = fields.Raw(allow_none=True, metadata={"description": "estimate / effect (null where it is 0)"})
+    flagged = fields.List(fields.Nested(FlagSchema))
+    correct = fields.Dict(metadata={"description": "with a pitfall: the right effect and estimate"})
+    first_difference = fields.Dict(allow_none=True)
