@@ -61,6 +61,11 @@ def choices() -> list[Choice]:
             "The online softmax, tile by tile",
             "Attention computed one block of keys at a time, as FlashAttention does, on numbers you edit.",
         ),
+        Choice(
+            "/explorables/rope-scaling",
+            "RoPE past the training length",
+            "Each RoPE pair's angles past the training length, and what each released scaling changes.",
+        ),
     ]
 
 

@@ -5,7 +5,7 @@ from .helpers import LESSON
 
 def test_the_list_holds_every_lesson_with_its_checkpoints(client):
     lessons = client.get("/api/v1/lessons").json["lessons"]
-    in_order = [LESSON, "kv-cache-and-latent-attention", "long-context", "online-softmax"]
+    in_order = [LESSON, "kv-cache-and-latent-attention", "long-context", "online-softmax", "rope-scaling"]
     assert [lesson["id"] for lesson in lessons] == in_order
     with_an_exercise = {LESSON, "online-softmax"}  # each exercise's challenge completes its lesson's implement
     for lesson in lessons:
@@ -16,6 +16,7 @@ def test_the_list_holds_every_lesson_with_its_checkpoints(client):
         "kv-cache-and-latent-attention": [LESSON],
         "online-softmax": [LESSON],
         "long-context": ["kv-cache-and-latent-attention"],
+        "rope-scaling": ["long-context"],
     }
     assert "html" not in lessons[0] and "markdown" not in lessons[0] and "items" not in lessons[0]  # stays small
 

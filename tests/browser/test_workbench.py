@@ -17,7 +17,7 @@ from playwright.sync_api import expect
 
 from service.compute.failure_modes import REGISTRY
 
-from ..compute.plain_python import LONG_NEEDS
+from ..compute.plain_python import WORKBENCH_MEETS
 from ..exercise.test_exercise import SEED_COMMAND, TYPESCRIPT_READY
 from .conftest import VIEWPORTS, open_page, wait_until
 
@@ -154,7 +154,7 @@ def test_inputs_and_controls_are_found_by_their_names(page, live):
     assert page.get_by_label("output projection", exact=False).count() == 1
     options = page.eval_on_selector_all("#compare option", "os => os.map(o => o.value).filter(Boolean)")
     registry = requests.get(live.url + "/api/v1/failure-modes").json()["failure_modes"]
-    modes = [m["id"] for m in registry if m["engine"] and not LONG_NEEDS & set(m["needs"])]  # the KV cache page's
+    modes = [m["id"] for m in registry if m["engine"] and set(m["needs"]) <= WORKBENCH_MEETS]
     assert options == modes and "no_output_projection" in options and "gqa_tiled" in options
 
 
@@ -248,7 +248,7 @@ def test_grouped_query_attention_says_which_heads_share(page, live):
 
 # Every failure mode the workbench's menu offers (the engine's, less decoding's and long contexts': the KV cache page),
 # each in a case where it shows: tiling the K/V heads differs only with several per group.
-MODES = [m for m, spec in REGISTRY.items() if spec.engine and not spec.decoding and not LONG_NEEDS & set(spec.needs)]
+MODES = [m for m, spec in REGISTRY.items() if spec.engine and set(spec.needs) <= WORKBENCH_MEETS]
 SHAPE_FOR = {"gqa_tiled": {"heads": 4, "kv": 2}}
 
 

@@ -475,6 +475,9 @@ def reference_streaming(
 LONG = ("window", "sinks", "sink_logit", "positions")
 # The needs of failure modes only a decode or a long context has (the workbench's menu shows none of them).
 LONG_NEEDS = {"decode", "whole_cache", "window", "sinks", "sink_logit", "positions"}
+# The needs the workbench's controls can meet: a mode needing anything else (a decode, a window, a
+# RoPE scaling) is in no menu of that page.
+WORKBENCH_MEETS = {"head_slices", "several_heads", "grouped_heads", "rope", "causal", "output_projection"}
 
 
 def as_engine(options):

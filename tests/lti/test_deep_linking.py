@@ -64,11 +64,13 @@ def test_each_choice_returns_a_response_the_platforms_library_accepts(client, lm
         "In real models: the KV cache, grouped-query and latent attention",
         "Long contexts: sliding windows, a rolling cache and attention sinks",
         "How attention is computed at length: the online softmax",
+        "Past the training length: RoPE scaling",
         "Two-head causal attention workbench",
         "Four heads over six positions",
         "Trained heads: previous-token and induction heads at work",
         "A KV cache, step by step",
         "The online softmax, tile by tile",
+        "RoPE past the training length",
     ]
     platform_side = LmsSide(tool_key_set=client.get("/lti/jwks").get_json())
     platform_side.get_registration()
@@ -82,11 +84,13 @@ def test_each_choice_returns_a_response_the_platforms_library_accepts(client, lm
         "http://localhost/lessons/kv-cache-and-latent-attention",
         "http://localhost/lessons/long-context",
         "http://localhost/lessons/online-softmax",
+        "http://localhost/lessons/rope-scaling",
         "http://localhost/explorables/multi-head-attention",
         "http://localhost/figures/four-heads",
         "http://localhost/explorables/trained-heads",
         "http://localhost/explorables/kv-cache",
         "http://localhost/explorables/online-softmax",
+        "http://localhost/explorables/rope-scaling",
     ]
 
 
