@@ -30,6 +30,7 @@ PAGES = {
     "/explorables/kv-cache": "kv-cache.html",
     "/explorables/online-softmax": "online-softmax.html",
     "/explorables/rope-scaling": "rope-scaling.html",
+    "/explorables/inside-the-model": "inside-the-model.html",
     "/dashboard": "dashboard.html",
 }
 

@@ -66,6 +66,11 @@ def choices() -> list[Choice]:
             "RoPE past the training length",
             "Each RoPE pair's angles past the training length, and what each released scaling changes.",
         ),
+        Choice(
+            "/explorables/inside-the-model",
+            "Inside the trained model",
+            "The byte model's logit lens at every layer, and activation and attribution patching, exact.",
+        ),
     ]
 
 

@@ -5,7 +5,14 @@ from .helpers import LESSON
 
 def test_the_list_holds_every_lesson_with_its_checkpoints(client):
     lessons = client.get("/api/v1/lessons").json["lessons"]
-    in_order = [LESSON, "kv-cache-and-latent-attention", "long-context", "online-softmax", "rope-scaling"]
+    in_order = [
+        LESSON,
+        "kv-cache-and-latent-attention",
+        "long-context",
+        "online-softmax",
+        "rope-scaling",
+        "inside-the-model",
+    ]
     assert [lesson["id"] for lesson in lessons] == in_order
     with_an_exercise = {LESSON, "online-softmax"}  # each exercise's challenge completes its lesson's implement
     for lesson in lessons:
@@ -17,6 +24,7 @@ def test_the_list_holds_every_lesson_with_its_checkpoints(client):
         "online-softmax": [LESSON],
         "long-context": ["kv-cache-and-latent-attention"],
         "rope-scaling": ["long-context"],
+        "inside-the-model": [LESSON],
     }
     assert "html" not in lessons[0] and "markdown" not in lessons[0] and "items" not in lessons[0]  # stays small
 

@@ -28,6 +28,8 @@ PAGES = {
     "long-lesson": "/lessons/long-context",
     "rope-scaling": "/explorables/rope-scaling#offset=96&scaling=yarn",
     "rope-lesson": "/lessons/rope-scaling",
+    "inside-the-model": "/explorables/inside-the-model#cell=1.1.12",
+    "inside-lesson": "/lessons/inside-the-model",
     "dashboard": "/dashboard",
     "api-docs": "/api/docs",
     "api-console": "/api/docs/try",

@@ -65,12 +65,14 @@ def test_each_choice_returns_a_response_the_platforms_library_accepts(client, lm
         "Long contexts: sliding windows, a rolling cache and attention sinks",
         "How attention is computed at length: the online softmax",
         "Past the training length: RoPE scaling",
+        "Inside the trained model: the logit lens and activation patching",
         "Two-head causal attention workbench",
         "Four heads over six positions",
         "Trained heads: previous-token and induction heads at work",
         "A KV cache, step by step",
         "The online softmax, tile by tile",
         "RoPE past the training length",
+        "Inside the trained model",
     ]
     platform_side = LmsSide(tool_key_set=client.get("/lti/jwks").get_json())
     platform_side.get_registration()
@@ -85,12 +87,14 @@ def test_each_choice_returns_a_response_the_platforms_library_accepts(client, lm
         "http://localhost/lessons/long-context",
         "http://localhost/lessons/online-softmax",
         "http://localhost/lessons/rope-scaling",
+        "http://localhost/lessons/inside-the-model",
         "http://localhost/explorables/multi-head-attention",
         "http://localhost/figures/four-heads",
         "http://localhost/explorables/trained-heads",
         "http://localhost/explorables/kv-cache",
         "http://localhost/explorables/online-softmax",
         "http://localhost/explorables/rope-scaling",
+        "http://localhost/explorables/inside-the-model",
     ]
 
 

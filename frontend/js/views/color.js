@@ -48,7 +48,11 @@ function luminance(rgb) {
 }
 
 export function paint(cell, value) {
-  const rgb = viridis(value);
+  fill(cell, viridis(value));
+}
+
+/** A cell's background `rgb`, and whichever text colour contrasts more with it. */
+export function fill(cell, rgb) {
   cell.style.backgroundColor = `rgb(${rgb.join(", ")})`;
   const bg = luminance(rgb);
   const onDark = 1.05 / (bg + 0.05);
