@@ -41,6 +41,8 @@ PAGES = {
     "long-context lesson": "/lessons/long-context",
     "rope scaling": "/explorables/rope-scaling",
     "rope scaling lesson": "/lessons/rope-scaling",
+    "inside the model": "/explorables/inside-the-model",
+    "inside the model lesson": "/lessons/inside-the-model",
     "dashboard": "/dashboard",
     "API reference": "/api/docs",
 }

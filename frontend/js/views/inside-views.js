@@ -140,7 +140,8 @@ export function effectGrid({ values, rows, tokens, title, stage, whole, flagged,
 
 function effectCell({ value, key, cell, name, whole, why, picked, differs, pick }) {
   const position = cell[cell.length - 1] + 1;
-  const label = t("{component} at position {position}: {value}", { component: name, position, value: fmt(value, 3) });
+  // the name starts with the number shown, as a voice user says it
+  const label = t("{value}, {component} at position {position}", { component: name, position, value: fmt(value, 2) });
   const button = el(
     "button",
     {
