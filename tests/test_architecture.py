@@ -145,6 +145,7 @@ COMPUTE = {
     "reference",
     "rope",
     "scaling",
+    "speculative",
     "steps",
     "trace",
     "weights",

@@ -30,6 +30,7 @@ def resources() -> tuple:
         presets,
         rope,
         session,
+        speculative,
         xapi,
     )
     from .attention import views as attention
@@ -38,6 +39,7 @@ def resources() -> tuple:
         attention,
         kv_cache,
         rope,
+        speculative,
         presets,
         failure_modes,
         models,

@@ -1,6 +1,7 @@
 """Trained models: `GET /models` (what each head does, measured), `POST /models/{id}/attention` (every
 layer's trace on a text, and the next-byte predictions), `POST /models/{id}/lens` (the logit lens of every
-stream and head) and `POST /models/{id}/patch` (activation and attribution patching). What they answer is
+stream and head), `POST /models/{id}/patch` (activation and attribution patching) and `POST
+/models/{id}/speculate` (speculative decoding, the lens or the bigram table as the draft). What they answer is
 built in the models' own room (service/models/present.py, present_inside.py)."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from ..edge.problems import Problem
 from ..models import AnyModel, ablations, load
 from ..models.present import ModelRequestError, describe, run
 from ..models.present_inside import PATCH_BYTES, lens_body, patch_body
+from ..models.speculate import speculate_body
 from ..text import N_
 from .attention.traces import respond
 from .schemas.models import (
@@ -26,6 +28,7 @@ from .schemas.models import (
     PatchRequestSchema,
     PatchSchema,
 )
+from .schemas.speculative import SpeculateRequestSchema, SpeculateSchema
 from .smorest import JSON_BODY_ERRORS, Blueprint
 
 blp = Blueprint(
@@ -164,6 +167,33 @@ class Patch(MethodView):
         """Activation patching (and attribution patching's estimates): every cell's effect on the metric"""
         try:
             return respond(patch_body(find(model_id), args))
+        except ModelRequestError as refused:
+            raise problem(refused) from None
+
+
+def speculate_cells(req: EdgeRequest) -> int | None:
+    """Speculative decoding costs, at most, a target pass and a draft for every byte it emits."""
+    model = registry().get(req.view_args.get("model_id", ""))
+    return None if model is None else 4 * model.cells("x" * model.context)
+
+
+@blp.route("/<string:model_id>/speculate")
+class Speculate(MethodView):
+    @costs(speculate_cells)
+    @blp.arguments(
+        SpeculateRequestSchema(),
+        examples={
+            "the lens as the draft": {
+                "value": {"prompt": "def f(x):\n    return ", "gamma": 4, "max_new_tokens": 32, "temperature": 1.0}
+            }
+        },
+    )
+    @blp.response(200, SpeculateSchema)
+    @blp.problems(404, *JSON_BODY_ERRORS)
+    def post(self, args, model_id):
+        """Speculative decoding: each round's drafts, their verification over the cache, the rollback, the output"""
+        try:
+            return respond(speculate_body(find(model_id), args))
         except ModelRequestError as refused:
             raise problem(refused) from None
 

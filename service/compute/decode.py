@@ -204,6 +204,10 @@ class Cache:
         first, second = (part[..., :length, :] for part in self.parts)
         return (first, second), self.at[:length].copy()
 
+    def truncate(self, length: int) -> None:
+        """Keep the first `length` slots (speculative decoding's rollback): the next append writes over the rest."""
+        self.length = min(self.length, length)
+
     def _buffer(self, part: np.ndarray) -> np.ndarray:
         return np.zeros((*part.shape[:-2], self.n, part.shape[-1]))  # [.., slots, d]
 

@@ -51,6 +51,12 @@ class Recipe:
     lens: str = "recomputed"  # recomputed | none | cached (the last stream's scale for every stream)
     patch: str = "exact"  # exact | shifted (one position later)
     gradient: str = "full"  # full | frozen (the attention weights held fixed)
+    # Speculative decoding (speculative.py, models/speculate.py): what a rejection draws from, which q the
+    # ratio reads, whether the uniform that rejected picks the new token, whether rejected drafts leave the cache.
+    resample: str = "residual"  # residual | target (p itself)
+    ratio_q: str = "sampled"  # sampled | untempered (q before the temperature)
+    uniform: str = "fresh"  # fresh | shared (the rejecting u, by inverse CDF)
+    rollback: str = "truncate"  # truncate | kept (the rejected drafts' keys and values stay)
 
     @property
     def decoding(self) -> bool:
@@ -259,6 +265,22 @@ _MODES = (
         N_("attribution patching's gradient holds the attention weights fixed: no path through the softmax"),
         N_("Take the gradient through the softmax: with the weights frozen, queries and keys get no gradient and "
            "every effect that moves where a head looks is missed.")),
+    _inside("residual_from_target", "speculate", {"resample": "target"}, N_("Resampled from the target"),
+        N_("a rejected draft is replaced by a token drawn from p instead of the residual norm(max(0, p - q))"),
+        N_("Draw a rejection's token from norm(max(0, p - q)): p counts again the mass the accepted drafts already "
+           "emitted, so tokens q likes come out too often.")),
+    _inside("draft_probabilities_mismatch", "speculate", {"ratio_q": "untempered"},
+        N_("Draft probabilities mismatched"),
+        N_("drafts are drawn from q at the temperature, but the ratio p/q and the residual use q before it"),
+        N_("Use in min(1, p/q) and in the residual the very q the draft was sampled from, temperature included.")),
+    _inside("shared_uniform", "speculate", {"uniform": "shared"}, N_("One uniform for both draws"),
+        N_("the uniform that rejected a draft is reused to pick the residual's token by inverse CDF"),
+        N_("Draw a fresh uniform for the resample: the one that rejected lies in [min(1, p/q), 1), so the "
+           "residual's first tokens are picked too rarely.")),
+    _inside("cache_not_rolled_back", "speculate", {"rollback": "kept"}, N_("Cache not rolled back"),
+        N_("the rejected drafts' keys and values stay in the target's cache and later tokens attend to them"),
+        N_("Truncate the cache to the accepted prefix after each round: the rejected drafts' keys must not be seen "
+           "again.")),
 )  # fmt: skip
 
 REGISTRY: dict[str, FailureMode] = {m.id: m for m in _MODES}

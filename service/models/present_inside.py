@@ -23,7 +23,9 @@ NORM_WORDS = {
 }
 
 
-def byte_tokens(model: AnyModel, text: str, field: str, limit: int | None = None) -> np.ndarray:
+def byte_tokens(
+    model: AnyModel, text: str, field: str, limit: int | None = None, limit_name: str = "patch_bytes"
+) -> np.ndarray:
     """A text's UTF-8 bytes for the byte model: a 413 past `limit` (its context by default), a 422 for a model
     that reads word pieces."""
     if not isinstance(model, Model):
@@ -32,7 +34,7 @@ def byte_tokens(model: AnyModel, text: str, field: str, limit: int | None = None
     if len(data) > most:
         args = {"count": len(data), "model": model.id, "limit": most}
         message = N_("the text is %(count)d bytes in UTF-8; %(model)s reads at most %(limit)d here")
-        name = "context" if limit is None else "patch_bytes"
+        name = "context" if limit is None else limit_name
         raise ModelRequestError(413, message, args, field=field, limits={name: most})
     return np.frombuffer(data, dtype=np.uint8)
 

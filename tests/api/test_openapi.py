@@ -163,6 +163,9 @@ BEYOND_THE_SCHEMA = {
     ("unprocessable-entity", "latent"),
     ("unprocessable-entity", "heads"),  # heads divides d_model (the exercise's cases)
     ("unprocessable-entity", "case"),
+    # p and q: each sums to 1, both over one vocabulary (speculative sampling)
+    ("unprocessable-entity", "p"),
+    ("unprocessable-entity", "q"),
     # one event alone: the lesson's own rules, as for a batch's (`events.N.` then)
     ("unprocessable-entity", "checkpoint"),
     ("unprocessable-entity", "item"),  # an item of the lesson, on an answered event only
@@ -175,7 +178,15 @@ BEYOND_THE_SCHEMA = {
 # Caps on products of sizes (heads * n * n, a decode's every step, the tiles and their numbers; a text's
 # bytes within the context of the model in the path): the single sizes' caps are in the document, their
 # products not.
-PRODUCT_CAPS = {"max_score_cells", "max_decode_cells", "max_tiles", "max_tiled_cells", "context", "patch_bytes"}
+PRODUCT_CAPS = {
+    "max_score_cells",
+    "max_decode_cells",
+    "max_tiles",
+    "max_tiled_cells",
+    "context",
+    "patch_bytes",
+    "prompt_bytes",
+}
 
 
 def beyond_the_schema(response) -> bool:
