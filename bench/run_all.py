@@ -29,6 +29,7 @@ BENCHMARKS = [
     ["bench/compute.py"],
     ["bench/compute.py", "--default-allocator"],
     ["bench/decode.py"],
+    ["bench/speculative.py"],
     ["bench/api.py"],
     ["bench/ingest.py"],
     ["bench/analytics.py"],
