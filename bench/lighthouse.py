@@ -43,6 +43,8 @@ PAGES = {
     "rope scaling lesson": "/lessons/rope-scaling",
     "inside the model": "/explorables/inside-the-model",
     "inside the model lesson": "/lessons/inside-the-model",
+    "speculative decoding": "/explorables/speculative-decoding",
+    "speculative decoding lesson": "/lessons/speculative-decoding",
     "dashboard": "/dashboard",
     "API reference": "/api/docs",
 }

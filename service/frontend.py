@@ -31,6 +31,7 @@ PAGES = {
     "/explorables/online-softmax": "online-softmax.html",
     "/explorables/rope-scaling": "rope-scaling.html",
     "/explorables/inside-the-model": "inside-the-model.html",
+    "/explorables/speculative-decoding": "speculative-decoding.html",
     "/dashboard": "dashboard.html",
 }
 

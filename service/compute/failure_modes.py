@@ -116,10 +116,11 @@ def _tiled(mode_id: str, change: dict[str, str], needs: tuple[str, ...], name: s
     return FailureMode(mode_id, "online", change, name, description, advice, needs, engine=False, exercise=False)
 
 
-def _inside(mode_id: str, step: str, change: dict[str, str], *words: str) -> FailureMode:
-    """A pitfall of reading a trained model (the lens, a patch, a gradient): models/inside.py computes it."""
+def _inside(mode_id: str, step: str, change: dict[str, str], *words: str, needs: tuple[str, ...] = ()) -> FailureMode:
+    """A pitfall of reading or decoding a trained model (the lens, a patch, a gradient, speculative sampling):
+    models/inside.py and models/speculate.py compute it."""
     name, description, advice = words
-    return FailureMode(mode_id, step, change, name, description, advice, engine=False, exercise=False)
+    return FailureMode(mode_id, step, change, name, description, advice, needs, engine=False, exercise=False)
 
 
 def _long(mode_id: str, step: str, change: dict[str, str], needs: tuple[str, ...], *words: str) -> FailureMode:
@@ -280,7 +281,7 @@ _MODES = (
     _inside("cache_not_rolled_back", "speculate", {"rollback": "kept"}, N_("Cache not rolled back"),
         N_("the rejected drafts' keys and values stay in the target's cache and later tokens attend to them"),
         N_("Truncate the cache to the accepted prefix after each round: the rejected drafts' keys must not be seen "
-           "again.")),
+           "again."), needs=("decode",)),
 )  # fmt: skip
 
 REGISTRY: dict[str, FailureMode] = {m.id: m for m in _MODES}

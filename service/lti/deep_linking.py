@@ -71,6 +71,11 @@ def choices() -> list[Choice]:
             "Inside the trained model",
             "The byte model's logit lens at every layer, and activation and attribution patching, exact.",
         ),
+        Choice(
+            "/explorables/speculative-decoding",
+            "Speculative decoding",
+            "The acceptance rule on your own p and q, and the byte model's rounds over its KV cache, exact.",
+        ),
     ]
 
 

@@ -12,6 +12,7 @@ def test_the_list_holds_every_lesson_with_its_checkpoints(client):
         "online-softmax",
         "rope-scaling",
         "inside-the-model",
+        "speculative-decoding",
     ]
     assert [lesson["id"] for lesson in lessons] == in_order
     with_an_exercise = {LESSON, "online-softmax"}  # each exercise's challenge completes its lesson's implement
@@ -25,6 +26,7 @@ def test_the_list_holds_every_lesson_with_its_checkpoints(client):
         "long-context": ["kv-cache-and-latent-attention"],
         "rope-scaling": ["long-context"],
         "inside-the-model": [LESSON],
+        "speculative-decoding": ["kv-cache-and-latent-attention"],
     }
     assert "html" not in lessons[0] and "markdown" not in lessons[0] and "items" not in lessons[0]  # stays small
 

@@ -30,6 +30,8 @@ PAGES = {
     "rope-lesson": "/lessons/rope-scaling",
     "inside-the-model": "/explorables/inside-the-model#cell=1.1.12",
     "inside-lesson": "/lessons/inside-the-model",
+    "speculative-decoding": "/explorables/speculative-decoding#compare=shared_uniform",
+    "speculative-lesson": "/lessons/speculative-decoding",
     "dashboard": "/dashboard",
     "api-docs": "/api/docs",
     "api-console": "/api/docs/try",

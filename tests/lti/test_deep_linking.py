@@ -66,6 +66,7 @@ def test_each_choice_returns_a_response_the_platforms_library_accepts(client, lm
         "How attention is computed at length: the online softmax",
         "Past the training length: RoPE scaling",
         "Inside the trained model: the logit lens and activation patching",
+        "Speculative decoding: draft, verify, accept",
         "Two-head causal attention workbench",
         "Four heads over six positions",
         "Trained heads: previous-token and induction heads at work",
@@ -73,6 +74,7 @@ def test_each_choice_returns_a_response_the_platforms_library_accepts(client, lm
         "The online softmax, tile by tile",
         "RoPE past the training length",
         "Inside the trained model",
+        "Speculative decoding",
     ]
     platform_side = LmsSide(tool_key_set=client.get("/lti/jwks").get_json())
     platform_side.get_registration()
@@ -88,6 +90,7 @@ def test_each_choice_returns_a_response_the_platforms_library_accepts(client, lm
         "http://localhost/lessons/online-softmax",
         "http://localhost/lessons/rope-scaling",
         "http://localhost/lessons/inside-the-model",
+        "http://localhost/lessons/speculative-decoding",
         "http://localhost/explorables/multi-head-attention",
         "http://localhost/figures/four-heads",
         "http://localhost/explorables/trained-heads",
@@ -95,6 +98,7 @@ def test_each_choice_returns_a_response_the_platforms_library_accepts(client, lm
         "http://localhost/explorables/online-softmax",
         "http://localhost/explorables/rope-scaling",
         "http://localhost/explorables/inside-the-model",
+        "http://localhost/explorables/speculative-decoding",
     ]
 
 

@@ -13,7 +13,7 @@ from .models import Text
 
 # The slips of speculative sampling; on posted distributions there is no cache to leave unrolled.
 SLIPS = sorted(m.id for m in REGISTRY.values() if m.step == "speculate")
-RULE_SLIPS = [m for m in SLIPS if REGISTRY[m].change.get("rollback") is None]
+RULE_SLIPS = [m for m in SLIPS if "decode" not in REGISTRY[m].needs]
 MAX_VOCABULARY = 256
 SUM_TOLERANCE = 1e-6
 
