@@ -48,8 +48,8 @@ class Tile:
 class TiledHead:
     tiles: tuple[Tile, ...]  # in the order computed: query blocks, then key blocks within each
     output: np.ndarray  # [n, d_v] diag(l)^-1 O~; a row that saw no key is 0
-    lse: np.ndarray  # [n] L = m + log l; -inf where the row saw no key
-    sink: dict[str, np.ndarray] | None  # under a sink logit: m, alpha and l once the sink joined
+    lse: np.ndarray  # [n] L = m + log l over the visible scores; -inf where the row saw no key
+    sink: dict[str, np.ndarray] | None  # under a sink logit: m, alpha, l once it joined, and its share of the row
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,7 +59,7 @@ class TiledPass:
     slip: str | tuple[str, ...] | None
     heads: tuple[TiledHead, ...]
     plain_outputs: np.ndarray  # [H, n, d_v] the engine's plain pass, the same request
-    plain_lse: np.ndarray  # [H, n] the log-sum-exp of each row's visible scores (and the sink logit)
+    plain_lse: np.ndarray  # [H, n] the log-sum-exp of each row's visible scores
 
     @property
     def counts(self) -> dict[str, int]:
@@ -113,7 +113,7 @@ def tiled_attention(
             )
             for h in range(heads)
         )
-        lse = _plain_lse(plain.scores, plain.mask, sink)
+        lse = _plain_lse(plain.scores, plain.mask)
     return TiledPass(block_q, block_k, slip, done, plain.head_outputs, lse)
 
 
@@ -123,7 +123,7 @@ def _head(q, k, v, hidden, scale: float, blocks: tuple[int, int], how: Recipe, s
     n, (bq, bk) = q.shape[0], blocks
     tiles: list[Tile] = []
     output, lse = np.zeros((n, v.shape[1])), np.full(n, -np.inf)
-    joined: dict[str, list[np.ndarray]] = {"m": [], "alpha": [], "l": []}
+    joined: dict[str, list[np.ndarray]] = {"m": [], "alpha": [], "l": [], "share": []}
     for i, r0 in enumerate(range(0, n, bq)):
         rows = slice(r0, min(r0 + bq, n))
         m = m_new = np.full(rows.stop - r0, -np.inf)  # m: what is carried; m_new: the last tile's
@@ -138,13 +138,15 @@ def _head(q, k, v, hidden, scale: float, blocks: tuple[int, int], how: Recipe, s
             m_new, alpha, total, o = _update(m, total, o, s, v[keys], RESCALE[how.rescale])
             m = CARRY[how.carry](m, m_new)
             tiles.append(Tile(i, j, (r0, rows.stop), (c0, keys.stop), status, m_new, alpha, total, o))
+        seen = total > 0
+        lse[rows] = np.where(seen, m_new + np.log(np.where(seen, total, 1.0)), -np.inf)  # L = m + log l, visible
         if sink is not None:
             m_new, alpha, total, o = _join_sink(m_new, total, o, sink)
-            for name, value in (("m", m_new), ("alpha", alpha), ("l", total)):
+            share = np.exp(sink - m_new) / total  # exp(z) / (exp(z) + sum exp(s)) = sigmoid(z - L)
+            for name, value in (("m", m_new), ("alpha", alpha), ("l", total), ("share", share)):
                 joined[name].append(value)
         seen = total > 0
         output[rows] = np.where(seen[:, None], o / np.where(seen, total, 1.0)[:, None], 0.0)  # diag(l)^-1 O~
-        lse[rows] = np.where(seen, m_new + np.log(np.where(seen, total, 1.0)), -np.inf)  # L = m + log l
     sink_values = None if sink is None else {name: np.concatenate(parts) for name, parts in joined.items()}
     return TiledHead(tuple(tiles), output, lse, sink_values)
 
@@ -180,11 +182,10 @@ def _join_sink(m, total, o, z: float):
     return m_new, alpha, alpha * total + np.exp(z - m_new), alpha[:, None] * o
 
 
-def _plain_lse(scores: np.ndarray, hidden: np.ndarray, sink) -> np.ndarray:
-    """[H, n] log(sum over visible keys of exp(s)) (+ exp(z) under a sink logit), taken directly."""
+def _plain_lse(scores: np.ndarray, hidden: np.ndarray) -> np.ndarray:
+    """[H, n] log(sum over visible keys of exp(s)), taken directly (a sink logit is not a visible score: its
+    share is the sink's own, sigmoid(z - L))."""
     z = np.where(hidden, -np.inf, scores)  # [H, n, n]
-    if sink is not None:
-        z = np.concatenate([z, np.broadcast_to(np.asarray(sink)[:, None, None], (*z.shape[:2], 1))], axis=2)
     top = z.max(axis=2, keepdims=True)
     top = np.where(np.isfinite(top), top, 0.0)
     return (top + np.log(np.exp(z - top).sum(axis=2, keepdims=True)))[..., 0]

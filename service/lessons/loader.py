@@ -209,17 +209,31 @@ def _line_of(front_matter: str, key: str) -> int:
     return 2
 
 
-def _text_rule(path: Path, line: int, raw: dict[str, Any], requires: Any) -> tuple[Any, int]:
-    """A text checkpoint's rule for earning its completion: (vocabulary by language, min_words)."""
-    vocabulary, min_words = raw.get("vocabulary") or {}, raw.get("min_words") or 0
-    if (vocabulary or min_words) and requires != "text":
+def _text_rule(path: Path, line: int, raw: dict[str, Any], requires: Any) -> tuple[Any, int, str]:
+    """A text checkpoint's rule for earning its completion: (vocabulary by language, min_words, expects)."""
+    vocabulary, min_words, expects = raw.get("vocabulary") or {}, raw.get("min_words") or 0, raw.get("expects") or ""
+    if (vocabulary or min_words or expects) and requires != "text":
         raise LessonError(path, line, f"checkpoint {raw['id']!r}: only text checkpoints set vocabulary, min_words")
+    if expects not in ("", "number"):
+        raise LessonError(path, line, f"checkpoint {raw['id']!r}: expects is number (a prediction that is a number)")
     words = vocabulary.values() if isinstance(vocabulary, dict) else [None]
     if not all(isinstance(ws, list) and all(isinstance(w, str) and w.strip() for w in ws) for ws in words):
         raise LessonError(path, line, f"checkpoint {raw['id']!r}: vocabulary maps each language to a list of words")
     if not isinstance(min_words, int) or isinstance(min_words, bool) or min_words < 0:
         raise LessonError(path, line, f"checkpoint {raw['id']!r}: min_words is a whole number")
-    return tuple((str(tag), tuple(ws)) for tag, ws in vocabulary.items()), min_words
+    return tuple((str(tag), tuple(ws)) for tag, ws in vocabulary.items()), min_words, expects
+
+
+def _manipulations(path: Path, line: int, raw: dict[str, Any], completion: Any) -> list[str]:
+    """An explorable-event checkpoint's manipulations: lowercase-with-dashes ids, each once."""
+    manipulations = raw.get("manipulations") or []
+    if completion != "explorable-event" and manipulations:
+        raise LessonError(path, line, f"checkpoint {raw['id']!r}: only explorable-event checkpoints list manipulations")
+    if not (isinstance(manipulations, list) and all(isinstance(m, str) and _ID.fullmatch(m) for m in manipulations)):
+        raise LessonError(path, line, f"checkpoint {raw['id']!r}: manipulations are lowercase-with-dashes ids")
+    if len(set(manipulations)) != len(manipulations):
+        raise LessonError(path, line, f"checkpoint {raw['id']!r}: a manipulation is listed twice")
+    return manipulations
 
 
 def _checkpoints(path: Path, meta: dict[str, Any], line: int) -> list[Checkpoint]:
@@ -235,24 +249,14 @@ def _checkpoints(path: Path, meta: dict[str, Any], line: int) -> list[Checkpoint
         requires = raw.get("requires")
         if completion == "learner" and requires not in REQUIREMENTS:
             raise LessonError(path, line, f"checkpoint {raw['id']!r}: requires must be one of {REQUIREMENTS}")
-        manipulations = raw.get("manipulations") or []
-        if completion != "explorable-event" and manipulations:
-            raise LessonError(
-                path, line, f"checkpoint {raw['id']!r}: only explorable-event checkpoints list manipulations"
-            )
-        if not (
-            isinstance(manipulations, list) and all(isinstance(m, str) and _ID.fullmatch(m) for m in manipulations)
-        ):
-            raise LessonError(path, line, f"checkpoint {raw['id']!r}: manipulations are lowercase-with-dashes ids")
-        if len(set(manipulations)) != len(manipulations):
-            raise LessonError(path, line, f"checkpoint {raw['id']!r}: a manipulation is listed twice")
+        manipulations = _manipulations(path, line, raw, completion)
         if raw.get("prediction") is not None and (completion != "learner" or raw["prediction"] not in PREDICTIONS):
             raise LessonError(
                 path,
                 line,
                 f"checkpoint {raw['id']!r}: a learner checkpoint's prediction is one of {sorted(PREDICTIONS)}",
             )
-        vocabulary, min_words = _text_rule(path, line, raw, requires)
+        vocabulary, min_words, expects = _text_rule(path, line, raw, requires)
         if any(c.id == raw["id"] for c in result):
             raise LessonError(path, line, f"checkpoint id {raw['id']!r} appears twice")
         result.append(
@@ -267,6 +271,7 @@ def _checkpoints(path: Path, meta: dict[str, Any], line: int) -> list[Checkpoint
                 prediction=raw.get("prediction"),
                 vocabulary=vocabulary,
                 min_words=min_words,
+                expects=expects,
             )
         )
     if not result:

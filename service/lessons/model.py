@@ -13,6 +13,7 @@ REQUIREMENTS = ("text", "passing-tests")
 
 
 CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")  # one word per character
+DIGIT = re.compile(r"\d")  # a number written in any script's digits
 
 
 @dataclass(frozen=True)
@@ -27,10 +28,12 @@ class Checkpoint:
     # done; none: the first matching event completes it.
     manipulations: tuple[str, ...] = ()
     prediction: str | None = None  # learner checkpoints: the engine check its choice is judged by (prediction.py)
-    # text checkpoints that earn their completion: at least `min_words` words (a CJK character is
-    # one) and one word of the lesson's `vocabulary` (language -> words; a word of any language counts)
+    # text checkpoints that earn their completion: at least `min_words` words (a CJK character is one), half
+    # of them different, and two of the lesson's `vocabulary` (language -> words; any language counts);
+    # a prediction that `expects` a number holds one
     vocabulary: tuple[tuple[str, tuple[str, ...]], ...] = ()
     min_words: int = 0
+    expects: str = ""  # "" | "number"
 
     def as_json(self) -> dict[str, Any]:
         rule: dict[str, Any] = {"completion": self.completion}
@@ -45,17 +48,26 @@ class Checkpoint:
             rule["prediction"] = self.prediction
         if self.min_words or self.vocabulary:
             rule["min_words"], rule["vocabulary"] = self.min_words, {tag: list(ws) for tag, ws in self.vocabulary}
+        if self.expects:
+            rule["expects"] = self.expects
         return {"id": self.id, "title": self.title, **rule}
 
     def text_problem(self, text: str) -> str | None:
-        """Why a text does not earn this checkpoint (too short, or no word of the lesson's), or None."""
-        words = len(CJK.sub(" ", text).split()) + len(CJK.findall(text))
-        if words < self.min_words:
-            return f"write at least {self.min_words} words about what you saw; this has {words}"
+        """Why a text does not earn this checkpoint (no number where a number is asked, too short, one word
+        repeated, fewer than two of the lesson's words), or None: views/checkpoint-panel.js judges alike."""
+        if self.expects == "number" and not DIGIT.search(text):
+            return "the question asks for a number: write the number you expect"
+        tokens = CJK.sub(" ", text).casefold().split() + CJK.findall(text)
+        if len(tokens) < self.min_words:
+            return f"write at least {self.min_words} words about what you saw; this has {len(tokens)}"
+        if len(set(tokens)) < (self.min_words + 1) // 2:
+            distinct = (self.min_words + 1) // 2
+            return f"use at least {distinct} different words; this has {len(set(tokens))}"
         lowered = text.casefold()
         every = [word for _, words in self.vocabulary for word in words]
-        if every and not any(word.casefold() in lowered for word in every):
-            return f"use the lesson's words for what you saw, such as {', '.join(every[:4])}"
+        found = {word.casefold() for word in every if word.casefold() in lowered}
+        if every and len(found) < min(2, len(every)):
+            return f"use at least two of the lesson's words for what you saw, such as {', '.join(every[:4])}"
         return None
 
     def matches(self, event: str, checkpoint: str | None, instance_id: str | None) -> bool:

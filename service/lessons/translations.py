@@ -66,7 +66,7 @@ def load_translations(
                 prerequisites_present=english.prerequisites_present,
                 # what earns a text checkpoint is the English lesson's, in every language
                 checkpoints=tuple(
-                    replace(mine, vocabulary=its.vocabulary, min_words=its.min_words)
+                    replace(mine, vocabulary=its.vocabulary, min_words=its.min_words, expects=its.expects)
                     for mine, its in zip(translated.checkpoints, english.checkpoints, strict=True)
                 ),
             )  # prerequisites' titles as the translation writes them

@@ -257,6 +257,11 @@ def test_an_id_with_a_control_character_at_either_end_is_refused_and_nothing_sto
         ("x", "at least 12 words"),
         ("I clicked around for a while and then some numbers changed on the screen somewhere", "lesson's words"),
         ("我看到了一些东西", "at least 12 words"),  # eight characters, eight words
+        ("head " * 12, "at least 6 different words"),  # one word typed twelve times (issue 65, C6)
+        (
+            "I saw that only head 2 moved and nothing else happened anywhere on the page today",
+            "two of the lesson's words",
+        ),
     ],
 )
 def test_an_explanation_too_short_or_without_the_lessons_words_is_refused_with_a_hint(client, db, acme, text, says):
@@ -283,3 +288,23 @@ def test_the_lesson_says_what_earns_its_explain_checkpoint(client):
     rules = {c["id"]: c for c in client.get(f"/api/v1/lessons/{LESSON}?lang=es").json["checkpoints"]}
     assert rules["explain"]["min_words"] == 12 and "cabeza" in rules["explain"]["vocabulary"]["es"]
     assert "min_words" not in rules["predict"]
+
+
+@pytest.mark.parametrize(
+    ("lesson", "text", "says"),
+    [
+        ("long-context", "x", "asks for a number"),
+        ("online-softmax", "many tiles, I think", "asks for a number"),
+        ("inside-the-model", "x", "at least 3 words"),
+    ],
+)
+def test_a_prediction_of_the_wrong_kind_is_refused_with_why(client, db, acme, lesson, text, says):
+    """A prediction is the kind of answer its prompt asks: a number where it asks a number (issue 65, C6)."""
+    body = {**completed("predict"), "lesson": lesson, "data": {"text": text}}
+    refused = client.post("/api/v1/events", json=body, headers=acme)
+    assert refused.status_code == 422 and says in refused.json["errors"]["data"][0], refused.json
+    assert count_events(db) == 0
+    body["data"]["text"] = "about 60 GiB with the window, 248 GiB without"
+    if lesson == "inside-the-model":
+        body["data"]["text"] = "layer 2's induction heads"
+    assert client.post("/api/v1/events", json=body, headers=acme).status_code == 201

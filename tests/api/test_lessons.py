@@ -15,6 +15,7 @@ def test_the_list_holds_every_lesson_with_its_checkpoints(client):
         "speculative-decoding",
     ]
     assert [lesson["id"] for lesson in lessons] == in_order
+    assert [lesson["order"] for lesson in lessons] == list(range(1, len(in_order) + 1))  # "Lesson 1" is the first
     with_an_exercise = {LESSON, "online-softmax"}  # each exercise's challenge completes its lesson's implement
     for lesson in lessons:
         implement = ["implement"] if lesson["id"] in with_an_exercise else []

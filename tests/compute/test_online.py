@@ -111,9 +111,17 @@ def test_a_window_skips_the_tiles_out_of_reach_and_a_sink_logit_joins_l_once_at_
     for h, head in enumerate(tiled.heads):
         assert [t.status for t in head.tiles] == [t["status"] for t in expected[h]["tiles"]]
         assert_close(head.output, plain["head_outputs"][h])
-        assert_close(head.lse, expected[h]["lse"], 10.0)
+        # L is the log-sum-exp of the visible scores alone (issue 65, C5); the sink's share is its own field
+        scores = plain["scores"][h]
+        visible = [
+            log_sum_exp([s for j, s in enumerate(row) if sees(i, j, True, 3, 1)]) for i, row in enumerate(scores)
+        ]
+        assert_close(head.lse, visible, 10.0)
         z = long["sink_logit"][h]  # joined once: every row's maximum at least z, its sum at least exp(z - m)
         assert np.all(head.sink["m"] >= z) and np.all(head.sink["l"] >= np.exp(z - head.sink["m"]))
+        assert_close(head.sink["share"], 1.0 / (1.0 + np.exp(np.asarray(visible) - z)))  # sigmoid(z - L)
+        # the lesson's identity: a row's weights sum to sigmoid(L - z)
+        assert_close(np.sum(plain["weights"][h], axis=1), 1.0 / (1.0 + np.exp(z - np.asarray(visible))))
     assert "skipped" in [t.status for t in tiled.heads[0].tiles[:6]]  # the first rows' future
     far = [t for t in tiled.heads[0].tiles if t.query_block == 3 and t.key_block == 2]  # rows 9-11, keys 4-5
     assert far[0].status == "skipped"  # beyond every row's window, and not a sink

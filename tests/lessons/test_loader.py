@@ -14,7 +14,7 @@ def lesson():
 
 
 def test_front_matter_matches_the_seed(lesson):
-    assert lesson.title == "Multi-head attention" and lesson.order == 11
+    assert lesson.title == "Multi-head attention" and lesson.order == 1
     assert lesson.prerequisites == ("embeddings-positional-information", "self-attention")
     assert len(lesson.objectives) == 3
     assert [c.id for c in lesson.checkpoints] == ["predict", "experiment", "implement", "explain"]

@@ -98,19 +98,29 @@ const CJK = /[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]/gu; // one w
 // Why a text does not earn its checkpoint, as a hint, or null: as service/lessons/model.py judges it.
 /**
  * Why the text cannot complete the checkpoint yet, or "" (the server applies the same rule).
- * @param {{ min_words?: number, vocabulary?: Record<string, string[]> }} rule @param {string} text
+ * @param {{ min_words?: number, vocabulary?: Record<string, string[]>, expects?: string }} rule @param {string} text
  */
-export function textProblem({ min_words: least = 0, vocabulary = {} }, text) {
-  const words = text.replace(CJK, " ").split(/\s+/u).filter(Boolean).length + (text.match(CJK) || []).length;
+export function textProblem({ min_words: least = 0, vocabulary = {}, expects = "" }, text) {
+  if (expects === "number" && !/\p{Nd}/u.test(text))
+    return t("The question asks for a number: write the number you expect.");
+  const tokens = [
+    ...text.replace(CJK, " ").toLocaleLowerCase().split(/\s+/u).filter(Boolean),
+    ...(text.match(CJK) || []),
+  ];
+  const words = tokens.length;
   if (words < least)
     return t("Say a little more: at least {least} words about what you saw (this has {words}).", { least, words });
+  const distinct = new Set(tokens).size;
+  const needed = Math.floor((least + 1) / 2);
+  if (distinct < needed) return t("Use at least {needed} different words (this has {distinct}).", { needed, distinct });
   const lowered = text.toLocaleLowerCase();
   const every = Object.values(vocabulary).flat(); // a word of any of the lesson's languages counts
-  if (every.length && !every.some((w) => lowered.includes(w.toLocaleLowerCase()))) {
+  const found = new Set(every.map((w) => w.toLocaleLowerCase()).filter((w) => lowered.includes(w)));
+  if (every.length && found.size < Math.min(2, every.length)) {
     const examples = (vocabulary[locale] || vocabulary.en || every)
       .slice(0, 4)
       .join(locale.startsWith("zh") ? "、" : ", ");
-    return t("Use the lesson's words for what you saw, such as {examples}.", { examples });
+    return t("Use at least two of the lesson's words for what you saw, such as {examples}.", { examples });
   }
   return null;
 }

@@ -204,9 +204,10 @@ export function finalView(head, plainOutput, lastL) {
   return scrollRegion(caption, table);
 }
 
-// Each row's l once every tile is done: from the last computed tile of its query block (and the sink, if any).
+// Each row's l once every tile is done: from the last computed tile of its query block (and the sink, if any);
+// 0 for a row no tile was computed for (the first block when its diagonal tile is skipped: it saw no key).
 export function finalL(head) {
-  const l = [];
+  const l = head.output.map(() => 0);
   for (const tile of head.tiles) {
     if (tile.status === "skipped") continue;
     tile.l.forEach((v, r) => {

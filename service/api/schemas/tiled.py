@@ -64,6 +64,9 @@ class SinkJoinedSchema(Schema):
     m = fields.List(fields.Float(), metadata={"description": "max(m, z) for every row"})
     alpha = fields.List(fields.Float(), metadata={"description": "exp(m - max(m, z))"})
     l = fields.List(fields.Float(), metadata={"description": "alpha l + exp(z - max(m, z))"})  # noqa: E741
+    share = fields.List(
+        fields.Float(), metadata={"description": "the sink's share of each row, exp(z) / l' = sigmoid(z - lse)"}
+    )
 
 
 class TiledHeadSchema(Schema):
