@@ -183,6 +183,7 @@ def tiled_json(tiled: TiledPass, difference: dict | None, precision: int | None 
                 "rows": list(t.rows),
                 "keys": list(t.keys),
                 "status": t.status,
+                "m_before": rnd(t.m_before),
                 "m": rnd(t.m),
                 "alpha": rnd(t.alpha),
                 "l": rnd(t.l),

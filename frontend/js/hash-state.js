@@ -46,9 +46,16 @@ export const Types = {
 // A property: {name, key?, type, default, values? (the only valid values), check? (value, state) -> valid,
 // kept? (written even when it is the default)}. `default` may be a function of the state read so far.
 export class HashState {
-  constructor(props) {
+  /**
+   * @param {any[]} props
+   * @param {{ keep?: string }} [options] `keep`: embedded in a lesson, the page keeps its last state on this
+   *   device under this name and gets it back when it loads again with nothing in its hash (as the workbench)
+   */
+  constructor(props, { keep = "" } = {}) {
     this.props = props.map((p) => ({ key: p.name, ...p, type: Types[p.type] }));
     for (const p of this.props) if (!p.type) throw new Error(`unknown type for ${p.name}`);
+    const lesson = new URLSearchParams(location.search).get("lesson") || ""; // one kept state per embedding lesson
+    this.keep = keep && window.parent !== window ? `kept-state:${keep}:${lesson}` : "";
   }
 
   defaults() {
@@ -93,9 +100,11 @@ export class HashState {
     return found;
   }
 
-  // The state in a window's hash (this page's by default; a same-origin iframe's for its host).
+  // The state in a window's hash (this page's by default; a same-origin iframe's for its host); an embedded
+  // page that keeps its state, loaded with an empty hash, gets back the one it kept.
   load(win = window) {
-    return this.read(win.location.hash);
+    const kept = win === window && this.keep && this.empty() ? stored(this.keep) : "";
+    return this.read(kept || win.location.hash);
   }
 
   // Whether this page's URL has no hash at all (an embedded page may then restore what it kept).
@@ -103,9 +112,11 @@ export class HashState {
     return !location.hash.replace(/^#/, "");
   }
 
-  // Keep `state` as this page's hash, without a history entry or a hashchange.
+  // Keep `state` as this page's hash, without a history entry or a hashchange (and on this device, embedded).
   save(state) {
-    history.replaceState(null, "", this.write(state));
+    const hash = this.write(state);
+    history.replaceState(null, "", hash);
+    if (this.keep) stored(this.keep, hash);
   }
 
   // Give a loaded same-origin frame's page `state`: its hashchange redraws it.
@@ -149,4 +160,14 @@ export function forward(hash, win) {
 function fallback(p, state) {
   const value = typeof p.default === "function" ? p.default(state) : p.default;
   return Array.isArray(value) ? structuredClone(value) : value;
+}
+
+// A kept state read (or, with `hash`, written) on this device; storage denied (a third-party frame): none.
+function stored(name, hash = null) {
+  try {
+    if (hash !== null) localStorage.setItem(name, hash);
+    return localStorage.getItem(name) || "";
+  } catch {
+    return "";
+  }
 }

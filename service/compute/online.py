@@ -42,6 +42,7 @@ class Tile:
     alpha: np.ndarray | None = None  # [Bq] exp(m_previous - m_new): what the rows' sums were rescaled by
     l: np.ndarray | None = None  # noqa: E741 (the paper's name) [Bq] the running sum of exp(s - m)
     o_tilde: np.ndarray | None = None  # [Bq, d_v] the unnormalised output
+    m_before: np.ndarray | None = None  # [Bq] the maximum the tile started from: what the loop carried to it
 
 
 @dataclass(frozen=True, eq=False)
@@ -135,9 +136,10 @@ def _head(q, k, v, hidden, scale: float, blocks: tuple[int, int], how: Recipe, s
                 tiles.append(Tile(i, j, (r0, rows.stop), (c0, keys.stop), status))
                 continue
             s = np.where(hidden[rows, keys], -np.inf, q[rows] @ k[keys].T * scale)  # [Bq, Bk] the tile's scores
+            carried = m
             m_new, alpha, total, o = _update(m, total, o, s, v[keys], RESCALE[how.rescale])
             m = CARRY[how.carry](m, m_new)
-            tiles.append(Tile(i, j, (r0, rows.stop), (c0, keys.stop), status, m_new, alpha, total, o))
+            tiles.append(Tile(i, j, (r0, rows.stop), (c0, keys.stop), status, m_new, alpha, total, o, carried))
         seen = total > 0
         lse[rows] = np.where(seen, m_new + np.log(np.where(seen, total, 1.0)), -np.inf)  # L = m + log l, visible
         if sink is not None:

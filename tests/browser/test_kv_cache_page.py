@@ -349,3 +349,21 @@ def test_a_long_context_failure_mode_link_opens_in_the_lessons_own_explorable(pa
     assert frame.locator("#window").input_value() == "3"  # switched on, and said so
     expect(frame.locator("#kv-note")).to_contain_text("switched on")
     assert page.url.endswith(LONG_LESSON)  # the lesson stays
+
+
+@pytest.mark.parametrize(
+    ("lesson", "control", "value"),
+    [(LONG_LESSON, "#window", "3"), ("/lessons/online-softmax", "#block", "4")],
+)
+def test_an_embedded_explorable_keeps_its_state_across_a_reload(page, live, lesson, control, value):
+    """As the embedded workbench does (issue 65, C4): what the learner set is there again after a reload, in
+    that lesson only."""
+    open_page(page, live, lesson)
+    frame = embedded_workbench(page)
+    frame.locator(control).select_option(value)
+    frame.locator("main[aria-busy=false]").wait_for()
+    page.wait_for_timeout(300)
+    page.reload()
+    page.wait_for_selector("main[aria-busy=false]")
+    again = embedded_workbench(page)
+    expect(again.locator(control)).to_have_value(value)

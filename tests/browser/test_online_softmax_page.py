@@ -177,7 +177,45 @@ def test_the_exercises_trace_link_opens_the_explorable_at_the_slip_it_names(page
     link = result["link"].replace("#", f"?lang={locale}#", 1)
     open_page(page, live, link.removeprefix(live.url))
     assert page.locator("#compare").input_value() == "online_diagonal_skipped"
-    assert page.locator("[data-stage=running]").get_attribute("data-status") == "skipped"
+    assert page.locator("[data-loop=broken] [data-stage=running]").get_attribute("data-status") == "skipped"
     marked = page.locator("[data-stage=tiles] td.first-difference").evaluate_all("cs => cs.map(c => c.dataset.tile)")
     assert set(marked) == {"0"}  # the first tile: where the starter's loop first parts from the right one
     assert overflow(page) == 0
+
+
+SLIPS = ["online_no_rescale", "online_max_not_carried", "online_diagonal_skipped"]
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("locale", ["en", "es"])
+@pytest.mark.parametrize("block", [1, 2, 4])
+@pytest.mark.parametrize("slip", SLIPS)
+def test_every_slip_at_every_block_size_draws_both_loops_where_it_parts_and_its_final_division(
+    page, live, slip, block, locale, size
+):
+    """Issue 65 (B1, C2): at the tile where a slip first parts, the right loop's values beside the broken
+    one's, each as the API computed it (the maximum the broken loop really carried included); at the end
+    the final division drawn, rows that saw no key with l = 0; no page error anywhere."""
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.set_viewport_size(dict(zip(("width", "height"), SIZES[size], strict=True)))
+    broken, right = tiled(live, block, slip), tiled(live, block)
+    total = len(broken["heads"][0]["tiles"])
+    first = broken["first_difference"]
+    head = first["head"] if first else 0
+    if first and first["tile"] is not None:
+        open_page(page, live, f"{PATH}?lang={locale}#block={block}&head={head}&tile={first['tile'] + 1}&compare={slip}")
+        for loop, answer in (("right", right), ("broken", broken)):
+            tile = answer["heads"][head]["tiles"][first["tile"]]
+            running = page.locator(f"[data-loop={loop}] [data-stage=running]")
+            assert running.get_attribute("data-status") == tile["status"], loop
+            if tile["status"] != "skipped":
+                for name in ("m", "alpha", "l"):
+                    assert values(running.locator(f"td[data-stage={name}]")) == tile[name], (loop, name)
+                assert values(running.locator("td[data-stage=m-before]")) == tile["m_before"], loop
+    open_page(page, live, f"{PATH}?lang={locale}#block={block}&head={head}&tile={total}&compare={slip}")
+    final = page.locator("[data-stage=final]")
+    expect(final).to_be_visible()
+    ls = values(final.locator("td[data-stage=l]"))
+    assert len(ls) == 8 and all(v is not None and v >= 0 for v in ls)
+    assert errors == [] and overflow(page) == 0

@@ -46,15 +46,18 @@ const page = {
 const shell = startPage({ lesson: LESSON, instance: INSTANCE, manipulations: MANIPULATIONS });
 const events = parameterEvents({ lesson: LESSON, instance: INSTANCE });
 
-const VIEW = new HashState([
-  { name: "clean", type: "string", default: EXAMPLE.clean, kept: true, check: fits },
-  { name: "corrupted", type: "string", default: EXAMPLE.corrupted, kept: true, check: fits },
-  { name: "read", type: "string", default: "", check: (v) => v === "" || /^\d+\.\d+$/.test(v) },
-  { name: "component", type: "string", default: "head_output", values: ["head_output", "residual"] },
-  { name: "pitfall", type: "string", default: "", check: (v) => v === "" || page.modes.has(v) },
-  { name: "cell", type: "string", default: "", check: (v) => v === "" || /^\d+(\.\d+){1,2}$/.test(v) },
-  FROM_LESSON,
-]);
+const VIEW = new HashState(
+  [
+    { name: "clean", type: "string", default: EXAMPLE.clean, kept: true, check: fits },
+    { name: "corrupted", type: "string", default: EXAMPLE.corrupted, kept: true, check: fits },
+    { name: "read", type: "string", default: "", check: (v) => v === "" || /^\d+\.\d+$/.test(v) },
+    { name: "component", type: "string", default: "head_output", values: ["head_output", "residual"] },
+    { name: "pitfall", type: "string", default: "", check: (v) => v === "" || page.modes.has(v) },
+    { name: "cell", type: "string", default: "", check: (v) => v === "" || /^\d+(\.\d+){1,2}$/.test(v) },
+    FROM_LESSON,
+  ],
+  { keep: "inside-the-model" },
+);
 
 /** The metric: z_a − z_b at the last position, a the clean byte and b the corrupted one where they first differ. */
 function metricOf(s) {

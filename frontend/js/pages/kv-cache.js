@@ -69,29 +69,32 @@ const page = {
 const shell = startPage({ lesson: LESSON, instance: INSTANCE, manipulations: MANIPULATIONS });
 const events = parameterEvents({ lesson: LESSON, instance: INSTANCE });
 
-const VIEW = new HashState([
-  { name: "kind", type: "string", default: "mha", values: Object.keys(KV_HEADS) },
-  {
-    name: "position",
-    type: "integer",
-    default: 1,
-    check: (v) => v >= 1 && v <= (page.preset ? page.preset.tokens.length : 1),
-  }, // 1-based
-  { name: "rope", type: "boolean", default: true },
-  { name: "absorbed", type: "boolean", default: false },
-  { name: "compare", type: "string", default: "", check: (v) => v === "" || page.modes.has(v) },
-  {
-    name: "model",
-    type: "string",
-    default: LESSON === "long-context" ? "gemma-3-27b" : "deepseek-v2",
-    check: (v) => page.models.some((m) => m.id === v),
-  },
-  { name: "context", type: "integer", default: 0, check: (v) => v >= 0 && v <= 100000000 }, // 0: the model's own
-  { name: "window", type: "integer", default: 0, values: [0, 2, 3, 4] }, // 0: none
-  { name: "sinks", type: "integer", default: 0, values: [0, 1, 2] },
-  { name: "logit", type: "boolean", default: false },
-  { name: "renumber", type: "boolean", default: false },
-]);
+const VIEW = new HashState(
+  [
+    { name: "kind", type: "string", default: "mha", values: Object.keys(KV_HEADS) },
+    {
+      name: "position",
+      type: "integer",
+      default: 1,
+      check: (v) => v >= 1 && v <= (page.preset ? page.preset.tokens.length : 1),
+    }, // 1-based
+    { name: "rope", type: "boolean", default: true },
+    { name: "absorbed", type: "boolean", default: false },
+    { name: "compare", type: "string", default: "", check: (v) => v === "" || page.modes.has(v) },
+    {
+      name: "model",
+      type: "string",
+      default: LESSON === "long-context" ? "gemma-3-27b" : "deepseek-v2",
+      check: (v) => page.models.some((m) => m.id === v),
+    },
+    { name: "context", type: "integer", default: 0, check: (v) => v >= 0 && v <= 100000000 }, // 0: the model's own
+    { name: "window", type: "integer", default: 0, values: [0, 2, 3, 4] }, // 0: none
+    { name: "sinks", type: "integer", default: 0, values: [0, 1, 2] },
+    { name: "logit", type: "boolean", default: false },
+    { name: "renumber", type: "boolean", default: false },
+  ],
+  { keep: "kv-cache" },
+);
 
 function body(failureMode, positions = true) {
   const { state, preset } = page;

@@ -42,20 +42,23 @@ const page = {
 const shell = startPage({ lesson: LESSON, instance: INSTANCE, manipulations: MANIPULATIONS });
 const events = parameterEvents({ lesson: LESSON, instance: INSTANCE });
 
-const VIEW = new HashState([
-  {
-    name: "tokens",
-    key: "t",
-    type: "matrix",
-    default: () => page.preset.tokens,
-    check: (rows) => rows.length >= 2 && rows.length <= 16 && rows[0].length % 2 === 0 && rows[0].length <= 16,
-  },
-  { name: "block", type: "integer", default: 2, check: (v, s) => v >= 1 && v <= s.tokens.length },
-  { name: "head", type: "integer", default: 0, check: (v) => v === 0 || v === 1 },
-  { name: "tile", type: "integer", default: 0, check: (v) => v >= 0 }, // tiles stepped so far
-  { name: "compare", type: "string", default: "", check: (v) => v === "" || page.modes.has(v) },
-  FROM_LESSON,
-]);
+const VIEW = new HashState(
+  [
+    {
+      name: "tokens",
+      key: "t",
+      type: "matrix",
+      default: () => page.preset.tokens,
+      check: (rows) => rows.length >= 2 && rows.length <= 16 && rows[0].length % 2 === 0 && rows[0].length <= 16,
+    },
+    { name: "block", type: "integer", default: 2, check: (v, s) => v >= 1 && v <= s.tokens.length },
+    { name: "head", type: "integer", default: 0, check: (v) => v === 0 || v === 1 },
+    { name: "tile", type: "integer", default: 0, check: (v) => v >= 0 }, // tiles stepped so far
+    { name: "compare", type: "string", default: "", check: (v) => v === "" || page.modes.has(v) },
+    FROM_LESSON,
+  ],
+  { keep: "online-softmax" },
+);
 
 const tilesPerHead = (n, block) => Math.ceil(n / block) ** 2;
 // tiles per head at the state's block size: known before the server answers, so a step taken while
@@ -93,7 +96,7 @@ function update(change, parameter, value, manipulation) {
 
 async function render() {
   const mine = ++page.generation;
-  const [answer, plain] = await Promise.all([
+  const [answer, plain, right] = await Promise.all([
     postJSON("/api/v1/attention/tiled", body(page.state.compare || null)),
     postJSON("/api/v1/attention", {
       tokens: page.state.tokens,
@@ -101,6 +104,7 @@ async function render() {
       causal: true,
       include: ["heads.scores", "heads.output"],
     }),
+    page.state.compare ? postJSON("/api/v1/attention/tiled", body(null)) : null, // the right loop, to set beside
   ]);
   if (mine !== page.generation) return;
   const n = page.state.tokens.length;
@@ -137,12 +141,37 @@ async function render() {
             text: t("Every row starts with m = −∞, l = 0 and Õ = 0. Press Step to compute the first tile."),
           }),
         ]
-      : [runningView(head.tiles, page.state.tile - 1)];
+      : stepped(head, right?.heads[page.state.head], first);
   if (page.state.tile >= total()) running.push(finalView(head, plain.heads[page.state.head].output, finalL(head)));
   $("running").replaceChildren(...running);
   drawEquality(answer);
   document.querySelector("main").classList.remove("awaits-data");
   drawn();
+}
+
+/**
+ * The current tile's running values; from the tile where a slip first parts on, the right loop's beside the
+ * broken one's (each with what it really carried into the tile).
+ * @param {any} head @param {any} right @param {number | null} first
+ */
+function stepped(head, right, first) {
+  const index = page.state.tile - 1;
+  if (!right || first === null || index < first) return [runningView(head.tiles, index)];
+  const mode = page.modes.get(page.state.compare)?.name ?? page.state.compare;
+  return [
+    el(
+      "div",
+      { class: "os-side", dataset: { loop: "right" } },
+      el("h3", { text: t("Done right") }),
+      runningView(right.tiles, index),
+    ),
+    el(
+      "div",
+      { class: "os-side", dataset: { loop: "broken" } },
+      el("h3", { text: t("As “{mode}” computes it", { mode }) }),
+      runningView(head.tiles, index),
+    ),
+  ];
 }
 
 function drawEquality(answer) {
@@ -173,6 +202,12 @@ function drawEquality(answer) {
     node.textContent = t(
       "{mode}: with these tiles it computes the same loop as the right one, yet the output differs from the plain softmax by up to {difference}.",
       { mode: page.modes.get(page.state.compare)?.name ?? page.state.compare, difference: difference.toPrecision(3) },
+    );
+  } else if (page.modes.get(page.state.compare)?.needs.includes("causal") && page.state.block === 1) {
+    // the slip of the diagonal (the online slip that needs the mask) at 1 x 1 tiles: why nothing changes
+    node.textContent = t(
+      "{mode}: at 1 × 1 tiles a diagonal tile is one cell, a query and its own key, which it always sees: no tile is partly hidden, so this slip has nothing to skip. With larger tiles it drops each row's own block.",
+      { mode: page.modes.get(page.state.compare)?.name ?? page.state.compare },
     );
   } else {
     node.textContent = page.state.compare

@@ -62,22 +62,29 @@ const page = {
 const shell = startPage({ lesson: LESSON, instance: INSTANCE, manipulations: MANIPULATIONS });
 const events = parameterEvents({ lesson: LESSON, instance: INSTANCE });
 
-const VIEW = new HashState([
-  {
-    name: "tokens",
-    key: "t",
-    type: "matrix",
-    default: () => page.preset.tokens,
-    check: (rows) =>
-      rows.length >= 2 && rows.length <= 12 && rows[0].length % 2 === 0 && rows[0].length >= 4 && rows[0].length <= 16,
-  },
-  { name: "offset", type: "integer", default: 0, check: (v) => v >= 0 && v <= 100000 },
-  { name: "scaling", type: "string", default: "", check: (v) => v === "" || v in TYPES },
-  { name: "ramp", type: "string", default: "code", check: (v) => v === "code" || v === "paper" },
-  { name: "compare", type: "string", default: "", check: (v) => v === "" || page.modes.has(v) },
-  { name: "model", type: "string", default: "llama-3.1-8b", check: (v) => page.models.has(v) },
-  FROM_LESSON,
-]);
+const VIEW = new HashState(
+  [
+    {
+      name: "tokens",
+      key: "t",
+      type: "matrix",
+      default: () => page.preset.tokens,
+      check: (rows) =>
+        rows.length >= 2 &&
+        rows.length <= 12 &&
+        rows[0].length % 2 === 0 &&
+        rows[0].length >= 4 &&
+        rows[0].length <= 16,
+    },
+    { name: "offset", type: "integer", default: 0, check: (v) => v >= 0 && v <= 100000 },
+    { name: "scaling", type: "string", default: "", check: (v) => v === "" || v in TYPES },
+    { name: "ramp", type: "string", default: "code", check: (v) => v === "code" || v === "paper" },
+    { name: "compare", type: "string", default: "", check: (v) => v === "" || page.modes.has(v) },
+    { name: "model", type: "string", default: "llama-3.1-8b", check: (v) => page.models.has(v) },
+    FROM_LESSON,
+  ],
+  { keep: "rope-scaling" },
+);
 
 /** The trained length L, the factor s and the base, from the preset (a model trained on L positions). */
 const trainedOn = () => page.preset.rope.scaling.original_max_position_embeddings;

@@ -36,18 +36,21 @@ const page = {
 const shell = startPage({ lesson: LESSON, instance: INSTANCE, manipulations: MANIPULATIONS });
 const events = parameterEvents({ lesson: LESSON, instance: INSTANCE });
 
-const VIEW = new HashState([
-  { name: "p", type: "numbers", default: [0.45, 0.25, 0.15, 0.1, 0.05], check: positive },
-  { name: "q", type: "numbers", default: [0.2, 0.4, 0.1, 0.2, 0.1], check: positive },
-  { name: "temperature", key: "t", type: "number", default: 1, check: (v) => v >= 0 && v <= 3 },
-  { name: "gamma", type: "integer", default: 4, check: (v) => v >= 1 && v <= 16 },
-  { name: "compare", type: "string", default: "", check: (v) => v === "" || page.modes.has(v) },
-  { name: "prompt", type: "string", default: "The ", check: (v) => v.length >= 1 && v.length <= 40 },
-  { name: "draft", type: "string", default: "lens", values: ["lens", "bigram"] },
-  { name: "seed", type: "integer", default: 1, check: (v) => v >= 0 && v <= 999999 },
-  { name: "round", type: "integer", default: 0, check: (v) => v >= 0 && v < 64 },
-  FROM_LESSON,
-]);
+const VIEW = new HashState(
+  [
+    { name: "p", type: "numbers", default: [0.45, 0.25, 0.15, 0.1, 0.05], check: positive },
+    { name: "q", type: "numbers", default: [0.2, 0.4, 0.1, 0.2, 0.1], check: positive },
+    { name: "temperature", key: "t", type: "number", default: 1, check: (v) => v >= 0 && v <= 3 },
+    { name: "gamma", type: "integer", default: 4, check: (v) => v >= 1 && v <= 16 },
+    { name: "compare", type: "string", default: "", check: (v) => v === "" || page.modes.has(v) },
+    { name: "prompt", type: "string", default: "The ", check: (v) => v.length >= 1 && v.length <= 40 },
+    { name: "draft", type: "string", default: "lens", values: ["lens", "bigram"] },
+    { name: "seed", type: "integer", default: 1, check: (v) => v >= 0 && v <= 999999 },
+    { name: "round", type: "integer", default: 0, check: (v) => v >= 0 && v < 64 },
+    FROM_LESSON,
+  ],
+  { keep: "speculative-decoding" },
+);
 
 /** Weights normalised to a distribution (what the sliders hold is relative). */
 const normalised = (v) => v.map((x) => x / v.reduce((a, b) => a + b, 0));

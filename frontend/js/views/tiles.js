@@ -132,7 +132,7 @@ export function runningView(tiles, index) {
       "tr",
       { dataset: { row: String(row) } },
       el("th", { scope: "row", text: String(row + 1) }),
-      cell("m-before", row, prior ? prior.m[r] : null),
+      cell("m-before", row, tile.m_before ? tile.m_before[r] : prior ? prior.m[r] : null), // what was carried
       cell("m", row, tile.m[r]),
       cell("alpha", row, tile.alpha[r]),
       cell("l-before", row, prior ? prior.l[r] : 0),

@@ -44,6 +44,11 @@ class TileSchema(Schema):
             "applied inside the tile); skipped (every key hidden from every row: never computed)"
         }
     )
+    m_before = fields.List(
+        fields.Float(allow_none=True),
+        allow_none=True,
+        metadata={"description": "the maximum each row carried into the tile (what a slip really carried)"},
+    )
     m = fields.List(
         fields.Float(allow_none=True),
         allow_none=True,
