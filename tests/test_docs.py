@@ -100,6 +100,8 @@ def test_every_preset_answers_200_on_the_endpoint_it_names(client):
         assert answer.status_code == 200, (name, answer.get_json())
     listed = client.get("/api/v1/presets").get_json()["presets"]
     assert {p["id"]: p["endpoint"] for p in listed} == {n: p["endpoint"] for n, p in presets().items()}
+    row = next(line for line in README.splitlines() if line.startswith("| `GET /api/v1/presets`"))
+    assert [n for n in presets() if f"`{n}`" not in row] == []  # the README's presets row names every one
 
 
 def test_every_failure_mode_the_engine_computes_is_in_the_conventions():

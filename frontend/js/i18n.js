@@ -66,6 +66,9 @@ if (menu) {
   });
 }
 
+// An exact number as people write it here, with the decimals it has and no more: "17", "1.875", "0,7".
+export const exact = (x) => new Intl.NumberFormat(locale, { maximumFractionDigits: 6 }).format(x);
+
 // Between numbers in a vector: ", " unless the decimal mark is a comma ("[0,50; 1,20]").
 export const separator = number(0.5).includes(",") ? "; " : ", ";
 

@@ -5,7 +5,7 @@
 // asked again after the workbench is shown only then.
 
 import { el, math } from "./dom.js";
-import { fillNodes, locale, number, t } from "../i18n.js";
+import { exact, fillNodes, locale, t } from "../i18n.js";
 
 // One question's form. `answered`: {response, correct?, misconception?, answer?} from progress, or
 // {response, pending: true} for an answer still on this device.
@@ -98,11 +98,8 @@ function showAnswer({ form, item, inputs, button, feedback }, answered, locked) 
 function answerText(item, answer) {
   if (item.kind === "choice") return (item.choices.find((c) => c.id === answer) || { text: answer }).text;
   return answer.tolerance
-    ? t("{value} (give or take {tolerance})", {
-        value: number(answer.value, 4),
-        tolerance: number(answer.tolerance, 4),
-      })
-    : number(answer.value, 4);
+    ? t("{value} (give or take {tolerance})", { value: exact(answer.value), tolerance: exact(answer.tolerance) })
+    : exact(answer.value); // "17", not "17.0000"
 }
 
 function feedbackFor(item, answered) {

@@ -1,0 +1,94 @@
+"""The API reference holds every field the API answers (issue 65, C9): each operation's own example body is
+posted (each GET without parameters is asked), and every key of every object in the answer must be a
+property of the response schema the OpenAPI document (and so the reference at /api/docs) gives for it."""
+
+from __future__ import annotations
+
+import pytest
+
+# Objects whose keys are data, not fields: documented as maps (their values' shape is documented).
+MAPS = {"additionalProperties"}
+
+
+def resolve(spec: dict, schema: dict) -> dict:
+    while "$ref" in schema:
+        schema = spec["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
+    return schema
+
+
+def undocumented(spec: dict, schema: dict, value, where: str) -> list[str]:
+    """Every key of `value` (recursively) that its schema does not name."""
+    schema = resolve(spec, schema or {})
+    if isinstance(value, list):
+        items = schema.get("items")
+        return [m for v in value[:3] for m in undocumented(spec, items, v, f"{where}[]")] if items else []
+    if not isinstance(value, dict) or not schema:
+        return []
+    properties = schema.get("properties")
+    if properties is None:  # a map, or a free-form object: its keys are data
+        inner = schema.get("additionalProperties")
+        if isinstance(inner, dict):
+            return [m for k, v in value.items() for m in undocumented(spec, inner, v, f"{where}.{k}")]
+        return []
+    missing = [f"{where}.{key}" for key in value if key not in properties]
+    for key, item in value.items():
+        if key in properties:
+            missing += undocumented(spec, properties[key], item, f"{where}.{key}")
+    return missing
+
+
+PATH_VALUES = {"{model_id}": "bytes-2l-attn"}
+# Bodies for operations the document gives no example of, built from the presets the service serves.
+EXTRA = {
+    "/api/v1/attention/tiled": lambda c: {**c.get("/api/v1/presets/online-softmax").json["request"], "heads": 2},
+    "/api/v1/attention/compare": lambda c: {
+        **c.get("/api/v1/presets/workbench").json["request"],
+        "failure_mode": "reuse_first_slice",
+    },
+}
+
+
+def operations(spec: dict, client):
+    for path, methods in spec["paths"].items():
+        real = path
+        for name, value in PATH_VALUES.items():
+            real = real.replace(name, value)
+        for method, op in methods.items():
+            if method == "post":
+                content = op.get("requestBody", {}).get("content", {}).get("application/json", {})
+                for name, example in (content.get("examples") or {}).items():
+                    yield method, path, real, example.get("value"), name, op
+                if path in EXTRA:
+                    yield method, path, real, EXTRA[path](client), "a preset", op
+            elif method == "get" and "{" not in real and not op.get("parameters"):
+                yield method, path, real, None, "", op
+
+
+def test_every_answered_field_is_in_the_reference(client):
+    spec = client.get("/api/v1/openapi.json").json
+    missing, asked = [], 0
+    for method, path, real, body, name, op in operations(spec, client):
+        schema = op.get("responses", {}).get("200", {}).get("content", {}).get("application/json", {}).get("schema")
+        if schema is None:
+            continue
+        response = client.post(real, json=body) if method == "post" else client.get(real)
+        if response.status_code != 200:
+            continue  # a key-protected resource: its fields are read by its own tests
+        asked += 1
+        missing += [f"{method.upper()} {path} ({name}): {m}" for m in undocumented(spec, schema, response.json, "")]
+    assert asked >= 20  # the compute endpoints, the models, the lessons, the presets, the registry
+    assert missing == []
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/api/v1/attention/decode", {"tokens": [[1, 0], [0, 1], [1, 1]], "heads": 1}, "max_difference_from_full_pass"),
+    ],
+)
+def test_the_fields_the_probe_found_missing_are_documented(client, path, body, field):
+    spec = client.get("/api/v1/openapi.json").json
+    answer = client.post(path, json=body).json
+    assert field in answer
+    schema = resolve(spec, spec["paths"][path]["post"]["responses"]["200"]["content"]["application/json"]["schema"])
+    assert field in schema["properties"]
