@@ -142,19 +142,27 @@ def memory(shape: CacheShape, tokens: int, bytes_per_element: float) -> dict[str
         "mha_equivalent": {"elements_per_token": mha_per_token, "bytes_total": _number(mha_total)},
         "ratio_to_mha": float(Fraction(per_token, mha_per_token)),
     }
-    if shape.window is not None:
-        layer_bytes = shape.elements_per_token_per_layer * size  # one layer, one position
+    if shape.window is not None:  # per layer kind: its bytes a token times the positions it keeps are its bytes
         answer["layers"] = {
-            "local": {"layers": local, "positions_cached": cached, "bytes": _number(layer_bytes * local * cached)},
-            "global": {
-                "layers": shape.layers - local,
-                "positions_cached": tokens,
-                "bytes": _number(layer_bytes * (shape.layers - local) * tokens),
-            },
+            "local": _kind(shape, local, cached, size),
+            "global": _kind(shape, shape.layers - local, tokens, size),
         }
         answer["bytes_if_every_layer_global"] = _number(per_token * tokens * size)
         answer["reach"] = shape.reach()
     return answer
+
+
+def _kind(shape: CacheShape, layers: int, positions: int, size: Fraction) -> dict[str, object]:
+    """The layers of one kind (local or global): how many, the positions each keeps, what a position costs
+    over all of them, and their bytes (bytes_per_token x positions_cached)."""
+    per_token = shape.elements_per_token_per_layer * layers
+    return {
+        "layers": layers,
+        "positions_cached": positions,
+        "elements_per_token": per_token,
+        "bytes_per_token": _number(per_token * size),
+        "bytes": _number(per_token * positions * size),
+    }
 
 
 def _bytes(value: float) -> Fraction:

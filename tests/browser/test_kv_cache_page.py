@@ -309,8 +309,24 @@ def test_a_local_global_model_shows_its_cache_by_kind_of_layer(page, live):
     kinds = page.locator("[data-stage=memory-kinds]")
     assert answer["layers"]["local"]["layers"] == 52 and answer["layers"]["global"]["layers"] == 10
     text = kinds.inner_text()
-    assert text.startswith("52 local layers keep 1,024 positions each") and "10 global layers keep 131,072" in text
-    assert "62.0 GiB" in text  # every layer global: the issue's 62.00 GiB
+    assert text.startswith("52 local layers:") and "× 1,024 positions" in text and "10 global layers:" in text
+    assert "× 131,072 positions" in text and "62.0 GiB" in text  # every layer global: the issue's 62.00 GiB
+    for kind in ("local", "global"):  # each kind's bytes a token times its positions are its bytes (issue 65, C7)
+        part = answer["layers"][kind]
+        assert part["bytes_per_token"] * part["positions_cached"] == part["bytes"]
+    assert answer["layers"]["local"]["bytes"] + answer["layers"]["global"]["bytes"] == answer["bytes_total"]
+
+
+def test_every_presets_cache_by_kind_multiplies_out_to_its_total(live):
+    for preset in requests.get(live.url + "/api/v1/kv-cache/presets", timeout=30).json()["presets"]:
+        answer = computed(live, "/api/v1/kv-cache", preset["request"])
+        kinds = answer.get("layers")
+        if kinds is None:  # no window: one kind, every position
+            assert answer["bytes_per_token"] * answer["positions_cached"] == answer["bytes_total"], preset["id"]
+            continue
+        for part in kinds.values():
+            assert part["bytes_per_token"] * part["positions_cached"] == part["bytes"], preset["id"]
+        assert sum(part["bytes"] for part in kinds.values()) == answer["bytes_total"], preset["id"]
 
 
 LONG_LESSON = "/lessons/long-context"

@@ -12,7 +12,7 @@ import { parameterEvents } from "../events.js";
 import { HashState } from "../hash-state.js";
 import { drawn, el } from "../views/dom.js";
 import { finalL, finalView, runningView, tileGrid } from "../views/tiles.js";
-import { N_, t } from "../i18n.js";
+import { N_, t, tn } from "../i18n.js";
 import { $, backLink, FROM_LESSON, startPage } from "../shell.js";
 
 const LESSON = "online-softmax";
@@ -231,7 +231,14 @@ function drawControls() {
       ...Array.from({ length: n }, (_, k) =>
         el("option", {
           value: String(k + 1),
-          text: t("{block} × {block}: {tiles} tiles a head", { block: k + 1, tiles: tilesPerHead(n, k + 1) }),
+          text: tn(
+            "{block} × {block}: {count} tile a head",
+            "{block} × {block}: {count} tiles a head",
+            tilesPerHead(n, k + 1),
+            {
+              block: k + 1,
+            },
+          ),
         }),
       ),
     );

@@ -38,11 +38,12 @@ function cells(values, row, variant = null, colour = false) {
 export function cacheView(step, kind) {
   const held = step.cache_positions ?? step.heads[0].weights.map((_, j) => j); // slot s holds held[s]
   const slots = { held, turned: step.rope_positions?.keys ?? null, rolling: Boolean(step.cache_positions) };
-  const size = t("{positions} positions × {per} numbers = {total} numbers in one layer's cache", {
-    positions: held.length,
-    per: whole(step.cache_elements / held.length),
-    total: whole(step.cache_elements),
-  });
+  const size = tn(
+    "{count} position × {per} numbers = {total} numbers in one layer's cache",
+    "{count} positions × {per} numbers = {total} numbers in one layer's cache",
+    held.length,
+    { per: whole(step.cache_elements / held.length), total: whole(step.cache_elements) },
+  );
   return el(
     "div",
     {},
@@ -264,18 +265,25 @@ export function memoryView(answer, model, tokens) {
     answer.positions_cached < tokens
       ? t(" (a sliding window keeps {window})", { window: whole(answer.positions_cached) })
       : "";
-  const figures = t(
-    "{elements} numbers a token ({bytes} a token) over {layers} layers; {tokens}{cached}: {total}, {ratio} % of the MHA equivalent.",
-    {
-      elements: whole(answer.elements_per_token),
-      bytes: bytes(answer.bytes_per_token),
-      layers: model.request.layers,
-      tokens: counted,
-      cached,
-      total: bytes(answer.bytes_total),
-      ratio: fmt(answer.ratio_to_mha * 100, 1),
-    },
-  );
+  // under a window a position costs what each kind of layer keeps of it (layerKinds): one figure a token would mislead
+  const figures = answer.layers
+    ? t("{tokens}: {total}, {ratio} % of the MHA equivalent.", {
+        tokens: counted,
+        total: bytes(answer.bytes_total),
+        ratio: fmt(answer.ratio_to_mha * 100, 1),
+      })
+    : t(
+        "{elements} numbers a token ({bytes} a token) over {layers} layers; {tokens}{cached}: {total}, {ratio} % of the MHA equivalent.",
+        {
+          elements: whole(answer.elements_per_token),
+          bytes: bytes(answer.bytes_per_token),
+          layers: model.request.layers,
+          tokens: counted,
+          cached,
+          total: bytes(answer.bytes_total),
+          ratio: fmt(answer.ratio_to_mha * 100, 1),
+        },
+      );
   return el(
     "div",
     {},
@@ -320,21 +328,22 @@ function memoryBars(answer, model) {
   return el("div", { class: "kv-bars", role: "img", "aria-label": label }, ...rows.map(row));
 }
 
-// A local:global model's layers by kind: the positions each keeps, and their bytes.
+// A windowed model's layers by kind (the kinds it has): each kind's bytes a token times the positions it keeps.
 function layerKinds(answer) {
   const { local, global } = answer.layers ?? {};
   if (!local || !global) return null;
-  const text = t(
-    "{local} local layers keep {localPositions} positions each: {localBytes}; {global} global layers keep {globalPositions}: {globalBytes}. Were every layer global: {all}.",
-    {
-      local: local.layers,
-      localPositions: whole(local.positions_cached),
-      localBytes: bytes(local.bytes),
-      global: global.layers,
-      globalPositions: whole(global.positions_cached),
-      globalBytes: bytes(global.bytes),
-      all: bytes(answer.bytes_if_every_layer_global),
-    },
-  );
-  return el("p", { class: "kv-figures", dataset: { stage: "memory-kinds" } }, text);
+  const of = (layers) => ({
+    layers: layers.layers,
+    perToken: bytes(layers.bytes_per_token),
+    positions: whole(layers.positions_cached),
+    total: bytes(layers.bytes),
+  });
+  const parts = [
+    local.layers ? t("{layers} local layers: {perToken} a token × {positions} positions = {total}.", of(local)) : "",
+    global.layers ? t("{layers} global layers: {perToken} a token × {positions} positions = {total}.", of(global)) : "",
+    global.layers && local.layers
+      ? t("Were every layer global: {all}.", { all: bytes(answer.bytes_if_every_layer_global) })
+      : "",
+  ];
+  return el("p", { class: "kv-figures", dataset: { stage: "memory-kinds" } }, parts.filter(Boolean).join(" "));
 }

@@ -83,7 +83,9 @@ class Exact(fields.Field):
 
 class LayerKindSchema(Schema):
     layers = fields.Integer()
-    positions_cached = fields.Integer()
+    positions_cached = fields.Integer(metadata={"description": "the positions each layer of the kind keeps"})
+    elements_per_token = fields.Integer(metadata={"description": "what one position costs over the kind's layers"})
+    bytes_per_token = Exact(metadata={"description": "the same in bytes: times positions_cached, the kind's bytes"})
     bytes = Exact()
 
 
@@ -102,7 +104,9 @@ class MhaEquivalentSchema(Schema):
 class CacheResponseSchema(Schema):
     kind = fields.String(metadata={"description": "mha, gqa, mqa or mla"})
     elements_per_token_per_layer = fields.Integer()
-    elements_per_token = fields.Integer(metadata={"description": "every layer's, as DeepSeek-V2's Table 1 counts"})
+    elements_per_token = fields.Integer(
+        metadata={"description": "every layer's, as DeepSeek-V2's Table 1 counts (under a window: see layers)"}
+    )
     bytes_per_token = Exact()
     positions_cached = fields.Integer(metadata={"description": "tokens, or the sliding window when shorter"})
     bytes_total = Exact(metadata={"description": "the cache for the whole context, every layer"})
