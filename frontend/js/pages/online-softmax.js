@@ -117,11 +117,7 @@ async function render() {
     page.state.tile === 0
       ? t("Before the first tile")
       : t("Tile {tile} of {all}", { tile: page.state.tile, all: total() });
-  const { computed, masked, skipped } = answer.tiles;
-  $("counts").textContent = t(
-    "{computed} tiles computed ({masked} of them masked on the diagonal), {skipped} skipped; each head holds {tiled} numbers at once instead of the {plain} of the n × n weights.",
-    { computed, masked, skipped, tiled: answer.memory.tiled, plain: answer.memory.plain },
-  );
+  drawCounts(answer);
   const hidden = plain.heads[page.state.head].scores.map((row, i) => row.map((_, j) => j > i));
   $("grid").replaceChildren(
     tileGrid({
@@ -147,6 +143,30 @@ async function render() {
   drawEquality(answer);
   document.querySelector("main").classList.remove("awaits-data");
   drawn();
+}
+
+/** How many tiles were computed, masked and skipped, and what a head holds at once against the n × n weights. */
+function drawCounts(answer) {
+  const { computed, masked, skipped } = answer.tiles;
+  const { tiled, plain: whole } = answer.memory;
+  const held =
+    tiled < whole
+      ? t("each head holds {tiled} numbers at once instead of the {plain} of the n × n weights.", {
+          tiled,
+          plain: whole,
+        })
+      : t(
+          "each head holds {tiled} numbers at once, no fewer than the {plain} of the n × n weights: a tile as large as the whole matrix saves nothing.",
+          { tiled, plain: whole },
+        );
+  $("counts").textContent = t(
+    "{computed} tiles computed ({masked} of them masked on the diagonal), {skipped} skipped;",
+    {
+      computed,
+      masked,
+      skipped,
+    },
+  ).concat(" ", held);
 }
 
 /**

@@ -126,9 +126,15 @@ function steps(parts, path) {
     el(
       "li",
       {},
-      t(
-        "See your numbers beside the engine's in the explorable above (the link is its current state; the script prints a link that draws yours beside the correct ones):",
-      ),
+      // what each exercise's trace script really prints (issue 65, C3): the workbench draws the learner's own
+      // numbers; the online softmax's names the tile where the loop first parts and links the slip it shows
+      path.endsWith("/multi-head-attention")
+        ? t(
+            "See your numbers beside the engine's in the explorable above (the link is its current state; the script prints a link that draws yours beside the correct ones):",
+          )
+        : t(
+            "Find where your loop first parts from the right one (the link is the explorable's current state; the script names the tile and the value that differ, and prints a link to the explorable drawing the slip your output shows):",
+          ),
       parts.trace.node,
     ),
     el("li", {}, t("Prove it on fresh cases the server picks:")),
