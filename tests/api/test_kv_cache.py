@@ -81,7 +81,14 @@ def test_gemma_3_through_the_api_by_layer_kind(client):
     body = presets(client)["gemma-3-27b"]["request"]
     assert body["layer_pattern"] == {"local_per_global": 5, "global_first": False}
     answer = client.post("/api/v1/kv-cache", json=body).json
-    assert answer["layers"]["local"] == {"layers": 52, "positions_cached": 1024, "bytes": 52 * 1024 * 8192}
+    per_token = 52 * 8192  # each local layer's 8,192 bytes of one position (16 kv heads x 128 x 2 x bf16)
+    assert answer["layers"]["local"] == {
+        "layers": 52,
+        "positions_cached": 1024,
+        "elements_per_token": per_token // 2,
+        "bytes_per_token": per_token,
+        "bytes": per_token * 1024,
+    }
     assert answer["layers"]["global"]["layers"] == 10
     assert round(answer["bytes_if_every_layer_global"] / 2**30, 2) == 62.00
     assert round(answer["bytes_total"] / 2**30, 2) == 10.41

@@ -63,7 +63,11 @@ def test_a_window_with_a_sink_logit_reports_rows_that_have_seen_nothing_yet_as_n
     plain, tiles = expected(3, 3, **long)
     for h, head in enumerate(answer["heads"]):
         np.testing.assert_allclose(head["output"], plain["head_outputs"][h], rtol=0, atol=1e-13)
-        assert set(head["sink"]) == {"m", "alpha", "l"}
+        assert set(head["sink"]) == {"m", "alpha", "l", "share"}
+        # the sink's share of each row and the visible weights' sum sigmoid(L - z) make one (issue 65, C5)
+        z = long["sink_logit"][h]
+        visible = 1.0 / (1.0 + np.exp(z - np.array([-np.inf if v is None else v for v in head["lse"]])))
+        np.testing.assert_allclose(np.array(head["sink"]["share"]) + visible, 1.0, rtol=0, atol=1e-13)
     # rows 3-5 over keys 0-2: row 3 sees key 2, rows 4 and 5 nothing yet (m null, not -inf in the JSON)
     tile = answer["heads"][0]["tiles"][2]
     assert (tile["status"], tile["m"][1:], tile["l"][1:]) == ("masked", [None, None], [0.0, 0.0])
