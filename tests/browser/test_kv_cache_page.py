@@ -400,3 +400,15 @@ def test_in_the_long_context_lesson_the_watched_weights_table_is_whole_at_1280(p
     region.scroll_into_view_if_needed()
     assert region.evaluate("r => r.scrollWidth <= r.clientWidth")  # every key and the row sum, no scrolling
     assert frame.locator(".kv-query-panel th", has_text="row sum").count() == 1
+
+
+def test_a_model_windowed_in_every_layer_shows_its_reach(page, live):
+    """Issue 65, C10: Mistral 7B's 32 layers of a 4,096-key window reach L (W - 1) + 1 positions, as the API
+    computes it and the lesson asks."""
+    open_page(page, live, PATH + "#model=mistral-7b")
+    preset = next(
+        p for p in requests.get(live.url + "/api/v1/kv-cache/presets").json()["presets"] if p["id"] == "mistral-7b"
+    )
+    answer = computed(live, "/api/v1/kv-cache", preset["request"])
+    assert answer["reach"] == 32 * (4096 - 1) + 1
+    expect(page.locator("[data-stage=reach]")).to_contain_text("131,041 positions")

@@ -284,12 +284,25 @@ export function memoryView(answer, model, tokens) {
           ratio: fmt(answer.ratio_to_mha * 100, 1),
         },
       );
+  // every layer windowed: how far back information can travel, L(W − 1) + 1 (issue 65, C10)
+  const reach =
+    answer.reach == null
+      ? null
+      : el("p", {
+          class: "kv-figures",
+          dataset: { stage: "reach" },
+          text: t(
+            "Reach: through {layers} windowed layers a token's output can draw on {reach} positions, its own included: L (W − 1) + 1.",
+            { layers: model.request.layers, reach: whole(answer.reach) },
+          ),
+        });
   return el(
     "div",
     {},
     memoryBars(answer, model),
     layerKinds(answer),
     el("p", { class: "kv-figures" }, figures),
+    reach,
     el("p", { class: "note" }, t("Source: {source}", { source: model.source })),
   );
 }
