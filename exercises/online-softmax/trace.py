@@ -8,7 +8,8 @@ Runs your function on the link's tokens (the head it shows: Q = K = V = that hea
 square blocks of the link's size), records m, alpha, l and o after every tile you compute, and finds
 the first tile where your loop parts from the correct one: a tile computed that should not be, or
 skipped that should not be, or a running value that differs. It prints that tile's rows, yours beside
-the correct ones, names the slip your output shows, and prints an explorable link that draws it.
+the correct ones, names the slip your output shows, and prints an explorable link that draws your
+values at that tile beside the correct loop's (and the slip's).
 --json prints {"first_difference": {...} or null, "slips": [...] or null, "link": ...}.
 Needs Python 3.10+ and numpy; the server is asked only for the explorable's tokens when the link has none.
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import math
 import sys
 import urllib.parse
 import urllib.request
@@ -140,11 +142,32 @@ def trace(path: Path, link: str | None) -> dict:
         state["compare"] = "online_diagonal_skipped" if skipped else slips[0]
     if found:
         state["tile"] = (found["query_block"] - 1) * -(-len(x) // block) + found["key_block"]  # stepped up to it
+        state["yours"] = f"{state['tile']}:{drawn(found['yours'])}"  # drawn beside the right loop's values
     return {
         "first_difference": found,
         "slips": None if slips is None else list(slips),
         "link": f"{site}{PAGE}#{urllib.parse.urlencode(state, safe=',;')}",
     }
+
+
+def number(v: float) -> str:
+    """`v` as JavaScript's toExponential(5) writes it, so that trace.py and trace.ts print one link."""
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "Infinity" if v > 0 else "-Infinity"
+    mantissa, exponent = f"{v if v else 0.0:.5e}".split("e")  # -0.0 written as 0, as JavaScript does
+    return f"{mantissa}e{int(exponent):+d}"
+
+
+def drawn(values: dict[str, np.ndarray] | None) -> str:
+    """Your values at a tile as the explorable reads them: a row per query, "m,alpha,l,o..."; or "skipped"."""
+    if values is None:
+        return "skipped"
+    return ";".join(
+        ",".join(number(float(v)) for v in (values["m"][r], values["alpha"][r], values["l"][r], *values["o"][r]))
+        for r in range(len(values["m"]))
+    )
 
 
 def rows(values: dict[str, np.ndarray] | None) -> list[str]:

@@ -7,7 +7,8 @@
 // Runs your function on the link's tokens (the head it shows: Q = K = V = that head's features, causal,
 // square blocks of the link's size), records m, alpha, l and o after every tile you compute, finds the
 // first tile where your loop parts from the correct one, prints that tile's rows (yours, then the correct
-// ones), names the slip your output shows, and prints an explorable link that draws it.
+// ones), names the slip your output shows, and prints an explorable link that draws your values at that
+// tile beside the correct loop's (and the slip's).
 
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -103,9 +104,19 @@ export async function trace(path: string, link?: string) {
     const skipped = found?.what === "skipped" && slips.includes("online_diagonal_skipped");
     state.set("compare", skipped ? "online_diagonal_skipped" : slips[0]);
   }
-  if (found) state.set("tile", String((found.query_block - 1) * Math.ceil(x.length / block) + found.key_block));
+  if (found) {
+    const tile = (found.query_block - 1) * Math.ceil(x.length / block) + found.key_block; // stepped up to it
+    state.set("tile", String(tile));
+    state.set("yours", `${tile}:${drawn(found.yours)}`); // drawn beside the right loop's values
+  }
   const link_ = `${site}${PAGE}#${state.toString().replaceAll("%2C", ",").replaceAll("%3B", ";")}`;
   return { first_difference: found, slips, link: link_ };
+}
+
+// Your values at a tile as the explorable reads them: a row per query, "m,alpha,l,o..." (as trace.py writes them).
+function drawn(values: Values | null): string {
+  if (!values) return "skipped";
+  return values.m.map((_, r) => [values.m[r], values.alpha[r], values.l[r], ...values.o[r]].map((v) => v.toExponential(5)).join(",")).join(";");
 }
 
 function rows(values: Values | null): string[] {

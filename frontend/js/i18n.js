@@ -67,6 +67,18 @@ if (menu) {
 }
 
 // An exact number as people write it here, with the decimals it has and no more: "17", "1.875", "0,7".
+// A measured difference or factor in a sentence: `digits` significant digits in the page's language, a
+// small one as 4,2·10⁻¹³ (never 4.2e-13, which reads as code).
+const SUPER = { "-": "⁻", 0: "⁰", 1: "¹", 2: "²", 3: "³", 4: "⁴", 5: "⁵", 6: "⁶", 7: "⁷", 8: "⁸", 9: "⁹" };
+export function significant(x, digits = 3) {
+  if (x === 0 || !Number.isFinite(x) || Math.abs(x) >= 1e-3) {
+    return new Intl.NumberFormat(locale, { maximumSignificantDigits: digits }).format(x);
+  }
+  const [mantissa, exponent] = x.toExponential(digits - 1).split("e");
+  const power = [...String(Number(exponent))].map((c) => SUPER[c]).join("");
+  return `${number(Number(mantissa), digits - 1)}·10${power}`;
+}
+
 export const exact = (x) => new Intl.NumberFormat(locale, { maximumFractionDigits: 6 }).format(x);
 
 // Between numbers in a vector: ", " unless the decimal mark is a comma ("[0,50; 1,20]").

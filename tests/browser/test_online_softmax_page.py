@@ -178,8 +178,49 @@ def test_the_exercises_trace_link_opens_the_explorable_at_the_slip_it_names(page
     open_page(page, live, link.removeprefix(live.url))
     assert page.locator("#compare").input_value() == "online_diagonal_skipped"
     assert page.locator("[data-loop=broken] [data-stage=running]").get_attribute("data-status") == "skipped"
+    assert page.locator("[data-loop=yours] [data-stage=running]").get_attribute("data-status") == "skipped"
     marked = page.locator("[data-stage=tiles] td.first-difference").evaluate_all("cs => cs.map(c => c.dataset.tile)")
     assert set(marked) == {"0"}  # the first tile: where the starter's loop first parts from the right one
+    assert overflow(page) == 0
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("locale", ["en", "es"])
+def test_the_trace_link_draws_the_learners_own_values_beside_the_right_loops(page, live, locale, size, tmp_path):
+    """Issue 65 (C3): a learner's loop with the diagonal fixed but nothing rescaled, traced against the
+    explorable's link: the link it prints draws, at the tile where the loop first parts, the learner's own m,
+    alpha, l and O~ (as their function recorded them) beside the right loop's (as the API computes it)."""
+    page.set_viewport_size(dict(zip(("width", "height"), SIZES[size], strict=True)))
+    mine = tmp_path / "mine.py"
+    starter = (ROOT / "exercises" / "online-softmax" / "starter.py").read_text()
+    mine.write_text(starter.replace("c1 - 1 > r0", "c0 > r1 - 1"))  # the diagonal computed; two slips remain
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "exercises/online-softmax/trace.py"), str(mine), f"{live.url}{PATH}#block=2"],
+        capture_output=True,
+        text=True,
+    )
+    link = next(line for line in done.stdout.splitlines() if line.startswith("See it drawn: ")).split(": ", 1)[1]
+    result = json.loads(
+        subprocess.run(
+            [sys.executable, str(ROOT / "exercises/online-softmax/trace.py"), str(mine), link, "--json"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    first = result["first_difference"]
+    open_page(page, live, link.replace("#", f"?lang={locale}#", 1).removeprefix(live.url))
+    index = int(page.evaluate("new URLSearchParams(location.hash.slice(1)).get('tile')")) - 1
+    yours = page.locator("[data-loop=yours] [data-stage=running]")
+    expect(yours).to_be_visible()
+    for name, key in (("m", "m"), ("alpha", "alpha"), ("l", "l")):
+        assert values(yours.locator(f"td[data-stage={name}]")) == pytest.approx(first["yours"][key], rel=1e-5)
+    drawn = values(yours.locator("td[data-stage=o_tilde]"))
+    assert drawn == pytest.approx([x for row in first["yours"]["o"] for x in row], rel=1e-5, abs=1e-12)
+    right = tiled(live, 2)["heads"][0]["tiles"][index]
+    for name in ("m", "alpha", "l"):
+        assert values(page.locator(f"[data-loop=right] td[data-stage={name}]")) == pytest.approx(right[name], abs=1e-12)
+        assert right[name] == pytest.approx(first["correct"][name], abs=1e-9)  # the engine's loop is the trace's
     assert overflow(page) == 0
 
 

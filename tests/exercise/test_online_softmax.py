@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import urllib.parse
 import xml.etree.ElementTree as ET
 from itertools import combinations
 from pathlib import Path
@@ -197,10 +198,20 @@ def test_trace_shows_the_first_tile_that_differs_beside_the_right_values(tmp_pat
     assert "online_diagonal_skipped" in result["slips"]
     assert "#t=1,0,2,1;" in result["link"] and "compare=online_" in result["link"] and "tile=1" in result["link"]
     # with the diagonal fixed, the next slip shows at a running value, not at a tile's status
+    assert "&yours=1%3Askipped" in result["link"]  # the explorable draws "you skipped it" at tile 1
     fixed = tmp_path / "fixed.py"
     fixed.write_text((EXERCISE / "starter.py").read_text().replace("c1 - 1 > r0", "c0 > r1 - 1"))
-    first = json.loads(trace(str(fixed), LINK, "--json").stdout)["first_difference"]
+    result = json.loads(trace(str(fixed), LINK, "--json").stdout)
+    first = result["first_difference"]
     assert first["what"] in ("m", "l", "o") and first["yours"] is not None
+    # the link carries the learner's own values at that tile, a row per query: m, alpha, l, then o
+    state = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(result["link"]).fragment))
+    tile, rows = state["yours"].split(":")
+    assert tile == state["tile"]
+    drawn = [float(v) for row in rows.split(";") for v in row.split(",")]
+    mine = first["yours"]
+    expected = [x for r, m in enumerate(mine["m"]) for x in (m, mine["alpha"][r], mine["l"][r], *mine["o"][r])]
+    assert len(rows.split(";")) == len(mine["m"]) and drawn == pytest.approx(expected, rel=1e-5, abs=1e-300)
 
 
 def test_trace_of_a_right_loop_says_every_tile_matches(tmp_path):

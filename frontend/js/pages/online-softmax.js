@@ -11,8 +11,8 @@ import { getJSON, postJSON } from "../api.js";
 import { parameterEvents } from "../events.js";
 import { HashState } from "../hash-state.js";
 import { drawn, el } from "../views/dom.js";
-import { finalL, finalView, runningView, tileGrid } from "../views/tiles.js";
-import { N_, t, tn } from "../i18n.js";
+import { finalL, finalView, readYours, runningView, tileGrid, yoursView } from "../views/tiles.js";
+import { N_, significant, t, tn } from "../i18n.js";
 import { $, backLink, FROM_LESSON, startPage } from "../shell.js";
 
 const LESSON = "online-softmax";
@@ -55,12 +55,19 @@ const VIEW = new HashState(
     { name: "head", type: "integer", default: 0, check: (v) => v === 0 || v === 1 },
     { name: "tile", type: "integer", default: 0, check: (v) => v >= 0 }, // tiles stepped so far
     { name: "compare", type: "string", default: "", check: (v) => v === "" || page.modes.has(v) },
+    // the learner's running values at the tile where their loop first parts, from the trace script's link
+    { name: "yours", type: "string", default: "", check: (v, s) => v === "" || readYours(v, shapeOf(s)) !== null },
     FROM_LESSON,
   ],
   { keep: "online-softmax" },
 );
 
 const tilesPerHead = (n, block) => Math.ceil(n / block) ** 2;
+const shapeOf = (s) => ({
+  width: s.tokens[0].length / 2,
+  block: s.block,
+  tiles: tilesPerHead(s.tokens.length, s.block),
+});
 // tiles per head at the state's block size: known before the server answers, so a step taken while
 // a new block size is being computed counts against the new loop
 const total = () => tilesPerHead(page.state.tokens.length, page.state.block);
@@ -171,27 +178,28 @@ function drawCounts(answer) {
 
 /**
  * The current tile's running values; from the tile where a slip first parts on, the right loop's beside the
- * broken one's (each with what it really carried into the tile).
+ * broken one's (each with what it really carried into the tile), and at the tile the learner's trace names,
+ * their own values beside the right loop's.
  * @param {any} head @param {any} right @param {number | null} first
  */
 function stepped(head, right, first) {
   const index = page.state.tile - 1;
-  if (!right || first === null || index < first) return [runningView(head.tiles, index)];
+  const broken = right && first !== null && index >= first;
+  const yours = page.state.yours ? readYours(page.state.yours, shapeOf(page.state)) : null;
+  const mine = yours && yours.tile === index + 1 ? yours : null;
+  if (!broken && !mine) {
+    const where = yours ? [el("p", { class: "note", text: t("Your values are drawn at tile {tile}.", yours) })] : [];
+    return [runningView(head.tiles, index), ...where];
+  }
+  const correct = right ?? head; // without a slip chosen, the answer is the right loop's
+  const side = (loop, title, view) =>
+    el("div", { class: "os-side", dataset: { loop } }, el("h3", { text: title }), view);
   const mode = page.modes.get(page.state.compare)?.name ?? page.state.compare;
   return [
-    el(
-      "div",
-      { class: "os-side", dataset: { loop: "right" } },
-      el("h3", { text: t("Done right") }),
-      runningView(right.tiles, index),
-    ),
-    el(
-      "div",
-      { class: "os-side", dataset: { loop: "broken" } },
-      el("h3", { text: t("As “{mode}” computes it", { mode }) }),
-      runningView(head.tiles, index),
-    ),
-  ];
+    side("right", t("Done right"), runningView(correct.tiles, index)),
+    mine ? side("yours", t("Yours, from the trace script"), yoursView(correct.tiles, index, mine)) : null,
+    broken ? side("broken", t("As “{mode}” computes it", { mode }), runningView(head.tiles, index)) : null,
+  ].filter(Boolean);
 }
 
 function drawEquality(answer) {
@@ -215,13 +223,13 @@ function drawEquality(answer) {
       {
         mode: page.modes.get(page.state.compare)?.name ?? page.state.compare,
         where,
-        difference: difference.toPrecision(3),
+        difference: significant(difference),
       },
     );
   } else if (difference > 1e-12) {
     node.textContent = t(
       "{mode}: with these tiles it computes the same loop as the right one, yet the output differs from the plain softmax by up to {difference}.",
-      { mode: page.modes.get(page.state.compare)?.name ?? page.state.compare, difference: difference.toPrecision(3) },
+      { mode: page.modes.get(page.state.compare)?.name ?? page.state.compare, difference: significant(difference) },
     );
   } else if (page.modes.get(page.state.compare)?.needs.includes("causal") && page.state.block === 1) {
     // the slip of the diagonal (the online slip that needs the mask) at 1 x 1 tiles: why nothing changes
@@ -235,11 +243,11 @@ function drawEquality(answer) {
           "{mode}: with these tiles nothing goes wrong (one tile per row block, or no maximum to carry): the output equals the plain softmax, max difference {difference}.",
           {
             mode: page.modes.get(page.state.compare)?.name ?? page.state.compare,
-            difference: difference.toExponential(1),
+            difference: significant(difference, 2),
           },
         )
       : t("The tiled output equals the plain softmax over all the keys: max difference {difference}.", {
-          difference: difference === 0 ? "0" : difference.toExponential(1),
+          difference: significant(difference, 2),
         });
   }
 }
@@ -272,31 +280,23 @@ function drawControls() {
 }
 
 function wire() {
-  $("step").addEventListener("click", () =>
+  const step = (by) => () =>
     update(
       (s) => {
-        s.tile += 1;
+        s.tile += by;
       },
       "tile",
-      page.state.tile + 1,
+      page.state.tile + by,
       "step-tile",
-    ),
-  );
-  $("back-step").addEventListener("click", () =>
-    update(
-      (s) => {
-        s.tile -= 1;
-      },
-      "tile",
-      page.state.tile - 1,
-      "step-tile",
-    ),
-  );
+    );
+  $("step").addEventListener("click", step(1));
+  $("back-step").addEventListener("click", step(-1));
   $("block").addEventListener("change", (e) =>
     update(
       (s) => {
         s.block = Number(e.target.value);
         s.tile = 0;
+        s.yours = ""; // traced at another block size
       },
       "block",
       Number(e.target.value),
@@ -307,6 +307,7 @@ function wire() {
     update(
       (s) => {
         s.head = Number(e.target.value);
+        s.yours = ""; // traced on the other head
       },
       "head",
       Number(e.target.value),

@@ -9,7 +9,7 @@
 import { getJSON, postJSON } from "../api.js";
 import { parameterEvents } from "../events.js";
 import { HashState } from "../hash-state.js";
-import { N_, t } from "../i18n.js";
+import { N_, significant, t } from "../i18n.js";
 import { $, backLink, FROM_LESSON, startPage } from "../shell.js";
 import { drawn, el, fmt } from "../views/dom.js";
 import { blockMask, curveChart, roundsList, ruleTable } from "../views/speculative-views.js";
@@ -88,7 +88,7 @@ async function drawRule() {
     {
       alpha: fmt(rule.alpha, 3),
       percent: `${fmt(100 * rule.alpha, 1)}%`,
-      error: rule.emitted_error.toExponential(0),
+      error: significant(rule.emitted_error, 1),
       gamma: s.gamma,
       tokens: fmt(rule.expected_tokens.formula, 3),
     },

@@ -133,7 +133,7 @@ function steps(parts, path) {
             "See your numbers beside the engine's in the explorable above (the link is its current state; the script prints a link that draws yours beside the correct ones):",
           )
         : t(
-            "Find where your loop first parts from the right one (the link is the explorable's current state; the script names the tile and the value that differ, and prints a link to the explorable drawing the slip your output shows):",
+            "Find where your loop first parts from the right one (the link is the explorable's current state; the script names the tile and the value that differ, and prints a link to the explorable drawing your values there beside the right loop's):",
           ),
       parts.trace.node,
     ),

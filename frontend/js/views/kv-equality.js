@@ -3,7 +3,7 @@
 // pass (or to rounding), where a broken one parts and by how much, StreamingLLM's renumbering, and the
 // absorbed latent form beside the naive one.
 
-import { t } from "../i18n.js";
+import { significant, t } from "../i18n.js";
 import { whole } from "./kv-cache.js";
 
 /** Whether the decode turns its cached keys by their places in a rolling cache (StreamingLLM). @param {any} s */
@@ -39,7 +39,7 @@ export function drawEquality(node, answer, correct, broken, renumbered, { state,
   else if (difference <= 1e-12)
     node.textContent = t(
       "Same numbers as recomputing the full causal pass, to float64 rounding: max difference {difference}.",
-      { difference: difference.toExponential(1) },
+      { difference: significant(difference, 2) },
     );
   else {
     const by = apart(answer, correct); // per position, against the right decode
@@ -51,16 +51,16 @@ export function drawEquality(node, answer, correct, broken, renumbered, { state,
     node.textContent = renumbers(state) // the right decode is itself renumbered: measured against it alone
       ? t(
           "{mode}: at position {position} the decode differs from the renumbered decode done right by up to {here}; it differs from position {from} on.",
-          { mode, position: state.position, here: here.toPrecision(3), from },
+          { mode, position: state.position, here: significant(here), from },
         )
       : here > 1e-12
         ? t(
             "{mode}: at position {position} the decode differs from recomputing the full pass by up to {here}; over the run it differs from position {from} on, by up to {difference}.",
-            { mode, position: state.position, here: here.toPrecision(3), from, difference: difference.toPrecision(3) },
+            { mode, position: state.position, here: significant(here), from, difference: significant(difference) },
           )
         : t(
             "{mode}: identical to recomputing the full pass at position {position}; it differs from position {from} on, by up to {difference}.",
-            { mode, position: state.position, from, difference: difference.toPrecision(3) },
+            { mode, position: state.position, from, difference: significant(difference) },
           );
   }
 }
@@ -80,7 +80,7 @@ function drawRenumbered(node, by, position) {
           "Positions in the cache: the same numbers as the full pass until the cache first dropped a position; from position {from} the keys are turned by their places in the cache, and here the output moves by {here}.",
           {
             from,
-            here: here.toPrecision(3),
+            here: significant(here),
           },
         );
 }
@@ -96,10 +96,10 @@ export function drawAbsorbed(node, answer, naive, isAbsorbed) {
   node.textContent = isAbsorbed
     ? t(
         "Absorbed: K and V are never formed. Each query is moved into the latent space (through W_UK) and scored against the cached latents themselves; the output is read back through W_UV. The numbers equal the naive form's to within {difference}: the same products, multiplied in another order, so only float64 rounding differs.",
-        { difference: difference.toExponential(1) },
+        { difference: significant(difference, 2) },
       )
     : t(
         "Naive: the keys and values are rebuilt from the cached latent (through W_UK and W_UV) at every step. Tick “Absorbed” to fold W_UK into the query instead: the numbers stay equal, to within {difference}.",
-        { difference: difference.toExponential(1) },
+        { difference: significant(difference, 2) },
       );
 }

@@ -8,15 +8,10 @@
 
 import { el, fmt, math } from "./dom.js";
 import { scrollRegion } from "./matrix.js";
-import { t } from "../i18n.js";
+import { significant, t } from "../i18n.js";
 
 // The API writes −∞ (a row that has seen no key) as null; a factor such as α = e⁻⁹ keeps its digits.
-const SUPER = { "-": "⁻", 0: "⁰", 1: "¹", 2: "²", 3: "³", 4: "⁴", 5: "⁵", 6: "⁶", 7: "⁷", 8: "⁸", 9: "⁹" };
-const small = (v) => {
-  const [mantissa, exponent] = v.toExponential(2).split("e");
-  return `${fmt(Number(mantissa), 2)}·10${[...exponent.replace("+", "")].map((c) => SUPER[c]).join("")}`;
-};
-const shown = (v) => (v === null ? "−∞" : v !== 0 && Math.abs(v) < 0.001 ? small(v) : fmt(v, 3));
+const shown = (v) => (v === null ? "−∞" : v !== 0 && Math.abs(v) < 0.001 ? significant(v, 3) : fmt(v, 3));
 const cell = (stage, row, v, col = null) =>
   el(
     "td",
@@ -99,8 +94,11 @@ function before(tiles, index) {
   return null;
 }
 
-/** What each row of tile `index` carries before and after it. @param {any[]} tiles @param {number} index */
-export function runningView(tiles, index) {
+/**
+ * What each row of tile `index` carries before and after it; `inside` says how the tile was computed, when not
+ * as its status says. @param {any[]} tiles @param {number} index @param {string} [inside]
+ */
+export function runningView(tiles, index, inside = "") {
   const tile = tiles[index];
   const where = t("Tile {tile}: queries {q0}–{q1}, keys {k0}–{k1}", {
     tile: index + 1,
@@ -121,7 +119,7 @@ export function runningView(tiles, index) {
     );
   }
   const prior = before(tiles, index);
-  const inside =
+  inside ||=
     tile.status === "masked"
       ? t("On the diagonal: the causal mask is applied inside the tile.")
       : t("Every key of the tile is visible to every query of its block.");
@@ -215,4 +213,57 @@ export function finalL(head) {
     });
   }
   return l;
+}
+
+const NUMBER = /^(NaN|-?Infinity|-?\d+(\.\d+)?(e[+-]?\d+)?)$/;
+
+/**
+ * The learner's values at one tile, as the exercise's trace script writes them in the link it prints:
+ * "TILE:skipped" (their loop skipped tile TILE, counted from 1) or "TILE:" then a row per query of the tile,
+ * "m,α,l,Õ₁,…" (numbers as JavaScript writes them: NaN and ±Infinity included). Null when the text is not
+ * that for `width` features a head, `block` rows at most, and `tiles` tiles.
+ * @param {string} text @param {{ width: number, block: number, tiles: number }} shape
+ */
+export function readYours(text, { width, block, tiles }) {
+  const found = /^(\d+):(.+)$/.exec(text);
+  if (!found || Number(found[1]) < 1 || Number(found[1]) > tiles) return null;
+  const tile = Number(found[1]);
+  if (found[2] === "skipped") return { tile, rows: null };
+  const texts = found[2].split(";").map((row) => row.split(","));
+  const fits = (row) => row.length === 3 + width && row.every((v) => NUMBER.test(v));
+  if (texts.length > block || !texts.every(fits)) return null;
+  return { tile, rows: texts.map((row) => row.map(Number)) };
+}
+
+/**
+ * The learner's own running values at their tile, drawn as the right loop's are, with what the right loop
+ * carried into it (the two loops agree on every tile before the first that differs).
+ * @param {any[]} tiles the right loop's @param {number} index @param {{ rows: number[][] | null }} yours
+ */
+export function yoursView(tiles, index, yours) {
+  const tile = tiles[index];
+  if (yours.rows === null) {
+    const text = t("You skipped this tile: your loop computed nothing here, so its rows carry on what they held.");
+    return el("div", { dataset: { stage: "running", status: "skipped" } }, el("p", { text }));
+  }
+  if (yours.rows.length !== tile.rows[1] - tile.rows[0]) {
+    const text = t("Your trace's rows do not fit this tile: trace again with this page's link.");
+    return el("p", { class: "note", text });
+  }
+  const column = (k) => yours.rows.map((row) => (row[k] === -Infinity ? null : row[k]));
+  const mine = {
+    ...tile,
+    status: tile.status === "skipped" ? "computed" : tile.status,
+    m: column(0),
+    alpha: column(1),
+    l: column(2),
+    o_tilde: yours.rows.map((row) => row.slice(3)),
+  };
+  const copy = [...tiles];
+  copy[index] = mine;
+  const inside =
+    tile.status === "skipped"
+      ? t("You computed it; the right loop skips it: every key of this tile is in every query's future.")
+      : "";
+  return runningView(copy, index, inside);
 }
