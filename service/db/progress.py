@@ -124,8 +124,8 @@ SKIPPED = None  # the response of a question passed over
 
 
 def answers_json(lesson: Lesson, answers: Answers) -> list[dict[str, Any]]:
-    """Each item's latest answer per phase, in the lesson's order; its score, misconception (in the
-    request's language) and the right answer only once the item is not asked again: a pre answer
+    """Each item's latest answer per phase, in the lesson's order; its score, misconception and working
+    (in the request's language) and the right answer only once the item is not asked again: a pre answer
     to an item asked after the workbench too is scored for the learner when the post one is."""
     shown = lesson.in_locale(current())
     out = []
@@ -140,7 +140,8 @@ def answers_json(lesson: Lesson, answers: Answers) -> list[dict[str, Any]]:
             elif not item.asked_again(phase) or (item.id, "post") in answers:
                 words = shown.item(item.id) or item
                 chosen = words.choice(response) if isinstance(response, str) else None
-                entry.update(correct=correct, misconception=chosen.misconception if chosen else None, answer=item.key())
+                misconception = chosen.misconception if chosen else None
+                entry.update(correct=correct, misconception=misconception, answer=item.key(), working=words.working)
             out.append(entry)
     return out
 

@@ -38,6 +38,7 @@ class Item:
     answer: str | None = None  # choice items: the right choice's id
     value: float | None = None  # number items: the right value
     tolerance: float = 0.0  # number items: how far a response may be from it
+    working: str | None = None  # number items: how the answer is worked out, shown with it
 
     def asked_in(self, phase: str) -> bool:
         return self.phase in (phase, "both")
@@ -86,13 +87,14 @@ class Item:
 
     def structure(self) -> tuple:
         """What a translation keeps: ids, phase, kind, the choices' ids and which carry a
-        misconception, the key."""
+        misconception, the key, whether a working is shown with it."""
         return (
             self.id,
             self.phase,
             self.kind,
             tuple((c.id, c.misconception is None) for c in self.choices),
             self.key(),
+            self.working is None,
         )
 
 
@@ -122,19 +124,15 @@ def _item(entry: Any) -> Item:
     if not isinstance(entry, dict) or not isinstance(entry.get("id"), str) or not _ID.match(entry["id"]):
         raise ItemError(f"an item needs an id of lowercase-with-dashes, at most 32 characters: {entry!r}")
     where = f"item {entry['id']!r}"
-    unknown = set(entry) - {"id", "phase", "kind", "prompt", "choices", "answer"}
-    if unknown:
-        raise ItemError(f"{where} has unknown keys {sorted(unknown)}")
     if entry.get("phase") not in ITEM_PHASES:
         raise ItemError(f"{where}: phase is one of {', '.join(ITEM_PHASES)}")
     if entry.get("kind") not in KINDS:
         raise ItemError(f"{where}: kind is one of {', '.join(KINDS)}")
-    common = {
-        "id": entry["id"],
-        "phase": entry["phase"],
-        "kind": entry["kind"],
-        "prompt": _text(entry, "prompt", where),
-    }
+    own = "choices" if entry["kind"] == "choice" else "working"  # a number item says how it is worked out
+    unknown = set(entry) - {"id", "phase", "kind", "prompt", "answer", own}
+    if unknown:
+        raise ItemError(f"{where}: a {entry['kind']} item has no {', '.join(sorted(unknown))}")
+    common = {key: entry[key] for key in ("id", "phase", "kind")} | {"prompt": _text(entry, "prompt", where)}
     if entry["kind"] == "number":
         return _number_item(entry, where, common)
     choices = _choices(entry.get("choices"), where)
@@ -147,8 +145,6 @@ def _item(entry: Any) -> Item:
 
 
 def _number_item(entry: dict, where: str, common: dict[str, Any]) -> Item:
-    if "choices" in entry:
-        raise ItemError(f"{where}: a number item has no choices")
     answer: Any = entry.get("answer")
     numbers = isinstance(answer, dict) and all(
         isinstance(answer.get(k), int | float) and not isinstance(answer.get(k), bool) for k in ("value", "tolerance")
@@ -157,7 +153,8 @@ def _number_item(entry: dict, where: str, common: dict[str, Any]) -> Item:
         raise ItemError(f"{where}: a number item's answer is {{value, tolerance}}, two numbers, tolerance >= 0")
     if abs(answer["value"]) > MAX_NUMBER:
         raise ItemError(f"{where}: the answer's value is at most {MAX_NUMBER:g} in size")
-    return Item(**common, value=float(answer["value"]), tolerance=float(answer["tolerance"]))
+    working = _text(entry, "working", where) if "working" in entry else None
+    return Item(**common, value=float(answer["value"]), tolerance=float(answer["tolerance"]), working=working)
 
 
 def _choices(raw: Any, where: str) -> tuple[Choice, ...]:

@@ -72,6 +72,21 @@ def test_misconceptions_are_shown_in_the_learners_language(client, acme):
     assert shown["misconception"] == "Cada cabeza trabaja con todo el ancho del modelo"
 
 
+def test_a_wrong_number_answer_is_shown_with_its_working_in_the_learners_language(client, acme):
+    """Issue 65 (C10): the right number and how it is reached, once the answer is scored for the learner."""
+    client.post("/api/v1/events", json=answer("head-width", 4, phase="pre", occurred_at=at(10)), headers=acme)
+    assert "working" not in items_of(client, acme)[("head-width", "pre")]  # asked again: nothing shown yet
+    client.post("/api/v1/events", json=answer("head-width", 8, phase="post", occurred_at=at(5)), headers=acme)
+    shown = items_of(client, acme)[("head-width", "post")]
+    assert shown["correct"] is False and shown["answer"] == {"value": 2, "tolerance": 0}
+    assert shown["working"] == ITEMS["head-width"].working and shown["working"].endswith("= 2 features.")
+    response = client.get(
+        f"/api/v1/learners/learner-1/progress?lesson={LESSON}", headers={**acme, "Accept-Language": "es"}
+    )
+    spanish = {(a["item"], a["phase"]): a for a in response.json["lessons"][0]["items"]}
+    assert spanish[("head-width", "pre")]["working"] == "Cada cabeza recibe d_model / H = 8 / 4 = 2 características."
+
+
 @pytest.mark.parametrize(
     "body, field, text",
     [

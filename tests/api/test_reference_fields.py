@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from .helpers import answered
+
 # Objects whose keys are data, not fields: documented as maps (their values' shape is documented).
 MAPS = {"additionalProperties"}
 
@@ -92,3 +94,35 @@ def test_the_fields_the_probe_found_missing_are_documented(client, path, body, f
     assert field in answer
     schema = resolve(spec, spec["paths"][path]["post"]["responses"]["200"]["content"]["application/json"]["schema"])
     assert field in schema["properties"]
+
+
+KEYED = {"{lesson_id}": "multi-head-attention", "{learner}": "learner-1"}
+
+
+def test_every_field_answered_under_a_key_is_in_the_reference(client, acme):
+    """The same for what only a key reads (issue 65, C9: the gain's `normalized_gain`, the progress answers'
+    fields): a learner answers before and after, then every GET of progress and analytics is asked."""
+    for learner, right in (("learner-1", "2"), ("learner-2", "4")):
+        for phase in ("pre", "post"):
+            body = answered("head-width", int(right if phase == "post" else 8), phase=phase, learner=learner)
+            assert client.post("/api/v1/events", json=body, headers=acme).status_code == 201
+    spec = client.get("/api/v1/openapi.json").json
+    missing, asked = [], []
+    for path, methods in spec["paths"].items():
+        if "get" not in methods or not path.startswith(("/api/v1/analytics", "/api/v1/learners")):
+            continue
+        real = path
+        for name, value in KEYED.items():
+            real = real.replace(name, value)
+        if "{" in real:
+            continue
+        schema = methods["get"]["responses"].get("200", {}).get("content", {}).get("application/json", {})
+        response = client.get(f"{real}?lesson=multi-head-attention", headers=acme)
+        if response.status_code != 200 or "schema" not in schema:
+            continue
+        asked.append(path)
+        missing += [f"GET {path}: {m}" for m in undocumented(spec, schema["schema"], response.json, "")]
+    assert "/api/v1/analytics/lessons/{lesson_id}/items" in asked and any("progress" in p for p in asked), asked
+    assert missing == []
+    gain = client.get("/api/v1/analytics/lessons/multi-head-attention/items", headers=acme).json
+    assert "normalized_gain" in str(gain)

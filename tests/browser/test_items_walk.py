@@ -120,6 +120,9 @@ def test_a_new_learner_answers_before_and_after_the_workbench_and_sees_feedback(
     wrong = pre.locator(".item-feedback.wrong").all_inner_texts()
     misconceptions = [c.misconception for i in CATALOG.in_locale(locale).items for c in i.choices if c.misconception]
     assert all(words["wrong"] in t for t in wrong) and sum(any(m in t for m in misconceptions) for t in wrong) == 4
+    # a wrong number shown with how its answer is reached (issue 65, C10)
+    workings = [i.working for i in CATALOG.in_locale(locale).items if i.kind == "number" and i.asked_in("pre")]
+    assert workings and all(sum(w in t for t in wrong) == 1 for w in workings)
     assert words["gain"] in post.locator(".item-gain").inner_text()
     # Kept after a reload: answers from the server, inputs locked.
     open_page(page, live, LESSON)

@@ -90,6 +90,19 @@ def test_translations_keep_the_items_keys_and_translate_their_words(lesson):
         assert all(a.prompt != b.prompt for a, b in zip(translated.items, lesson.items, strict=True))
 
 
+def test_every_number_item_shows_how_its_answer_is_reached_in_each_language():
+    """Issue 65 (C10): a wrong number answer is shown with its working, which arrives at the answer itself
+    (written as the language writes numbers: 1,875 in Spanish)."""
+    catalog = load_catalog("content/lessons")
+    numbers = [(lesson, item) for lesson in catalog.values() for item in lesson.items if item.kind == "number"]
+    assert len(numbers) >= 8
+    for lesson, item in numbers:
+        for locale in ("en", "es", "zh-CN"):
+            shown = lesson.in_locale(locale).item(item.id)
+            written = f"{item.value:g}".replace(".", "," if locale == "es" else ".")
+            assert shown.working and written in shown.working, (lesson.id, item.id, locale, shown.working)
+
+
 @pytest.mark.parametrize(
     "items, message",
     [
@@ -110,6 +123,11 @@ def test_translations_keep_the_items_keys_and_translate_their_words(lesson):
             "tolerance >= 0",
         ),
         ("  - {id: n, phase: post, kind: number, prompt: How many, answer: {value: 2, tolerance: 0}}", "asks no item"),
+        (GOOD_ITEM + "\n    working: 2 of 4", "item 'width': a choice item has no working"),
+        (
+            "  - {id: n, phase: pre, kind: number, prompt: How many, answer: {value: 2, tolerance: 0}, working: ''}",
+            "item 'n' needs 'working'",
+        ),
     ],
 )
 def test_a_malformed_item_stops_loading_with_what_is_wrong(tmp_path, items, message):

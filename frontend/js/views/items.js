@@ -107,18 +107,19 @@ function feedbackFor(item, answered) {
   if (answered.pending) return [t("Saved on this device; it is scored when it reaches the server.")];
   if (answered.correct === undefined)
     return [t("Recorded. This question comes back after the workbench, and its answer is shown then.")];
-  if (answered.correct) return [el("strong", { text: t("Correct.") })];
+  // Sentences follow one another with a space, except after a full-width stop (Chinese)
+  const space = locale.startsWith("zh") ? "" : " ";
+  // a number answer's working (how it is reached), after the verdict, right or wrong
+  const working = answered.working ? [space, el("span", { class: "item-working" }, math(answered.working))] : [];
+  if (answered.correct) return [el("strong", { text: t("Correct.") }), ...working];
   const answer = el("span", { class: "item-answer" }, math(answerText(item, answered.answer)));
   const parts = fillNodes(t("{verdict} The answer: {answer}."), {
     verdict: el("strong", { text: t("Not quite.") }),
     answer,
   });
-  // Sentences follow one another with a space, except after a full-width stop (Chinese)
+  parts.push(...working);
   if (answered.misconception)
-    parts.push(
-      locale.startsWith("zh") ? "" : " ",
-      t("Your answer suggests this idea: {idea}.", { idea: answered.misconception }),
-    );
+    parts.push(space, t("Your answer suggests this idea: {idea}.", { idea: answered.misconception }));
   return parts;
 }
 

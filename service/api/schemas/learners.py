@@ -58,6 +58,7 @@ class ItemAnswerSchema(Schema):
     )
     misconception = fields.String(allow_none=True, metadata={"description": "what a wrong choice reveals"})
     answer = fields.Raw(metadata={"description": "the right answer, once this answer is scored for the learner"})
+    working = fields.String(allow_none=True, metadata={"description": "how a number item's answer is reached"})
 
 
 class LessonProgressSchema(Schema):
