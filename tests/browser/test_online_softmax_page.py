@@ -25,6 +25,25 @@ PATH = "/explorables/online-softmax"
 LESSON = "/lessons/online-softmax"
 
 
+def matrix(locator) -> list[float]:
+    """Cells' values in row-major order, read by their data-row and data-col (a turned table lays them out by
+    column on a phone)."""
+    cells = locator.evaluate_all("cs => cs.map(c => [+c.dataset.row, +c.dataset.col, c.dataset.value])")
+    return [None if v == "" else float(v) for _, _, v in sorted(cells)]
+
+
+def whole(page) -> list[str]:
+    """The watched tables (the tiles, the running values, the final division) a column of which is cut: wider
+    than their scroll region, or the region not inside the viewport."""
+    return page.evaluate(
+        """() => [...document.querySelectorAll('.os-grid, .os-running-table, .os-final')].flatMap((t) => {
+            const region = t.closest('.scroll-region'), box = region.getBoundingClientRect();
+            const cut = region.scrollWidth > region.clientWidth + 1 || box.left < 0 || box.right > innerWidth;
+            return cut ? [t.className + ': ' + region.scrollWidth + ' in ' + region.clientWidth] : [];
+        })"""
+    )
+
+
 def tiled(live, block, failure_mode=None):
     preset = requests.get(live.url + "/api/v1/presets/online-softmax").json()["request"]
     body = {"tokens": preset["tokens"], "heads": 2, "causal": True, "block_q": block, "block_k": block}
@@ -52,7 +71,7 @@ def test_each_step_draws_the_apis_running_values_and_the_end_the_plain_output(pa
             continue
         for name in ("m", "alpha", "l"):
             assert values(running.locator(f"td[data-stage={name}]")) == tile[name], (k, name)
-        assert values(running.locator("td[data-stage=o_tilde]")) == [v for row in tile["o_tilde"] for v in row]
+        assert matrix(running.locator("td[data-stage=o_tilde]")) == [v for row in tile["o_tilde"] for v in row]
         before = previous.get(tile["query_block"])
         expected_before = before["m"] if before else [None] * len(tile["m"])
         assert values(running.locator("td[data-stage=m-before]")) == expected_before
@@ -215,7 +234,7 @@ def test_the_trace_link_draws_the_learners_own_values_beside_the_right_loops(pag
     expect(yours).to_be_visible()
     for name, key in (("m", "m"), ("alpha", "alpha"), ("l", "l")):
         assert values(yours.locator(f"td[data-stage={name}]")) == pytest.approx(first["yours"][key], rel=1e-5)
-    drawn = values(yours.locator("td[data-stage=o_tilde]"))
+    drawn = matrix(yours.locator("td[data-stage=o_tilde]"))
     assert drawn == pytest.approx([x for row in first["yours"]["o"] for x in row], rel=1e-5, abs=1e-12)
     right = tiled(live, 2)["heads"][0]["tiles"][index]
     for name in ("m", "alpha", "l"):
@@ -254,9 +273,10 @@ def test_every_slip_at_every_block_size_draws_both_loops_where_it_parts_and_its_
                 for name in ("m", "alpha", "l"):
                     assert values(running.locator(f"td[data-stage={name}]")) == tile[name], (loop, name)
                 assert values(running.locator("td[data-stage=m-before]")) == tile["m_before"], loop
+        assert whole(page) == []  # every column of the tiles and both loops' values in view (C11)
     open_page(page, live, f"{PATH}?lang={locale}#block={block}&head={head}&tile={total}&compare={slip}")
     final = page.locator("[data-stage=final]")
     expect(final).to_be_visible()
     ls = values(final.locator("td[data-stage=l]"))
     assert len(ls) == 8 and all(v is not None and v >= 0 for v in ls)
-    assert errors == [] and overflow(page) == 0
+    assert errors == [] and overflow(page) == 0 and whole(page) == []

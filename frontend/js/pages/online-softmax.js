@@ -11,7 +11,7 @@ import { getJSON, postJSON } from "../api.js";
 import { parameterEvents } from "../events.js";
 import { HashState } from "../hash-state.js";
 import { drawn, el } from "../views/dom.js";
-import { finalL, finalView, readYours, runningView, tileGrid, yoursView } from "../views/tiles.js";
+import { finalL, finalView, NARROW, readYours, runningView, tileGrid, yoursView } from "../views/tiles.js";
 import { N_, significant, t, tn } from "../i18n.js";
 import { $, backLink, FROM_LESSON, startPage } from "../shell.js";
 
@@ -323,6 +323,7 @@ function wire() {
       e.target.value ? "failure-mode" : null,
     ),
   );
+  NARROW.addEventListener("change", () => render()); // the running table turned, or back, with the width
   // A link followed or a host's change: its state, settled, and only this page's keys kept.
   VIEW.onChange((changed) => {
     page.state = settle(changed);

@@ -124,42 +124,49 @@ export function runningView(tiles, index, inside = "") {
       ? t("On the diagonal: the causal mask is applied inside the tile.")
       : t("Every key of the tile is visible to every query of its block.");
   const caption = [`${where}.`, inside, t("α = exp(m before − m after) rescales what the row held.")].join(" ");
-  const rows = Array.from({ length: tile.rows[1] - tile.rows[0] }, (_, r) => {
-    const row = tile.rows[0] + r;
-    return el(
-      "tr",
-      { dataset: { row: String(row) } },
-      el("th", { scope: "row", text: String(row + 1) }),
-      cell("m-before", row, tile.m_before ? tile.m_before[r] : prior ? prior.m[r] : null), // what was carried
-      cell("m", row, tile.m[r]),
-      cell("alpha", row, tile.alpha[r]),
-      cell("l-before", row, prior ? prior.l[r] : 0),
-      cell("l", row, tile.l[r]),
-      ...tile.o_tilde[r].map((v, d) => cell("o_tilde", row, v, d)),
-    );
-  });
-  const table = el(
-    "table",
-    { class: "matrix os-running-table", dataset: { stage: "running", status: tile.status } },
-    el("caption", { text: caption }),
-    el("thead", {}, runningHeader(tile.o_tilde[0].length)),
-    el("tbody", {}, ...rows),
-  );
+  const table = runningTable(tile, prior);
+  table.prepend(el("caption", { text: caption }));
   return scrollRegion(caption, table);
 }
 
-function runningHeader(width) {
+// On a phone the running table is turned, a column per query and a row per value, so that no column is cut.
+export const NARROW = window.matchMedia("(max-width: 40rem)");
+
+// Each row's values before and after the tile: a column per value (a row per value when turned).
+function runningTable(tile, prior) {
+  const queries = Array.from({ length: tile.rows[1] - tile.rows[0] }, (_, r) => tile.rows[0] + r);
   const alpha = t("α = exp(m before − m after): what l and Õ are multiplied by before the tile is added");
+  const carried = (r) => (tile.m_before ? tile.m_before[r] : prior ? prior.m[r] : null); // what was carried
+  const values = [
+    [() => [t("m before")], (r, row) => cell("m-before", row, carried(r))],
+    [() => [t("m after")], (r, row) => cell("m", row, tile.m[r])],
+    [() => ["α"], (r, row) => cell("alpha", row, tile.alpha[r]), alpha],
+    [() => [t("l before")], (r, row) => cell("l-before", row, prior ? prior.l[r] : 0)],
+    [() => [t("l after")], (r, row) => cell("l", row, tile.l[r])],
+    ...tile.o_tilde[0].map((_, d) => [
+      () => ["Õ", el("sub", { text: String(d + 1) })],
+      (r, row) => cell("o_tilde", row, tile.o_tilde[r][d], d),
+    ]),
+  ];
+  const head = (scope, [label, , title]) => el("th", { scope, title: title ?? null }, ...label());
+  const query = (scope, row) => el("th", { scope, text: String(row + 1) });
+  const turned = NARROW.matches;
+  const [header, body] = turned
+    ? [
+        queries.map((row) => query("col", row)),
+        values.map((v) => el("tr", {}, head("row", v), ...queries.map((row, r) => v[1](r, row)))),
+      ]
+    : [
+        values.map((v) => head("col", v)),
+        queries.map((row, r) =>
+          el("tr", { dataset: { row: String(row) } }, query("row", row), ...values.map((v) => v[1](r, row))),
+        ),
+      ];
   return el(
-    "tr",
-    {},
-    el("th", { scope: "col", text: t("query") }),
-    el("th", { scope: "col", text: t("m before") }),
-    el("th", { scope: "col", text: t("m after") }),
-    el("th", { scope: "col", title: alpha }, "α"),
-    el("th", { scope: "col", text: t("l before") }),
-    el("th", { scope: "col", text: t("l after") }),
-    ...Array.from({ length: width }, (_, d) => el("th", { scope: "col" }, "Õ", el("sub", { text: String(d + 1) }))),
+    "table",
+    { class: "matrix os-running-table", dataset: { stage: "running", status: tile.status, turned: String(turned) } },
+    el("thead", {}, el("tr", {}, el("th", { scope: "col", text: t("query") }), ...header)),
+    el("tbody", {}, ...body),
   );
 }
 
