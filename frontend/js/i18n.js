@@ -67,6 +67,14 @@ if (menu) {
 }
 
 // An exact number as people write it here, with the decimals it has and no more: "17", "1.875", "0,7".
+// How the language strings sentences and a list's words together: Chinese sets no space after a full-width
+// stop, and lists with 、 and ；.
+const CJK = locale.startsWith("zh");
+export const gap = CJK ? "" : " "; // between two sentences
+export const sentences = (...parts) => parts.filter(Boolean).join(gap);
+export const listed = (words) => words.join(CJK ? "、" : ", ");
+export const clauses = (parts) => parts.join(CJK ? "；" : "; ");
+
 // A measured difference or factor in a sentence: `digits` significant digits in the page's language, a
 // small one as 4,2·10⁻¹³ (never 4.2e-13, which reads as code).
 const SUPER = { "-": "⁻", 0: "⁰", 1: "¹", 2: "²", 3: "³", 4: "⁴", 5: "⁵", 6: "⁶", 7: "⁷", 8: "⁸", 9: "⁹" };

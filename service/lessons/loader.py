@@ -18,7 +18,7 @@ from ..compute.failure_modes import REGISTRY
 from ..i18n import translate
 from .items import PHASES, ItemError, parse_items
 from .model import COMPLETIONS, REQUIREMENTS, Block, Checkpoint, Lesson
-from .notation import text_with_subscripts
+from .notation import soft_break, text_with_subscripts
 from .prediction import PREDICTIONS
 
 # directive -> (required attributes, optional attributes)
@@ -53,6 +53,7 @@ def markdown_renderer() -> MarkdownIt:
         md.use(container_plugin, name=name, validate=_validator(name), render=_renderer(name))
     md.enable("table")
     md.add_render_rule("text", text_with_subscripts)
+    md.add_render_rule("softbreak", soft_break)
     return md
 
 
@@ -88,7 +89,8 @@ def _failure_mode_list(attrs: dict[str, str], locale: str) -> str:
         shown_with = SHOWN_WITH.get(mode.step, "") if page == WORKBENCH else ""
         href = f"{html.escape(page)}#compare={mode.id}{shown_with}"
         link = f'<a href="{href}" data-failure-mode="{mode.id}">{html.escape(translate(mode.name, locale))}</a>'
-        items.append(f"<li>{link}: {html.escape(translate(mode.description, locale))}.</li>")
+        colon, stop = ("：", "。") if locale.startswith("zh") else (": ", ".")
+        items.append(f"<li>{link}{colon}{html.escape(translate(mode.description, locale))}{stop}</li>")
     return '<ul class="failure-modes">\n' + "\n".join(items) + "\n</ul>\n"
 
 

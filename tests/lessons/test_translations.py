@@ -4,6 +4,7 @@ that does not fit is left out, so the English lesson is served: a page, never a 
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -66,3 +67,24 @@ def test_a_missing_translation_falls_back_to_english(tmp_path):
     app = create_app({"env": "testing", "database_url": f"sqlite:///{tmp_path / 'x.db'}", "content_dir": str(content)})
     lesson = app.test_client().get("/api/v1/lessons/multi-head-attention?lang=zh-CN")
     assert lesson.json["locale"] == "en" and lesson.headers["Content-Language"] == "en"
+
+
+# Chinese sets no space between its characters: neither after full-width punctuation nor where the source
+# broke a line (a newline between two characters is drawn as a space by every browser but Firefox).
+CJK = "[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]"
+INLINE = r"(?:</?(?:em|strong|a|code|sub|span)\b[^>]*>)*"  # within a paragraph: a block's end is a break
+SPACED = re.compile(rf"{CJK}{INLINE}\s+{INLINE}{CJK}")
+
+
+def test_chinese_lessons_set_no_space_between_characters_and_english_keeps_its_spaces():
+    """Issue 65, K6: the rendered Chinese lessons, every line of their source joined as Chinese is set; the
+    failure-mode lists with a full-width colon and stop; English words still apart across a line break."""
+    lessons = load_lessons("content/lessons")
+    translations, _ = load_translations("content/lessons", lessons)
+    for lesson_id, by_locale in translations.items():
+        translated = by_locale["zh-CN"]
+        assert SPACED.findall(translated.html) == [], lesson_id
+        if "failure-modes" in translated.html:
+            assert "</a>：" in translated.html and "</a>: " not in translated.html, lesson_id
+    english = lessons["long-context"].html
+    assert "\n" in english and "bounds the cache at <em>W</em> positions per layer, a rolling buffer" in english

@@ -9,7 +9,7 @@
 import { getJSON, postJSON } from "../api.js";
 import { parameterEvents } from "../events.js";
 import { HashState } from "../hash-state.js";
-import { N_, t } from "../i18n.js";
+import { N_, sentences, t } from "../i18n.js";
 import { $, backLink, FROM_LESSON, startPage } from "../shell.js";
 import { drawn, el, fmt } from "../views/dom.js";
 import { labelOf } from "../views/trained-heads.js";
@@ -303,7 +303,7 @@ function drawCell() {
       estimate: fmt(estimate, 3),
     },
   );
-  node.textContent = flag ? words.concat(" ", t("Flagged: {why}.", { why: t(WHY[flag.why]) })) : words;
+  node.textContent = flag ? sentences(words, t("Flagged: {why}.", { why: t(WHY[flag.why]) })) : words;
 }
 
 function drawControls() {

@@ -3,7 +3,7 @@
 // Progress is honest about where it is: on the server, or saved on this device until it answers.
 
 import { ApiError, ensureSession, flush, getJSON, isPending, pendingEvents, queued, queueEvent } from "../api.js";
-import { t } from "../i18n.js";
+import { listed, t } from "../i18n.js";
 import { $, startPage } from "../shell.js";
 import { announce } from "../views/announce.js";
 import { progressBar, syncLine, textForm } from "../views/checkpoint-panel.js";
@@ -60,7 +60,7 @@ async function refreshProgress() {
   const fresh = firstLoad ? [] : now.filter((c) => !before.has(c.id));
   if (fresh.length) {
     // said below what the learner last worked: the button, or the embedded workbench's frame
-    const title = fresh.map((c) => c.title).join(", ");
+    const title = listed(fresh.map((c) => c.title));
     announce(
       t("Checkpoint complete: {title} ({done} of {all} done).", {
         title,
@@ -183,7 +183,8 @@ const ENHANCE = {
     textCheckpoint(section, { ...words, id: "explanation", checkpoint: cp });
   },
   "self-check": (section) => {
-    section.prepend(el("h2", { text: t("Check your understanding") }));
+    // questions the learner answers to themselves (the scored ones after the workbench have the other heading)
+    section.prepend(el("h2", { text: t("Think it through") }));
     modelAnswers(section);
   },
 };

@@ -12,7 +12,7 @@ import { parameterEvents } from "../events.js";
 import { HashState } from "../hash-state.js";
 import { drawn, el } from "../views/dom.js";
 import { finalL, finalView, NARROW, readYours, runningView, tileGrid, yoursView } from "../views/tiles.js";
-import { N_, significant, t, tn } from "../i18n.js";
+import { N_, sentences, significant, t, tn } from "../i18n.js";
 import { $, backLink, FROM_LESSON, startPage } from "../shell.js";
 
 const LESSON = "online-softmax";
@@ -166,14 +166,14 @@ function drawCounts(answer) {
           "each head holds {tiled} numbers at once, no fewer than the {plain} of the n × n weights: a tile as large as the whole matrix saves nothing.",
           { tiled, plain: whole },
         );
-  $("counts").textContent = t(
-    "{computed} tiles computed ({masked} of them masked on the diagonal), {skipped} skipped;",
-    {
+  $("counts").textContent = sentences(
+    t("{computed} tiles computed ({masked} of them masked on the diagonal), {skipped} skipped;", {
       computed,
       masked,
       skipped,
-    },
-  ).concat(" ", held);
+    }),
+    held,
+  );
 }
 
 /**

@@ -10,7 +10,7 @@
 import { getJSON, postJSON } from "../api.js";
 import { parameterEvents } from "../events.js";
 import { HashState } from "../hash-state.js";
-import { N_, t } from "../i18n.js";
+import { N_, sentences, t } from "../i18n.js";
 import { $, backLink, FROM_LESSON, startPage } from "../shell.js";
 import { drawn, el, fmt } from "../views/dom.js";
 import { heatmap } from "../views/heatmap.js";
@@ -237,15 +237,18 @@ function drawStatus(plain, right, divergence) {
         })
       : "";
   node.dataset.value = String(changed);
-  node.textContent = [t("The largest change in a score: {change}.", { change: fmt(changed, 4) }), sharpened, follows]
-    .filter(Boolean)
-    .join(" ");
+  node.textContent = sentences(
+    t("The largest change in a score: {change}.", { change: fmt(changed, 4) }),
+    sharpened,
+    follows,
+  );
   if (divergence?.first) {
     const mode = page.modes.get(s.compare).name;
-    node.textContent = t("“{mode}” parts from the right scaling first at {stage}, the rotated queries.", {
+    const first = t("“{mode}” parts from the right scaling first at {stage}, the rotated queries.", {
       mode,
       stage: divergence.first.toUpperCase(),
-    }).concat(" ", node.textContent);
+    });
+    node.textContent = sentences(first, node.textContent);
     node.dataset.first = divergence.first;
   } else delete node.dataset.first;
 }

@@ -9,7 +9,7 @@
 import { getJSON, postJSON } from "../api.js";
 import { parameterEvents } from "../events.js";
 import { HashState } from "../hash-state.js";
-import { N_, significant, t } from "../i18n.js";
+import { N_, sentences, significant, t } from "../i18n.js";
 import { $, backLink, FROM_LESSON, startPage } from "../shell.js";
 import { drawn, el, fmt } from "../views/dom.js";
 import { blockMask, curveChart, roundsList, ruleTable } from "../views/speculative-views.js";
@@ -94,12 +94,15 @@ async function drawRule() {
     },
   );
   status.textContent = rule.broken
-    ? t("“{mode}” emits a distribution {tv} from p in total variation.", {
-        mode: slip.name,
-        tv: fmt(rule.broken.total_variation, 4),
-      }).concat(" ", said)
+    ? sentences(
+        t("“{mode}” emits a distribution {tv} from p in total variation.", {
+          mode: slip.name,
+          tv: fmt(rule.broken.total_variation, 4),
+        }),
+        said,
+      )
     : slip
-      ? t("“{mode}” needs the model's cache: see it below.", { mode: slip.name }).concat(" ", said)
+      ? sentences(t("“{mode}” needs the model's cache: see it below.", { mode: slip.name }), said)
       : said;
   if (rule.broken) status.dataset.tv = String(rule.broken.total_variation);
   else delete status.dataset.tv;
@@ -147,11 +150,14 @@ function drawRounds() {
   const what = first?.what === "cache" ? t("the cache keeps rejected rows") : t("the emitted distribution is not p");
   status.dataset.first = first ? String(first.round) : "";
   status.textContent = first
-    ? t("“{mode}” first shows in round {round} ({what}).", {
-        mode: page.modes.get(done.failure_mode).name,
-        round: first.round + 1,
-        what,
-      }).concat(" ", said)
+    ? sentences(
+        t("“{mode}” first shows in round {round} ({what}).", {
+          mode: page.modes.get(done.failure_mode).name,
+          round: first.round + 1,
+          what,
+        }),
+        said,
+      )
     : said;
 }
 

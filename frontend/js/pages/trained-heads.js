@@ -7,7 +7,7 @@
 import { ensureSession, getJSON, postJSON } from "../api.js";
 import { parameterEvents } from "../events.js";
 import { HashState } from "../hash-state.js";
-import { t, tn } from "../i18n.js";
+import { sentences, t, tn } from "../i18n.js";
 import { $, startPage } from "../shell.js";
 import { drawn, el, fmt } from "../views/dom.js";
 import { legend } from "../views/legend.js";
@@ -261,7 +261,7 @@ function choose(id) {
   const measured = t("Each head's label comes from scores the service measured on {sample}.", {
     sample: page.model.measured_on,
   });
-  $("model-note").textContent = `${page.model.description} ${measured}`;
+  $("model-note").textContent = sentences(page.model.description, measured);
   $("lines-layer").replaceChildren(
     ...Array.from({ length: page.model.layers }, (_, l) =>
       el("option", { value: String(l), text: t("Layer {layer}", { layer: l + 1 }) }),

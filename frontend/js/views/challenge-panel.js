@@ -4,7 +4,7 @@
 // them. An open challenge is kept on this device, so a reload comes back to it.
 
 import { ApiError, getJSON, postJSON } from "../api.js";
-import { fillNodes, locale, t } from "../i18n.js";
+import { fillNodes, listed, locale, t } from "../i18n.js";
 import { command as commandLine } from "./command.js";
 import { el } from "./dom.js";
 
@@ -111,7 +111,7 @@ class ChallengePanel {
     }
     const said = result.mistakes.length
       ? t("Not yet ({mistakes}): {message} Fix it and run the command again.", {
-          mistakes: result.mistakes.join(", "),
+          mistakes: listed(result.mistakes),
           message: result.message,
         })
       : t("Not yet: {message} Fix it and run the command again.", { message: result.message });

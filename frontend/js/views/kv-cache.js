@@ -9,7 +9,7 @@ import { paint } from "./color.js";
 import { el, fmt } from "./dom.js";
 import { scrollRegion } from "./matrix.js";
 import { svg } from "./svg.js";
-import { locale, t, tn } from "../i18n.js";
+import { locale, sentences, t, tn } from "../i18n.js";
 
 const grouped = new Intl.NumberFormat(locale);
 export const whole = (x) => grouped.format(x);
@@ -358,5 +358,5 @@ function layerKinds(answer) {
       ? t("Were every layer global: {all}.", { all: bytes(answer.bytes_if_every_layer_global) })
       : "",
   ];
-  return el("p", { class: "kv-figures", dataset: { stage: "memory-kinds" } }, parts.filter(Boolean).join(" "));
+  return el("p", { class: "kv-figures", dataset: { stage: "memory-kinds" } }, sentences(...parts));
 }

@@ -3,7 +3,7 @@
 // how the page meets each need, switching a control and saying so, and clears a mode whose needs a
 // control took away.
 
-import { t } from "../i18n.js";
+import { listed, sentences, t } from "../i18n.js";
 
 export const WINDOW = 3; // what a long-context slip switches on when no window is set
 
@@ -103,8 +103,8 @@ export function settle(s, modes) {
     if (MEETS[need].said) said.push(MEETS[need].said(mode.name));
     else if (MEETS[need].word) words.push(MEETS[need].word());
   }
-  if (words.length) said.push(t("“{mode}” needs {what}: switched on.", { mode: mode.name, what: words.join(", ") }));
-  return said.join(" ");
+  if (words.length) said.push(t("“{mode}” needs {what}: switched on.", { mode: mode.name, what: listed(words) }));
+  return sentences(...said);
 }
 
 // A control changed so that the chosen mode's needs no longer hold: the mode is cleared, not the change undone.

@@ -3,7 +3,7 @@
 // beside them), its scores ÷ √d_head with the mask, its weights (a heatmap a learner can pick a cell of), and
 // its output; the title says which features it reads and whose keys and values it shares.
 
-import { locale, t } from "../i18n.js";
+import { listed, locale, t } from "../i18n.js";
 import { el, math } from "./dom.js";
 import { glyph } from "./glyph.js";
 import { heatmap } from "./heatmap.js";
@@ -156,7 +156,7 @@ function laneTitle(view, head, same) {
       ? t("reads feature {feature}", { feature: list[0] })
       : head.features
         ? t("reads features {first}–{last}", { first: head.features[0] + 1, last: head.features[1] })
-        : t("reads features {list}", { list: list.join(", ") });
+        : t("reads features {list}", { list: listed(list) });
   return el(
     "h3",
     { class: "lane-title", id: `lane-${h}` },

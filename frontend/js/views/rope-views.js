@@ -7,7 +7,7 @@
 import { dataTable, numbers } from "./bars.js";
 import { el, fmt } from "./dom.js";
 import { svg } from "./svg.js";
-import { locale, t } from "../i18n.js";
+import { gap, listed, locale, t } from "../i18n.js";
 
 const TURN = 2 * Math.PI;
 export const STATUS_WORDS = {
@@ -63,7 +63,7 @@ function dialWords(p, arc, seen) {
   return el(
     "span",
     {},
-    t("{wavelength}; {met}.", { wavelength, met }).concat(" "),
+    t("{wavelength}; {met}.", { wavelength, met }).concat(gap),
     el("span", {
       class: seen ? "rs-seen" : "rs-unseen",
       text: seen ? t("As trained: an angle it knows.") : t("As trained: an angle never seen."),
@@ -177,10 +177,10 @@ function tally(pairs) {
 }
 
 function summaryOf(counts) {
-  return Object.entries(counts)
+  const parts = Object.entries(counts)
     .filter(([, n]) => n)
-    .map(([status, n]) => t("{count} {status}", { count: n, status: STATUS_WORDS[status]() }))
-    .join(", ");
+    .map(([status, n]) => t("{count} {status}", { count: n, status: STATUS_WORDS[status]() }));
+  return listed(parts);
 }
 
 function legend(counts) {
