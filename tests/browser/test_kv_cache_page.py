@@ -274,18 +274,59 @@ def test_a_long_context_slip_switches_on_what_it_needs_and_shows_where_it_parts(
     wait_until(page, "document.querySelector('[data-stage=equality]').classList.contains('differs')")
     state = dict(part.split("=") for part in page.evaluate("location.hash").lstrip("#").split("&"))
     assert {k: state.get(k) for k in hash_after} == hash_after
-    logit = {"sink_logit": SINK_LOGITS} if "logit" in state else {}
+    side_by_side(page, live, mode, state)
+
+
+def side_by_side(frame, live, mode, state):
+    """The broken decode's weights beside the right one's at the state's position, each as the API computes it
+    for the long-context fields the page's hash holds."""
     long = {
-        **({"window": 3} if "window" in state else {}),
+        **({"window": int(state["window"])} if "window" in state else {}),
         "sinks": int(state.get("sinks", 0)),
-        **logit,
+        **({"sink_logit": SINK_LOGITS} if "logit" in state else {}),
         **({"positions": "cache"} if "renumber" in state else {}),
     }
-    broken, right = long_body(live, mode, **long)["steps"][5], long_body(live, **long)["steps"][5]
+    at = int(state.get("position", 1)) - 1
+    broken, right = long_body(live, mode, **long)["steps"][at], long_body(live, **long)["steps"][at]
     for h in range(4):
-        weights = page.locator(f"[data-stage=weights][data-head='{h}']")
+        weights = frame.locator(f"[data-stage=weights][data-head='{h}']")
         assert values(weights.locator("td[data-variant=broken]")) == broken["heads"][h]["weights"]
         assert values(weights.locator("td[data-variant=correct]")) == right["heads"][h]["weights"]
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("locale", ["en", "es"])
+def test_the_long_context_lesson_walks_every_slip_to_its_end(page, live, size, locale):
+    """Issue 65: in the lesson, each of its slips opened from its link and stepped to the last position: no
+    page error, the broken and the right weights side by side as the API computes them, the watched table
+    whole in view; the last slip's state is back after a reload."""
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.set_viewport_size(dict(zip(("width", "height"), SIZES[size], strict=True)))
+    open_page(page, live, f"{LONG_LESSON}?lang={locale}")
+    frame = embedded_workbench(page)
+    inside = page.locator("#workbench-frame").element_handle().content_frame()  # its hash, read
+    slips = page.locator("a[data-failure-mode]").evaluate_all("links => links.map((a) => a.dataset.failureMode)")
+    assert len(slips) >= 6
+    for mode in slips:
+        page.locator(f"a[data-failure-mode={mode}]").first.click()
+        expect(frame.locator("#compare")).to_have_value(mode)
+        position = "+(new URLSearchParams(location.hash.slice(1)).get('position') || 1)"
+        while (at := inside.evaluate(position)) < 6:
+            frame.locator("#step").click()
+            wait_until(inside, f"{position} === {at + 1}")
+        frame.locator("main[aria-busy=false]").wait_for()
+        page.wait_for_timeout(200)
+        state = dict(part.split("=") for part in inside.evaluate("location.hash").lstrip("#").split("&"))
+        side_by_side(frame, live, mode, state)
+        region = frame.locator(".kv-query-panel .scroll-region")
+        assert region.evaluate("r => r.scrollWidth <= r.clientWidth && r.getBoundingClientRect().right <= innerWidth")
+    page.reload()
+    frame = embedded_workbench(page)
+    expect(frame.locator("#compare")).to_have_value(slips[-1])
+    inside = page.locator("#workbench-frame").element_handle().content_frame()
+    assert inside.evaluate("new URLSearchParams(location.hash.slice(1)).get('position')") == "6"
+    assert errors == []
 
 
 def test_a_cache_that_keeps_everything_says_its_size_beside_the_right_one(page, live):

@@ -280,3 +280,8 @@ def test_every_slip_at_every_block_size_draws_both_loops_where_it_parts_and_its_
     ls = values(final.locator("td[data-stage=l]"))
     assert len(ls) == 8 and all(v is not None and v >= 0 for v in ls)
     assert errors == [] and overflow(page) == 0 and whole(page) == []
+    page.reload()  # the state is back: the same slip, block size and step
+    page.wait_for_selector("main[aria-busy=false]")
+    expect(page.locator("[data-stage=final]")).to_be_visible()
+    assert (page.locator("#compare").input_value(), page.locator("#block").input_value()) == (slip, str(block))
+    assert values(page.locator("[data-stage=final] td[data-stage=l]")) == ls
