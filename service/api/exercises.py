@@ -197,7 +197,10 @@ class OnlineCheck(MethodView):
         OnlineCheckSchema(),
         example={
             "case": {"tokens": [[1, 0], [0, 1], [1, 1]], "causal": True, "block_q": 2, "block_k": 2},
-            "output": {"output": [[1, 0], [0.5, 0.5], [0.5737, 0.5737]], "lse": [0.7071, 0.6931, 1.8047]},
+            "output": {
+                "output": [[1, 0], [0.33023845, 0.66976155], [0.66666667, 0.66666667]],
+                "lse": [0.70710678, 1.10794031, 2.51282585],
+            },
         },
     )
     @blp.response(200, CheckResultSchema)

@@ -72,8 +72,8 @@ class Diagnosis:
             return prefix + " ".join(say(MISTAKES[m]) for m in self.mistakes)
         return prefix + say(
             N_(
-                "Incorrect (largest difference %(error)s), and not a known mistake: compare your weights with a "
-                "small case worked by hand."
+                "Incorrect (largest difference %(error)s), and not a known mistake: run the trace script to see "
+                "where your numbers first part from the right ones, or work a small case by hand."
             ),
             error=f"{self.max_abs_error:.3g}",
         )

@@ -126,3 +126,14 @@ def test_every_field_answered_under_a_key_is_in_the_reference(client, acme):
     assert missing == []
     gain = client.get("/api/v1/analytics/lessons/multi-head-attention/items", headers=acme).json
     assert "normalized_gain" in str(gain)
+
+
+@pytest.mark.parametrize("exercise", ["multi-head-attention", "online-softmax"])
+def test_each_exercises_documented_check_example_is_right_or_a_named_slip(client, exercise):
+    """Issue 65, C9: the reference's example of a check teaches what a check says: the right output, or a
+    slip it names (not an output that is neither, answered with advice about another exercise)."""
+    spec = client.get("/api/v1/openapi.json").json
+    path = f"/api/v1/exercises/{exercise}/check"
+    example = spec["paths"][path]["post"]["requestBody"]["content"]["application/json"]["example"]
+    answer = client.post(path, json=example).json
+    assert answer["correct"] or answer["mistakes"], answer

@@ -9,10 +9,10 @@ from .attention import LONGEST, AttentionRequestSchema, Grid
 from .fields import SafeString, StrictInteger
 
 
-def _block(what: str) -> StrictInteger:
+def _block(name: str, what: str) -> StrictInteger:
     return StrictInteger(
         required=True,
-        validate=validate.Range(min=1, max=LONGEST),
+        validate=validate.Range(min=1, max=LONGEST, error=f"{name} must be a whole number from 1 to n, the tokens"),
         metadata={"description": f"{what} per tile, 1 to n (the last block may be shorter)"},
     )
 
@@ -21,8 +21,8 @@ class TiledRequestSchema(AttentionRequestSchema):
     class Meta:
         exclude = ("include", "positions")  # the answer is the tiles' running values and each head's output; no cache
 
-    block_q = _block("query rows")
-    block_k = _block("keys")
+    block_q = _block("block_q", "query rows")
+    block_k = _block("block_k", "keys")
     failure_mode = SafeString(
         allow_none=True,
         validate=validate.OneOf(sorted(SLIPS)),
