@@ -90,6 +90,7 @@ def test_readyz_is_not_ready_while_writes_fail_and_ready_again_when_they_succeed
     assert failing.status_code == 503 and failing.headers["Retry-After"].isdigit()
     said = "database or disk is full" if pragma == FULL else "readonly database"
     assert said in failing.json["detail"]  # loopback: the operator reads why
+    assert "Error" not in failing.json["detail"]  # in words, no driver class name (issue 66, I1)
     assert client.get("/readyz", environ_base=ELSEWHERE).json["detail"] == "not ready"
     held.lift()
     assert client.get("/readyz").status_code == 200

@@ -187,7 +187,7 @@ class Database:
             said = (str(cause).splitlines() or [""])[0]
             if any(m in said.lower() for m in ("locked", "busy")):
                 return None
-            return f"writes are failing ({type(cause).__name__}: {said})"
+            return f"writes are failing ({said})"  # the driver's words, never its class names
         return None
 
     @contextmanager
@@ -219,7 +219,7 @@ class Database:
                         raise
                     raw.execute("COMMIT")
                 except sqlite3.OperationalError as exc:
-                    raise DatabaseUnavailable(f"{type(exc).__name__}: {exc}") from exc
+                    raise DatabaseUnavailable(str(exc)) from exc
             finally:
                 pooled.close()
 
@@ -273,7 +273,7 @@ class Database:
             with self.engine.connect() as conn:
                 conn.execute(text("SELECT 1"))
         except DBAPIError as exc:
-            raise DatabaseUnavailable(type(exc.orig).__name__ + ": " + str(exc.orig).splitlines()[0]) from exc
+            raise DatabaseUnavailable((str(exc.orig).splitlines() or ["the database did not answer"])[0]) from exc
         except SQLAlchemyTimeout as exc:
             raise DatabaseUnavailable("no database connection became free in time") from exc
 
@@ -289,7 +289,7 @@ class Database:
                 cursor.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
                 cursor.close()
         except sqlite3.Error as exc:
-            raise DatabaseUnavailable(f"{type(exc).__name__}: {exc}") from exc
+            raise DatabaseUnavailable(str(exc)) from exc
         finally:
             raw.close()
 

@@ -6,20 +6,28 @@ platform ("Register a tool by URL" in Moodle 4.1+); the platform opens it with i
 registration (pylti1p3's `DynamicRegistration` writes the body), and stores the client id and the
 deployment the platform answers as `workbench lti register` would; the page then posts
 `org.imsglobal.lti.close` to the platform's window (frontend/js/lti-close.js). An invitation is good
-once, until it expires; a spent, expired or unknown one, a configuration that does not hold, or a
-platform that refuses stores nothing."""
+once, until it expires, and spent after a few failed attempts; a spent, expired or unknown one, a
+configuration that does not hold, or a platform that refuses stores nothing.
+
+Every fetch of the platform's (its configuration, the registration it answers) cannot reach inside: https
+only (http to loopback outside production), the host's every address public (not private, loopback,
+link-local as the cloud metadata address is, or reserved), no redirect followed, at most 64 KB read
+within a 10-second deadline, and one message for every way it fails (what was read is never echoed)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import ipaddress
+import json
 import secrets
+import socket
+import time
 from typing import Any
 from urllib.parse import urlsplit
 
 import requests
 from pylti1p3.dynamic_registration import DynamicRegistration
-from pylti1p3.exception import LtiException, LtiServiceException
 from sqlalchemy import delete
 from sqlalchemy.orm import Session
 
@@ -31,6 +39,13 @@ PLATFORM_CONFIGURATION = "https://purl.imsglobal.org/spec/lti-platform-configura
 TOOL_CONFIGURATION = "https://purl.imsglobal.org/spec/lti-tool-configuration"
 MESSAGES = ("LtiResourceLinkRequest", "LtiDeepLinkingRequest")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+FAILURES = 3  # failed attempts an invitation allows before it is spent
+LIMIT_BYTES = 64 * 1024  # a configuration or a registration answer, at most
+DEADLINE_SECONDS = 10.0  # for one fetch, connecting and reading included
+UNREADABLE = (
+    "the platform's %s could not be read: it must answer 2xx with JSON over https, from a public address, "
+    "without a redirect, within 10 s and 64 KB"
+)  # one message for every way a fetch fails: what was read, or how it failed, is never echoed
 
 
 class RegistrationRefused(Exception):
@@ -63,6 +78,15 @@ def spend(session: Session, token: str) -> bool:
         delete(LtiValue).where(LtiValue.key == _key(token), LtiValue.expires_at > dt.datetime.now(dt.UTC))
     )
     return bool(gone.rowcount)  # type: ignore[attr-defined]
+
+
+def failed(session: Session, token: str) -> None:
+    """An attempt that stored nothing: counted, and the invitation spent at the last one allowed."""
+    row = session.get(LtiValue, _key(token)) if token else None
+    if row is not None and row.value.get("failures", 0) + 1 >= FAILURES:
+        session.delete(row)
+    elif row is not None:
+        row.value = {**row.value, "failures": row.value.get("failures", 0) + 1}
 
 
 def _key(token: str) -> str:
@@ -119,28 +143,55 @@ class Registrar(DynamicRegistration):
     def get_logo_uri(self) -> str:
         return self.base + "/favicon.ico"
 
-    def get_openid_configuration_endpoint(self) -> str:
-        return self.configuration_url
-
-    def get_registration_token(self) -> str | None:  # type: ignore[override]
-        return self.token
-
     def get_openid_configuration(self) -> dict[str, Any]:
-        url = self.configuration_url
-        self.fetchable(url, "openid_configuration")
-        try:
-            with self.get_request_session() as session:
-                response = session.get(url, headers={"Accept": "application/json"})
-        except requests.RequestException as e:
-            raise RegistrationRefused(f"the platform's OpenID configuration could not be read ({e})") from None
-        if not response.ok:
-            raise RegistrationRefused(f"the platform's OpenID configuration answered {response.status_code}")
-        try:
-            configuration = response.json()
-        except ValueError:
-            raise RegistrationRefused("the platform's OpenID configuration is not JSON") from None
+        configuration = self.fetched("GET", self.configuration_url, "openid_configuration")
         self.check(configuration)
         return configuration
+
+    def register(self) -> tuple[dict[str, Any], dict[str, Any]]:  # type: ignore[override]
+        """The platform's configuration, checked, and its answer to this tool's registration."""
+        configuration = self.get_openid_configuration()
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        answer = self.fetched(
+            "POST",
+            configuration["registration_endpoint"],
+            "registration_endpoint",
+            headers=headers,
+            json=self.lti_registration_data(),
+        )
+        return configuration, answer
+
+    def fetched(self, method: str, url: str, what: str, **kwargs: Any) -> Any:
+        """A JSON document of the platform's, fetched as the module says, or one refusal for every failure."""
+        self.fetchable(url, what)
+        started = time.monotonic()
+        headers = {"Accept": "application/json", "Accept-Encoding": "identity", **kwargs.pop("headers", {})}
+        try:
+            self.public(url, what)
+            with self.get_request_session() as session:
+                response = session.request(method, url, headers=headers, allow_redirects=False, stream=True, **kwargs)
+                with response:
+                    body = b""
+                    while chunk := response.raw.read1(4096):  # what has arrived: a drip is timed too
+                        body += chunk
+                        if len(body) > LIMIT_BYTES or time.monotonic() - started > DEADLINE_SECONDS:
+                            raise RegistrationRefused(UNREADABLE % what)
+            if not 200 <= response.status_code < 300:
+                raise RegistrationRefused(UNREADABLE % what)
+            return json.loads(body)
+        except (requests.RequestException, OSError, ValueError):
+            raise RegistrationRefused(UNREADABLE % what) from None
+
+    def public(self, url: str, what: str) -> None:
+        """Every address the host resolves to is public (this machine's allowed outside production)."""
+        parts = urlsplit(url)
+        if self.loopback_http and parts.hostname in LOOPBACK:
+            return
+        for *_, address in socket.getaddrinfo(parts.hostname, parts.port or 443, type=socket.SOCK_STREAM):
+            ip = ipaddress.ip_address(address[0])
+            ip = getattr(ip, "ipv4_mapped", None) or ip
+            if not ip.is_global or ip.is_multicast:
+                raise RegistrationRefused(UNREADABLE % what)
 
     def check(self, configuration: Any) -> None:
         """What the tool needs of the platform, each refusal saying what is missing."""
@@ -148,10 +199,8 @@ class Registrar(DynamicRegistration):
             raise RegistrationRefused("the platform's OpenID configuration is not a JSON object")
         issuer = str(configuration.get("issuer") or "")
         if _origin(issuer) != _origin(self.configuration_url):
-            raise RegistrationRefused(
-                f"the configuration's issuer ({issuer or 'none'}) is not on the host it was read from "
-                f"({urlsplit(self.configuration_url).netloc})"
-            )
+            where = urlsplit(self.configuration_url).netloc  # the issuer itself is not echoed: it failed
+            raise RegistrationRefused(f"the configuration's issuer is not on the host it was read from ({where})")
         for name in ("registration_endpoint", "authorization_endpoint", "token_endpoint", "jwks_uri"):
             self.fetchable(str(configuration.get(name) or ""), name)
         if "id_token" not in (configuration.get("response_types_supported") or ()):
@@ -175,18 +224,10 @@ class Registrar(DynamicRegistration):
             return
         raise RegistrationRefused(f"{name} must be an https URL, got {url or 'nothing'!r}")
 
-    def complete_registration(self, configuration: dict[str, Any], registration: dict[str, Any]) -> Any:
-        return configuration, registration
-
 
 def registered(registrar: Registrar, platform: str) -> NewRegistration:
     """Register with the platform: what to store, or why not (nothing is stored by this call)."""
-    try:
-        configuration, answer = registrar.register()
-    except LtiServiceException as e:
-        raise RegistrationRefused(f"the platform refused the registration ({_reason(e.response)})") from None
-    except (LtiException, requests.RequestException) as e:
-        raise RegistrationRefused(f"the registration could not be sent ({e})") from None
+    configuration, answer = registrar.register()
     tool = answer.get(TOOL_CONFIGURATION) if isinstance(answer, dict) else None
     client_id = answer.get("client_id") if isinstance(answer, dict) else None
     deployment = tool.get("deployment_id") if isinstance(tool, dict) else None
@@ -212,14 +253,3 @@ def _origin(url: str) -> tuple[str, str, int | None]:
     except ValueError:  # a port that is not a number
         return "", "", None
     return parts.scheme, (parts.hostname or "").lower(), port
-
-
-def _reason(response: Any) -> str:
-    if response is None:
-        return "no answer"
-    try:
-        body = response.json()
-    except ValueError:
-        body = {}
-    said = body.get("error_description") or body.get("error") if isinstance(body, dict) else None
-    return f"{response.status_code}" + (f": {str(said)[:200]}" if said else "")

@@ -21,6 +21,8 @@ from typing import Any
 
 import jwt
 import requests
+from sqlalchemy import delete
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from ..db.lti_tables import LtiRegistration, LtiValue
@@ -30,6 +32,7 @@ from .tool import CLAIM, LEEWAY_SECONDS, PatientSession, pseudonym
 NOTICE = CLAIM + "notice"
 USER_DELETED = "LtiUserDataDeletionNotice"  # claims: sub, the platform's id of the user whose data is deleted
 DEPLOYMENT_REMOVED = "LtiDeploymentDeletionNotice"  # the notice's own deployment_id is removed
+LATEST_EXP = 253402300799 - LEEWAY_SECONDS  # 9999-12-31T23:59:59Z, the last second a timestamp holds, less leeway
 log = logging.getLogger("service.lti")
 
 
@@ -67,6 +70,8 @@ def verified(session: Session, token: Any) -> tuple[LtiRegistration, dict[str, A
         )
     except jwt.InvalidTokenError as e:
         raise NoticeRefused(f"a notice is not acceptable: {e}") from None
+    if claims["exp"] > LATEST_EXP:  # its nonce could not be kept until then: refused, nothing done
+        raise NoticeRefused(f"a notice's exp must be at most {LATEST_EXP} (a time this tool can record)")
     if claims.get(CLAIM + "deployment_id") not in row.deployment_ids:
         deployment = claims.get(CLAIM + "deployment_id")
         raise NoticeRefused(f"a notice names a deployment this registration does not have: {deployment!r}")
@@ -99,30 +104,42 @@ def _nonce_key(row: LtiRegistration, claims: dict[str, Any]) -> str:
 
 
 def receive(db: Any, tokens: list[Any], erase: Callable[[int, str], Any]) -> list[dict[str, str]]:
-    """Check every notice of a batch, then act on each: what was done to each, in order. A refused
-    notice refuses the batch before anything is done (NoticeRefused)."""
+    """Check every notice of a batch, record their nonces, then act on each: what was done to each, in order.
+    A refused notice refuses the batch before anything is done (NoticeRefused); so does a nonce another copy
+    recorded first, which makes concurrent copies of a notice act once."""
     with db.read() as session:
         checked = [verified(session, token) for token in tokens]
-        spent = [_nonce_key(row, claims) for row, claims in checked]
+    spent = [_nonce_key(row, claims) for row, claims in checked]
     if len(set(spent)) != len(spent):
         raise NoticeRefused("a batch holds the same notice twice (a nonce repeated)")
-    for row, claims in checked:
-        if claims[NOTICE]["type"] == USER_DELETED and isinstance(claims.get("sub"), str) and claims["sub"]:
-            erase(row.platform_id, pseudonym(row.issuer, claims["sub"]))  # its own transactions
-    done = []
-    with db.write() as session:
-        for (row, claims), key in zip(checked, spent, strict=True):
-            done.append(_settle(session, session.get(LtiRegistration, row.id), claims, key))
-    return done
+    try:
+        with db.write() as session:  # the nonces first, committed: a copy racing this batch finds them spent
+            for (_, claims), key in zip(checked, spent, strict=True):
+                session.add(LtiValue(key=key, value={"notice": claims[NOTICE]["id"]}, expires_at=_until(claims)))
+    except IntegrityError:
+        raise NoticeRefused("a notice of this batch was already received (its nonce is spent)") from None
+    try:
+        for row, claims in checked:
+            if claims[NOTICE]["type"] == USER_DELETED and isinstance(claims.get("sub"), str) and claims["sub"]:
+                erase(row.platform_id, pseudonym(row.issuer, claims["sub"]))  # its own transactions
+        with db.write() as session:
+            return [_settle(session, session.get(LtiRegistration, row.id), claims) for row, claims in checked]
+    except Exception:
+        with db.write() as session:  # nothing done for good: the platform may send the batch again
+            session.execute(delete(LtiValue).where(LtiValue.key.in_(spent)))
+        raise
 
 
-def _settle(session: Session, row: LtiRegistration | None, claims: dict[str, Any], key: str) -> dict[str, str]:
-    """The notice's nonce spent, and a removed deployment's launches refused from now on."""
+def _until(claims: dict[str, Any]) -> dt.datetime:
+    """How long a notice's nonce is kept: until its exp (and the leeway), which verified() bounded."""
+    return dt.datetime.fromtimestamp(claims["exp"] + LEEWAY_SECONDS, dt.UTC)
+
+
+def _settle(session: Session, row: LtiRegistration | None, claims: dict[str, Any]) -> dict[str, str]:
+    """A removed deployment's launches refused from now on; what was done, logged."""
     notice = claims[NOTICE]
     done = {USER_DELETED: "erased", DEPLOYMENT_REMOVED: "deployment removed"}.get(notice["type"], "acknowledged")
     if notice["type"] == DEPLOYMENT_REMOVED and row is not None:
         row.deployment_ids = [d for d in row.deployment_ids if d != claims[CLAIM + "deployment_id"]]
-    expires = dt.datetime.fromtimestamp(claims["exp"] + LEEWAY_SECONDS, dt.UTC)
-    session.add(LtiValue(key=key, value={"notice": notice["id"]}, expires_at=expires))
     log.info("notice %s (%s) from %s: %s", notice["id"], notice["type"], claims["iss"], done)
     return {"id": notice["id"], "type": notice["type"], "done": done}

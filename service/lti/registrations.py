@@ -62,10 +62,20 @@ class NewRegistration:
 
 
 def register(session: Session, new: NewRegistration) -> LtiRegistration:
-    """Store `new` (or replace the registration of the same issuer and client id)."""
+    """Store `new` (or replace the registration of the same issuer and client id; a platform registering itself
+    replaces only its own earlier dynamic registration)."""
     new.check()
     platform = ensure_platform(session, new.platform)
     found = find(session, new.issuer, new.client_id)
+    if (
+        found
+        and new.registered_by == "dynamic"
+        and (found.registered_by != "dynamic" or found.platform_id != platform.id)
+    ):
+        raise RegistrationError(
+            "this issuer and client id are registered already, by an administrator or for another platform: "
+            "remove that registration first (workbench lti list, workbench lti remove)"
+        )
     registration = found or LtiRegistration(issuer=new.issuer, client_id=new.client_id)
     registration.platform_id = platform.id
     registration.deployment_ids = list(new.deployment_ids)

@@ -222,12 +222,14 @@ def register_dynamically():
             row = store_registration(session, new)
             log.info("platform %s registered dynamically: %s client %s", platform, row.issuer, row.client_id)
     except (dynamic.RegistrationRefused, RegistrationError) as e:
+        with db.write() as session:
+            dynamic.failed(session, token)  # a few tries, then the invitation is spent
         return page(
             "This registration could not be completed",
             str(e),
             400,
-            "Nothing was stored. Ask for a new invitation if this one is spent, or check the platform's "
-            "settings (docs/lti.md).",
+            f"Nothing was stored. An invitation allows {dynamic.FAILURES} failed attempts: ask for a new one if "
+            "this one is spent, or check the platform's settings (docs/lti.md).",
             opener=opener,
         )
     return page(

@@ -35,6 +35,7 @@ class LmsServer:
         self.configuration_changes: dict = {}  # what this platform's OpenID configuration says otherwise
         self.registrations: list[tuple[str, dict]] = []  # (Authorization header, body) of each registration posted
         self.registration_error: dict | None = None  # answer registrations with this 400 error
+        self.registration_answer: object = ...  # answer registrations 201 with this JSON instead (any JSON)
 
     def registration_page(self, invitation: str) -> str:
         """Moodle's "Register a tool by URL": the tool's page opens in a new window with the
@@ -89,6 +90,8 @@ class LmsServer:
             return 401, {"error": "invalid_token"}
         if self.registration_error is not None:
             return 400, self.registration_error
+        if self.registration_answer is not ...:
+            return 201, self.registration_answer  # type: ignore[return-value]
         key = "https://purl.imsglobal.org/spec/lti-tool-configuration"
         tool = {**body[key], "deployment_id": self.platform.deployment}
         return 201, {**body, "client_id": self.platform.client_id, key: tool}

@@ -6,6 +6,12 @@ other step; and every refusal, each storing nothing."""
 
 from __future__ import annotations
 
+import contextlib
+import html
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -16,6 +22,8 @@ from service.cli import main
 from service.db.lti_tables import LtiRegistration
 from service.lti import dynamic
 from service.lti.notices import USER_DELETED
+from service.lti.registrations import NewRegistration
+from service.lti.registrations import register as store
 
 from .lms_server import LmsServer
 from .platform import CLAIM, TOOL, Platform
@@ -171,16 +179,17 @@ def test_a_configuration_that_does_not_hold_is_refused_and_the_invitation_stays_
     token = invitation(cli)
     page = opened(client, platform, token)
     assert page.status_code == 400 and words in page.get_data(as_text=True)
+    assert "lms.example.edu" not in page.get_data(as_text=True).replace("http://lms.example.edu/register", "")
     assert stored(app) == [] and platform.registrations == []  # refused before anything was posted
     platform.configuration_changes = {}
-    assert opened(client, platform, token).status_code == 200  # not spent: the corrected platform registers
+    assert opened(client, platform, token).status_code == 200  # not spent yet: the corrected platform registers
 
 
 def test_a_platform_that_refuses_the_registration_is_said_and_nothing_is_stored(app, client, cli, platform):
     platform.registration_error = {"error": "invalid_client_metadata", "error_description": "no such domain here"}
-    page = opened(client, platform, invitation(cli))
-    assert page.status_code == 400
-    assert "the platform refused the registration (400: no such domain here)" in page.get_data(as_text=True)
+    page = html.unescape(opened(client, platform, invitation(cli)).get_data(as_text=True))
+    assert "the platform's registration_endpoint could not be read: it must answer 2xx with JSON" in page
+    assert "no such domain here" not in page  # what a platform answered is never echoed (issue 66, M1)
     assert stored(app) == []
 
 
@@ -199,3 +208,98 @@ def test_a_launch_from_a_dynamically_registered_platform_still_checks_its_deploy
     assert refused.status_code == 400 and client.get("/api/v1/session").get_json().get("learner") is None
     with app.extensions["db"].read() as session:
         assert session.scalar(select(func.count()).select_from(LtiRegistration)) == 1
+
+
+# -- a platform's registration that would reach inside (issue 66, M1, M2, L1, L2)
+
+SECRET = "internal-issuer.corp.invalid"  # what an inside answer holds: never shown to whoever opened the page
+
+
+class Hostile(BaseHTTPRequestHandler):
+    """What an attacker points openid_configuration at: a redirect inside, a huge or dripping document."""
+
+    def do_GET(self):
+        if self.path == "/redirect":
+            self.send_response(302)
+            self.send_header("Location", "http://169.254.169.254/latest/meta-data/")
+            self.end_headers()
+        elif self.path == "/huge":  # 200 MB announced, sent until the reader stops
+            self.send_response(200)
+            self.send_header("Content-Length", str(200 * 2**20))
+            self.end_headers()
+            chunk = json.dumps({"issuer": SECRET}).encode().ljust(65536, b" ")
+            with contextlib.suppress(OSError):
+                for _ in range(200 * 16):
+                    self.wfile.write(chunk)
+        elif self.path == "/drip":  # a byte at a time, never done within the deadline
+            self.send_response(200)
+            self.send_header("Content-Length", "100000")
+            self.end_headers()
+            with contextlib.suppress(OSError):
+                for _ in range(100):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(0.2)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def hostile():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "/redirect",
+        "/huge",
+        "/drip",
+        "https://169.254.169.254/latest/meta-data/",  # the cloud metadata address
+        "https://10.0.0.7/openid-configuration",  # a private network
+        "https://[::ffff:192.168.1.1]/openid-configuration",  # a private one written as IPv6
+    ],
+)
+def test_a_configuration_that_would_reach_inside_is_refused_within_the_deadline_without_echo(
+    app, client, cli, platform, hostile, monkeypatch, where
+):
+    monkeypatch.setattr(dynamic, "DEADLINE_SECONDS", 2.0)
+    started = time.monotonic()
+    url = hostile + where if where.startswith("/") else where
+    page = opened(client, platform, invitation(cli), openid_configuration=url)
+    text = html.unescape(page.get_data(as_text=True))
+    assert page.status_code == 400 and time.monotonic() - started < 5
+    assert "the platform's openid_configuration could not be read" in text and SECRET not in text
+    assert stored(app) == []
+
+
+def test_an_invitation_is_spent_after_its_failed_attempts(app, client, cli, platform, hostile):
+    token = invitation(cli)
+    for _ in range(dynamic.FAILURES):
+        assert opened(client, platform, token, openid_configuration=hostile + "/redirect").status_code == 400
+    again = opened(client, platform, token)  # a good platform now: the invitation is gone
+    assert again.status_code == 400 and "used already" in again.get_data(as_text=True)
+    assert stored(app) == [] and platform.registrations == []
+
+
+@pytest.mark.parametrize("answer", [{}, [], 5, None, "x", {"client_id": 7}])
+def test_a_malformed_registration_answer_is_a_400_page_and_nothing_is_stored(app, client, cli, platform, answer):
+    platform.registration_answer = answer
+    page = opened(client, platform, invitation(cli))
+    assert page.status_code == 400 and "no client_id or no deployment_id" in page.get_data(as_text=True)
+    assert stored(app) == []
+
+
+def test_a_dynamic_registration_never_replaces_an_administrators(app, client, cli, platform):
+    with app.extensions["db"].write() as session:  # the same issuer and client id, registered by a command
+        store(session, NewRegistration(**{**platform.registration(), "platform": "other-campus"}))
+    page = opened(client, platform, invitation(cli))
+    assert page.status_code == 400 and "registered already" in page.get_data(as_text=True)
+    (row,) = stored(app)
+    assert row.registered_by == "command" and row.keyset_url == platform.url + "/jwks"

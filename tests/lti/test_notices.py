@@ -6,8 +6,10 @@ Forged, replayed, unsigned, expired or misaddressed notices refuse the batch and
 from __future__ import annotations
 
 import datetime as dt
+import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import jwt
 import pytest
@@ -135,3 +137,38 @@ def test_a_replayed_notice_is_refused(client, lms_server: LmsServer):
 def test_a_malformed_batch_is_a_400_that_says_what_a_batch_is(client, lms_server, body):
     answer = client.post("/lti/notices", json=body)
     assert answer.status_code == 400 and '{"notices": [{"jwt": ...}, ...]}' in answer.json["detail"]
+
+
+def test_concurrent_copies_of_a_notice_act_once(app, client, db, lms_server: LmsServer, monkeypatch):
+    """Issue 66, L3: four copies sent at once: one 200, three "already received", the learner erased once."""
+    from service.lti import views
+
+    learner = launch(client, lms_server, sub="ada-lovelace-3")
+    complete(client, learner, "predict")
+    erased: list[str] = []
+    real = views._erase
+    monkeypatch.setattr(views, "_erase", lambda platform_id, who: (erased.append(who), real(platform_id, who)))
+    platform = lms_server.platform
+    token = platform.id_token(notice(platform, USER_DELETED, sub="ada-lovelace-3"))
+    start = threading.Barrier(4)
+
+    def send():
+        start.wait()
+        return post(app.test_client(), token)
+
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda _: send(), range(4)))
+    assert sorted(a.status_code for a in answers) == [200, 401, 401, 401]
+    assert all("already received" in a.json["detail"] for a in answers if a.status_code == 401)
+    assert erased == [learner] and not any(learner in row for _, row in every_row(db))
+
+
+def test_a_notice_whose_exp_no_time_can_hold_is_refused_and_nothing_is_done(client, db, lms_server: LmsServer):
+    """Issue 66, L3: exp past year 9999 (253402300810) answered 500 after erasing, and replayed forever."""
+    learner = launch(client, lms_server, sub="katherine-johnson-5")
+    complete(client, learner, "predict")
+    platform = lms_server.platform
+    far = platform.id_token(notice(platform, USER_DELETED, sub="katherine-johnson-5", exp=253402300810))
+    answer = post(client, far)
+    assert answer.status_code == 401 and "exp must be at most" in answer.json["detail"]
+    assert any(learner in row for _, row in every_row(db))  # not erased
