@@ -175,9 +175,11 @@ def run(
     compare: bool = False,
     binary: str | None = None,
     raw: bytes | None = None,
+    body_of: str | None = None,
 ):
-    """Compute a trace (from `args`, or from a large body still `raw`) in the background process;
-    the open file of its answer (the server sends it, with sendfile where it can)."""
+    """Compute a trace (from `args`, or from a large body still `raw`; a decode's or a tiled pass's answer
+    when `body_of` names it) in the background process; the open file of its answer (the server sends it,
+    with sendfile where it can)."""
     settings = current_app.extensions["settings"]
     count = machine_slots(settings.heavy_compute_concurrency)
     with _waiting_place():
@@ -185,10 +187,12 @@ def run(
             if not held:
                 raise _busy(f"no large-trace slot came free within {settings.heavy_compute_wait_seconds:g} s")
             if _pooled():
-                task = _executor(count).submit(compute_to_file, args, failure_mode, compare, binary, raw, settings)
+                task = _executor(count).submit(
+                    compute_to_file, args, failure_mode, compare, binary, raw, settings, body_of
+                )
                 path, error = _bounded(task, settings)
             else:
-                path, error = compute_to_file(args, failure_mode, compare, binary, raw, settings)
+                path, error = compute_to_file(args, failure_mode, compare, binary, raw, settings, body_of)
     release_memory_when_idle()  # this worker's copies of bodies and answers, once traces stop coming
     if error is not None or path is None:
         raise Problem.from_data(error or {})
@@ -297,6 +301,7 @@ def compute_to_file(
     binary: str | None = None,
     raw: bytes | None = None,
     settings: Any = None,
+    body_of: str | None = None,
 ) -> tuple[str | None, Any]:
     """In the background process: compute, encode, write to shared memory; errors come back as
     data. A large body comes `raw` and is parsed here again: cheaper than carrying its arrays
@@ -310,7 +315,10 @@ def compute_to_file(
         failure_mode = None if compare else args.get("failure_mode")
     assert args is not None
     try:
-        body = traces.compare_body(args) if compare else traces.trace_body(args, failure_mode)
+        if body_of is not None:
+            body = traces.decode_body(args) if body_of == "decode" else traces.tiled_body(args)
+        else:
+            body = traces.compare_body(args) if compare else traces.trace_body(args, failure_mode)
     except Problem as problem:  # the engine's AttentionInputError, already turned into a 422
         return None, problem.as_data()
 

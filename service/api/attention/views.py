@@ -13,7 +13,7 @@ from typing import Any
 from flask import current_app, request, send_file
 from flask.views import MethodView
 
-from ...edge import Answer, EdgeRequest, answer_fast, costs
+from ...edge import JSON, Answer, EdgeRequest, answer_fast, costs
 from ..schemas.attention import (
     AttentionRequestSchema,
     AttentionResponseSchema,
@@ -165,9 +165,11 @@ def decode_cost(req: EdgeRequest) -> int | None:
     """A decode charges its answer's numbers (413 over max_decode_cells) and the full pass it is held to.
     Its view parses the body in this thread whatever its size, so it is measured whole, and its caps read,
     here, once, before any element is validated."""
-    settings, data = req.app.extensions["settings"], req.parse()
-    if not isinstance(data, dict):
-        return None
+    data = req.parse()
+    return decode_cells(data, req.app.extensions["settings"]) if isinstance(data, dict) else None
+
+
+def decode_cells(data: dict[str, Any], settings: Any) -> int | None:
     refuse_over_caps(data, settings)
     cells = refuse_over_decode_cap(data, settings)
     measured = cells_of(data)
@@ -190,21 +192,36 @@ class Decode(MethodView):
     def post(self, args):
         """Generate position by position with a KV cache: each step's new query row, the cache after it, and the
         largest difference from recomputing the full causal pass"""
-        return respond(decode_body(args))
+        return answered(args, "decode", decode_cells)
 
 
 def tiled_cost(req: EdgeRequest) -> int | None:
     """An online softmax charges its answer's numbers (413 over max_tiles or max_tiled_cells) and the
     plain pass it runs over (twice with a failure mode: the right tiles too), measured whole as a decode is."""
-    settings, data = req.app.extensions["settings"], req.parse()
-    if not isinstance(data, dict):
-        return None
+    data = req.parse()
+    return tiled_cells(data, req.app.extensions["settings"]) if isinstance(data, dict) else None
+
+
+def tiled_cells(data: dict[str, Any], settings: Any) -> int | None:
     refuse_over_caps(data, settings)
     size = refuse_over_tiled_caps(data, settings)
     measured = cells_of(data)
     if size is None or measured is None:
         return None
     return (size[1] + measured) * (2 if data.get("failure_mode") else 1)
+
+
+def answered(args: dict[str, Any], kind: str, cells_for: Any) -> Any:
+    """A decode's or a tiled pass's answer (`kind`): in the background process, at idle priority, when what it
+    was charged is heavy, as a large trace is; else here."""
+    cells = cells_for(request.environ.get(JSON) or {}, current_app.extensions["settings"])
+    binary = wants_binary(request.accept_mimetypes) if kind == "decode" else None  # a decode's tensors, too
+    if cells is not None and is_heavy(cells):
+        handle = heavy.run(args, binary=binary, body_of=kind)
+        mimetype = BINARY if binary else "application/json"
+        return send_file(handle, mimetype=mimetype, max_age=0, conditional=False, etag=False)
+    body = decode_body(args) if kind == "decode" else tiled_body(args)
+    return current_app.response_class(encode(body, binary), mimetype=BINARY if binary else "application/json")
 
 
 @blp.route("/tiled")
@@ -218,4 +235,4 @@ class Tiled(MethodView):
         rescale factor, running sum and unnormalised output, the output and log-sum-exp, and the largest
         difference from the plain pass"""
         note(args)  # an online-softmax challenge's case, computed here, is seen as the plain pass's would be
-        return current_app.response_class(encode(tiled_body(args), None), mimetype="application/json")
+        return answered(args, "tiled", tiled_cells)

@@ -27,6 +27,30 @@ def test_the_heavy_path_returns_the_same_json(app_config):
     offloaded.close()
 
 
+LONG = {"tokens": np.random.default_rng(4).normal(size=(10, 4)).round(3).tolist(), "heads": 2, "window": 3, "sinks": 1}
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/api/v1/attention/decode", LONG),
+        ("/api/v1/attention/tiled", {**LONG, "block_q": 3, "block_k": 2}),
+        ("/api/v1/attention/tiled", {**LONG, "block_q": 2, "block_k": 2, "failure_mode": "online_no_rescale"}),
+    ],
+)
+def test_a_heavy_decode_or_tiled_pass_runs_in_the_background_and_answers_the_same(app_config, monkeypatch, path, body):
+    """Issue 66, M3: above the heavy threshold a decode and a tiled pass are computed by the background process
+    (at idle priority, as a large trace is), never in the request thread, with the same answer."""
+    direct = create_app(app_config).test_client().post(path, json=body)
+    ran: list[str | None] = []
+    real = heavy.run
+    monkeypatch.setattr(heavy, "run", lambda *a, **k: ran.append(k.get("body_of")) or real(*a, **k))
+    offloaded = create_app({**app_config, "heavy_compute_cells": 1}).test_client().post(path, json=body)
+    assert direct.status_code == offloaded.status_code == 200 and ran == [path.rsplit("/", 1)[1]]
+    assert orjson.loads(offloaded.get_data()) == orjson.loads(direct.get_data())
+    offloaded.close()
+
+
 def test_the_heavy_path_reports_input_errors_as_422(app_config):
     client = create_app({**app_config, "heavy_compute_cells": 1}).test_client()
     response = client.post("/api/v1/attention", json={"tokens": [[1e200] * 4] * 3, "heads": 2})
