@@ -60,8 +60,8 @@ class Settings:
     ready_margin_bytes: int = 16 * 1024 * 1024
     send_seconds: float = 60.0  # an answer must be sent whole within this, however slowly the client reads
     # What one worker holds for its clients at once: bodies still arriving and answers not yet
-    # read (past it: new bodies are a 503, answers go out from their threads); one answer holds at
-    # most answer_room_bytes (more is sent by its thread, within send_seconds).
+    # read (past it: new bodies are a 503, answers go to disk); one answer holds at most
+    # answer_room_bytes in memory (more goes to a temporary file the main loop sends, within send_seconds).
     client_bytes_per_worker: int = 128 * 1024 * 1024
     answer_room_bytes: int = 4 * 1024 * 1024
     # Connections one address may hold in one worker (trusted proxies, WORKBENCH_FORWARDED_ALLOW_IPS, exempt)

@@ -1,59 +1,79 @@
 """Answers the main loop sends (worker.py): a thread writes its whole answer into memory while it
 fits in the answer's room, and is free at once; the main loop then sends it without blocking,
 however slowly the client reads, within the send deadline (nginx's response buffering, inside the
-server). An answer past its room is written by the thread itself, under the stall timeout and the
-send deadline. Together a worker holds at most `budget` bytes of answers and of bodies still
-arriving (`Budget`); past it, new bodies are refused with 503 and answers go straight out."""
+server). An answer past its room goes to a temporary file (nginx's proxy_temp_path), which the main
+loop sends a chunk at a time: no thread ever waits on a reader. Together a worker holds at most
+`budget` bytes of answers and of bodies still arriving (`Budget`); past it, new bodies are refused
+with 503 and answers go to disk."""
 
 from __future__ import annotations
 
-import socket
+import shutil
+import tempfile
 import threading
+import time
 from typing import Any
 
-from .deadlines import WATCHDOG
+CHUNK = 256 * 1024  # of an answer on disk, read and sent at a time
 
 
 class HeldAnswer:
-    """The socket a thread writes one request's answer to: bytes kept in memory up to `room`;
-    past it the thread sends them itself, and from then on its sends end within `seconds`."""
+    """The socket a thread writes one request's answer to: bytes kept in memory up to `room`, the
+    whole answer on disk (`spool`) once it is past it."""
 
-    def __init__(self, sock: Any, room: int, seconds: float):
-        self.sock, self.room, self.seconds = sock, room, seconds
+    def __init__(self, sock: Any, room: int):
+        self.sock, self.room = sock, room
         self.held = bytearray()
-        self.direct = False  # past its room: the thread writes itself
-        self.ticket: int | None = None
+        self.spool: Any = None  # past its room: the answer's file, for the main loop to send
 
     def sendall(self, data: bytes) -> None:
-        if not self.direct and len(self.held) + len(data) <= self.room:
+        if self.spool is None and len(self.held) + len(data) <= self.room:
             self.held += data
             return
-        self._go_direct()
-        self.sock.sendall(data)
+        self._to_disk().write(data)
 
     def sendfile(self, file: Any, offset: int = 0, count: int | None = None) -> int:
-        if not self.direct and count is not None and len(self.held) + count <= self.room:
-            file.seek(offset)
+        file.seek(offset)
+        if self.spool is None and count is not None and len(self.held) + count <= self.room:
             data = file.read(count)
             self.held += data
             return len(data)
-        self._go_direct()
-        return self.sock.sendfile(file, offset, count)
+        spool = self._to_disk()
+        start = spool.tell()
+        if count is None:
+            shutil.copyfileobj(file, spool, CHUNK)
+        else:
+            spool.write(file.read(count))
+        return spool.tell() - start
 
-    def _go_direct(self) -> None:
-        if not self.direct:
-            self.direct = True
-            self.ticket = WATCHDOG.arm(self.sock, self.seconds, socket.SHUT_RDWR)  # a reader that stops: cut
-            if self.held:
-                self.sock.sendall(self.held)
-                self.held = bytearray()
+    def _to_disk(self) -> Any:
+        if self.spool is None:
+            self.spool = tempfile.TemporaryFile(prefix="workbench-answer-")  # noqa: SIM115 - the main loop closes it
+            self.spool.write(self.held)
+            self.held = bytearray()
+        return self.spool
 
     def done(self) -> None:
-        if self.ticket is not None:
-            WATCHDOG.disarm(self.ticket)
+        if self.spool is not None:
+            self.spool.seek(0)
 
     def __getattr__(self, name: str) -> Any:  # settimeout, shutdown, fileno, ...: the socket's own
         return getattr(self.sock, name)
+
+
+def refill(conn: Any, seconds: float) -> None:
+    """An answer on disk whose sent part is out: its next chunk, and the send deadline moved on (a client
+    that reads keeps its answer coming; one that stops is cut at the deadline)."""
+    if not conn.outgoing and conn.spool is not None:
+        conn.outgoing = memoryview(conn.spool.read(CHUNK))
+        conn.deadline = time.monotonic() + seconds
+
+
+def release(conn: Any) -> None:
+    """The answer's file, if any, closed (sent, or the client gone)."""
+    if conn.spool is not None:
+        conn.spool.close()
+        conn.spool = None
 
 
 class Budget:

@@ -28,7 +28,7 @@ from gunicorn.http.unreader import SocketUnreader
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
 from ..config import Settings
-from .answers import Budget, HeldAnswer
+from .answers import Budget, HeldAnswer, refill, release
 from .penalties import block_of
 from .wire import (
     CONTINUE,
@@ -98,6 +98,7 @@ class CountedConn(TConn):
         self.reserved = 0  # bytes of the worker's budget its request holds (arriving, or in a thread)
         self.served = 0  # requests answered on this connection
         self.answer: bytearray | None = None  # what the thread wrote, for the main loop to send
+        self.spool = None  # or the file it wrote it to, past the answer's room
         self.outgoing = memoryview(b"")
         self.sending = 0  # the bytes of the answer being sent, held in the budget
         self.after = None  # the thread's result, acted on once the answer is sent
@@ -189,10 +190,10 @@ class BufferingWorker(ThreadWorker):
 
     def handle_request(self, req, conn):
         """In the thread: every request gets the stall timeout, and its answer is written into
-        memory for the main loop to send (`HeldAnswer`); one too large for its room is written
-        here, within the send deadline. After REQUESTS_PER_CONNECTION the connection closes."""
+        memory for the main loop to send (`HeldAnswer`); one too large for its room, to a file the
+        main loop sends. After REQUESTS_PER_CONNECTION the connection closes."""
         conn.sock.settimeout(self.stall_seconds)  # a send or a read that makes no progress this long fails
-        answer = HeldAnswer(conn.sock, self.budget.room(self.answer_room), self.send_seconds)
+        answer = HeldAnswer(conn.sock, self.budget.room(self.answer_room))
         real, conn.sock = conn.sock, answer
         conn.served += 1
         if conn.served >= REQUESTS_PER_CONNECTION:
@@ -205,6 +206,7 @@ class BufferingWorker(ThreadWorker):
         if answer.held:
             self.budget.hold(len(answer.held))  # counted at once: the room of the answers after it shrinks
             conn.answer = answer.held
+        conn.spool = answer.spool  # past the room: on disk, sent a chunk at a time by the main loop
         return keep and conn.served < REQUESTS_PER_CONNECTION
 
     def finish_request(self, conn, fs):
@@ -217,8 +219,9 @@ class BufferingWorker(ThreadWorker):
         self.budget.give(getattr(conn, "reserved", 0))
         conn.reserved = 0
         held, conn.answer = getattr(conn, "answer", None), None
-        if held:
-            conn.outgoing, conn.after, conn.sending = memoryview(held), fs, len(held)
+        if held or conn.spool:
+            conn.outgoing, conn.after, conn.sending = memoryview(held or b""), fs, len(held or b"")
+            refill(conn, self.send_seconds)
             conn.sock.setblocking(False)
             if not self._send_some(conn):
                 conn.deadline = time.monotonic() + self.send_seconds
@@ -238,6 +241,7 @@ class BufferingWorker(ThreadWorker):
             conn.after = None  # the client is gone: close
             return True
         conn.outgoing = conn.outgoing[sent:]
+        refill(conn, self.send_seconds)
         return not conn.outgoing
 
     def on_writable(self, conn, client):
@@ -248,6 +252,7 @@ class BufferingWorker(ThreadWorker):
     def _sent(self, conn, fs) -> None:
         """The answer is out (or cannot go): the thread's result decides the connection's next step."""
         self.budget.give(conn.sending)
+        release(conn)
         conn.outgoing, conn.after, conn.sending = memoryview(b""), None, 0
         if fs is None:
             self._close(conn)
@@ -383,6 +388,7 @@ class BufferingWorker(ThreadWorker):
             self._forget(conn, self.lingering)
             self._close(conn)
         for conn in [c for c in self.sending if c.deadline <= now]:  # a client that does not read its answer
+            self.log.warning("cut %s: its answer was not read within %g s", conn.address, self.send_seconds)
             self._forget(conn, self.sending)
             self._sent(conn, None)
         for network, waiting in list(self.turns.items()):

@@ -394,6 +394,51 @@ def test_health_answers_while_forty_connections_from_four_networks_never_read_th
     assert len(answered) >= 0.95 * len(times), f"{len(times) - len(answered)} of {len(times)} probes failed"
 
 
+LARGE = json.dumps({"tokens": np.random.default_rng(5).normal(size=(256, 64)).round(2).tolist(), "heads": 8}).encode()
+POSTED = b"POST /api/v1/attention HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+POSTED += b"Content-Length: %d\r\n\r\n%s" % (len(LARGE), LARGE)  # a 256 x 64, 8-head trace: a 25 MB answer
+
+
+def never_read_a_large_answer(port: int, source: str, stop: threading.Event, answered: list[bool]) -> None:
+    """Post a request whose answer is 25 MB and never read it; reconnect when cut off."""
+    while not stop.is_set():
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(source, 0)) as conn:
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                conn.sendall(POSTED)
+                answered.append(conn.recv(12).startswith(b"HTTP/1.1 200"))  # its first bytes, nothing more
+                stop.wait(120)
+        except OSError:
+            stop.wait(0.5)
+
+
+@pytest.mark.slow
+def test_health_answers_while_32_connections_never_read_their_25_megabyte_answers(tmp_path):
+    """Issue 66, H2: an answer past the 4 MiB room was sent by its request thread, which waited the 30 s
+    stall timeout on a client that does not read: 32 connections from four networks kept /healthz at 1 of
+    13. Now such an answer goes to a temporary file the main loop sends; no thread waits on a reader."""
+    port = free_port()
+    proc = serve(SERVERS["make run (workbench serve)"](port), port, tmp_path)
+    stop, answered = threading.Event(), []
+    sources = [f"127.0.{1 + k % 4}.{2 + k // 4}" for k in range(32)]
+    threads = [
+        threading.Thread(target=never_read_a_large_answer, args=(port, s, stop, answered), daemon=True) for s in sources
+    ]
+    try:
+        for t in threads:
+            t.start()
+        time.sleep(3)
+        times = probe(f"http://127.0.0.1:{port}", 12)
+    finally:
+        stop.set()
+        proc.terminate()
+        _, errors = proc.communicate(timeout=30)
+    assert sum(answered) >= 8  # large answers really were computed and started on their way
+    ok = [t for t in times if t is not None]
+    assert len(ok) >= 0.95 * len(times), f"{len(times) - len(ok)} of {len(times)} probes failed"
+    assert b"Traceback" not in errors  # no thread timed out sending (L4)
+
+
 def test_a_connection_serves_at_most_a_hundred_requests_then_closes(tmp_path):
     """Pipelined requests per connection are bounded, as nginx's keepalive_requests: the hundredth
     answer is the last, it says so ("Connection: close", so a client with a pool of connections
