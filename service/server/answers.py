@@ -78,17 +78,22 @@ def release(conn: Any) -> None:
 
 class Budget:
     """Bytes one worker holds for clients (bodies arriving, answers not yet sent), shared by the
-    main loop and the threads."""
+    main loop and the threads. Bodies are counted per network too (a /24, a /48): one network holds at
+    most half, as it holds at most half the threads, so another's requests always find room."""
 
     def __init__(self, total: int):
         self.total, self.used = total, 0
+        self.by_network: dict[str, int] = {}
         self._lock = threading.Lock()
 
-    def take(self, amount: int) -> bool:
+    def take(self, amount: int, network: str | None = None) -> bool:
         with self._lock:
-            if self.used + amount > self.total:
+            held = self.by_network.get(network, 0) if network else 0
+            if self.used + amount > self.total or (network and held + amount > self.total // 2):
                 return False
             self.used += amount
+            if network:
+                self.by_network[network] = held + amount
             return True
 
     def hold(self, amount: int) -> None:
@@ -96,9 +101,13 @@ class Budget:
         with self._lock:
             self.used += amount
 
-    def give(self, amount: int) -> None:
+    def give(self, amount: int, network: str | None = None) -> None:
         with self._lock:
             self.used = max(0, self.used - amount)
+            if network and network in self.by_network:
+                self.by_network[network] -= amount
+                if self.by_network[network] <= 0:
+                    del self.by_network[network]
 
     def room(self, most: int) -> int:
         """How much of `most` an answer may hold now."""

@@ -38,14 +38,19 @@ def full_of_bodies() -> bytes:
     )
 
 
+FIRST_SHARE = 64 * 1024  # of a declared body not yet arrived, held at once (a small body's whole room)
+
+
 def holds(buffer: bytes | bytearray) -> int:
-    """The bytes a request in `buffer` will hold once whole: its headers and a declared body, or
-    what has arrived of a chunked one (0 until its headers are in)."""
+    """The bytes a request in `buffer` holds in the worker's budget: what has arrived, and of a declared
+    body still to come a first share; a large body takes its room as it arrives, so a declaration alone
+    holds little (0 until its headers are in)."""
     end = buffer.find(HEADERS_END)
     if end < 0:
         return 0
     length = CONTENT_LENGTH.search(bytes(buffer[:end]).lower())
-    return max(len(buffer), end + len(HEADERS_END) + int(length.group(1))) if length else len(buffer)
+    declared = end + len(HEADERS_END) + int(length.group(1)) if length else len(buffer)
+    return max(len(buffer), min(declared, len(buffer) + FIRST_SHARE))
 
 
 def late_body(seconds: float) -> bytes:

@@ -104,7 +104,8 @@ class CountedConn(TConn):
         self.after = None  # the thread's result, acted on once the answer is sent
 
     def close(self, graceful=False):
-        self.budget.give(self.reserved + self.sending)
+        self.budget.give(self.reserved, self.network)
+        self.budget.give(self.sending)
         self.reserved = self.sending = 0
         if self.counted:
             self.counted = False
@@ -216,7 +217,7 @@ class BufferingWorker(ThreadWorker):
         if getattr(conn, "in_thread", False):
             self._thread_freed(conn.network)
             conn.in_thread = False
-        self.budget.give(getattr(conn, "reserved", 0))
+        self.budget.give(getattr(conn, "reserved", 0), getattr(conn, "network", None))
         conn.reserved = 0
         held, conn.answer = getattr(conn, "answer", None), None
         if held or conn.spool:
@@ -298,7 +299,7 @@ class BufferingWorker(ThreadWorker):
             return True
         conn.buffered += self.scratch[:size]
         need = holds(conn.buffered) - conn.reserved
-        if need > 0 and not self.budget.take(need):  # past the bytes this worker holds for clients
+        if need > 0 and not self.budget.take(need, conn.network):  # past what this worker holds, or its network
             self._close_with(conn, full_of_bodies())
             return True
         conn.reserved += max(0, need)

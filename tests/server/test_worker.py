@@ -439,6 +439,54 @@ def test_health_answers_while_32_connections_never_read_their_25_megabyte_answer
     assert b"Traceback" not in errors  # no thread timed out sending (L4)
 
 
+def declare_and_wait(port: int, source: str, size: int, held: list, stop: threading.Event) -> None:
+    """Declare a body of `size`, send a few bytes of it, and hold the connection (the finding's H1)."""
+    conn = socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(source, 0))
+    conn.sendall(b"POST /api/v1/attention HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n")
+    conn.sendall(b'Content-Length: %d\r\n\r\n{"tokens": [' % size)
+    held.append(conn)
+    stop.wait(60)
+
+
+@pytest.mark.slow
+def test_bodies_declared_large_and_never_sent_leave_room_for_another_networks_posts(tmp_path):
+    """Issue 66, H1: the body budget was reserved by each request's declared length, so one address with
+    about 90 connections declaring 4 MiB and sending a few bytes made every other client's POST a 503
+    until its connections timed out. Now a request holds what has arrived and a 64 KB first share."""
+    port = free_port()
+    proc = serve([*SERVERS["make run (workbench serve)"](port), "--workers", "1"], port, tmp_path)  # one budget
+    stop, held = threading.Event(), []
+    try:
+        # 4 MiB declared, then halving to fill the gaps, as the probe did: 100 of the 128 one address may hold
+        sizes = [4 * 2**20] * 70 + [2**k for k in range(21, 6, -1) for _ in range(2)]
+        for size in sizes:
+            args = (port, "127.0.9.2", size, held, stop)
+            threading.Thread(target=declare_and_wait, args=args, daemon=True).start()
+            time.sleep(0.01)
+        deadline = time.monotonic() + 10
+        while len(held) < 100 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)
+        statuses = []
+        for _ in range(20):  # another network's learner, meanwhile
+            other = http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=("127.0.10.2", 0))
+            other.request(
+                "POST",
+                "/api/v1/attention",
+                body=b'{"tokens": [[1, 0], [0, 1]], "heads": 1}',
+                headers={"Content-Type": "application/json"},
+            )
+            statuses.append(other.getresponse().status)
+            other.close()
+    finally:
+        stop.set()
+        for conn in held:
+            conn.close()
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert len(held) == 100 and statuses == [200] * 20
+
+
 def test_a_connection_serves_at_most_a_hundred_requests_then_closes(tmp_path):
     """Pipelined requests per connection are bounded, as nginx's keepalive_requests: the hundredth
     answer is the last, it says so ("Connection: close", so a client with a pool of connections
