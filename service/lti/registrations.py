@@ -65,7 +65,9 @@ def register(session: Session, new: NewRegistration) -> LtiRegistration:
     """Store `new` (or replace the registration of the same issuer and client id; a platform registering itself
     replaces only its own earlier dynamic registration)."""
     new.check()
-    platform = ensure_platform(session, new.platform)
+    # a platform registering itself is known by its issuer: its learners' xAPI accounts name that home page
+    home = "{0.scheme}://{0.netloc}".format(urlsplit(new.issuer)) if new.registered_by == "dynamic" else None
+    platform = ensure_platform(session, new.platform, home_page=home)
     found = find(session, new.issuer, new.client_id)
     if (
         found

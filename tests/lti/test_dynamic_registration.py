@@ -303,3 +303,20 @@ def test_a_dynamic_registration_never_replaces_an_administrators(app, client, cl
     assert page.status_code == 400 and "registered already" in page.get_data(as_text=True)
     (row,) = stored(app)
     assert row.registered_by == "command" and row.keyset_url == platform.url + "/jwks"
+
+
+def test_a_dynamically_registered_platforms_learners_are_accounts_on_its_own_host(app, client, cli, platform, make_key):
+    """Issue 67: the xAPI actor's account names the platform's real host (its issuer), not a made-up one."""
+    assert opened(client, platform, invitation(cli)).status_code == 200
+    lms = platform.platform
+    params = lms.login(client)
+    assert lms.launch(client, params["state"], lms.id_token(lms.claims(params["nonce"]))).status_code == 303
+    learner = client.get("/api/v1/session").get_json()["learner"]
+    complete(client, learner, "predict")
+    answer = client.get(
+        "/api/v1/xapi/statements",
+        headers={**make_key("moodle-east", "analytics:read"), "X-Experience-API-Version": "1.0.3"},
+    )
+    sent = answer.json["statements"]
+    assert sent and {s["actor"]["account"]["homePage"] for s in sent} == {platform.url}  # its issuer's origin
+    assert all(s["actor"]["account"]["name"] == learner for s in sent)
