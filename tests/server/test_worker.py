@@ -359,6 +359,26 @@ def test_an_upload_refused_while_it_is_still_sent_gets_its_answer(tmp_path):
 UNREAD = b"GET /api/docs/assets/swagger-ui-bundle.js HTTP/1.1\r\nHost: x\r\n\r\n" * 20  # 1.4 MB answers, pipelined
 
 
+def health_while(tmp_path, client, count: int, *extra, settle: float, seconds: float) -> tuple[list, bytes]:
+    """/healthz's times (as `probe`) while `count` connections from four /24 networks run `client(port,
+    source, stop, *extra)` against the default server (`make run`), and what the server wrote to stderr."""
+    port = free_port()
+    proc = serve(SERVERS["make run (workbench serve)"](port), port, tmp_path)
+    stop = threading.Event()
+    sources = [f"127.0.{1 + k % 4}.{2 + k // 4}" for k in range(count)]
+    threads = [threading.Thread(target=client, args=(port, s, stop, *extra), daemon=True) for s in sources]
+    try:
+        for t in threads:
+            t.start()
+        time.sleep(settle)
+        times = probe(f"http://127.0.0.1:{port}", seconds)
+    finally:
+        stop.set()
+        proc.terminate()
+        _, errors = proc.communicate(timeout=30)
+    return times, errors
+
+
 def never_read(port: int, source: str, stop: threading.Event) -> None:
     """Pipeline GETs of a large static file and never read an answer; reconnect when cut off."""
     while not stop.is_set():
@@ -377,20 +397,7 @@ def test_health_answers_while_forty_connections_from_four_networks_never_read_th
     assets, pages: no rate limit) and never reading held all 16 threads of the default server, so
     /healthz answered 6 of 34 times. Now a thread writes its answer into memory and the main loop
     sends it, within the send deadline; each connection's next request waits until it is sent."""
-    port = free_port()
-    proc = serve(SERVERS["make run (workbench serve)"](port), port, tmp_path)
-    stop = threading.Event()
-    sources = [f"127.0.{1 + k % 4}.{2 + k // 4}" for k in range(40)]
-    threads = [threading.Thread(target=never_read, args=(port, s, stop), daemon=True) for s in sources]
-    try:
-        for t in threads:
-            t.start()
-        time.sleep(2)
-        times = probe(f"http://127.0.0.1:{port}", 15)
-    finally:
-        stop.set()
-        proc.terminate()
-        proc.wait(timeout=30)
+    times, _ = health_while(tmp_path, never_read, 40, settle=2, seconds=15)
     answered = [t for t in times if t is not None]
     assert len(answered) >= 0.95 * len(times), f"{len(times) - len(answered)} of {len(times)} probes failed"
 
@@ -418,22 +425,8 @@ def test_health_answers_while_32_connections_never_read_their_25_megabyte_answer
     """Issue 66, H2: an answer past the 4 MiB room was sent by its request thread, which waited the 30 s
     stall timeout on a client that does not read: 32 connections from four networks kept /healthz at 1 of
     13. Now such an answer goes to a temporary file the main loop sends; no thread waits on a reader."""
-    port = free_port()
-    proc = serve(SERVERS["make run (workbench serve)"](port), port, tmp_path)
-    stop, answered = threading.Event(), []
-    sources = [f"127.0.{1 + k % 4}.{2 + k // 4}" for k in range(32)]
-    threads = [
-        threading.Thread(target=never_read_a_large_answer, args=(port, s, stop, answered), daemon=True) for s in sources
-    ]
-    try:
-        for t in threads:
-            t.start()
-        time.sleep(3)
-        times = probe(f"http://127.0.0.1:{port}", 12)
-    finally:
-        stop.set()
-        proc.terminate()
-        _, errors = proc.communicate(timeout=30)
+    answered: list[bool] = []
+    times, errors = health_while(tmp_path, never_read_a_large_answer, 32, answered, settle=3, seconds=12)
     assert sum(answered) >= 8  # large answers really were computed and started on their way
     ok = [t for t in times if t is not None]
     assert len(ok) >= 0.95 * len(times), f"{len(times) - len(ok)} of {len(times)} probes failed"
