@@ -17,6 +17,7 @@ from .edge.problems import http_problem
 from .i18n import page_context
 from .i18n_catalogs import module_graph
 from .presets import presets
+from .xapi import cmi5
 
 FRONTEND = ROOT / "frontend"
 blp = Blueprint("frontend", __name__, template_folder=str(FRONTEND / "pages"))
@@ -73,7 +74,14 @@ def _page(filename: str):
         lesson_id = kwargs.get("lesson_id")
         if lesson_id is not None and lesson_id not in current_app.extensions["lessons"]:
             abort(404)
-        return _html(filename, 200, "Accept-Language, Cookie", **PAGE_DATA.get(filename, dict)())
+        launch = cmi5.launch_problems(request.args) if lesson_id else None
+        if launch:  # a cmi5 launch the page cannot start: which parameter, and nothing sent
+            return _html("launch-refused.html", 400, "Accept-Language, Cookie", problems=launch)
+        data = PAGE_DATA.get(filename, dict)()
+        page, status, headers = _html(filename, 200, "Accept-Language, Cookie", launch=launch is not None, **data)
+        if launch is not None:  # launched by an LMS: the page may reach its token and its store
+            headers["Content-Security-Policy"] = cmi5.launch_policy(request.args)
+        return page, status, headers
 
     view.__name__ = f"page_{filename.split('.')[0].replace('-', '_')}"
     return view

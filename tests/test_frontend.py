@@ -27,7 +27,7 @@ def shipped(client, page: str, lang: str = "en") -> set[Path]:
     return files | (shipped(client, "workbench.html", lang) if page == "lesson.html" else set())
 
 
-def test_what_each_page_ships_in_js_css_and_its_catalog_is_under_84_kib_gzipped(client):
+def test_what_each_page_ships_in_js_css_and_its_catalog_is_under_88_kib_gzipped(client):
     """The budget is what a learner's browser downloads for a page (docs/decisions.md, "The front
     end's size budget is per page"): each file as the service sends it to a browser that accepts gzip,
     in the language with the largest catalog; the whole front end's total is in docs/performance.md."""
@@ -38,7 +38,7 @@ def test_what_each_page_ships_in_js_css_and_its_catalog_is_under_84_kib_gzipped(
         assert any(f.suffix == ".js" for f in files) and all(f.is_file() for f in files), page
         assert any(f.parent == FRONTEND / "i18n" / largest for f in files), page  # its catalog counts
         total = sum(len(client.get(static_url(f), headers={"Accept-Encoding": "gzip"}).data) for f in files)
-        assert total < 84 * 1024, (page, total)
+        assert total < 88 * 1024, (page, total)
 
 
 def static_url(path: Path) -> str:

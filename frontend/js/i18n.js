@@ -5,10 +5,9 @@
 // /static/i18n/<locale>/<page>.json. In English the msgid is the text. Placeholders are {name};
 // numbers people read go through `number` (a decimal comma in es), never into JSON.
 
-export const locale = document.documentElement.lang || "en";
+export let locale = document.documentElement.lang || "en";
 
-async function load() {
-  const url = document.documentElement.dataset.catalog;
+async function load(url = document.documentElement.dataset.catalog) {
   if (!url) return { messages: {} };
   try {
     const response = await fetch(url);
@@ -18,8 +17,8 @@ async function load() {
   }
 }
 
-const catalog = await load();
-const plurals = new Intl.PluralRules(locale);
+let catalog = await load();
+let plurals = new Intl.PluralRules(locale);
 
 const fill = (text, values) =>
   text.replace(/\{(\w+)\}/g, (whole, key) => (key in values ? String(values[key]) : whole));
@@ -47,7 +46,7 @@ export function tn(singular, plural, count, values = {}) {
 // The locale's decimal mark, once: numbers are formatted by toFixed (fast: the workbench writes
 // thousands) with that mark, which is what Intl.NumberFormat gives for our locales without
 // grouping (Latin digits, "-" for minus); a locale with other digits would need Intl here.
-const DECIMAL = new Intl.NumberFormat(locale).formatToParts(0.5).find((p) => p.type === "decimal")?.value ?? ".";
+let DECIMAL = ".";
 
 // x with `digits` decimals as people read it here: "0.50" in English, "0,50" in Spanish.
 export function number(x, digits = 2) {
@@ -69,8 +68,8 @@ if (menu) {
 // An exact number as people write it here, with the decimals it has and no more: "17", "1.875", "0,7".
 // How the language strings sentences and a list's words together: Chinese sets no space after a full-width
 // stop, and lists with 、 and ；.
-const CJK = locale.startsWith("zh");
-export const gap = CJK ? "" : " "; // between two sentences
+let CJK = false;
+export let gap = " "; // between two sentences
 export const sentences = (...parts) => parts.filter(Boolean).join(gap);
 export const listed = (words) => words.join(CJK ? "、" : ", ");
 export const clauses = (parts) => parts.join(CJK ? "；" : "; ");
@@ -90,7 +89,30 @@ export function significant(x, digits = 3) {
 export const exact = (x) => new Intl.NumberFormat(locale, { maximumFractionDigits: 6 }).format(x);
 
 // Between numbers in a vector: ", " unless the decimal mark is a comma ("[0,50; 1,20]").
-export const separator = number(0.5).includes(",") ? "; " : ", ";
+export let separator = ", ";
+
+// What follows from the page's language: its plural rules, decimal mark, spacing of sentences.
+function settle() {
+  plurals = new Intl.PluralRules(locale);
+  DECIMAL = new Intl.NumberFormat(locale).formatToParts(0.5).find((p) => p.type === "decimal")?.value ?? ".";
+  CJK = locale.startsWith("zh");
+  gap = CJK ? "" : " "; // between two sentences
+  separator = number(0.5).includes(",") ? "; " : ", ";
+}
+settle();
+
+// The page in another of the offered languages from now on, without a reload (a lesson launched by an
+// LMS learns its learner's language only once it holds a token it cannot fetch twice): the catalog of
+// `page`'s scripts, the plural rules, the decimal mark, the spacing of sentences.
+export async function useLanguage(tag, page) {
+  catalog = tag === "en" ? { messages: {} } : await load(`/static/i18n/${tag}/${page}.json`);
+  locale = tag;
+  document.documentElement.lang = tag;
+  settle();
+}
+
+// The languages the lessons are written in (the server's i18n.LOCALES).
+export const OFFERED = ["en", "es", "zh-CN"];
 
 // A translated sentence with nodes in place of its placeholders, in the translation's order.
 export function fillNodes(text, nodes) {

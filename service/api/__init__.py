@@ -19,6 +19,7 @@ def resources() -> tuple:
     from . import (
         analytics,
         challenges,
+        cmi5,
         events,
         exercises,
         exports,
@@ -52,6 +53,7 @@ def resources() -> tuple:
         analytics,
         exports,
         xapi,
+        cmi5,
     )
 
 

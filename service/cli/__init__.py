@@ -341,12 +341,14 @@ def _redact(url: str) -> str:
 
 
 from .analytics import analytics  # noqa: E402  (registered after `main` exists)
+from .cmi5 import cmi5  # noqa: E402
 from .exercise import exercise  # noqa: E402
 from .lti import lti  # noqa: E402
 
 main.add_command(exercise)
 main.add_command(lti)
 main.add_command(analytics)
+main.add_command(cmi5)
 
 if __name__ == "__main__":
     main()

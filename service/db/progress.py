@@ -214,15 +214,20 @@ def latest_texts(session: Session, platform_id: int, learner: str, lessons: list
     return texts
 
 
-def learner_events(session: Session, platform_id: int, learner: str, after: int, limit: int) -> list[Event]:
-    return list(
-        session.scalars(
-            select(Event)
-            .where(Event.platform_id == platform_id, Event.learner == learner, Event.id > after)
-            .order_by(Event.id)
-            .limit(limit)
-        )
-    )
+def learner_events(
+    session: Session,
+    platform_id: int,
+    learner: str,
+    after: int,
+    limit: int,
+    lesson: str | None = None,
+    since: dt.datetime | None = None,
+) -> list[Event]:
+    """A learner's events in the order they were stored; in one `lesson`, stored `since` a time, when given."""
+    query = select(Event).where(Event.platform_id == platform_id, Event.learner == learner, Event.id > after)
+    if lesson is not None:
+        query = query.where(Event.lesson == lesson, Event.stored_at >= since)
+    return list(session.scalars(query.order_by(Event.id).limit(limit)))
 
 
 def event_json(e: Event) -> dict[str, Any]:

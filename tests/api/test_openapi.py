@@ -174,6 +174,7 @@ BEYOND_THE_SCHEMA = {
     ("unprocessable-entity", "occurred_at"),  # from 2000 to the server's clock (and a few minutes)
     ("unprocessable-entity", "corrupted"),  # a patch's two texts as long as each other, in bytes
     ("unprocessable-entity", "metric"),  # a metric's bytes as its kind needs them (two, or one)
+    ("unprocessable-entity", "contextTemplate"),  # a cmi5 context template of at most 16 KB, as JSON
 }
 # Caps on products of sizes (heads * n * n, a decode's every step, the tiles and their numbers; a text's
 # bytes within the context of the model in the path): the single sizes' caps are in the document, their

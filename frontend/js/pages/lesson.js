@@ -3,7 +3,7 @@
 // Progress is honest about where it is: on the server, or saved on this device until it answers.
 
 import { ApiError, ensureSession, flush, getJSON, isPending, pendingEvents, queued, queueEvent } from "../api.js";
-import { listed, t } from "../i18n.js";
+import { listed, locale, OFFERED, sentences, t, useLanguage } from "../i18n.js";
 import { $, startPage } from "../shell.js";
 import { announce } from "../views/announce.js";
 import { progressBar, syncLine, textForm } from "../views/checkpoint-panel.js";
@@ -29,6 +29,7 @@ const page = {
   verdict: null, // the predict section's line saying what the engine found
   verdictSaid: null, // what it last said
   progressAsked: 0, // only the latest read is drawn: one asked before a skip was delivered must not undo it
+  unit: /** @type {any} */ (null), // the cmi5 unit (cmi5.js), when an LMS launched the lesson
 };
 const shell = startPage();
 const questions = new Questions(page, lessonId, () => drawProgress());
@@ -56,6 +57,7 @@ async function refreshProgress() {
     }
   }
   drawProgress();
+  page.unit?.sync().catch(unitSays);
   const now = page.checkpoints.filter((c) => c.completed);
   const fresh = firstLoad ? [] : now.filter((c) => !before.has(c.id));
   if (fresh.length) {
@@ -278,9 +280,47 @@ function drawHeader(lesson) {
   }
 }
 
+// A launch by an LMS (cmi5, loaded only then): its token, launch data and the learner's language before
+// anything is drawn or sent; a refusal says what to do, and the lesson is still there to read.
+const LAUNCH = ["endpoint", "fetch", "actor", "registration", "activityId"];
+
+function unitSays(error) {
+  const said = error.told ? error.message : t("Your course did not answer: {reason}", { reason: error.message });
+  $("unit-status").textContent = sentences(said, t("Close this window and open the lesson again from your course."));
+}
+
+async function startUnit(query) {
+  const { Unit, preferredLocale } = await import("../cmi5.js");
+  const launch = Object.fromEntries(LAUNCH.map((name) => [name, query.get(name)]));
+  const unit = new Unit(launch, lessonId, (text) => {
+    $("unit-status").textContent = text;
+  });
+  try {
+    await unit.start();
+  } catch (error) {
+    unitSays(error);
+    return null;
+  }
+  const chosen = preferredLocale(unit.preferences, OFFERED);
+  if (chosen && chosen !== locale) await useLanguage(chosen, "lesson");
+  $("progress-title").textContent = t("Your progress");
+  const exit = el("button", { type: "button", id: "unit-exit", text: t("Exit to your course") });
+  exit.addEventListener("click", () => {
+    exit.disabled = true;
+    unit.exit();
+  });
+  $("unit").append(exit);
+  window.addEventListener("pagehide", () => unit.leaving());
+  return unit;
+}
+
 async function init() {
+  const query = new URLSearchParams(location.search);
+  const launch = LAUNCH.some((name) => query.has(name)); // the server checked all five
+  page.unit = launch ? await startUnit(query) : null;
+  const lang = launch ? `?lang=${locale}` : ""; // the LMS's language, kept for the embedded explorable too
   // The lesson is public: asked for beside the session, not after it (one round trip less to the first drawing).
-  [page.learner, page.lesson] = await Promise.all([ensureSession(), getJSON(`/api/v1/lessons/${lessonId}`)]);
+  [page.learner, page.lesson] = await Promise.all([ensureSession(), getJSON(`/api/v1/lessons/${lessonId}${lang}`)]);
   drawHeader(page.lesson);
   const body = $("lesson-body");
   body.innerHTML = page.lesson.html; // rendered by the server from the lesson's markdown (raw HTML disabled)
