@@ -113,25 +113,25 @@ def launch_problems(args: Any) -> dict[str, str] | None:
 def _url(value: str) -> str | None:
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.password:
-        return N_("is an absolute http(s) URL without credentials")
+        return N_("must be an absolute http(s) URL without credentials")
     return None
 
 
 def _iri(value: str) -> str | None:
     parts = urlsplit(value)
-    return None if parts.scheme and (parts.netloc or parts.path) and len(value) <= 2048 else N_("is an IRI")
+    return None if parts.scheme and (parts.netloc or parts.path) and len(value) <= 2048 else N_("must be an IRI")
 
 
 def _uuid(value: str) -> str | None:
     try:
         uuid.UUID(value)
     except ValueError:
-        return N_("is a UUID")
+        return N_("must be a UUID")
     return None
 
 
 def _actor(value: str) -> str | None:
-    return None if agent_of(value) else N_("is an xAPI Agent in JSON with an account (homePage and name)")
+    return None if agent_of(value) else N_("must be an xAPI Agent in JSON with an account (homePage and name)")
 
 
 def agent_of(value: Any) -> dict[str, Any] | None:

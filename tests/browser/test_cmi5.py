@@ -184,6 +184,28 @@ def test_a_malformed_launch_answers_a_page_that_says_which_and_sends_nothing(pag
     response = page.goto(f"{live.url}/lessons/{LESSON}?{urlencode(query)}")
     assert response.status == 400
     problems = page.locator(".launch-problems li").all_inner_texts()
-    assert problems == ["actor is missing", "registration is a UUID"]
+    assert problems == ["actor is missing", "registration must be a UUID"]
     time.sleep(0.5)
     assert lms.requests[before:] == []
+
+
+def test_the_next_launch_of_a_registration_continues_the_lessons_progress(browser, live, lms):
+    context = browser.new_context(viewport=VIEWPORTS["desktop"])
+    page = context.new_page()
+    first = lms.launch(live.url, LESSON, seed=4)
+    opened(page, first["url"])
+    page.locator("#prediction").fill("Layer 2's induction heads at the last position.")
+    page.locator("#prediction").locator("xpath=ancestor::form").locator("button[type=submit]").click()
+    wait_for_checkpoint(page, "predict")
+    page.locator("#unit-exit").click()
+    page.wait_for_url(f"{lms.url}/course?*")
+    again = lms.launch(live.url, LESSON, seed=5, registration=first["registration"])  # a new session
+    opened(page, again["url"])
+    wait_for_checkpoint(page, "predict")  # the progress kept from the first session
+    assert page.locator("#prediction").input_value() == "Layer 2's induction heads at the last position."
+    wait_for(lambda: lms.verbs(first["registration"]).count("initialized") == 2, "the second initialized")
+    said = lms.sent(first["registration"])
+    sessions = [s["context"]["extensions"][SESSION_ID] for s in said]
+    assert sessions == [first["session"]] * 3 + [again["session"]]  # the earlier session's answer is not sent again
+    assert lms.conflicts == 0
+    context.close()

@@ -46,14 +46,17 @@ def test_a_launch_may_connect_to_the_lms_origins_and_nothing_more(client):
     "changes, said",
     [
         ({"fetch": None}, ["fetch is missing"]),
-        ({"endpoint": "javascript:alert(1)"}, ["endpoint is an absolute http(s) URL without credentials"]),
-        ({"endpoint": "https://user:pw@lrs.example/"}, ["endpoint is an absolute http(s) URL without credentials"]),
+        ({"endpoint": "javascript:alert(1)"}, ["endpoint must be an absolute http(s) URL without credentials"]),
+        (
+            {"endpoint": "https://user:pw@lrs.example/"},
+            ["endpoint must be an absolute http(s) URL without credentials"],
+        ),
         (
             {"actor": json.dumps({"mbox": "mailto:ada@example.org"})},
-            ["actor is an xAPI Agent in JSON with an account (homePage and name)"],
+            ["actor must be an xAPI Agent in JSON with an account (homePage and name)"],
         ),
-        ({"actor": "{not json"}, ["actor is an xAPI Agent in JSON with an account (homePage and name)"]),
-        ({"registration": "12", "activityId": None}, ["registration is a UUID", "activityId is missing"]),
+        ({"actor": "{not json"}, ["actor must be an xAPI Agent in JSON with an account (homePage and name)"]),
+        ({"registration": "12", "activityId": None}, ["registration must be a UUID", "activityId is missing"]),
     ],
 )
 def test_a_malformed_launch_names_each_parameter_and_runs_nothing(client, changes, said):
