@@ -33,6 +33,9 @@ QUOTA_ALARMS = Counter(
     "Writes past a quota that alarms instead of refusing (the web platform's)",
     ["quota"],
 )
+CUT_ANSWERS = Counter(
+    "workbench_answers_cut_total", "Connections closed: their answer not read within the send deadline"
+)
 RATELIMIT_STORAGE_TROUBLE = Counter(
     "workbench_ratelimit_storage_trouble_total",
     "Rate-limit store errors (limits then continue per worker, in memory)",

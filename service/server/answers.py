@@ -113,3 +113,13 @@ class Budget:
         """How much of `most` an answer may hold now."""
         with self._lock:
             return max(0, min(most, self.total - self.used))
+
+
+def cut(log: Any, address: Any, seconds: float) -> None:
+    """A client that did not read its answer within the send deadline: one warning line, and the count of
+    them in the metrics (imported here, once a worker runs: the master imports this module before the
+    metrics directory exists)."""
+    from ..observability import CUT_ANSWERS
+
+    log.warning("cut %s: its answer was not read within %g s", address, seconds)
+    CUT_ANSWERS.inc()

@@ -28,7 +28,7 @@ from gunicorn.http.unreader import SocketUnreader
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
 from ..config import Settings
-from .answers import Budget, HeldAnswer, refill, release
+from .answers import Budget, HeldAnswer, cut, refill, release
 from .penalties import block_of
 from .wire import (
     CONTINUE,
@@ -389,7 +389,7 @@ class BufferingWorker(ThreadWorker):
             self._forget(conn, self.lingering)
             self._close(conn)
         for conn in [c for c in self.sending if c.deadline <= now]:  # a client that does not read its answer
-            self.log.warning("cut %s: its answer was not read within %g s", conn.address, self.send_seconds)
+            cut(self.log, conn.address, self.send_seconds)
             self._forget(conn, self.sending)
             self._sent(conn, None)
         for network, waiting in list(self.turns.items()):

@@ -197,14 +197,26 @@ KEEPALIVE = 5  # s: how long the server keeps an idle connection open (gunicorn.
 LEARNER_SAMPLES = 120  # per phase and round: each sample a workbench edit, a mid-size trace and an event
 
 
-def _address_flood(url: str, source: str, hang_up: bool, flooding, stop, outcome) -> None:
-    """One flooding address: maximum-size traces back to back, anonymous, whatever the answer.
-    Half the addresses hang up as soon as the status line arrives (pure compute load); the others
-    download each answer at their part of a shared 1 Gbit/s link, as remote machines would (on
-    loopback they could pull more than any network card delivers: this machine's CPU)."""
-    become_background()
+def flood_bodies(kind: str, source: str) -> list[tuple[str, bytes]]:
+    """What a flooding address sends, in turn: maximum-size traces ("traces"), or the heaviest tiled
+    passes and decodes the service accepts ("tiled and decode": 4 to 7 MB answers each)."""
     rng = np.random.default_rng(abs(hash(source)) % 2**32)
-    payload = orjson.dumps({"tokens": rng.normal(size=(724, 8)).round(3).tolist(), "heads": 1})
+    if kind == "traces":
+        return [
+            ("/api/v1/attention", orjson.dumps({"tokens": rng.normal(size=(724, 8)).round(3).tolist(), "heads": 1}))
+        ]
+    tiled = {"tokens": rng.normal(size=(256, 64)).round(2).tolist(), "heads": 4, "block_q": 8, "block_k": 8}
+    decode = {"tokens": rng.normal(size=(96, 64)).round(2).tolist(), "heads": 8}
+    return [("/api/v1/attention/tiled", orjson.dumps(tiled)), ("/api/v1/attention/decode", orjson.dumps(decode))]
+
+
+def _address_flood(url: str, source: str, hang_up: bool, flooding, stop, outcome, kind: str = "traces") -> None:
+    """One flooding address: the `kind` of heavy request back to back (`flood_bodies`), anonymous,
+    whatever the answer. Half the addresses hang up as soon as the status line arrives (pure compute
+    load); the others download each answer at their part of a shared 1 Gbit/s link, as remote machines
+    would (on loopback they could pull more than any network card delivers: this machine's CPU)."""
+    become_background()
+    bodies = flood_bodies(kind, source)
     parts = urlsplit(url)
     counts = {"sent": 0, "200": 0, "429": 0, "503": 0}
     outcome[source] = counts
@@ -213,12 +225,13 @@ def _address_flood(url: str, source: str, hang_up: bool, flooding, stop, outcome
     while not stop.is_set():
         if not flooding.wait(0.1):
             continue
+        path, payload = bodies[counts["sent"] % len(bodies)]
         try:
             if connection is None:
                 connection = http.client.HTTPConnection(
                     parts.hostname, parts.port, timeout=60, source_address=(source, 0)
                 )
-            connection.request("POST", parts.path, body=payload, headers={"Content-Type": "application/json"})
+            connection.request("POST", path, body=payload, headers={"Content-Type": "application/json"})
             response = connection.getresponse()
             started, received = time.monotonic(), 0
             if hang_up:
@@ -309,10 +322,9 @@ def test_eight_flooding_addresses_leave_a_learner_elsewhere_their_time_and_no_er
         for _ in range(10):
             learner.sample([])  # warm
         with context.Pool(len(FLOOD_ADDRESSES) + 1) as pool:
-            attention = server.url + "/api/v1/attention"
             flood = pool.starmap_async(
                 _address_flood,
-                [(attention, a, i % 2 == 0, flooding, stop, outcome) for i, a in enumerate(FLOOD_ADDRESSES)],
+                [(server.url, a, i % 2 == 0, flooding, stop, outcome) for i, a in enumerate(FLOOD_ADDRESSES)],
             )
             bare = pool.apply_async(_busy, (running, stop))
             while len(outcome) < len(FLOOD_ADDRESSES):

@@ -10,6 +10,7 @@ import http.client
 import io
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -585,3 +586,29 @@ def test_192_four_megabyte_bodies_in_flight_keep_the_worker_under_its_memory_bud
     refused = [a for a in answers if a.startswith(b"HTTP/1.1 503")]
     assert refused and all(b"Retry-After" in a for a in refused)  # past the budget: told to come back
     assert len(answers) == 192
+
+
+@pytest.mark.slow
+def test_an_answer_not_read_within_the_send_deadline_is_cut_with_one_warning_line_and_counted(tmp_path, monkeypatch):
+    """Issue 66, L4: a client that does not read its answer is cut at the send deadline: one warning line
+    (no traceback), and `workbench_answers_cut_total` in the metrics says how often."""
+    monkeypatch.setenv("WORKBENCH_SEND_SECONDS", "2")
+    port = free_port()
+    proc = serve(SERVERS["make run (workbench serve)"](port), port, tmp_path)
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            conn.sendall(POSTED)
+            assert conn.recv(12).startswith(b"HTTP/1.1 200")  # the 25 MB answer started, never read
+            deadline = time.monotonic() + 15
+            counted = 0.0
+            while counted < 1 and time.monotonic() < deadline:
+                time.sleep(0.5)
+                metrics = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+                found = re.search(r"^workbench_answers_cut_total ([0-9.]+)$", metrics, re.M)
+                counted = float(found.group(1)) if found else 0.0
+    finally:
+        proc.terminate()
+        _, errors = proc.communicate(timeout=30)
+    assert counted == 1
+    assert errors.count(b"its answer was not read within 2 s") == 1 and b"Traceback" not in errors
