@@ -294,6 +294,23 @@ class Learner:
         return time.perf_counter() - started
 
 
+def learner_rounds(learner, rounds: int, samples: int, phases: dict, flooding, failures: list, running=None) -> None:
+    """`rounds` of the learner's `samples` per phase, appended to `phases`' lists: idle; beside a bare
+    background loop (`running`, when given); while the flood runs (its failures counted)."""
+    for _ in range(rounds):
+        time.sleep(0.5)
+        phases["idle"] += [learner.sample([] if running else failures) for _ in range(samples)]
+        if running is not None:
+            running.set()
+            time.sleep(0.5)
+            phases["busy"] += [learner.sample([]) for _ in range(samples)]
+            running.clear()
+        flooding.set()
+        time.sleep(2)  # the flood under way
+        phases["flooded"] += [learner.sample(failures) for _ in range(samples)]
+        flooding.clear()
+
+
 def test_eight_flooding_addresses_leave_a_learner_elsewhere_their_time_and_no_errors(tmp_path):
     """The finding: eight addresses flooding compute took another learner's requests to 503 in
     25 of 39. With the budgets on, as served: every one of the learner's requests succeeds while
@@ -329,17 +346,8 @@ def test_eight_flooding_addresses_leave_a_learner_elsewhere_their_time_and_no_er
             bare = pool.apply_async(_busy, (running, stop))
             while len(outcome) < len(FLOOD_ADDRESSES):
                 time.sleep(0.05)
-            for _ in range(DISTRIBUTED_ROUNDS):
-                time.sleep(0.5)
-                idle += [learner.sample([]) for _ in range(LEARNER_SAMPLES)]
-                running.set()
-                time.sleep(0.5)
-                busy += [learner.sample([]) for _ in range(LEARNER_SAMPLES)]
-                running.clear()
-                flooding.set()
-                time.sleep(2)  # the flood under way
-                flooded += [learner.sample(failures) for _ in range(LEARNER_SAMPLES)]
-                flooding.clear()
+            phases = {"idle": idle, "busy": busy, "flooded": flooded}
+            learner_rounds(learner, DISTRIBUTED_ROUNDS, LEARNER_SAMPLES, phases, flooding, failures, running)
             stop.set()
             flood.get(timeout=120)
             bare.get(timeout=60)

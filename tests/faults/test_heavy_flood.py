@@ -20,7 +20,7 @@ import statistics
 import time
 
 from ..live import LiveServer
-from .test_flood import Learner, _address_flood, p99
+from .test_flood import Learner, _address_flood, learner_rounds, p99
 from .test_worker_kills import make_key
 
 NETWORKS = [f"127.{20 + k}.0.2" for k in range(6)]
@@ -48,13 +48,7 @@ def one_run(server, token: str) -> dict:
             flood = pool.starmap_async(_address_flood, args)
             while len(outcome) < len(NETWORKS):
                 time.sleep(0.05)
-            for _ in range(ROUNDS):
-                time.sleep(0.5)
-                idle += [learner.sample(failures) for _ in range(SAMPLES)]
-                flooding.set()
-                time.sleep(2)  # the flood under way
-                flooded += [learner.sample(failures) for _ in range(SAMPLES)]
-                flooding.clear()
+            learner_rounds(learner, ROUNDS, SAMPLES, {"idle": idle, "flooded": flooded}, flooding, failures)
             stop.set()
             flood.get(timeout=120)
         sent = {a: dict(c) for a, c in outcome.items()}
