@@ -32,6 +32,7 @@ from ..exercise.diagnose import traces_per_diagnosis
 from ..exercise.online import RUNS
 from ..i18n import speaker
 from ..text import N_
+from .attention import offload as heavy
 from .attention import shortcut
 from .attention.caps import cost, most, tiled_size
 from .auth import authorized, needs
@@ -196,7 +197,7 @@ def answer(args: dict[str, Any], challenge: ExerciseChallenge) -> dict[str, Any]
             errors={"answers": [f"expected {len(challenge.cases)} answers, got {len(args['answers'])}"]},
         )
     try:
-        verdict = check_answers(challenge.cases, args["answers"])
+        verdict = heavy.computed(check_answers, challenge.cases, args["answers"])
     except AttentionInputError as exc:
         raise Problem(422, str(exc), errors={exc.field or "answers": [str(exc)]}) from None
     engine_seen = verdict.correct and shortcut.seen(challenge.cases)

@@ -29,6 +29,7 @@ from ..exercise.diagnose import MISTAKES, diagnose, traces_per_diagnosis
 from ..exercise.online import RUNS, diagnose_online
 from ..i18n import speaker
 from . import storage
+from .attention import offload as heavy
 from .attention.caps import cost, most, tiled_size
 from .auth import authorized, needs
 from .schemas.exercises import CheckResultSchema, CheckSchema, MistakesSchema, OnlineCheckSchema
@@ -182,7 +183,7 @@ class Check(MethodView):
         """Check a learner's output for a case and name the mistake it shows, if a known one"""
         case, output = args["case"], args["output"]
         try:
-            result = diagnose(case["tokens"], case["heads"], case["causal"], output)
+            result = heavy.computed(diagnose, case["tokens"], case["heads"], case["causal"], output)
         except AttentionInputError as exc:
             raise Problem(422, str(exc), errors={exc.field or "case": [str(exc)]}) from None
         kept = {"tokens": case["tokens"].tolist(), "heads": case["heads"], "causal": case["causal"]}
@@ -209,8 +210,9 @@ class OnlineCheck(MethodView):
         """Check a learner's online softmax (output and L) for a case and name the slips it shows"""
         case, output = args["case"], args["output"]
         try:
-            result = diagnose_online(
-                case["tokens"], case["causal"], case["block_q"], case["block_k"], output["output"], output.get("lse")
+            blocks = (case["block_q"], case["block_k"])
+            result = heavy.computed(
+                diagnose_online, case["tokens"], case["causal"], *blocks, output["output"], output.get("lse")
             )
         except AttentionInputError as exc:
             raise Problem(422, str(exc), errors={exc.field or "case": [str(exc)]}) from None

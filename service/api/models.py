@@ -13,11 +13,11 @@ from flask.views import MethodView
 
 from ..edge import EdgeRequest, costs
 from ..edge.problems import Problem
-from ..models import AnyModel, ablations, load
-from ..models.present import ModelRequestError, describe, run
-from ..models.present_inside import PATCH_BYTES, lens_body, patch_body
-from ..models.speculate import speculate_body
+from ..models import AnyModel, ablations, load, served
+from ..models.present import ModelRequestError, describe
+from ..models.present_inside import PATCH_BYTES
 from ..text import N_
+from .attention import offload as heavy
 from .attention.traces import respond
 from .schemas.models import (
     LensRequestSchema,
@@ -51,6 +51,16 @@ def find(model_id: str) -> AnyModel:
         args = {"model": repr(model_id), "known": known}
         raise Problem(404, N_("no model %(model)s here (known: %(known)s)"), args=args, slug="unknown-model")
     return model
+
+
+def _answer(kind: str, model_id: str, args: dict[str, Any]) -> Any:
+    """A model's answer: in the background process at idle priority when what it costs is heavy (the process
+    loads the model once), else here with the worker's own."""
+    model = find(model_id)
+    if not heavy.charged_heavy():
+        return served.ANSWERS[kind](model, args)
+    settings = current_app.extensions["settings"]
+    return heavy.in_background(served.answer, kind, settings.models_dir, settings.encoders_dir, model_id, args)
 
 
 @blp.route("")
@@ -103,7 +113,7 @@ class ModelAttention(MethodView):
     def post(self, args, model_id):
         """Run a text through a model: every layer's trace with each head's label (and the byte model's next bytes)"""
         try:
-            return respond(run(find(model_id), args))
+            return respond(_answer("attention", model_id, args))
         except ModelRequestError as refused:
             raise problem(refused) from None
 
@@ -139,7 +149,7 @@ class Lens(MethodView):
     def post(self, args, model_id):
         """The logit lens: every stream, and each head's write, read through the final norm and W_U"""
         try:
-            return respond(lens_body(find(model_id), args))
+            return respond(_answer("lens", model_id, args))
         except ModelRequestError as refused:
             raise problem(refused) from None
 
@@ -166,7 +176,7 @@ class Patch(MethodView):
     def post(self, args, model_id):
         """Activation patching (and attribution patching's estimates): every cell's effect on the metric"""
         try:
-            return respond(patch_body(find(model_id), args))
+            return respond(_answer("patch", model_id, args))
         except ModelRequestError as refused:
             raise problem(refused) from None
 
@@ -193,7 +203,7 @@ class Speculate(MethodView):
     def post(self, args, model_id):
         """Speculative decoding: each round's drafts, their verification over the cache, the rollback, the output"""
         try:
-            return respond(speculate_body(find(model_id), args))
+            return respond(_answer("speculate", model_id, args))
         except ModelRequestError as refused:
             raise problem(refused) from None
 

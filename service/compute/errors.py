@@ -11,3 +11,6 @@ class AttentionInputError(ValueError):
     def __init__(self, message: str, field: str | None = None):
         super().__init__(message)
         self.field = field
+
+    def __reduce__(self):  # raised in the background process, raised again whole in the worker
+        return type(self), (str(self), self.field)

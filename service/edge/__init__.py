@@ -46,6 +46,9 @@ JSON = "workbench.json"  # the parsed body (absent: none was read, or it is left
 RAW = "workbench.raw"  # the body's bytes
 COUNTED = "workbench.counted"  # the X-RateLimit headers of the counted request
 RECEIPT = "workbench.charged"  # what the compute budgets were charged for this request
+CELLS = (
+    "workbench.cells"  # the request's cost in cells, charged or not (limits off): the heavy ones go to the background
+)
 ROUTE = "workbench.route"  # the matched rule, for metrics (never the path: paths carry learner ids)
 REQUEST_ID_FORM = re.compile(r"\A[A-Za-z0-9._-]{8,64}\Z")
 COUNTED_PREFIXES = ("/api/v1/", "/lti/")
@@ -194,7 +197,7 @@ class Edge:
             self.limits.refuse_early(who)  # a network past its share: its large bodies before any parsing
         request = self._read(environ, who, view_args)
         with self.app.app_context():  # the settings, the database, the models: as a view sees them
-            cells = route.cost(request) if route.cost else None
+            cells = environ[CELLS] = route.cost(request) if route.cost else None
             if cells:
                 environ[RECEIPT] = self.limits.charge(who, cells)
             return route.fast(request) if route.fast and self.use_fast else None

@@ -5,6 +5,7 @@ switched off on request; the byte model's likeliest next bytes. No HTTP here: th
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -176,6 +177,9 @@ class ModelRequestError(ValueError):
     ):
         super().__init__(message % args if args else message)
         self.status, self.message, self.values, self.field, self.limits = status, message, args, field, limits
+
+    def __reduce__(self):  # raised in the background process, raised again whole in the worker
+        return partial(type(self), field=self.field, limits=self.limits), (self.status, self.message, self.values)
 
 
 def likeliest(probabilities: np.ndarray, index: int, top: int) -> list[dict[str, Any]]:

@@ -41,7 +41,7 @@ import orjson
 import pytest
 import requests
 
-from service.api.attention.offload import become_background
+from service.api.attention.allocator import become_background
 
 from ..api.helpers import event
 from ..live import LiveServer

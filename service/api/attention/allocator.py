@@ -1,4 +1,6 @@
-"""Keep freed memory for reuse (glibc only): page faults dominate large traces otherwise.
+"""The tuning the background compute processes run under: idle priority (`become_background`), death with
+their worker (`die_with_parent`), and freed memory kept for reuse (glibc only: page faults dominate large
+traces otherwise).
 
 On this class of VM a first-touch page fault costs several microseconds; a fresh 3 MB array
 faults 768 times (~5 ms), more than the matmul that fills it. glibc by default returns freed
@@ -13,6 +15,8 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
+import signal
 
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
@@ -47,3 +51,43 @@ def retain_freed_memory() -> bool:
         return False
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+NICENESS = 19  # the lowest nice value: the fallback where SCHED_IDLE is missing
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def become_background() -> None:
+    """SCHED_IDLE on every thread, and one BLAS thread, so one such process holds one core at most.
+
+    Under SCHED_IDLE a waking request thread preempts this process at once; a nice-19 process
+    keeps the core for the rest of its time slice (about 1.5 ms on 2 cores) at every wakeup.
+    Linux sets the policy per thread; threads started later inherit it.
+    """
+    for name in BLAS_THREADS:
+        os.environ[name] = "1"  # read when numpy first loads, which is after this
+    for tid in _threads():
+        try:
+            os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
+        except (AttributeError, OSError):  # not Linux, or SCHED_IDLE refused
+            os.setpriority(os.PRIO_PROCESS, tid, NICENESS)
+
+
+def die_with_parent() -> None:
+    """Ask the kernel to kill this process when the thread that started it goes (a gunicorn
+    worker's main thread, even under kill -9): a compute process never outlives its worker."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the pool's own shutdown is all there is
+        return
+    if os.getppid() == 1:  # the parent died before the request took effect
+        os._exit(0)
+
+
+def _threads() -> list[int]:
+    try:
+        return [int(tid) for tid in os.listdir("/proc/self/task")]
+    except OSError:  # no /proc: the calling thread only
+        return [0]

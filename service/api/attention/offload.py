@@ -15,25 +15,24 @@ background one, with one BLAS thread): the pool's initializer is named from here
 
 from __future__ import annotations
 
-import ctypes
 import fcntl
 import hashlib
 import multiprocessing
 import os
-import signal
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from flask import current_app
+from flask import current_app, request
 
 from ...deployment import spawn_is_safe
+from ...edge import CELLS
 from ...edge.problems import Problem
 
 SHARED = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
@@ -181,24 +180,38 @@ def run(
     when `body_of` names it) in the background process; the open file of its answer (the server sends it,
     with sendfile where it can)."""
     settings = current_app.extensions["settings"]
-    count = machine_slots(settings.heavy_compute_concurrency)
-    with _waiting_place():
-        with slot(count, wait=settings.heavy_compute_wait_seconds) as held:
-            if not held:
-                raise _busy(f"no large-trace slot came free within {settings.heavy_compute_wait_seconds:g} s")
-            if _pooled():
-                task = _executor(count).submit(
-                    compute_to_file, args, failure_mode, compare, binary, raw, settings, body_of
-                )
-                path, error = _bounded(task, settings)
-            else:
-                path, error = compute_to_file(args, failure_mode, compare, binary, raw, settings, body_of)
+    path, error = in_background(compute_to_file, args, failure_mode, compare, binary, raw, settings, body_of)
     release_memory_when_idle()  # this worker's copies of bodies and answers, once traces stop coming
     if error is not None or path is None:
         raise Problem.from_data(error or {})
     body = open(path, "rb")  # noqa: SIM115 - closed by the server after sending
     os.unlink(path)  # the open descriptor keeps the data until the response is sent
     return body
+
+
+def in_background(fn: Callable[..., Any], *args: Any) -> Any:
+    """`fn(*args)` in the background process at idle priority, within the machine's slots and the deadline
+    of a large trace (here when there is no pool: tests); what it raises is raised here."""
+    settings = current_app.extensions["settings"]
+    count = machine_slots(settings.heavy_compute_concurrency)
+    with _waiting_place():
+        with slot(count, wait=settings.heavy_compute_wait_seconds) as held:
+            if not held:
+                raise _busy(f"no large-trace slot came free within {settings.heavy_compute_wait_seconds:g} s")
+            if _pooled():
+                return _bounded(_executor(count).submit(fn, *args), settings)
+            return fn(*args)
+
+
+def charged_heavy() -> bool:
+    """Whether this request's cost (the edge measured it) is heavy: then it is computed in the background."""
+    return (request.environ.get(CELLS) or 0) >= current_app.extensions["settings"].heavy_compute_cells
+
+
+def computed(fn: Callable[..., Any], *args: Any) -> Any:
+    """A charged computation whose answer is small (a check's verdict): in the background process when the
+    request's cost is heavy, as a large trace is; else here."""
+    return in_background(fn, *args) if charged_heavy() else fn(*args)
 
 
 def _busy(reason: str) -> Problem:
@@ -335,55 +348,16 @@ def compute_to_file(
 
 # -- making the compute process a background one ---------------------------------------------
 
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
-NICENESS = 19  # the lowest nice value: the fallback where SCHED_IDLE is missing
-BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-
-
-def become_background() -> None:
-    """SCHED_IDLE on every thread, and one BLAS thread, so one such process holds one core at most.
-
-    Under SCHED_IDLE a waking request thread preempts this process at once; a nice-19 process
-    keeps the core for the rest of its time slice (about 1.5 ms on 2 cores) at every wakeup.
-    Linux sets the policy per thread; threads started later inherit it.
-    """
-    for name in BLAS_THREADS:
-        os.environ[name] = "1"  # read when numpy first loads, which is after this
-    for tid in _threads():
-        try:
-            os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
-        except (AttributeError, OSError):  # not Linux, or SCHED_IDLE refused
-            os.setpriority(os.PRIO_PROCESS, tid, NICENESS)
-
-
-def die_with_parent() -> None:
-    """Ask the kernel to kill this process when the thread that started it goes (a gunicorn
-    worker's main thread, even under kill -9): a compute process never outlives its worker."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux: the pool's own shutdown is all there is
-        return
-    if os.getppid() == 1:  # the parent died before the request took effect
-        os._exit(0)
-
 
 def start_compute_process(retain_memory: bool = True, threads: int = 1) -> None:
     """The initializer of the background pool's processes. `threads`: how many cores the
     engine may spread one trace over (heavy.compute_threads: the compute processes together
     never take the core kept for the request path)."""
     from ...compute import parallel
-    from .allocator import retain_freed_memory
+    from .allocator import become_background, die_with_parent, retain_freed_memory
 
     die_with_parent()
     become_background()
     parallel.limit_threads(threads)
     if retain_memory:
         retain_freed_memory()  # large traces otherwise re-fault their buffers on every request
-
-
-def _threads() -> list[int]:
-    try:
-        return [int(tid) for tid in os.listdir("/proc/self/task")]
-    except OSError:  # no /proc: the calling thread only
-        return [0]

@@ -312,3 +312,78 @@ def test_a_background_computation_that_does_not_finish_is_a_503_not_a_wait(app_c
         waited = time.monotonic() - started
     assert refused.value.status == 503 and "within 0.5 s" in refused.value.detail
     assert waited < 2  # the request did not wait for the computation
+
+
+# Every other charged computation (issue 66, M3): a check's diagnosis, a challenge's verification, a model's
+# trace, lens, patch and speculation, each with the same answer when its cost is heavy.
+CASE = {"tokens": [[1.0, 0.0, 0.5, -1.0], [0.0, 1.0, 1.0, 0.5], [1.0, 1.0, -0.5, 0.0]], "heads": 2, "causal": True}
+HALF = [[[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.3, 0.3, 0.4]]] * 2
+WRONG = {"weights": HALF, "head_outputs": [[[1.0, 0.0]] * 3] * 2, "concatenated": [[1.0, 0.0, 1.0, 0.0]] * 3}
+ONLINE = {"tokens": [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], "causal": True, "block_q": 2, "block_k": 2}
+OFFLOADED = [
+    ("/api/v1/exercises/multi-head-attention/check", {"case": CASE, "output": WRONG}),
+    ("/api/v1/exercises/online-softmax/check", {"case": ONLINE, "output": {"output": [[1, 0]] * 3, "lse": [0.7] * 3}}),
+    ("/api/v1/models/bytes-2l-attn/attention", {"text": "x7Kp2Qx7Kp2Q", "top": 3}),
+    ("/api/v1/models/bytes-2l-attn/lens", {"text": "x7Kp2Qx7Kp2Q", "top": 3}),
+    (
+        "/api/v1/models/bytes-2l-attn/patch",
+        {
+            "clean": "q8Lm3Zq8Lm3Z",
+            "corrupted": "q8Lm3Zq8Lm3Y",
+            "metric": {"kind": "logit_difference", "bytes": [90, 89]},
+        },
+    ),
+    ("/api/v1/models/bytes-2l-attn/speculate", {"prompt": "def f(x):", "gamma": 2, "max_new_tokens": 8, "seed": 3}),
+]
+
+
+@pytest.mark.parametrize(("path", "body"), OFFLOADED)
+def test_every_charged_computation_runs_in_the_background_when_heavy_and_answers_the_same(
+    app_config, monkeypatch, path, body
+):
+    direct = create_app(app_config).test_client().post(path, json=body)
+    ran: list[str] = []
+    real = heavy.in_background
+    monkeypatch.setattr(heavy, "in_background", lambda fn, *a: ran.append(fn.__name__) or real(fn, *a))
+    offloaded = create_app({**app_config, "heavy_compute_cells": 1}).test_client().post(path, json=body)
+    assert direct.status_code == offloaded.status_code == 200, offloaded.get_data()[:300]
+    assert len(ran) == 1  # in the background process (the pool runs in tests, as served)
+    assert orjson.loads(offloaded.get_data()) == orjson.loads(direct.get_data())
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        (
+            "/api/v1/exercises/multi-head-attention/check",
+            {"case": CASE, "output": {**WRONG, "weights": [[[1.0]]]}},
+            "output.weights",
+        ),
+        ("/api/v1/models/bytes-2l-attn/attention", {"text": "abc", "ablate": [{"layer": 9, "head": 0}]}, "ablate"),
+    ],
+)
+def test_what_the_background_refuses_is_said_as_the_request_thread_says_it(app_config, path, body, field):
+    direct = create_app(app_config).test_client().post(path, json=body)
+    offloaded = create_app({**app_config, "heavy_compute_cells": 1}).test_client().post(path, json=body)
+    assert direct.status_code == offloaded.status_code and direct.status_code in (413, 422)
+    assert offloaded.json == direct.json and any(name.startswith(field) for name in offloaded.json["errors"])
+
+
+def test_the_engines_and_the_models_refusals_cross_the_process_boundary_whole():
+    import pickle
+
+    from service.compute import AttentionInputError
+    from service.models.present import ModelRequestError
+
+    engine = pickle.loads(pickle.dumps(AttentionInputError("weights is 1 x 1", field="output.weights")))
+    assert (str(engine), engine.field) == ("weights is 1 x 1", "output.weights")
+    refused = ModelRequestError(413, "at most %(n)s bytes", {"n": 128}, field="clean", limits={"context": 128})
+    model = pickle.loads(pickle.dumps(refused))
+    assert (model.status, model.message, model.values, model.field, model.limits, str(model)) == (
+        413,
+        "at most %(n)s bytes",
+        {"n": 128},
+        "clean",
+        {"context": 128},
+        "at most 128 bytes",
+    )
