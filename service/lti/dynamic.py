@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 
 import requests
 from pylti1p3.dynamic_registration import DynamicRegistration
+from requests.adapters import HTTPAdapter
 from sqlalchemy import delete
 from sqlalchemy.orm import Session
 
@@ -167,8 +168,11 @@ class Registrar(DynamicRegistration):
         started = time.monotonic()
         headers = {"Accept": "application/json", "Accept-Encoding": "identity", **kwargs.pop("headers", {})}
         try:
-            self.public(url, what)
+            pinned = self.public(url, what)
             with self.get_request_session() as session:
+                if pinned is not None:  # to the address checked, whatever a second lookup would answer
+                    session.mount("https://", PinnedAdapter(urlsplit(url).hostname or ""))
+                    headers["Host"], url = urlsplit(url).netloc, _at(url, pinned)
                 response = session.request(method, url, headers=headers, allow_redirects=False, stream=True, **kwargs)
                 with response:
                     body = b""
@@ -182,16 +186,19 @@ class Registrar(DynamicRegistration):
         except (requests.RequestException, OSError, ValueError):
             raise RegistrationRefused(UNREADABLE % what) from None
 
-    def public(self, url: str, what: str) -> None:
-        """Every address the host resolves to is public (this machine's allowed outside production)."""
+    def public(self, url: str, what: str) -> str | None:
+        """Every address the host resolves to is public: the first, which the fetch connects to (DNS could
+        answer an inside address to a second lookup); None for this machine (allowed outside production)."""
         parts = urlsplit(url)
         if self.loopback_http and parts.hostname in LOOPBACK:
-            return
-        for *_, address in socket.getaddrinfo(parts.hostname, parts.port or 443, type=socket.SOCK_STREAM):
+            return None
+        found = socket.getaddrinfo(parts.hostname, parts.port or 443, type=socket.SOCK_STREAM)
+        for *_, address in found:
             ip = ipaddress.ip_address(address[0])
             ip = getattr(ip, "ipv4_mapped", None) or ip
             if not ip.is_global or ip.is_multicast:
                 raise RegistrationRefused(UNREADABLE % what)
+        return str(found[0][4][0])
 
     def check(self, configuration: Any) -> None:
         """What the tool needs of the platform, each refusal saying what is missing."""
@@ -223,6 +230,25 @@ class Registrar(DynamicRegistration):
         if parts.scheme == "http" and parts.hostname in LOOPBACK and self.loopback_http:
             return
         raise RegistrationRefused(f"{name} must be an https URL, got {url or 'nothing'!r}")
+
+
+class PinnedAdapter(HTTPAdapter):
+    """https to an address already checked, named by its IP in the URL: TLS still sends and verifies the
+    platform's host name (SNI, the certificate), and the Host header says it."""
+
+    def __init__(self, hostname: str):
+        self.hostname = hostname
+        super().__init__()
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, server_hostname=self.hostname, assert_hostname=self.hostname, **kwargs)
+
+
+def _at(url: str, address: str) -> str:
+    """`url` with its host replaced by `address` (an IPv6 one in brackets), its port kept."""
+    parts = urlsplit(url)
+    host = f"[{address}]" if ":" in address else address
+    return parts._replace(netloc=host + (f":{parts.port}" if parts.port else "")).geturl()
 
 
 def registered(registrar: Registrar, platform: str) -> NewRegistration:

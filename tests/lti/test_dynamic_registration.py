@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import html
 import json
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -24,6 +25,7 @@ from service.lti import dynamic
 from service.lti.notices import USER_DELETED
 from service.lti.registrations import NewRegistration
 from service.lti.registrations import register as store
+from service.lti.tool import PatientSession
 
 from .lms_server import LmsServer
 from .platform import CLAIM, TOOL, Platform
@@ -320,3 +322,41 @@ def test_a_dynamically_registered_platforms_learners_are_accounts_on_its_own_hos
     sent = answer.json["statements"]
     assert sent and {s["actor"]["account"]["homePage"] for s in sent} == {platform.url}  # its issuer's origin
     assert all(s["actor"]["account"]["name"] == learner for s in sent)
+
+
+def test_a_host_that_answers_an_inside_address_to_a_second_lookup_is_never_reached(
+    app, client, cli, platform, monkeypatch
+):
+    """DNS rebinding: the name resolves to a public address when checked and to this machine when the fetch
+    would look it up again. The fetch connects to the address checked (and fails here: no route out), so
+    nothing inside is ever reached."""
+    inside = socket.create_server(("127.0.0.1", 0))
+    inside.settimeout(0.2)
+    real = socket.getaddrinfo
+    lookups: list[str] = []
+
+    def rebinding(host, port, *args, **kwargs):
+        if host != "platform.rebind.test":
+            return real(host, port, *args, **kwargs)
+        lookups.append(host)
+        address = "127.0.0.1" if len(lookups) > 1 else "8.8.8.8"  # public when checked, inside after
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, inside.getsockname()[1]))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    monkeypatch.setattr(PatientSession, "TIMEOUT_SECONDS", 1.0)
+    url = f"https://platform.rebind.test:{inside.getsockname()[1]}/openid-configuration"
+    page = opened(client, platform, invitation(cli), openid_configuration=url)
+    with contextlib.suppress(TimeoutError):
+        inside.accept()
+        raise AssertionError("the fetch reached this machine: a second lookup was trusted")
+    inside.close()
+    assert page.status_code == 400 and lookups == ["platform.rebind.test"]  # looked up once, then pinned
+    assert stored(app) == []
+
+
+def test_a_pinned_fetch_still_names_the_platforms_host_to_tls():
+    adapter = dynamic.PinnedAdapter("platform.example.org")
+    assert adapter.poolmanager.connection_pool_kw["server_hostname"] == "platform.example.org"
+    assert adapter.poolmanager.connection_pool_kw["assert_hostname"] == "platform.example.org"
+    assert dynamic._at("https://platform.example.org:8443/a?b=1", "2001:db8::1") == "https://[2001:db8::1]:8443/a?b=1"
+    assert dynamic._at("https://platform.example.org/c", "93.184.216.34") == "https://93.184.216.34/c"
