@@ -360,3 +360,66 @@ def test_a_pinned_fetch_still_names_the_platforms_host_to_tls():
     assert adapter.poolmanager.connection_pool_kw["assert_hostname"] == "platform.example.org"
     assert dynamic._at("https://platform.example.org:8443/a?b=1", "2001:db8::1") == "https://[2001:db8::1]:8443/a?b=1"
     assert dynamic._at("https://platform.example.org/c", "93.184.216.34") == "https://93.184.216.34/c"
+
+
+def test_a_pinned_fetch_reaches_the_address_with_the_hosts_certificate_checked(tmp_path):
+    """An https server on an address whose certificate names only `platform.test`: through the adapter, a fetch
+    of the address verifies that name and is answered; without it, the certificate does not match."""
+    import datetime as dt
+    import http.server
+    import ssl
+
+    import requests
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "platform.test")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(days=1))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName("platform.test")]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    (tmp_path / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (tmp_path / "key.pem").write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    seen: list[str | None] = []
+
+    class Answer(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append(self.headers["Host"])
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    address = dynamic._at(f"https://platform.test:{server.server_address[1]}/c", "127.0.0.1")
+    try:
+        with requests.Session() as session:
+            session.mount("https://", dynamic.PinnedAdapter("platform.test"))
+            host = {"Host": f"platform.test:{server.server_address[1]}"}
+            assert session.get(address, headers=host, verify=str(tmp_path / "cert.pem"), timeout=5).json() == {}
+        with pytest.raises(requests.exceptions.SSLError), requests.Session() as plain:
+            plain.get(address, verify=str(tmp_path / "cert.pem"), timeout=5)
+    finally:
+        server.shutdown()
+    assert seen == [f"platform.test:{server.server_address[1]}"]
