@@ -14,7 +14,7 @@ from flask.views import MethodView
 from ..edge import EdgeRequest, costs
 from ..edge.problems import Problem
 from ..models import AnyModel, ablations, load, served
-from ..models.present import ModelRequestError, describe
+from ..models.present import ModelRequestError, describe, run
 from ..models.present_inside import PATCH_BYTES
 from ..text import N_
 from .attention import offload as heavy
@@ -113,7 +113,7 @@ class ModelAttention(MethodView):
     def post(self, args, model_id):
         """Run a text through a model: every layer's trace with each head's label (and the byte model's next bytes)"""
         try:
-            return respond(_answer("attention", model_id, args))
+            return respond(run(find(model_id), args))  # here: the head scores it measures are this worker's to keep
         except ModelRequestError as refused:
             raise problem(refused) from None
 

@@ -10,11 +10,12 @@ from typing import Any
 from . import AnyModel
 from .byte_model import load_models
 from .encoder import load_encoders
-from .present import run
 from .present_inside import lens_body, patch_body
 from .speculate import speculate_body
 
-ANSWERS = {"attention": run, "lens": lens_body, "patch": patch_body, "speculate": speculate_body}
+# A model's trace is not here: the head scores it measures for a set of heads switched off are the worker's
+# to keep (switching them off and on is then free), and a trace of at most 128 positions is quick.
+ANSWERS = {"lens": lens_body, "patch": patch_body, "speculate": speculate_body}
 
 
 @functools.cache

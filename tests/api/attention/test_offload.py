@@ -315,7 +315,7 @@ def test_a_background_computation_that_does_not_finish_is_a_503_not_a_wait(app_c
 
 
 # Every other charged computation (issue 66, M3): a check's diagnosis, a challenge's verification, a model's
-# trace, lens, patch and speculation, each with the same answer when its cost is heavy.
+# lens, patch and speculation, each with the same answer when its cost is heavy.
 CASE = {"tokens": [[1.0, 0.0, 0.5, -1.0], [0.0, 1.0, 1.0, 0.5], [1.0, 1.0, -0.5, 0.0]], "heads": 2, "causal": True}
 HALF = [[[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.3, 0.3, 0.4]]] * 2
 WRONG = {"weights": HALF, "head_outputs": [[[1.0, 0.0]] * 3] * 2, "concatenated": [[1.0, 0.0, 1.0, 0.0]] * 3}
@@ -323,7 +323,6 @@ ONLINE = {"tokens": [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], "causal": True, "block
 OFFLOADED = [
     ("/api/v1/exercises/multi-head-attention/check", {"case": CASE, "output": WRONG}),
     ("/api/v1/exercises/online-softmax/check", {"case": ONLINE, "output": {"output": [[1, 0]] * 3, "lse": [0.7] * 3}}),
-    ("/api/v1/models/bytes-2l-attn/attention", {"text": "x7Kp2Qx7Kp2Q", "top": 3}),
     ("/api/v1/models/bytes-2l-attn/lens", {"text": "x7Kp2Qx7Kp2Q", "top": 3}),
     (
         "/api/v1/models/bytes-2l-attn/patch",
@@ -359,7 +358,11 @@ def test_every_charged_computation_runs_in_the_background_when_heavy_and_answers
             {"case": CASE, "output": {**WRONG, "weights": [[[1.0]]]}},
             "output.weights",
         ),
-        ("/api/v1/models/bytes-2l-attn/attention", {"text": "abc", "ablate": [{"layer": 9, "head": 0}]}, "ablate"),
+        (
+            "/api/v1/models/bytes-2l-attn/patch",
+            {"clean": "q8Lm3Z", "corrupted": "q8Lm3", "metric": {"kind": "logit_difference", "bytes": [90, 89]}},
+            "corrupted",
+        ),
     ],
 )
 def test_what_the_background_refuses_is_said_as_the_request_thread_says_it(app_config, path, body, field):
