@@ -294,20 +294,30 @@ class Learner:
         return time.perf_counter() - started
 
 
-def learner_rounds(learner, rounds: int, samples: int, phases: dict, flooding, failures: list, running=None) -> None:
+def learner_rounds(
+    learner, rounds: int, samples: int, phases: dict, flooding, failures: list, running=None, pace: float = 0.0
+) -> None:
     """`rounds` of the learner's `samples` per phase, appended to `phases`' lists: idle; beside a bare
-    background loop (`running`, when given); while the flood runs (its failures counted)."""
+    background loop (`running`, when given); while the flood runs (its failures counted). A sample at most
+    every `pace` seconds (0: back to back)."""
+
+    def sampled(counted: list) -> float:
+        started = time.monotonic()
+        took = learner.sample(counted)
+        time.sleep(max(0.0, pace - (time.monotonic() - started)))
+        return took
+
     for _ in range(rounds):
         time.sleep(0.5)
-        phases["idle"] += [learner.sample([] if running else failures) for _ in range(samples)]
+        phases["idle"] += [sampled([] if running else failures) for _ in range(samples)]
         if running is not None:
             running.set()
             time.sleep(0.5)
-            phases["busy"] += [learner.sample([]) for _ in range(samples)]
+            phases["busy"] += [sampled([]) for _ in range(samples)]
             running.clear()
         flooding.set()
         time.sleep(2)  # the flood under way
-        phases["flooded"] += [learner.sample(failures) for _ in range(samples)]
+        phases["flooded"] += [sampled(failures) for _ in range(samples)]
         flooding.clear()
 
 
