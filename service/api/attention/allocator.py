@@ -13,6 +13,7 @@ a burst of large traces leaves nothing behind. Request workers keep glibc's defa
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import os
@@ -36,8 +37,7 @@ def _libc() -> ctypes.CDLL | None:
 
 def release_freed_memory() -> bool:
     """Give every free page of the heap back to the kernel now (glibc's malloc_trim)."""
-    libc = _libc()
-    trim = getattr(libc, "malloc_trim", None)
+    trim = getattr(_libc(), "malloc_trim", None)
     if trim is None:
         return False
     trim.argtypes = [ctypes.c_size_t]
@@ -68,20 +68,20 @@ def become_background() -> None:
     for name in BLAS_THREADS:
         os.environ[name] = "1"  # read when numpy first loads, which is after this
     for tid in _threads():
-        try:
-            os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
-        except (AttributeError, OSError):  # not Linux, or SCHED_IDLE refused
-            os.setpriority(os.PRIO_PROCESS, tid, NICENESS)
+        with contextlib.suppress(ProcessLookupError):  # a thread that ended meanwhile (a host script's timers)
+            try:
+                os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
+            except (AttributeError, OSError):  # not Linux, or SCHED_IDLE refused
+                os.setpriority(os.PRIO_PROCESS, tid, NICENESS)
 
 
 def die_with_parent() -> None:
     """Ask the kernel to kill this process when the thread that started it goes (a gunicorn
     worker's main thread, even under kill -9): a compute process never outlives its worker."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux: the pool's own shutdown is all there is
+    prctl = getattr(_libc(), "prctl", None)
+    if prctl is None:  # not Linux: the pool's own shutdown is all there is
         return
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() == 1:  # the parent died before the request took effect
         os._exit(0)
 

@@ -390,3 +390,31 @@ def test_the_engines_and_the_models_refusals_cross_the_process_boundary_whole():
         {"context": 128},
         "at most 128 bytes",
     )
+
+
+CHURNING_HOST = """
+import sys, threading, time
+sys.path.insert(0, {root!r})
+from service.api.attention.allocator import become_background
+stop = threading.Event()
+def churn():
+    while not stop.is_set():  # short-lived threads all the time, as a rate limiter's timers are
+        t = threading.Thread(target=time.sleep, args=(0.0005,))
+        t.start()
+        t.join()
+for _ in range(3):
+    threading.Thread(target=churn, daemon=True).start()
+for _ in range(5000):
+    become_background()
+stop.set()
+print("idle", flush=True)
+"""
+
+
+def test_a_compute_process_starts_while_its_threads_come_and_go(tmp_path):
+    """The background process lowers every thread it has; one that ends meanwhile is skipped, never an error
+    (a host script's app, re-run in the child, starts a rate limiter's timers there: the pool then broke)."""
+    script = tmp_path / "churn.py"
+    script.write_text(CHURNING_HOST.format(root=str(ROOT)))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["idle"], done.stderr[-2000:]
