@@ -40,7 +40,8 @@ INIT = """window.ui = SwaggerUIBundle({
   dom_id: "#swagger-ui",
   deepLinking: true,
   queryConfigEnabled: false,
-  validatorUrl: null
+  validatorUrl: null,
+  syntaxHighlight: { activated: false }
 });
 """
 _markdown = MarkdownIt("commonmark", {"html": False})
@@ -140,11 +141,8 @@ def body(spec: dict, op: dict) -> dict | None:
 
 
 def parameters(spec: dict, path_item: dict, op: dict) -> list[dict]:
-    found = []
-    for p in [*path_item.get("parameters", []), *op.get("parameters", [])]:
-        p = resolve(spec, p)
-        found.append({**p, "type": type_of(spec, p.get("schema", {})), "description": p.get("description", "")})
-    return found
+    every = (resolve(spec, p) for p in [*path_item.get("parameters", []), *op.get("parameters", [])])
+    return [{**p, "type": type_of(spec, p.get("schema", {})), "description": p.get("description", "")} for p in every]
 
 
 def responses(spec: dict, op: dict) -> list[tuple[str, str, str, list[dict]]]:
