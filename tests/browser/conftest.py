@@ -135,6 +135,7 @@ def page(context, live):
         ),
     )
     yield page
+    page.unroute_all(behavior="ignoreErrors")  # a test's route still answering when its page goes
     assert not page.errors, page.errors
     assert not page.outside, f"requests left the origin: {page.outside}"
 
