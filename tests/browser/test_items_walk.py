@@ -3,11 +3,15 @@ workbench, answers the questions after it and sees the server's feedback: the an
 misconception after, never before; at both sizes and in all three languages. The dashboard shows
 the cohort's items view."""
 
+import re
+
 import pytest
+from playwright.sync_api import expect
 
 from service.lessons import load_catalog
 
 from .conftest import (
+    PATIENCE,
     VIEWPORTS,
     demo_cohort,
     embedded_workbench,
@@ -300,4 +304,38 @@ def test_an_answer_erased_elsewhere_leaves_its_question_open_and_empty(browser, 
     assert pre.get_by_role("button", name="Record answer").first.is_visible()
     assert page.errors == []
     page.unroute_all(behavior="ignoreErrors")  # a read in flight when the page goes is not an error
+    context.close()
+
+
+def test_a_progress_read_the_server_sheds_is_asked_again_and_the_answer_shows_as_recorded(browser, live):
+    """A read answered 503 (a busy server, a SQLite lock held past its timeout) is asked again a moment later:
+    the answer the server holds reads as recorded, never as still waiting on this device."""
+    context = browser.new_context(viewport=VIEWPORTS["desktop"])
+    page = watched_page(context)
+    open_page(page, live, LESSON)
+    shedding, shed = {"on": True}, []
+
+    def busy(route):  # the lesson's reads while shedding; the embedded workbench's checklist reads pass
+        if shedding["on"] and route.request.frame == page.main_frame:
+            shed.append(route.request)
+            route.fulfill(status=503, content_type="application/problem+json", json={"title": "Busy", "status": 503})
+        else:
+            route.continue_()
+
+    page.route(lambda url: "/progress?lesson=" in url, busy)
+    item = next(i for i in CATALOG.in_locale("en").items if i.asked_in("pre"))
+    form = page.locator("section.directive-items").nth(0).locator("form.item-form").first
+    if item.kind == "number":
+        form.locator("input").fill(str(int(item.value)))
+    else:
+        form.locator(f"input[value='{item.answer}']").check()
+    form.get_by_role("button", name=WORDS["en"]["record"]).click()
+    until_asked(page, shed)  # delivered, and the read it asked for shed
+    page.wait_for_timeout(300)  # every read this delivery asked for is shed
+    shedding["on"] = False
+    feedback = form.locator(".item-feedback")
+    expect(feedback).to_contain_text(WORDS["en"]["later"], timeout=10000 * PATIENCE)
+    expect(feedback).not_to_have_class(re.compile(r"\bqueued\b"))
+    assert len(shed) >= 1
+    page.unroute_all(behavior="ignoreErrors")
     context.close()

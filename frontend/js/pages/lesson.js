@@ -29,6 +29,7 @@ const page = {
   verdict: null, // the predict section's line saying what the engine found
   verdictSaid: null, // what it last said
   progressAsked: 0, // only the latest read is drawn: one asked before a skip was delivered must not undo it
+  readAgainIn: 0, // ms before a shed read is asked again
   unit: /** @type {any} */ (null), // the cmi5 unit (cmi5.js), when an LMS launched the lesson
 };
 const shell = startPage();
@@ -46,12 +47,18 @@ async function refreshProgress() {
     page.checkpoints = progress.lessons[0].checkpoints.map((c) => ({ ...c, title: titled.get(c.id) ?? c.title }));
     page.answers = new Map((progress.lessons[0].items || []).map((a) => [`${a.item}:${a.phase}`, a]));
     page.unreachable = false;
+    page.readAgainIn = 0;
   } catch (error) {
     if (asked !== page.progressAsked) return;
     if (error instanceof ApiError && error.status === 404) {
       page.checkpoints = page.lesson.checkpoints.map((c) => ({ ...c, completed: false }));
     } else if (error instanceof ApiError && error.status === 0) {
       page.unreachable = true; // keep what is drawn; the queue line says what is waiting
+    } else if (error instanceof ApiError && (error.status === 429 || error.status >= 500)) {
+      // the read was shed (a busy server, a held lock): read again later, 1 s doubling to 30, unless asked anew
+      page.readAgainIn = Math.min(2 * page.readAgainIn || 1000, 30000);
+      setTimeout(() => asked === page.progressAsked && refreshProgress(), page.readAgainIn);
+      return;
     } else {
       throw error;
     }
